@@ -1,0 +1,30 @@
+/* Benchmarks run by `vulpes bench`. Each validates before it times, times after a
+ * warm-up (CUDA events on the GPU), prints a table on stdout and JSON lines (to stdout,
+ * or appended to --json FILE), and returns an exit code. */
+#ifndef VP_BENCH_H
+#define VP_BENCH_H
+
+#include <stdio.h>
+
+#include "vulpes/vulpes.h"
+
+typedef struct vp_bench_opts {
+    int iters;             /* timed repetitions (0: the benchmark's default) */
+    const char* json_path; /* append JSON lines here (NULL: stdout) */
+    int quick;             /* smaller shapes, for smoke runs on the CPU */
+    const char* backend;   /* "cpu", "cuda" or "auto" */
+} vp_bench_opts;
+
+/* `vulpes bench gemm`: the learner's GEMM shapes. */
+int vp_bench_gemm(vp_backend* b, const vp_bench_opts* o);
+
+/* Seconds on a monotonic host clock. */
+double vp_bench_now(void);
+
+/* Opens the JSON-lines sink (stdout or the --json file, appended); never NULL. */
+FILE* vp_bench_json_open(const vp_bench_opts* o);
+
+/* Closes what vp_bench_json_open returned (stdout is left open). */
+void vp_bench_json_close(FILE* f);
+
+#endif /* VP_BENCH_H */

@@ -1,0 +1,95 @@
+/* Internal: the backend function table. Each backend fills one vp_backend_ops; the
+ * public entry points (backend.c, ops.c) check arguments and then call through it, so
+ * an implementation may assume NULLs, dtypes, shapes and memory kinds are valid. */
+#ifndef VULPES_BACKEND_IMPL_H
+#define VULPES_BACKEND_IMPL_H
+
+#include "vulpes/backend.h"
+#include "vulpes/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vp_backend_ops {
+    /* lifecycle and memory */
+    void (*destroy)(vp_backend* b);
+    vp_status (*sync)(vp_backend* b);
+    vp_status (*buffer_alloc)(vp_backend* b, vp_mem m, size_t bytes, vp_buffer* out);
+    void (*buffer_free)(vp_backend* b, vp_buffer* buf);
+    vp_status (*upload)(vp_backend* b, void* dst, const void* src_host, size_t bytes);
+    vp_status (*download)(vp_backend* b, void* dst_host, const void* src, size_t bytes);
+    vp_status (*graph_capture)(vp_backend* b, vp_graph* g);
+    vp_status (*graph_launch)(vp_backend* b, vp_graph* g);
+    void (*graph_destroy)(vp_graph* g);
+
+    /* ops: same meaning as the public functions in ops.h, arguments already checked */
+    vp_status (*fill)(vp_backend* b, vp_tensor* x, float value);
+    vp_status (*fill_i32)(vp_backend* b, vp_tensor* x, int32_t value);
+    vp_status (*copy)(vp_backend* b, const vp_tensor* src, vp_tensor* dst);
+    vp_status (*convert)(vp_backend* b, const vp_tensor* src, vp_tensor* dst);
+    vp_status (*gemm)(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A,
+                      const vp_tensor* B, const vp_tensor* bias, vp_tensor* C);
+    vp_status (*unary)(vp_backend* b, vp_unary_op op, const vp_tensor* x, vp_tensor* y);
+    vp_status (*unary_backward)(vp_backend* b, vp_unary_op op, const vp_tensor* x,
+                                const vp_tensor* dy, vp_tensor* dx);
+    vp_status (*binary)(vp_backend* b, vp_binary_op op, const vp_tensor* a,
+                        const vp_tensor* bb, vp_tensor* c);
+    vp_status (*axpby)(vp_backend* b, float alpha, const vp_tensor* x, float beta,
+                       vp_tensor* y);
+    vp_status (*scale_by)(vp_backend* b, vp_tensor* x, const vp_tensor* s);
+    vp_status (*softmax)(vp_backend* b, const vp_tensor* x, vp_tensor* y, int log);
+    vp_status (*softmax_backward)(vp_backend* b, const vp_tensor* y, const vp_tensor* dy,
+                                  vp_tensor* dx, int log);
+    vp_status (*layernorm)(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma,
+                           const vp_tensor* beta, float eps, vp_tensor* y, vp_tensor* mean,
+                           vp_tensor* rstd);
+    vp_status (*layernorm_backward)(vp_backend* b, const vp_tensor* dy, const vp_tensor* x,
+                                    const vp_tensor* gamma, const vp_tensor* mean,
+                                    const vp_tensor* rstd, vp_tensor* dx, vp_tensor* dgamma,
+                                    vp_tensor* dbeta);
+    vp_status (*rmsnorm)(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, float eps,
+                         vp_tensor* y, vp_tensor* rstd);
+    vp_status (*rmsnorm_backward)(vp_backend* b, const vp_tensor* dy, const vp_tensor* x,
+                                  const vp_tensor* gamma, const vp_tensor* rstd,
+                                  vp_tensor* dx, vp_tensor* dgamma);
+    vp_status (*reduce_rows)(vp_backend* b, vp_reduce_op op, const vp_tensor* x,
+                             vp_tensor* out);
+    vp_status (*reduce_cols)(vp_backend* b, vp_reduce_op op, const vp_tensor* x,
+                             vp_tensor* out);
+    vp_status (*reduce_all)(vp_backend* b, vp_reduce_op op, const vp_tensor* x,
+                            vp_tensor* out);
+    vp_status (*gather_rows)(vp_backend* b, const vp_tensor* src, const vp_tensor* idx,
+                             vp_tensor* out);
+    vp_status (*adamw)(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param,
+                       const vp_tensor* grad, vp_tensor* m, vp_tensor* v,
+                       const vp_tensor* step, const vp_tensor* grad_scale);
+    vp_status (*step_increment)(vp_backend* b, vp_tensor* counter);
+    vp_status (*clip_coef)(vp_backend* b, const vp_tensor* x, float max_norm,
+                           vp_tensor* norm, vp_tensor* coef);
+} vp_backend_ops;
+
+struct vp_backend {
+    vp_backend_kind kind;          /* which implementation */
+    const vp_backend_ops* ops;     /* its function table */
+    char name[128];                /* "cpu", "cuda:0 NVIDIA H200" */
+    vp_runtime_counters counters;  /* copies / allocations / syncs since init */
+    void* impl;                    /* implementation state */
+};
+
+struct vp_graph {
+    vp_backend* owner;  /* backend it was captured on */
+    vp_graph_body body; /* the ops it issues */
+    void* ctx;          /* body's context */
+    void* exec;         /* CUDA: cudaGraphExec_t; CPU: NULL */
+    void* graph;        /* CUDA: cudaGraph_t; CPU: NULL */
+};
+
+/* Backend constructors (cpu_backend.c, cuda_backend.cu). */
+vp_status vp_cpu_backend_create(vp_backend** out);
+vp_status vp_cuda_backend_create(vp_backend** out, int device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_BACKEND_IMPL_H */

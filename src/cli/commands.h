@@ -1,0 +1,20 @@
+/* The CLI's subcommands. Each returns a process exit code (0 ok, 1 failure, 2 usage). */
+#ifndef VP_CLI_COMMANDS_H
+#define VP_CLI_COMMANDS_H
+
+#include "vulpes/vulpes.h"
+
+/* `vulpes bench WHAT [options]`. */
+int vp_cmd_bench(int argc, char** argv);
+
+/* `vulpes data inspect FILE [options]`. */
+int vp_cmd_data(int argc, char** argv);
+
+/* Parses "--backend cpu|cuda|auto" style choices and creates the backend; prints the error
+ * and returns NULL on failure. */
+vp_backend* vp_cli_backend(const char* choice);
+
+/* Prints the library's last error to stderr with a prefix, returns exit code 1. */
+int vp_cli_fail(const char* what);
+
+#endif /* VP_CLI_COMMANDS_H */

@@ -1,0 +1,64 @@
+/* vulpes: the command-line tool. Turns library statuses into messages and exit codes. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+typedef struct command {
+    const char* name;               /* first argument */
+    int (*run)(int argc, char** argv);  /* handler, given argv from the subcommand on */
+    const char* help;               /* one line */
+} command;
+
+static const command COMMANDS[] = {
+    {"bench", vp_cmd_bench, "bench gemm|env|step|backtest   print performance figures"},
+    {"data", vp_cmd_data, "data inspect FILE                what the loader sees in a bar file"},
+};
+
+static void usage(FILE* f) {
+    fprintf(f, "vulpes %s: deep RL trading agents on one GPU\n\nusage: vulpes COMMAND [ARGS]\n\n",
+            VP_VERSION_STRING);
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; ++i) fprintf(f, "  %s\n", COMMANDS[i].help);
+    fprintf(f, "\n  vulpes COMMAND --help   options of one command\n");
+}
+
+vp_backend* vp_cli_backend(const char* choice) {
+    vp_backend* b = NULL;
+    vp_status s;
+    if (!choice || strcmp(choice, "auto") == 0) {
+        s = vp_backend_best_init(&b);
+    } else if (strcmp(choice, "cpu") == 0) {
+        s = vp_backend_cpu_init(&b);
+    } else if (strcmp(choice, "cuda") == 0 || strcmp(choice, "gpu") == 0) {
+        s = vp_backend_cuda_init(&b, 0);
+    } else {
+        fprintf(stderr, "vulpes: unknown backend '%s' (choose cpu, cuda or auto)\n", choice);
+        return NULL;
+    }
+    if (s != VP_OK) {
+        vp_cli_fail("creating the backend");
+        return NULL;
+    }
+    return b;
+}
+
+int vp_cli_fail(const char* what) {
+    fprintf(stderr, "vulpes: error %s: %s\n", what, vp_last_error());
+    return 1;
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("vulpes %s\n", VP_VERSION_STRING);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; ++i)
+        if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "vulpes: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
