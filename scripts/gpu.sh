@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds vulpes with CUDA on a GPU machine, runs the CPU tests, the GPU test programs
+# and the benchmarks, and writes every log under $OUT (or ./gpu-out).
+# Dependencies missing there (libyaml, cJSON, OpenBLAS headers) come as .deb files in
+# .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
+#   usage: scripts/gpu.sh [all|test|bench|STEP...]   (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+steps=${*:-all}
+root=$PWD/.deps/root
+if [ -d .deps/debs ]; then
+  mkdir -p "$root"
+  for f in .deps/debs/*.deb; do dpkg -x "$f" "$root"; done
+  # dpkg -x runs no alternatives: expose OpenBLAS's cblas.h and libopenblas.so directly.
+  inc=$root/usr/include/x86_64-linux-gnu; lib=$root/usr/lib/x86_64-linux-gnu
+  [ -e "$inc/cblas.h" ] || ln -sf "$inc/openblas-pthread/cblas.h" "$inc/cblas.h"
+  for h in "$inc"/openblas-pthread/*.h; do [ -e "$inc/$(basename "$h")" ] || ln -sf "$h" "$inc/"; done
+  [ -e "$lib/libopenblas.so" ] || ln -sf "$lib/openblas-pthread/libopenblas.so.0" "$lib/libopenblas.so"
+  [ -e "$lib/libopenblas.so.0" ] || ln -sf "$lib/openblas-pthread/libopenblas.so.0" "$lib/libopenblas.so.0"
+  export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+rc=0
+run() { local name=$1; shift; echo "== $name: $*"; "$@" 2>&1 | tee "$OUT/$name.log"; local r=${PIPESTATUS[0]}; echo "== $name exit $r"; [ $r -eq 0 ] || rc=1; }
+run build cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DVP_DEPS_DIR="$root" -DCMAKE_CUDA_ARCHITECTURES=90 -DVP_WERROR=ON
+run make cmake --build build-gpu -j "$(nproc)"
+for s in $steps; do
+  case $s in
+    all|test)
+      run ctest ctest --test-dir build-gpu --output-on-failure -j 8
+      for t in build-gpu/test_gpu_*; do [ -x "$t" ] && run "$(basename "$t")" "$t"; done ;;&
+    all|bench)
+      run bench_gemm build-gpu/vulpes bench gemm --backend cuda --json "$OUT/bench.jsonl" ;;
+    all|test|bench) ;;
+    *) run "$s" $s ;;
+  esac
+done
+echo "== summary: rc=$rc"; grep -h "== .* exit" "$OUT"/*.log 2>/dev/null | head -0
+exit $rc

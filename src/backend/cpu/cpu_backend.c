@@ -1,0 +1,119 @@
+/* The CPU backend: its function table, host memory, transfers and graphs. Memory of
+ * every kind the CPU can reach is plain 64-byte aligned host memory; a "mapped" buffer is
+ * the same host memory under both aliases. A graph stores its body and runs it at each
+ * launch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "cpu_impl.h"
+
+#define VP_CPU_ALIGN 64u
+
+/* ---- lifecycle -------------------------------------------------------------------- */
+
+static void cpu_destroy(vp_backend* b) { free(b); }
+
+static vp_status cpu_sync(vp_backend* b) {
+    (void)b;
+    return VP_OK;
+}
+
+/* ---- memory and transfers ------------------------------------------------------------ */
+
+static vp_status cpu_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buffer* out) {
+    VP_REQUIRE(m == VP_MEM_HOST || m == VP_MEM_MAPPED, VP_ERR_DEVICE,
+               "cpu buffer_alloc: the CPU backend cannot make %s memory", vp_mem_name(m));
+    // Round up to the alignment (aligned_alloc needs a multiple of it), zero-fill.
+    size_t padded = (bytes + VP_CPU_ALIGN - 1) / VP_CPU_ALIGN * VP_CPU_ALIGN;
+    VP_REQUIRE(padded >= bytes, VP_ERR_OOM, "cpu buffer_alloc: %zu bytes overflow", bytes);
+    void* p = aligned_alloc(VP_CPU_ALIGN, padded);
+    VP_REQUIRE(p != NULL, VP_ERR_OOM, "cpu buffer_alloc: out of host memory for %zu bytes (%s)", bytes,
+               vp_mem_name(m));
+    memset(p, 0, padded);
+    out->host = p;
+    out->dev = p;
+    return VP_OK;
+}
+
+static void cpu_buffer_free(vp_backend* b, vp_buffer* buf) {
+    (void)b;
+    free(buf->dev ? buf->dev : buf->host);
+}
+
+static vp_status cpu_upload(vp_backend* b, void* dst, const void* src_host, size_t bytes) {
+    (void)b;
+    if (bytes) memmove(dst, src_host, bytes);
+    return VP_OK;
+}
+
+static vp_status cpu_download(vp_backend* b, void* dst_host, const void* src, size_t bytes) {
+    (void)b;
+    if (bytes) memmove(dst_host, src, bytes);
+    return VP_OK;
+}
+
+/* ---- graphs: the body is kept by vp_graph_capture and run at each launch --------------- */
+
+static vp_status cpu_graph_capture(vp_backend* b, vp_graph* g) {
+    (void)b;
+    g->exec = NULL;
+    g->graph = NULL;
+    return VP_OK;
+}
+
+static vp_status cpu_graph_launch(vp_backend* b, vp_graph* g) { return g->body(b, g->ctx); }
+
+static void cpu_graph_destroy(vp_graph* g) { (void)g; }
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+static const vp_backend_ops CPU_OPS = {
+    .destroy = cpu_destroy,
+    .sync = cpu_sync,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .graph_capture = cpu_graph_capture,
+    .graph_launch = cpu_graph_launch,
+    .graph_destroy = cpu_graph_destroy,
+    .fill = vp_cpu_fill,
+    .fill_i32 = vp_cpu_fill_i32,
+    .copy = vp_cpu_copy,
+    .convert = vp_cpu_convert,
+    .gemm = vp_cpu_gemm,
+    .unary = vp_cpu_unary,
+    .unary_backward = vp_cpu_unary_backward,
+    .binary = vp_cpu_binary,
+    .axpby = vp_cpu_axpby,
+    .scale_by = vp_cpu_scale_by,
+    .softmax = vp_cpu_softmax,
+    .softmax_backward = vp_cpu_softmax_backward,
+    .layernorm = vp_cpu_layernorm,
+    .layernorm_backward = vp_cpu_layernorm_backward,
+    .rmsnorm = vp_cpu_rmsnorm,
+    .rmsnorm_backward = vp_cpu_rmsnorm_backward,
+    .reduce_rows = vp_cpu_reduce_rows,
+    .reduce_cols = vp_cpu_reduce_cols,
+    .reduce_all = vp_cpu_reduce_all,
+    .gather_rows = vp_cpu_gather_rows,
+    .adamw = vp_cpu_adamw,
+    .step_increment = vp_cpu_step_increment,
+    .clip_coef = vp_cpu_clip_coef,
+};
+
+vp_status vp_cpu_backend_create(vp_backend** out) {
+    VP_REQUIRE(out != NULL, VP_ERR_INVALID_ARG, "vp_cpu_backend_create: out is NULL");
+    *out = NULL;
+    vp_backend* b = (vp_backend*)calloc(1, sizeof *b);
+    VP_REQUIRE(b != NULL, VP_ERR_OOM, "vp_cpu_backend_create: out of host memory");
+    b->kind = VP_BACKEND_CPU;
+    b->ops = &CPU_OPS;
+    b->impl = NULL;
+    snprintf(b->name, sizeof b->name, "cpu (OpenBLAS, %d threads)", openblas_get_num_threads());
+    *out = b;
+    return VP_OK;
+}
