@@ -27,4 +27,7 @@ FILE* vp_bench_json_open(const vp_bench_opts* o);
 /* Closes what vp_bench_json_open returned (stdout is left open). */
 void vp_bench_json_close(FILE* f);
 
+/* `vulpes bench env`: environment steps per second with random actions, bytes per step, GB/s. */
+int vp_bench_env(vp_backend* b, const vp_bench_opts* o);
+
 #endif /* VP_BENCH_H */

@@ -49,14 +49,34 @@ int vp_model_cfg_actions(const vp_model_cfg* c);
 /* Checks a configuration; the message names the bad field. */
 vp_status vp_model_cfg_check(const vp_model_cfg* c);
 
+/* GEMM FLOPs (2 m n k summed over the products) of one forward of `batch` samples with
+ * `n_taus` IQN samples (0: no IQN head), plus its backward when `backward` is set. */
+double vp_model_flops(const vp_model_cfg* c, int64_t batch, int n_taus, int backward);
+
+/* How a parameter tensor is initialised (PyTorch / Mamba2 reference defaults). */
+typedef enum vp_param_init {
+    VP_INIT_UNIFORM = 0, /* U(-bound, bound), bound = 1 / sqrt(fan_in) */
+    VP_INIT_ONES,        /* 1 (norm weights, Mamba2 D) */
+    VP_INIT_ZEROS,       /* 0 (norm biases) */
+    VP_INIT_A_LOG,       /* log(U(1, 16)) per head */
+    VP_INIT_DT_BIAS,     /* inverse softplus of dt, log-uniform in [1e-3, 1e-1], floor 1e-4 */
+    VP_INIT_COUNT
+} vp_param_init;
+
 /* One parameter tensor of the table. */
 typedef struct vp_param_info {
     char name[64];            /* "trunk.w1", as in checkpoints */
     int ndim;                 /* 1 or 2 */
     int64_t shape[2];         /* [out, in] for weights, [n] for vectors */
-    int64_t offset;           /* elements from the start of the flat buffer */
+    int64_t offset;           /* elements from the start of the flat buffer (multiple of 64) */
     int64_t numel;            /* elements */
+    vp_param_init init;       /* initialisation rule */
+    float bound;              /* VP_INIT_UNIFORM: half-width of the interval */
+    int id;                   /* internal slot (vp_model.slot) */
 } vp_param_info;
+
+/* Internal parameter slots (the table's rows; absent ones, e.g. Mamba2 when off, map to -1). */
+#define VP_MODEL_MAX_SLOTS 48
 
 /* The network: configuration, parameter table and the flat buffers. */
 typedef struct vp_model {
@@ -69,6 +89,8 @@ typedef struct vp_model {
     vp_buffer grad_buf;       /* storage of `grads` */
     vp_tensor params;         /* [n_weights] online parameters */
     vp_tensor grads;          /* [n_weights] gradients of the last backward */
+    vp_precision precision;   /* GEMM arithmetic (VP_PREC_TF32: FP32 on the CPU) */
+    int slot[VP_MODEL_MAX_SLOTS]; /* internal: table index of each slot, -1 when absent */
 } vp_model;
 
 /* Builds the table for `cfg`, allocates params and grads on the backend and initialises
@@ -77,6 +99,11 @@ vp_status vp_model_init(vp_model* m, vp_backend* b, const vp_model_cfg* cfg, uin
 
 /* Frees a model. */
 void vp_model_free(vp_model* m);
+
+/* Writes the initial parameters for `seed` into `flat` ([n_weights], any backend memory
+ * of m's backend): computed on the host with Philox (stream = hash of the name, index =
+ * element), then uploaded, so every backend gets the same bits. Padding is zero. */
+vp_status vp_model_init_params(const vp_model* m, vp_tensor* flat, uint64_t seed);
 
 /* Finds a parameter by name; NULL when absent. */
 const vp_param_info* vp_model_find_param(const vp_model* m, const char* name);
@@ -92,16 +119,35 @@ typedef struct vp_model_acts vp_model_acts;
 vp_status vp_model_acts_init(vp_model_acts** out, const vp_model* m, int64_t batch, int n_taus,
                              int for_backward);
 
-/* Frees activations. */
+/* Frees activations (NULL is a no-op). */
 void vp_model_acts_free(vp_model_acts* a);
 
-/* Forward of `batch` samples with parameters `params` ([n_weights], the online or the
- * target buffer). features [T, F] is the whole feature matrix; bar_idx [batch] (i32) the
+/* Bytes of backend memory the activations hold. */
+size_t vp_model_acts_bytes(const vp_model_acts* a);
+
+/* Forward of `batch` samples (vp_model_encode then vp_model_heads) with parameters
+ * `params` ([n_weights], the online or the target buffer). features [T, F] is the whole feature matrix; bar_idx [batch] (i32) the
  * decision bar t of each sample, whose window is rows t-K+1..t (rows below 0 read row 0);
  * portfolio [batch, P]; taus [batch, n_taus] in (0, 1) or NULL to skip the IQN head. */
 vp_status vp_model_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                            const vp_tensor* features, const vp_tensor* bar_idx,
                            const vp_tensor* portfolio, const vp_tensor* taus, int64_t batch);
+
+/* Market part of the forward (SPEC 4.1-4.2: trunk, then Mamba2 or the last bar): writes
+ * the encoding e [batch, H] into the activations (vp_model_encoding). Needs no portfolio. */
+vp_status vp_model_encode(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                          const vp_tensor* features, const vp_tensor* bar_idx, int64_t batch);
+
+/* Encoding of the last vp_model_encode: [batch, H] view into the activations. */
+vp_tensor vp_model_encoding(const vp_model_acts* a);
+
+/* Portfolio projection and heads (SPEC 4.3-4.5) from encodings `enc` [>= batch, H] (NULL:
+ * the activations' own, from the last vp_model_encode); portfolio [batch, P]; taus
+ * [batch, n_taus] or NULL. A backward after this needs enc == NULL (the encoder's
+ * activations are kept only then); with an outside `enc` only the heads are forward. */
+vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                         const vp_tensor* enc, const vp_tensor* portfolio, const vp_tensor* taus,
+                         int64_t batch);
 
 /* Outputs of the last forward (views into the activations):
  * log_probs [batch, A, Z] C51 log-probabilities per action head,
@@ -112,7 +158,8 @@ vp_tensor vp_model_iqn(const vp_model_acts* a);
 
 /* Backward of the last forward with parameters `params`: given d log_probs
  * [batch, A, Z] and d iqn [batch, n_taus, A] (NULL when no IQN), writes m->grads
- * (overwritten, not accumulated). */
+ * (overwritten, not accumulated; padding between tensors stays zero). Needs activations
+ * made with for_backward = 1 and a forward whose encoding was the activations' own. */
 vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                             const vp_tensor* d_log_probs, const vp_tensor* d_iqn);
 

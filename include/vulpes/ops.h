@@ -24,7 +24,7 @@ vp_status vp_fill_i32(vp_backend* b, vp_tensor* x, int32_t value);
 /* dst = src element for element (same dtype, same numel; shapes may differ). */
 vp_status vp_copy(vp_backend* b, const vp_tensor* src, vp_tensor* dst);
 
-/* dst = src converted between f32 and bf16 (round to nearest even), same numel. */
+/* dst = src converted between f32 and bf16 (round to nearest even; NaN stays NaN), same numel. */
 vp_status vp_convert(vp_backend* b, const vp_tensor* src, vp_tensor* dst);
 
 /* ---- GEMM ---------------------------------------------------------------------- */
@@ -76,14 +76,14 @@ vp_status vp_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A,
 typedef enum vp_unary_op {
     VP_UNARY_RELU = 0,  /* max(x, 0) */
     VP_UNARY_SILU,      /* x * sigmoid(x) */
-    VP_UNARY_SOFTPLUS,  /* log(1 + exp(x)), linear above 20 */
+    VP_UNARY_SOFTPLUS,  /* log(1 + exp(x)), linear above 20 (derivative 1 there) */
     VP_UNARY_SIGMOID,   /* 1 / (1 + exp(-x)) */
     VP_UNARY_EXP,       /* exp(x) */
     VP_UNARY_TANH,      /* tanh(x) */
     VP_UNARY_COUNT
 } vp_unary_op;
 
-/* y = f(x) (same numel; y may alias x). */
+/* y = f(x) (same numel; y may alias x). NaN in gives NaN out. */
 vp_status vp_unary(vp_backend* b, vp_unary_op op, const vp_tensor* x, vp_tensor* y);
 
 /* dx = dy * f'(x) (same numel; dx may alias dy). */
@@ -183,7 +183,7 @@ typedef struct vp_adamw_cfg {
 } vp_adamw_cfg;
 
 /* One fused AdamW update over flat buffers param, grad, m, v (same numel, f32).
- * `step` ([1] i32, backend memory) holds the 1-based step number used for bias
+ * `step` ([1] i32, backend memory) holds the 1-based step number (>= 1) used for bias
  * correction (see vp_step_increment). `grad_scale` ([1] f32, may be NULL) multiplies the
  * gradient first (the clip coefficient). */
 vp_status vp_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param,
@@ -194,7 +194,8 @@ vp_status vp_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param,
 vp_status vp_step_increment(vp_backend* b, vp_tensor* counter);
 
 /* norm[0] = sqrt(sum(x^2)) and coef[0] = min(1, max_norm / (norm + 1e-6)) (PyTorch's
- * clip_grad_norm_), both [1] f32 in backend memory; nothing is read by the host. */
+ * clip_grad_norm_), both [1] f32 in backend memory; nothing is read by the host. A NaN
+ * norm gives a NaN coef (never a silent 1). */
 vp_status vp_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, vp_tensor* norm,
                        vp_tensor* coef);
 

@@ -30,7 +30,7 @@ vp_status vp_set_error(vp_status s, const char* where, const char* fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    snprintf(g_error, sizeof g_error, "%s (%s, %s)", msg, vp_status_name(s), where);
+    snprintf(g_error, sizeof g_error, "%.800s (%s, %.180s)", msg, vp_status_name(s), where);
     vp_log(VP_LOG_DEBUG, "%s", g_error);
     return s;
 }
@@ -43,7 +43,7 @@ vp_status vp_error_context(vp_status s, const char* fmt, ...) {
     vsnprintf(ctx, sizeof ctx, fmt, ap);
     va_end(ap);
     memcpy(inner, g_error, sizeof inner);
-    snprintf(g_error, sizeof g_error, "%s: %s", ctx, inner);
+    snprintf(g_error, sizeof g_error, "%.400s: %.600s", ctx, inner);
     return s;
 }
 

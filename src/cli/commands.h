@@ -17,4 +17,7 @@ vp_backend* vp_cli_backend(const char* choice);
 /* Prints the library's last error to stderr with a prefix, returns exit code 1. */
 int vp_cli_fail(const char* what);
 
+/* `vulpes config --defaults [--markdown] | CONFIG [key=value ...]`. */
+int vp_cmd_config(int argc, char** argv);
+
 #endif /* VP_CLI_COMMANDS_H */

@@ -1,5 +1,6 @@
 /* The CPU backend: its function table, host memory, transfers and graphs. Memory of
- * every kind the CPU can reach is plain 64-byte aligned host memory; a "mapped" buffer is
+ * every kind the CPU can reach is plain host memory, aligned to 256 bytes (the arena's
+ * tensor alignment, so arena tensors keep it too); a "mapped" buffer is
  * the same host memory under both aliases. A graph stores its body and runs it at each
  * launch. */
 #include <stdio.h>
@@ -10,7 +11,7 @@
 
 #include "cpu_impl.h"
 
-#define VP_CPU_ALIGN 64u
+#define VP_CPU_ALIGN 256u
 
 /* ---- lifecycle -------------------------------------------------------------------- */
 
@@ -26,7 +27,7 @@ static vp_status cpu_sync(vp_backend* b) {
 static vp_status cpu_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buffer* out) {
     VP_REQUIRE(m == VP_MEM_HOST || m == VP_MEM_MAPPED, VP_ERR_DEVICE,
                "cpu buffer_alloc: the CPU backend cannot make %s memory", vp_mem_name(m));
-    // Round up to the alignment (aligned_alloc needs a multiple of it), zero-fill.
+    /* round up to the alignment (aligned_alloc needs a multiple of it), zero-fill */
     size_t padded = (bytes + VP_CPU_ALIGN - 1) / VP_CPU_ALIGN * VP_CPU_ALIGN;
     VP_REQUIRE(padded >= bytes, VP_ERR_OOM, "cpu buffer_alloc: %zu bytes overflow", bytes);
     void* p = aligned_alloc(VP_CPU_ALIGN, padded);

@@ -70,24 +70,27 @@ static inline float unary_f(vp_unary_op op, float x) {
     }
 }
 
+/* sigmoid(x) * (1 - sigmoid(x)) = e / (1 + e)^2 with e = exp(-|x|): no cancellation. */
+static inline float sigmoid_grad_f(float x) {
+    float e = expf(-fabsf(x));
+    return e / ((1.0f + e) * (1.0f + e));
+}
+
+/* 1 - tanh(x)^2 = 4 e / (1 + e)^2 with e = exp(-2|x|): no cancellation at large |x|. */
+static inline float tanh_grad_f(float x) {
+    float e = expf(-2.0f * fabsf(x));
+    return 4.0f * e / ((1.0f + e) * (1.0f + e));
+}
+
 /* dy * f'(x) for one element. */
 static inline float unary_grad_f(vp_unary_op op, float x, float dy) {
     switch (op) {
     case VP_UNARY_RELU: return x > 0.0f ? dy : 0.0f;
-    case VP_UNARY_SILU: {
-        float s = sigmoid_f(x);
-        return dy * s * (1.0f + x * (1.0f - s));
-    }
+    case VP_UNARY_SILU: return dy * (sigmoid_f(x) + x * sigmoid_grad_f(x)); /* s (1 + x (1 - s)) */
     case VP_UNARY_SOFTPLUS: return x > 20.0f ? dy : dy * sigmoid_f(x);
-    case VP_UNARY_SIGMOID: {
-        float s = sigmoid_f(x);
-        return dy * s * (1.0f - s);
-    }
+    case VP_UNARY_SIGMOID: return dy * sigmoid_grad_f(x);
     case VP_UNARY_EXP: return dy * expf(x);
-    case VP_UNARY_TANH: {
-        float t = tanhf(x);
-        return dy * (1.0f - t * t);
-    }
+    case VP_UNARY_TANH: return dy * tanh_grad_f(x);
     default: return NAN;
     }
 }

@@ -47,7 +47,7 @@ vp_status vp_cpu_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A, 
     VP_REQUIRE(m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX, VP_ERR_SHAPE,
                "vp_gemm: m=%lld n=%lld k=%lld exceed the CPU BLAS's int range", (long long)m, (long long)n,
                (long long)k);
-    float* c = (float*)C->data;          /* [batch, m, n] at stride_c */
+    float* c = (float*)C->data;                                  /* [batch, m, n] at stride_c */
     const float* bv = (const float*)(bias ? bias->data : NULL); /* [n] */
     for (int64_t i = 0; i < d->batch; ++i) {
         float* ci = c + i * d->stride_c;

@@ -10,12 +10,13 @@
 /* The value a reduction starts from. */
 static inline double reduce_init(vp_reduce_op op) { return op == VP_REDUCE_MAX ? -INFINITY : 0.0; }
 
-/* Folds one element into an accumulator; once MAX has seen a NaN it stays NaN. */
+/* Folds one element into an accumulator. MAX takes a NaN element, and once the
+ * accumulator is NaN no comparison replaces it, so NaN propagates. */
 static inline double reduce_step(vp_reduce_op op, double acc, float v) {
     switch (op) {
     case VP_REDUCE_SUM: return acc + (double)v;
     case VP_REDUCE_SUMSQ: return acc + (double)v * (double)v;
-    default: return (isnan(acc) || isnan(v) || (double)v > acc) ? (isnan(acc) ? acc : (double)v) : acc;
+    default: return (isnan(v) || (double)v > acc) ? (double)v : acc;
     }
 }
 

@@ -13,16 +13,21 @@ vp_status vp_cpu_softmax(vp_backend* b, const vp_tensor* x, vp_tensor* y, int is
         /* row maximum (a NaN in the row makes the whole row NaN below) */
         float mx = -INFINITY;
         for (int64_t j = 0; j < n; ++j) mx = xr[j] > mx ? xr[j] : mx;
-        /* sum of shifted exponentials */
-        double sum = 0.0;
-        for (int64_t j = 0; j < n; ++j) sum += (double)expf(xr[j] - mx);
-        /* write x - max - log(sum), or exp(x - max) / sum */
         if (is_log) {
+            /* x - max - log(sum of shifted exponentials) */
+            double sum = 0.0;
+            for (int64_t j = 0; j < n; ++j) sum += (double)expf(xr[j] - mx);
             const float lse = (float)log(sum);
             for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mx) - lse;
         } else {
+            /* exp(x - max) written once, then divided by its sum (x is not read again) */
+            double sum = 0.0;
+            for (int64_t j = 0; j < n; ++j) {
+                yr[j] = expf(xr[j] - mx);
+                sum += (double)yr[j];
+            }
             const float inv = (float)(1.0 / sum);
-            for (int64_t j = 0; j < n; ++j) yr[j] = expf(xr[j] - mx) * inv;
+            for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
         }
     }
     return VP_OK;

@@ -7,6 +7,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend/backend_impl.h"
 
@@ -16,6 +17,8 @@
 #define VP_CUDA_MAX_BLOCKS 65535
 /* Partial sums a deterministic whole-buffer reduction makes in its first pass. */
 #define VP_CUDA_REDUCE_PARTS 1024
+/* Rows up to this wide get a warp each in row kernels; wider rows a block each. */
+#define VP_CUDA_WARP_ROW_MAX 1024
 /* cuBLASLt workspace, taken once at init (32 MiB is NVIDIA's advice for Hopper). */
 #define VP_CUDA_LT_WORKSPACE_BYTES ((size_t)32 << 20)
 /* Scratch for per-block partial sums of deterministic reductions (floats). */
@@ -92,6 +95,11 @@ static inline unsigned vp_cuda_grid(int64_t n, int threads) {
     if (g < 1) g = 1;
     if (g > VP_CUDA_MAX_BLOCKS) g = VP_CUDA_MAX_BLOCKS;
     return (unsigned)g;
+}
+
+/* Grid for row kernels: rows per block is 1 (block per row) or blockDim / 32 (warp per row). */
+static inline unsigned vp_cuda_row_grid(int64_t rows, int rows_per_block) {
+    return vp_cuda_grid((rows + rows_per_block - 1) / rows_per_block, 1);
 }
 
 /* Whether every pointer given is 16-byte aligned (for float4 access). */

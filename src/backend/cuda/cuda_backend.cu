@@ -213,7 +213,7 @@ static vp_status cuda_setup(vp_backend* b, int device) {
     VP_REQUIRE(prop.canMapHostMemory, VP_ERR_UNSUPPORTED, "vp_cuda_backend_create: %s cannot map host memory",
                prop.name);
     c->sm_count = prop.multiProcessorCount;
-    snprintf(b->name, sizeof b->name, "cuda:%d %s", device, prop.name);
+    snprintf(b->name, sizeof b->name, "cuda:%d %.100s", device, prop.name);
 
     /* one non-blocking stream; every op and copy of this backend goes through it */
     VP_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));

@@ -1,0 +1,296 @@
+/* vulpes: the run configuration (SPEC sections 1 and 8).
+ *
+ * Every key lives in one table below (an X-macro per section): its name, type, default,
+ * allowed range and a line of documentation. The same table generates the typed struct
+ * `vp_config` (cfg.learn.lr, cfg.model.hidden, ...), the runtime key table that loading,
+ * overrides and printing walk, `vulpes config --defaults` and docs/config.md. Adding a
+ * key is one row here.
+ *
+ * A configuration is a YAML mapping with a nested mapping per section (or dotted keys);
+ * `key=value` overrides apply after the file. Unknown keys, wrong types, out-of-range
+ * values, duplicate keys and malformed YAML are errors naming the key, the file and the
+ * line (or "command line"), with the nearest known key for an unknown one. */
+#ifndef VULPES_CONFIG_H
+#define VULPES_CONFIG_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vulpes/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Capacity of a string value, terminating NUL included. */
+#define VP_CONFIG_STR_MAX 512
+
+/* run.backend: where the run computes. */
+typedef enum vp_run_backend {
+    VP_RUN_BACKEND_AUTO = 0, /* the GPU when one is usable, else the CPU */
+    VP_RUN_BACKEND_CPU,      /* the plain-C backend */
+    VP_RUN_BACKEND_CUDA,     /* the CUDA backend (fails without a GPU) */
+    VP_RUN_BACKEND_COUNT
+} vp_run_backend;
+
+/* run.precision: GEMM arithmetic on the GPU; the index order is vp_precision's (ops.h). */
+typedef enum vp_run_precision {
+    VP_RUN_PRECISION_FP32 = 0, /* full FP32 */
+    VP_RUN_PRECISION_TF32,     /* TF32 tensor cores (FP32 on the CPU) */
+    VP_RUN_PRECISION_BF16,     /* BF16 operands, FP32 accumulation */
+    VP_RUN_PRECISION_COUNT
+} vp_run_precision;
+
+/* ---- the key table ----------------------------------------------------------------------
+ * X(section, name, KIND, default, lo, hi, bounds, values, doc)
+ *   KIND    INT (int64_t), FLOAT (double), BOOL (bool), STRING (char[VP_CONFIG_STR_MAX]),
+ *           ENUM (int: the index of the value in `values`)
+ *   default a number for INT / FLOAT, true / false for BOOL, a string for STRING / ENUM
+ *   lo, hi  the allowed range of INT / FLOAT (INFINITY for none); `bounds` says whether
+ *           each end is included: "[]", "[)", "(]" or "()"
+ *   values  ENUM: the allowed values, "a|b|c"; NULL otherwise
+ *   doc     one line */
+#define VP_CFG_INF INFINITY
+
+#define VP_CFG_KEYS_data(X)                                                                 \
+    X(data, path, STRING, "", 0, 0, "[]", NULL,                                            \
+      "CSV file of bars (time, open, high, low, close, volume), relative to the working "  \
+      "directory")                                                                          \
+    X(data, skip_bad_rows, BOOL, false, 0, 1, "[]", NULL,                                  \
+      "drop and count rows that break a validation rule instead of failing")
+
+#define VP_CFG_KEYS_split(X)                                                                \
+    X(split, train, FLOAT, 0.7, 0, 1, "(]", NULL, "fraction of the bars, oldest first, used for training") \
+    X(split, val, FLOAT, 0.15, 0, 1, "[)", NULL, "fraction after the training span used for validation")  \
+    X(split, test, FLOAT, 0.15, 0, 1, "[)", NULL, "fraction after the validation span held out for test") \
+    X(split, embargo, INT, 0, 0, VP_CFG_INF, "[)", NULL, "bars left out between consecutive spans")
+
+#define VP_CFG_KEYS_features(X)                                                             \
+    X(features, window, INT, 256, 2, VP_CFG_INF, "[)", NULL,                               \
+      "bars in the trailing window of the rolling z-score normalisation")
+
+#define VP_CFG_KEYS_instrument(X)                                                           \
+    X(instrument, tick_size, FLOAT, 0.01, 0, VP_CFG_INF, "()", NULL, "smallest price increment") \
+    X(instrument, multiplier, FLOAT, 1.0, 0, VP_CFG_INF, "()", NULL,                       \
+      "currency per point of price per contract (point value)")                            \
+    X(instrument, commission, FLOAT, 0.005, 0, VP_CFG_INF, "[)", NULL,                     \
+      "commission per contract traded, in account currency")                                \
+    X(instrument, slippage_ticks, FLOAT, 1.0, 0, VP_CFG_INF, "[)", NULL,                   \
+      "ticks of slippage against the trader on every fill")                                 \
+    X(instrument, max_position, FLOAT, 100.0, 0, VP_CFG_INF, "()", NULL,                   \
+      "largest position in contracts (the size branch picks 0.25..1 of it)")               \
+    X(instrument, initial_equity, FLOAT, 100000.0, 0, VP_CFG_INF, "()", NULL,              \
+      "account equity at the start of every episode and backtest")
+
+#define VP_CFG_KEYS_env(X)                                                                  \
+    X(env, n_envs, INT, 4096, 1, VP_CFG_INF, "[)", NULL, "environments stepped together")  \
+    X(env, episode_bars, INT, 1024, 2, VP_CFG_INF, "[)", NULL,                             \
+      "bars in one episode window (random start inside the training span)")                \
+    X(env, ruin_fraction, FLOAT, 0.5, 0, 1, "[)", NULL,                                    \
+      "an episode ends when equity falls below this fraction of initial_equity")           \
+    X(env, reward_scale, FLOAT, 100.0, 0, VP_CFG_INF, "()", NULL,                          \
+      "reward = equity change / initial_equity x reward_scale")                            \
+    X(env, drawdown_penalty, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                        \
+      "weight of the per-step increase in drawdown subtracted from the reward")            \
+    X(env, turnover_penalty, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                        \
+      "weight of the contracts traded (as a fraction of max_position) subtracted from the reward")
+
+#define VP_CFG_KEYS_model(X)                                                                \
+    X(model, window, INT, 8, 1, 4096, "[]", NULL, "bars seen per decision (K)")            \
+    X(model, hidden, INT, 256, 1, 65536, "[]", NULL, "trunk width (H)")                    \
+    X(model, use_mamba, BOOL, true, 0, 1, "[]", NULL,                                      \
+      "Mamba2 mixer over the K bars; false: the last bar's trunk output only")             \
+    X(model, mamba_state, INT, 16, 1, 1024, "[]", NULL, "Mamba2 state size (N)")           \
+    X(model, mamba_head_dim, INT, 64, 1, 65536, "[]", NULL, "Mamba2 head width; must divide model.hidden") \
+    X(model, mamba_conv, INT, 4, 1, 64, "[]", NULL, "Mamba2 causal depthwise convolution width") \
+    X(model, head_hidden, INT, 128, 1, 65536, "[]", NULL,                                  \
+      "hidden width of the value, advantage and IQN MLPs")                                 \
+    X(model, n_atoms, INT, 51, 2, 4096, "[]", NULL, "C51 atoms (Z)")                       \
+    X(model, v_min, FLOAT, -10.0, -VP_CFG_INF, VP_CFG_INF, "()", NULL, "lowest C51 atom")  \
+    X(model, v_max, FLOAT, 10.0, -VP_CFG_INF, VP_CFG_INF, "()", NULL, "highest C51 atom")  \
+    X(model, iqn_taus, INT, 64, 1, 4096, "[]", NULL, "IQN quantile samples of the online network") \
+    X(model, iqn_target_taus, INT, 64, 1, 4096, "[]", NULL,                                \
+      "IQN quantile samples of the target network")                                        \
+    X(model, iqn_cos, INT, 64, 1, 4096, "[]", NULL, "cosine features of the IQN tau embedding")
+
+#define VP_CFG_KEYS_learn(X)                                                                \
+    X(learn, batch, INT, 8192, 1, VP_CFG_INF, "[)", NULL, "transitions per learner step (B)") \
+    X(learn, lr, FLOAT, 1e-4, 0, VP_CFG_INF, "()", NULL, "AdamW learning rate")            \
+    X(learn, beta1, FLOAT, 0.9, 0, 1, "[)", NULL, "AdamW first-moment decay")              \
+    X(learn, beta2, FLOAT, 0.999, 0, 1, "[)", NULL, "AdamW second-moment decay")           \
+    X(learn, eps, FLOAT, 1.5e-4, 0, VP_CFG_INF, "()", NULL, "AdamW epsilon")               \
+    X(learn, weight_decay, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL, "AdamW decoupled weight decay") \
+    X(learn, clip_norm, FLOAT, 10.0, 0, VP_CFG_INF, "[)", NULL,                            \
+      "global gradient-norm clip (PyTorch semantics); 0 turns it off")                     \
+    X(learn, tau, FLOAT, 0.005, 0, 1, "(]", NULL, "Polyak target update rate per learner step") \
+    X(learn, gamma, FLOAT, 0.99, 0, 1, "[]", NULL, "discount per step")                    \
+    X(learn, n_step, INT, 3, 1, 256, "[]", NULL, "steps in the n-step return")
+
+#define VP_CFG_KEYS_replay(X)                                                               \
+    X(replay, capacity, INT, 1048576, 1, VP_CFG_INF, "[)", NULL, "transitions the replay ring holds") \
+    X(replay, prioritized, BOOL, true, 0, 1, "[]", NULL, "prioritised sampling; false: uniform") \
+    X(replay, alpha, FLOAT, 0.6, 0, 1, "[]", NULL, "priority exponent")                    \
+    X(replay, beta0, FLOAT, 0.4, 0, 1, "[]", NULL, "importance-sampling exponent at the start") \
+    X(replay, beta_steps, INT, 20000, 1, VP_CFG_INF, "[)", NULL,                           \
+      "learner steps over which beta anneals linearly to 1")                               \
+    X(replay, warmup, INT, 65536, 1, VP_CFG_INF, "[)", NULL,                               \
+      "transitions collected before the first learner step")
+
+#define VP_CFG_KEYS_collect(X)                                                              \
+    X(collect, epsilon_start, FLOAT, 1.0, 0, 1, "[]", NULL, "exploration rate at the start") \
+    X(collect, epsilon_end, FLOAT, 0.05, 0, 1, "[]", NULL, "exploration rate after annealing") \
+    X(collect, epsilon_steps, INT, 10000, 0, VP_CFG_INF, "[)", NULL,                       \
+      "collection steps (each steps all n_envs envs) over which epsilon anneals linearly")
+
+#define VP_CFG_KEYS_train(X)                                                                \
+    X(train, iterations, INT, 20000, 1, VP_CFG_INF, "[)", NULL,                            \
+      "iterations of collect + learner steps")                                             \
+    X(train, train_steps, INT, 1, 0, VP_CFG_INF, "[)", NULL, "learner steps per iteration") \
+    X(train, collect_steps, INT, 1, 0, VP_CFG_INF, "[)", NULL,                             \
+      "collection steps per iteration (each steps all n_envs envs)")                       \
+    X(train, eval_every, INT, 500, 0, VP_CFG_INF, "[)", NULL,                              \
+      "iterations between validations (0: only at the end)")                               \
+    X(train, checkpoint_every, INT, 2000, 0, VP_CFG_INF, "[)", NULL,                       \
+      "iterations between checkpoints (0: only at the end)")                               \
+    X(train, log_every, INT, 100, 1, VP_CFG_INF, "[)", NULL,                               \
+      "iterations between metrics.jsonl lines")
+
+#define VP_CFG_KEYS_run(X)                                                                  \
+    X(run, seed, INT, 1, 0, VP_CFG_INF, "[)", NULL,                                       \
+      "seed of every random draw (same seed, config and backend: same numbers)")           \
+    X(run, backend, ENUM, "auto", 0, 0, "[]", "auto|cpu|cuda",                             \
+      "where to compute: auto takes the GPU when one is usable")                           \
+    X(run, out, STRING, "", 0, 0, "[]", NULL,                                              \
+      "run folder; empty: runs/YYYYmmdd-HHMMSS-NAME")                                      \
+    X(run, name, STRING, "", 0, 0, "[]", NULL,                                             \
+      "NAME in the default run folder; empty: the config file's name")                    \
+    X(run, precision, ENUM, "tf32", 0, 0, "[]", "fp32|tf32|bf16",                          \
+      "GEMM arithmetic on the GPU (the CPU always computes in FP32)")
+
+/* The sections, in file order. */
+#define VP_CONFIG_SECTIONS(S)                                                               \
+    S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(replay) S(collect) \
+    S(train) S(run)
+
+/* ---- the typed struct, generated from the table ---------------------------------------- */
+#define VP_CFG_FIELD_INT(name) int64_t name;
+#define VP_CFG_FIELD_FLOAT(name) double name;
+#define VP_CFG_FIELD_BOOL(name) bool name;
+#define VP_CFG_FIELD_STRING(name) char name[VP_CONFIG_STR_MAX];
+#define VP_CFG_FIELD_ENUM(name) int name;
+#define VP_CFG_FIELD_(sec, name, kind, def, lo, hi, bounds, values, doc) VP_CFG_FIELD_##kind(name)
+#define VP_CFG_SECTION_STRUCT_(sec) \
+    typedef struct vp_config_##sec { VP_CFG_KEYS_##sec(VP_CFG_FIELD_) } vp_config_##sec;
+VP_CONFIG_SECTIONS(VP_CFG_SECTION_STRUCT_)
+#define VP_CFG_MEMBER_(sec) vp_config_##sec sec;
+
+/* A whole configuration: one sub-struct per section, one field per key. */
+typedef struct vp_config {
+    VP_CONFIG_SECTIONS(VP_CFG_MEMBER_)
+} vp_config;
+
+/* ---- the runtime key table --------------------------------------------------------------- */
+
+/* Type of a key's value. */
+typedef enum vp_config_kind {
+    VP_CONFIG_INT = 0, /* int64_t */
+    VP_CONFIG_FLOAT,   /* double, never NaN */
+    VP_CONFIG_BOOL,    /* bool */
+    VP_CONFIG_STRING,  /* char[VP_CONFIG_STR_MAX] */
+    VP_CONFIG_ENUM,    /* int, index into `values` */
+    VP_CONFIG_KIND_COUNT
+} vp_config_kind;
+
+/* One key of the table. */
+typedef struct vp_config_key {
+    const char* name;     /* dotted name, "learn.lr" */
+    vp_config_kind kind;  /* value type */
+    size_t offset;        /* byte offset of the field in vp_config */
+    double def_num;       /* default of INT, FLOAT, BOOL */
+    const char* def_str;  /* default of STRING and ENUM (NULL for the others) */
+    double lo, hi;        /* allowed range of INT and FLOAT */
+    const char* bounds;   /* "[]", "[)", "(]" or "()": which ends of [lo, hi] are allowed */
+    const char* values;   /* ENUM: "a|b|c"; NULL otherwise */
+    const char* doc;      /* one line */
+} vp_config_key;
+
+/* Number of keys in the table. */
+int vp_config_key_count(void);
+
+/* Key `i` of the table (0 <= i < vp_config_key_count()), in file order; NULL out of range. */
+const vp_config_key* vp_config_key_at(int i);
+
+/* The key named `name` ("learn.lr"); NULL when there is none. */
+const vp_config_key* vp_config_find_key(const char* name);
+
+/* The known key nearest to `name` by edit distance (whole dotted name, or the last part
+ * under another section); never NULL. */
+const vp_config_key* vp_config_nearest_key(const char* name);
+
+/* Name of the ENUM value `index` of key `k` written into buf[n]; returns buf ("" when out
+ * of range). */
+const char* vp_config_enum_name(const vp_config_key* k, int index, char* buf, size_t n);
+
+/* ---- values --------------------------------------------------------------------------------- */
+
+/* Fills every key with its default. */
+void vp_config_defaults(vp_config* cfg);
+
+/* Writes key `k`'s value in `cfg` as it appears in YAML into buf[n] (strings unquoted);
+ * returns buf. */
+const char* vp_config_format_value(const vp_config* cfg, const vp_config_key* k, char* buf, size_t n);
+
+/* The first key whose value differs between `a` and `b`, NULL when they are equal. */
+const vp_config_key* vp_config_diff(const vp_config* a, const vp_config* b);
+
+/* Sets key `name` from its text `value` (a YAML plain scalar: 3, 1e-4, true, cpu, a path).
+ * Unknown key, wrong type or out of range: VP_ERR_INVALID_ARG with a message starting with
+ * `source` ("command line", "run.yaml:12"). Cross-key rules are vp_config_check's. */
+vp_status vp_config_set(vp_config* cfg, const char* name, const char* value, const char* source);
+
+/* Applies one "key=value" command-line override (source "command line"). */
+vp_status vp_config_override(vp_config* cfg, const char* assignment);
+
+/* Checks the rules that tie keys together (split fractions sum to at most 1,
+ * v_min < v_max, mamba_head_dim divides hidden, ...); the message names the keys. */
+vp_status vp_config_check(const vp_config* cfg);
+
+/* ---- YAML -------------------------------------------------------------------------------------- */
+
+/* Applies the YAML file at `path` on top of `cfg` (unset keys keep their value). Errors
+ * (VP_ERR_IO, VP_ERR_PARSE, VP_ERR_INVALID_ARG) name the file, the line and the key. */
+vp_status vp_config_load_file(vp_config* cfg, const char* path);
+
+/* Same as vp_config_load_file for YAML text `yaml` (`name` stands for the file in
+ * messages). */
+vp_status vp_config_load_string(vp_config* cfg, const char* yaml, const char* name);
+
+/* Defaults, then the file at `path` (NULL: none), then `n_overrides` "key=value" strings,
+ * then vp_config_check. */
+vp_status vp_config_resolve(vp_config* cfg, const char* path, int n_overrides, char* const* overrides);
+
+/* How vp_config_print writes a configuration. */
+typedef enum vp_config_style {
+    VP_CONFIG_STYLE_YAML = 0, /* every key, nested by section */
+    VP_CONFIG_STYLE_DOCS,     /* the same, each key preceded by its doc, type and range */
+    VP_CONFIG_STYLE_MARKDOWN, /* a table per section: key, type, default, range, doc */
+    VP_CONFIG_STYLE_COUNT
+} vp_config_style;
+
+/* Writes `cfg` to `out` in `style` (MARKDOWN shows cfg's values as the defaults column). */
+vp_status vp_config_print(const vp_config* cfg, vp_config_style style, FILE* out);
+
+/* The YAML text of `cfg` (STYLE_YAML) in a malloc'd string the caller frees (for a
+ * checkpoint's metadata). */
+vp_status vp_config_to_yaml(const vp_config* cfg, char** out);
+
+/* Writes `cfg` as YAML to `path` atomically (PATH.tmp, fsync, rename). */
+vp_status vp_config_write_yaml(const vp_config* cfg, const char* path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_CONFIG_H */

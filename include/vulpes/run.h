@@ -1,0 +1,176 @@
+/* vulpes: the run folder and what a run writes while it goes (SPEC section 1).
+ *
+ * - Atomic files: written to NAME.tmp, flushed to disk (fsync), renamed over NAME, so a
+ *   crash leaves either the old file or the new one, never half of one. Checkpoints,
+ *   summary.json and config.yaml are written this way.
+ * - The run folder: `--out DIR`, else runs/YYYYmmdd-HHMMSS-NAME. A folder that exists and
+ *   is not empty is refused unless forced. config.yaml (the resolved configuration) is
+ *   written when it opens; metrics.jsonl is appended to while the run goes.
+ * - metrics.jsonl: one JSON object per line and log event, flushed per line, with the
+ *   unit in every key's name (iteration, env_steps, learner_steps, loss, loss_c51,
+ *   loss_iqn, q_mean, grad_norm, epsilon, env_steps_per_s, wall_s, val_sharpe, ...).
+ * - Progress: one updating line on a terminal, plain periodic lines otherwise, printed to
+ *   the FILE* the caller gives (the library never prints on its own). */
+#ifndef VULPES_RUN_H
+#define VULPES_RUN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "vulpes/config.h"
+#include "vulpes/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Longest path a run keeps, terminating NUL included. */
+#define VP_RUN_PATH_MAX 1024
+
+/* ---- atomic files --------------------------------------------------------------------------- */
+
+/* A file being written atomically: `f` writes PATH.tmp until commit renames it to PATH. */
+typedef struct vp_atomic_file {
+    FILE* f;                      /* the temporary file; write through it */
+    char path[VP_RUN_PATH_MAX];   /* final name */
+    char tmp[VP_RUN_PATH_MAX + 8]; /* PATH.tmp */
+} vp_atomic_file;
+
+/* Opens PATH.tmp for writing (truncating any left over from a crash). */
+vp_status vp_atomic_file_open(vp_atomic_file* a, const char* path);
+
+/* Flushes, fsyncs and closes the temporary file, renames it to PATH and fsyncs the folder.
+ * On failure the temporary file is removed and PATH is left as it was. */
+vp_status vp_atomic_file_commit(vp_atomic_file* a);
+
+/* Closes and removes the temporary file; PATH is left as it was (safe after commit). */
+void vp_atomic_file_abort(vp_atomic_file* a);
+
+/* Writes data[n] to `path` atomically. */
+vp_status vp_file_write_atomic(const char* path, const void* data, size_t n);
+
+/* ---- metrics.jsonl --------------------------------------------------------------------------- */
+
+/* A JSON-lines writer: begin an event, add fields, end writes the line and flushes it. */
+typedef struct vp_metrics {
+    FILE* f;                    /* the open file */
+    void* event;                /* the object being built (a cJSON*), NULL between events */
+    int64_t lines;              /* lines written since open */
+    char path[VP_RUN_PATH_MAX]; /* for messages */
+} vp_metrics;
+
+/* Opens `path` for writing (`append` 0: truncated, 1: appended to). */
+vp_status vp_metrics_open(vp_metrics* m, const char* path, int append);
+
+/* Starts an event; its first field is "event": `event` ("train", "eval", "checkpoint"). */
+vp_status vp_metrics_begin(vp_metrics* m, const char* event);
+
+/* Adds an integer field (exact up to 2^53). A key may appear once per event. */
+vp_status vp_metrics_int(vp_metrics* m, const char* key, int64_t value);
+
+/* Adds a number field; NaN and infinities are written as null. */
+vp_status vp_metrics_num(vp_metrics* m, const char* key, double value);
+
+/* Adds a string field. */
+vp_status vp_metrics_str(vp_metrics* m, const char* key, const char* value);
+
+/* Writes the event as one line and flushes it. */
+vp_status vp_metrics_end(vp_metrics* m);
+
+/* Closes the file (an unfinished event is dropped). NULL and closed writers are no-ops. */
+void vp_metrics_close(vp_metrics* m);
+
+/* ---- the run folder ----------------------------------------------------------------------------- */
+
+/* How vp_run_open treats an existing folder. */
+typedef enum vp_run_mode {
+    VP_RUN_CREATE = 0, /* a new run: the folder must be absent or empty */
+    VP_RUN_FORCE,      /* a new run over an old one: its run files are removed first */
+    VP_RUN_RESUME,     /* continue a run: config.yaml must be there; metrics are appended */
+    VP_RUN_MODE_COUNT
+} vp_run_mode;
+
+/* An open run folder. */
+typedef struct vp_run {
+    char dir[VP_RUN_PATH_MAX]; /* the folder, as given */
+    vp_metrics metrics;        /* DIR/metrics.jsonl */
+} vp_run;
+
+/* NAME of a run from a config path: its file name without folder and extension
+ * ("examples/eurusd.yaml" -> "eurusd"; NULL or empty -> "run"); written into out[n]. */
+const char* vp_run_name_from_path(const char* config_path, char* out, size_t n);
+
+/* The default folder runs/YYYYmmdd-HHMMSS-NAME for local time `when` under `root`
+ * ("runs"), with -2, -3, ... appended when that folder already exists; into out[n]. */
+vp_status vp_run_dir_default(char* out, size_t n, const char* root, const char* name, time_t when);
+
+/* Opens the run folder `dir` (made with its parents when absent). CREATE refuses a
+ * non-empty folder (the message names it and --force); FORCE removes the files a run
+ * writes (config.yaml, metrics.jsonl, *.safetensors, trades.csv, equity.csv,
+ * summary.json, report.html, *.tmp) and keeps any other; CREATE and FORCE write `cfg` to
+ * config.yaml; RESUME needs config.yaml there (cfg may be NULL) and appends to metrics. */
+vp_status vp_run_open(vp_run* r, const char* dir, vp_run_mode mode, const vp_config* cfg);
+
+/* DIR/file into out[n]. */
+vp_status vp_run_path(const vp_run* r, const char* file, char* out, size_t n);
+
+/* Closes the metrics file. */
+void vp_run_close(vp_run* r);
+
+/* ---- progress ---------------------------------------------------------------------------------- */
+
+/* What the training loop reports at an update. NaN fields are shown as "-". */
+typedef struct vp_progress_stats {
+    int64_t iteration;     /* iterations done */
+    int64_t env_steps;     /* env steps done, summed over envs */
+    int64_t learner_steps; /* learner steps done */
+    double loss;           /* last logged loss */
+    double epsilon;        /* current exploration rate */
+    double val_sharpe;     /* last validation Sharpe (NaN before the first) */
+} vp_progress_stats;
+
+/* The progress printer. Rates and the ETA count from init, so a resumed run's figures
+ * are its own. */
+typedef struct vp_progress {
+    FILE* out;             /* where lines go (the CLI passes stderr) */
+    int tty;               /* 1: one line redrawn with '\r'; 0: a line per print */
+    int64_t total;         /* iterations planned */
+    double interval_s;     /* least seconds between prints (the final one always prints) */
+    double t_start;        /* time of init, seconds */
+    int64_t iter_start;    /* iteration at init */
+    double t_print;        /* time of the last print (t_start before the first) */
+    int64_t env_print;     /* env steps at the last print (at init before the first) */
+    int printed;           /* prints so far */
+    int last_len;          /* characters of the drawn terminal line (to blank leftovers) */
+} vp_progress;
+
+/* Starts progress at time `now_s` towards `total` iterations from `start` (the counters a
+ * resumed run starts from; NULL: zero). `tty` 1 draws one updating line (the CLI passes
+ * isatty(fileno(out))); `interval_s` is the least time between prints (0: every update). */
+void vp_progress_init(vp_progress* p, FILE* out, int tty, int64_t total, double interval_s, double now_s,
+                      const vp_progress_stats* start);
+
+/* Reports `st` at time `now_s`; prints at the first update, when interval_s has passed since
+ * the last print, and at the last iteration. Returns 1 when it printed. */
+int vp_progress_update(vp_progress* p, const vp_progress_stats* st, double now_s);
+
+/* Prints a message on a line of its own without garbling the progress line. */
+void vp_progress_note(vp_progress* p, const char* msg);
+
+/* Ends the terminal line (a newline after the last '\r' line); no-op otherwise. */
+void vp_progress_finish(vp_progress* p);
+
+/* Monotonic seconds (for now_s). */
+double vp_clock_s(void);
+
+/* `v` with a k / M / G suffix ("4.92M") into buf[n]. */
+const char* vp_format_count(double v, char* buf, size_t n);
+
+/* Seconds as "45s", "3m12s", "2h05m", "3d04h" into buf[n] ("-" when negative or NaN). */
+const char* vp_format_duration(double s, char* buf, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_RUN_H */

@@ -1,0 +1,335 @@
+/* The environment's public entry points: argument checks, the state allocation, and the
+ * dispatch to the CPU loop or the CUDA launchers. */
+#include <math.h>
+#include <string.h>
+
+#include "env_impl.h"
+
+/* The state fields, in storage order: name and element type (one list drives allocation,
+ * the host transfers and the byte count). */
+#define VP_ENV_STATE_FIELDS(X)                                                               \
+    X(t, int32_t) X(window_end, int32_t) X(position, int32_t) X(bars_held, int32_t)        \
+    X(episode, uint32_t) X(cash, double) X(equity, double) X(peak, double) X(entry, double) \
+    X(take_profit, double) X(stop_loss, double) X(last_size, float)
+
+#define VP_ENV_COUNT_FIELD(name, type) +1
+enum { VP_ENV_N_FIELDS = 0 VP_ENV_STATE_FIELDS(VP_ENV_COUNT_FIELD) };
+
+/* The fields of a state as (pointer, element size, name) triples. */
+static void state_fields(const vp_env_state* s, void* ptr[VP_ENV_N_FIELDS], size_t size[VP_ENV_N_FIELDS],
+                         const char* name[VP_ENV_N_FIELDS]) {
+    int k = 0;
+#define VP_ENV_LIST_FIELD(f, type) ptr[k] = (void*)s->f, size[k] = sizeof(type), name[k] = #f, ++k;
+    VP_ENV_STATE_FIELDS(VP_ENV_LIST_FIELD)
+#undef VP_ENV_LIST_FIELD
+}
+
+vp_instrument vp_instrument_default(void) {
+    vp_instrument i = {0.25, 50.0, 2.5, 1.0, 1, 100000.0};
+    return i;
+}
+
+vp_env_config vp_env_config_default(void) {
+    vp_env_config c = {1000, 0.5, 100.0, 0.0, 0.0, 1};
+    return c;
+}
+
+size_t vp_env_bytes_per_step(void) {
+    /* state: every field read except episode and last_size (read only at an episode's end),
+     * every field written except window_end and episode (written only at an episode's end) */
+    size_t state_rd = 4 * sizeof(int32_t) + 6 * sizeof(double);
+    size_t state_wr = 3 * sizeof(int32_t) + 6 * sizeof(double) + sizeof(float);
+    /* the action, the outputs (reward, done, obs_bar, portfolio) and the bars read:
+     * open, high, low, close of t+1, ATR of t and of t+1 */
+    size_t io = VP_ENV_BRANCHES * sizeof(int32_t) + 2 * sizeof(float) + sizeof(int32_t) +
+                VP_ENV_PORTFOLIO * sizeof(float);
+    size_t bars = 6 * sizeof(double);
+    return state_rd + state_wr + io + bars;
+}
+
+/* ---- checks and dispatch --------------------------------------------------------------------- */
+
+/* The step's constants from the instrument, config and market. */
+static vp_env_params make_params(const vp_env* e) {
+    vp_env_params p;
+    memset(&p, 0, sizeof p);
+    p.slip = e->instrument.slippage_ticks * e->instrument.tick_size;
+    p.multiplier = e->instrument.multiplier;
+    p.commission = e->instrument.commission;
+    p.initial_equity = e->instrument.initial_equity;
+    p.ruin_level = e->config.ruin_fraction * e->instrument.initial_equity;
+    p.reward_scale = e->config.reward_scale;
+    p.drawdown_penalty = e->config.drawdown_penalty;
+    p.turnover_penalty = e->config.turnover_penalty;
+    p.seed = e->config.seed;
+    p.begin = e->market->begin;
+    p.n_starts = e->market->end - e->market->begin - e->config.episode_bars;
+    p.episode_bars = e->config.episode_bars;
+    p.max_position = e->instrument.max_position;
+    return p;
+}
+
+/* The market arrays as the step reads them. */
+static vp_env_prices make_prices(const vp_env_market* m) {
+    vp_env_prices pr = {m->open, m->high, m->low, m->close, m->atr};
+    return pr;
+}
+
+/* Checks one tensor argument: dtype, n_envs x cols elements, memory the backend reads. */
+static vp_status check_arg(const char* fn, const char* arg, const vp_env* e, const vp_tensor* t, vp_dtype dt,
+                           int64_t cols) {
+    char d[96];
+    VP_REQUIRE(t != NULL && t->data != NULL, VP_ERR_INVALID_ARG, "%s: %s is NULL", fn, arg);
+    VP_REQUIRE(t->dtype == dt, VP_ERR_INVALID_ARG, "%s: %s is %s, expected %s", fn, arg, vp_dtype_name(t->dtype),
+               vp_dtype_name(dt));
+    VP_REQUIRE(vp_tensor_numel(t) == e->n_envs * cols && (cols == 1 || vp_tensor_cols(t) == cols), VP_ERR_SHAPE,
+               "%s: %s is %s, expected [%lld%s]", fn, arg, vp_tensor_describe(t, d, sizeof d), (long long)e->n_envs,
+               cols == 1 ? "" : (cols == VP_ENV_BRANCHES ? ", 4" : ", 8"));
+    VP_REQUIRE(vp_backend_can_read(e->backend, t->mem), VP_ERR_DEVICE, "%s: %s lives in %s memory, which backend %s "
+               "cannot reach", fn, arg, vp_mem_name(t->mem), vp_backend_name(e->backend));
+    return VP_OK;
+}
+
+/* Checks that an env is initialised. */
+static vp_status check_env(const char* fn, const vp_env* e) {
+    VP_REQUIRE(e != NULL && e->backend != NULL && e->storage.dev != NULL, VP_ERR_STATE,
+               "%s: environment is NULL or not initialised", fn);
+    return VP_OK;
+}
+
+/* Runs an op over every env on the env's backend. */
+static vp_status dispatch(vp_env* e, vp_env_op op, const int32_t* actions, const vp_env_outs* o) {
+    vp_env_params p = make_params(e);
+    vp_env_prices m = make_prices(e->market);
+    if (vp_backend_get_kind(e->backend) == VP_BACKEND_CPU) {
+        vp_env_cpu_run(op, &p, &m, &e->state, actions, o, e->n_envs);
+        return VP_OK;
+    }
+#ifdef VP_HAVE_CUDA
+    return vp_env_cuda_run(vp_cuda_backend_stream(e->backend), op, &p, &m, &e->state, actions, o, e->n_envs);
+#else
+    VP_FAIL(VP_ERR_UNSUPPORTED, "vp_env: backend %s is not supported by this build", vp_backend_name(e->backend));
+#endif
+}
+
+/* Checks instrument and config values, and that the span holds one episode plus its closing bar. */
+static vp_status check_settings(const vp_instrument* in, const vp_env_config* c, const vp_env_market* m) {
+    VP_REQUIRE(isfinite(in->tick_size) && in->tick_size > 0, VP_ERR_INVALID_ARG, "vp_env_init: tick_size %g (> 0 "
+               "required)", in->tick_size);
+    VP_REQUIRE(isfinite(in->multiplier) && in->multiplier > 0, VP_ERR_INVALID_ARG, "vp_env_init: multiplier %g (> 0 "
+               "required)", in->multiplier);
+    VP_REQUIRE(isfinite(in->commission) && in->commission >= 0, VP_ERR_INVALID_ARG,
+               "vp_env_init: commission %g (>= 0 required)", in->commission);
+    VP_REQUIRE(isfinite(in->slippage_ticks) && in->slippage_ticks >= 0, VP_ERR_INVALID_ARG,
+               "vp_env_init: slippage_ticks %g (>= 0 required)", in->slippage_ticks);
+    VP_REQUIRE(in->max_position >= 1 && in->max_position <= (1 << 29), VP_ERR_INVALID_ARG,
+               "vp_env_init: max_position %d (1 .. 2^29 required)", (int)in->max_position);
+    VP_REQUIRE(isfinite(in->initial_equity) && in->initial_equity > 0, VP_ERR_INVALID_ARG,
+               "vp_env_init: initial_equity %g (> 0 required)", in->initial_equity);
+    VP_REQUIRE(c->episode_bars >= 1, VP_ERR_INVALID_ARG, "vp_env_init: episode_bars %d (>= 1 required)",
+               (int)c->episode_bars);
+    VP_REQUIRE(isfinite(c->ruin_fraction) && c->ruin_fraction >= 0 && c->ruin_fraction < 1, VP_ERR_INVALID_ARG,
+               "vp_env_init: ruin_fraction %g (0 <= f < 1 required)", c->ruin_fraction);
+    VP_REQUIRE(isfinite(c->reward_scale), VP_ERR_INVALID_ARG, "vp_env_init: reward_scale %g is not finite",
+               c->reward_scale);
+    VP_REQUIRE(isfinite(c->drawdown_penalty) && c->drawdown_penalty >= 0, VP_ERR_INVALID_ARG,
+               "vp_env_init: drawdown_penalty %g (>= 0 required)", c->drawdown_penalty);
+    VP_REQUIRE(isfinite(c->turnover_penalty) && c->turnover_penalty >= 0, VP_ERR_INVALID_ARG,
+               "vp_env_init: turnover_penalty %g (>= 0 required)", c->turnover_penalty);
+    VP_REQUIRE(m->end - m->begin >= (int64_t)c->episode_bars + 1, VP_ERR_INVALID_ARG,
+               "vp_env_init: span [%lld, %lld) has %lld bars; an episode of %d bars needs %d",
+               (long long)m->begin, (long long)m->end, (long long)(m->end - m->begin), (int)c->episode_bars,
+               (int)c->episode_bars + 1);
+    return VP_OK;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+vp_status vp_env_init(vp_env* e, vp_backend* b, const vp_env_market* m, const vp_instrument* inst,
+                      const vp_env_config* cfg, int64_t n_envs) {
+    VP_REQUIRE(e != NULL && b != NULL && m != NULL && inst != NULL && cfg != NULL, VP_ERR_INVALID_ARG,
+               "vp_env_init: env, backend, market, instrument or config is NULL");
+    memset(e, 0, sizeof *e);
+    VP_REQUIRE(m->backend == b && m->open != NULL, VP_ERR_INVALID_ARG,
+               "vp_env_init: the market is not initialised on backend %s", vp_backend_name(b));
+    VP_REQUIRE(n_envs >= 1 && n_envs <= INT32_MAX, VP_ERR_INVALID_ARG, "vp_env_init: n_envs %lld (1 .. 2^31-1)",
+               (long long)n_envs);
+    VP_TRY(check_settings(inst, cfg, m));
+
+    /* one allocation: every field an aligned [n_envs] array */
+    vp_env_state s;
+    void* ptr[VP_ENV_N_FIELDS];
+    size_t size[VP_ENV_N_FIELDS], off[VP_ENV_N_FIELDS], total = 0;
+    const char* name[VP_ENV_N_FIELDS];
+    memset(&s, 0, sizeof s);
+    state_fields(&s, ptr, size, name);
+    for (int k = 0; k < VP_ENV_N_FIELDS; ++k) {
+        off[k] = total;
+        total += ((size_t)n_envs * size[k] + 255u) / 256u * 256u;
+    }
+    VP_TRY(vp_buffer_alloc(b, vp_backend_native_mem(b), total, &e->storage));
+    char* base = (char*)e->storage.dev;
+    int k = 0;
+#define VP_ENV_PLACE_FIELD(f, type) e->state.f = (type*)(void*)(base + off[k++]);
+    VP_ENV_STATE_FIELDS(VP_ENV_PLACE_FIELD)
+#undef VP_ENV_PLACE_FIELD
+
+    e->backend = b;
+    e->market = m;
+    e->instrument = *inst;
+    e->config = *cfg;
+    e->n_envs = n_envs;
+    vp_status st = vp_env_reset(e, NULL, NULL);
+    if (st != VP_OK) vp_env_free(e);
+    return st;
+}
+
+void vp_env_free(vp_env* e) {
+    if (!e) return;
+    if (e->backend) vp_buffer_free(e->backend, &e->storage);
+    memset(e, 0, sizeof *e);
+}
+
+/* Checks the optional observation outputs and fills the output struct. */
+static vp_status obs_outs(const char* fn, const vp_env* e, vp_tensor* obs_bar, vp_tensor* portfolio, vp_env_outs* o) {
+    memset(o, 0, sizeof *o);
+    if (obs_bar) {
+        VP_TRY(check_arg(fn, "obs_bar", e, obs_bar, VP_I32, 1));
+        o->obs_bar = (int32_t*)obs_bar->data;
+    }
+    if (portfolio) {
+        VP_TRY(check_arg(fn, "portfolio", e, portfolio, VP_F32, VP_ENV_PORTFOLIO));
+        o->portfolio = (float*)portfolio->data;
+    }
+    return VP_OK;
+}
+
+vp_status vp_env_reset(vp_env* e, vp_tensor* obs_bar, vp_tensor* portfolio) {
+    VP_TRY(check_env("vp_env_reset", e));
+    vp_env_outs o;
+    VP_TRY(obs_outs("vp_env_reset", e, obs_bar, portfolio, &o));
+    return dispatch(e, VP_ENV_OP_RESET, NULL, &o);
+}
+
+vp_status vp_env_observe(vp_env* e, vp_tensor* obs_bar, vp_tensor* portfolio) {
+    VP_TRY(check_env("vp_env_observe", e));
+    VP_REQUIRE(obs_bar != NULL && portfolio != NULL, VP_ERR_INVALID_ARG, "vp_env_observe: obs_bar or portfolio is "
+               "NULL");
+    vp_env_outs o;
+    VP_TRY(obs_outs("vp_env_observe", e, obs_bar, portfolio, &o));
+    return dispatch(e, VP_ENV_OP_OBSERVE, NULL, &o);
+}
+
+/* ---- step ------------------------------------------------------------------------------------ */
+
+/* On the CPU: every action index inside its branch (CUDA clamps instead of checking). */
+static vp_status check_actions_host(const vp_env* e, const int32_t* a) {
+    static const int32_t choices[VP_ENV_BRANCHES] = {VP_ENV_DIR_COUNT, VP_ENV_SIZE_CHOICES, VP_ENV_LEVEL_CHOICES,
+                                                     VP_ENV_LEVEL_CHOICES};
+    static const char* branch[VP_ENV_BRANCHES] = {"direction", "size", "take-profit", "stop-loss"};
+    for (int64_t i = 0; i < e->n_envs; ++i)
+        for (int j = 0; j < VP_ENV_BRANCHES; ++j) {
+            int32_t v = a[i * VP_ENV_BRANCHES + j];
+            VP_REQUIRE(v >= 0 && v < choices[j], VP_ERR_INVALID_ARG, "vp_env_step: env %lld %s choice %d is not in "
+                       "0..%d", (long long)i, branch[j], (int)v, (int)choices[j] - 1);
+        }
+    return VP_OK;
+}
+
+vp_status vp_env_step(vp_env* e, const vp_tensor* actions, vp_tensor* reward, vp_tensor* done,
+                      vp_tensor* obs_bar, vp_tensor* portfolio) {
+    const char* fn = "vp_env_step";
+    VP_TRY(check_env(fn, e));
+    VP_TRY(check_arg(fn, "actions", e, actions, VP_I32, VP_ENV_BRANCHES));
+    VP_TRY(check_arg(fn, "reward", e, reward, VP_F32, 1));
+    VP_TRY(check_arg(fn, "done", e, done, VP_F32, 1));
+    vp_env_outs o;
+    VP_REQUIRE(obs_bar != NULL && portfolio != NULL, VP_ERR_INVALID_ARG, "%s: obs_bar or portfolio is NULL", fn);
+    VP_TRY(obs_outs(fn, e, obs_bar, portfolio, &o));
+    o.reward = (float*)reward->data;
+    o.done = (float*)done->data;
+    if (vp_backend_get_kind(e->backend) == VP_BACKEND_CPU) VP_TRY(check_actions_host(e, (const int32_t*)actions->data));
+    return dispatch(e, VP_ENV_OP_STEP, (const int32_t*)actions->data, &o);
+}
+
+vp_status vp_env_random_actions(vp_backend* b, uint64_t seed, uint64_t counter, vp_tensor* actions) {
+    VP_REQUIRE(b != NULL && actions != NULL && actions->data != NULL, VP_ERR_INVALID_ARG,
+               "vp_env_random_actions: backend or actions is NULL");
+    VP_REQUIRE(actions->dtype == VP_I32 && vp_tensor_cols(actions) == VP_ENV_BRANCHES, VP_ERR_SHAPE,
+               "vp_env_random_actions: actions must be i32 [n, 4]");
+    VP_REQUIRE(vp_backend_can_read(b, actions->mem), VP_ERR_DEVICE, "vp_env_random_actions: actions live in %s "
+               "memory, which backend %s cannot reach", vp_mem_name(actions->mem), vp_backend_name(b));
+    int64_t n = vp_tensor_rows(actions);
+    if (vp_backend_get_kind(b) == VP_BACKEND_CPU) {
+        vp_env_cpu_random_actions(seed, counter, (int32_t*)actions->data, n);
+        return VP_OK;
+    }
+#ifdef VP_HAVE_CUDA
+    return vp_env_cuda_random_actions(vp_cuda_backend_stream(b), seed, counter, (int32_t*)actions->data, n);
+#else
+    VP_FAIL(VP_ERR_UNSUPPORTED, "vp_env_random_actions: backend %s is not supported by this build",
+            vp_backend_name(b));
+#endif
+}
+
+/* ---- state transfers (checkpoints and tests) -------------------------------------------------- */
+
+/* Copies every field between the env's state and host arrays (to_host selects the direction). */
+static vp_status transfer_state(const vp_env* e, const vp_env_state* host, int to_host) {
+    void *dptr[VP_ENV_N_FIELDS], *hptr[VP_ENV_N_FIELDS];
+    size_t size[VP_ENV_N_FIELDS];
+    const char* name[VP_ENV_N_FIELDS];
+    state_fields(&e->state, dptr, size, name);
+    state_fields(host, hptr, size, name);
+    vp_mem mem = e->storage.mem;
+    for (int k = 0; k < VP_ENV_N_FIELDS; ++k) {
+        VP_REQUIRE(hptr[k] != NULL, VP_ERR_INVALID_ARG, "vp_env_state_%s: host array %s is NULL",
+                   to_host ? "get" : "set", name[k]);
+        size_t bytes = (size_t)e->n_envs * size[k];
+        vp_tensor view = vp_tensor_1d(dptr[k], VP_I32, mem, (int64_t)(bytes / 4));
+        vp_status s = to_host ? vp_download(e->backend, hptr[k], &view, bytes)
+                              : vp_upload(e->backend, &view, hptr[k], bytes);
+        if (s != VP_OK) return vp_error_context(s, "vp_env_state_%s: field %s", to_host ? "get" : "set", name[k]);
+    }
+    return VP_OK;
+}
+
+vp_status vp_env_state_get(const vp_env* e, vp_env_state* host) {
+    VP_TRY(check_env("vp_env_state_get", e));
+    VP_REQUIRE(host != NULL, VP_ERR_INVALID_ARG, "vp_env_state_get: host state is NULL");
+    return transfer_state(e, host, 1);
+}
+
+/* Checks one env of a host state: bars inside the span, levels and money sane. */
+static vp_status check_env_state(const vp_env* e, const vp_env_state* h, int64_t i) {
+    const vp_env_market* m = e->market;
+    int32_t t = h->t[i], w = h->window_end[i];
+    VP_REQUIRE(t >= m->begin && t < w && w < m->end && w - t <= e->config.episode_bars, VP_ERR_INVALID_ARG,
+               "vp_env_state_set: env %lld has t %d, window_end %d (need begin %lld <= t < window_end < end %lld, "
+               "window_end - t <= %d)", (long long)i, (int)t, (int)w, (long long)m->begin, (long long)m->end,
+               (int)e->config.episode_bars);
+    VP_REQUIRE(h->position[i] >= -e->instrument.max_position && h->position[i] <= e->instrument.max_position &&
+                   h->bars_held[i] >= 0,
+               VP_ERR_INVALID_ARG, "vp_env_state_set: env %lld has position %d, bars_held %d (max_position %d)",
+               (long long)i, (int)h->position[i], (int)h->bars_held[i], (int)e->instrument.max_position);
+    VP_REQUIRE(isfinite(h->cash[i]) && isfinite(h->equity[i]) && isfinite(h->peak[i]) && h->peak[i] > 0 &&
+                   isfinite(h->entry[i]) && h->entry[i] >= 0 && isfinite(h->take_profit[i]) &&
+                   h->take_profit[i] >= 0 && isfinite(h->stop_loss[i]) && h->stop_loss[i] >= 0 &&
+                   fabsf(h->last_size[i]) <= 1.0f,
+               VP_ERR_INVALID_ARG, "vp_env_state_set: env %lld has non-finite money, peak <= 0, a negative price "
+               "level or |last_size| > 1", (long long)i);
+    return VP_OK;
+}
+
+vp_status vp_env_state_set(vp_env* e, const vp_env_state* host) {
+    VP_TRY(check_env("vp_env_state_set", e));
+    VP_REQUIRE(host != NULL, VP_ERR_INVALID_ARG, "vp_env_state_set: host state is NULL");
+    void* hptr[VP_ENV_N_FIELDS];
+    size_t size[VP_ENV_N_FIELDS];
+    const char* name[VP_ENV_N_FIELDS];
+    state_fields(host, hptr, size, name);
+    for (int k = 0; k < VP_ENV_N_FIELDS; ++k)
+        VP_REQUIRE(hptr[k] != NULL, VP_ERR_INVALID_ARG, "vp_env_state_set: host array %s is NULL", name[k]);
+    for (int64_t i = 0; i < e->n_envs; ++i) VP_TRY(check_env_state(e, host, i));
+    return transfer_state(e, host, 0);
+}

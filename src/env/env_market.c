@@ -1,0 +1,85 @@
+/* The environment's market: bars validated and copied once into the backend's memory. */
+#include <math.h>
+#include <string.h>
+
+#include "env_impl.h"
+
+/* Bytes of one [T] double array, rounded up to 256 so every array stays aligned. */
+static size_t array_stride(int64_t n_bars) { return ((size_t)n_bars * sizeof(double) + 255u) / 256u * 256u; }
+
+/* Checks one bar: finite positive prices inside [low, high], ATR finite and >= 0. */
+static vp_status check_bar(const vp_env_market_desc* d, int64_t i) {
+    double o = d->open[i], h = d->high[i], l = d->low[i], c = d->close[i], a = d->atr[i];
+    VP_REQUIRE(isfinite(o) && isfinite(h) && isfinite(l) && isfinite(c) && o > 0 && h > 0 && l > 0 && c > 0,
+               VP_ERR_INVALID_ARG, "vp_env_market_init: bar %lld has a non-positive or non-finite price "
+               "(open %g high %g low %g close %g)", (long long)i, o, h, l, c);
+    VP_REQUIRE(l <= o && l <= c && o <= h && c <= h, VP_ERR_INVALID_ARG,
+               "vp_env_market_init: bar %lld breaks low <= open,close <= high (open %g high %g low %g close %g)",
+               (long long)i, o, h, l, c);
+    VP_REQUIRE(isfinite(a) && a >= 0, VP_ERR_INVALID_ARG, "vp_env_market_init: bar %lld has ATR %g (finite, >= 0 "
+               "required)", (long long)i, a);
+    return VP_OK;
+}
+
+/* Copies host bytes to backend memory through a 4-byte-element view (there is no f64 dtype). */
+static vp_status upload_bytes(vp_backend* b, vp_mem mem, void* dst, const void* src, size_t bytes) {
+    vp_tensor view = vp_tensor_1d(dst, VP_I32, mem, (int64_t)(bytes / 4));
+    return vp_upload(b, &view, src, bytes);
+}
+
+vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_market_desc* d) {
+    VP_REQUIRE(m != NULL && b != NULL && d != NULL, VP_ERR_INVALID_ARG,
+               "vp_env_market_init: market, backend or description is NULL");
+    memset(m, 0, sizeof *m);
+    VP_REQUIRE(d->open && d->high && d->low && d->close && d->atr, VP_ERR_INVALID_ARG,
+               "vp_env_market_init: open, high, low, close or atr is NULL");
+    VP_REQUIRE(d->n_bars >= 2 && d->n_bars <= INT32_MAX, VP_ERR_SHAPE,
+               "vp_env_market_init: %lld bars (2 .. 2^31-1 allowed)", (long long)d->n_bars);
+    VP_REQUIRE(d->begin >= 0 && d->begin < d->end && d->end <= d->n_bars, VP_ERR_INVALID_ARG,
+               "vp_env_market_init: span [%lld, %lld) is not inside [0, %lld)", (long long)d->begin,
+               (long long)d->end, (long long)d->n_bars);
+
+    /* the feature matrix is referenced, not copied: check its rows and where it lives */
+    if (d->features) {
+        const vp_tensor* f = d->features;
+        VP_REQUIRE(f->data != NULL && f->ndim == 2 && f->dtype == VP_F32, VP_ERR_SHAPE,
+                   "vp_env_market_init: features must be a 2-D f32 tensor [T, F]");
+        VP_REQUIRE(f->shape[0] == d->n_bars, VP_ERR_SHAPE, "vp_env_market_init: features have %lld rows, bars %lld",
+                   (long long)f->shape[0], (long long)d->n_bars);
+        VP_REQUIRE(vp_backend_can_read(b, f->mem), VP_ERR_DEVICE,
+                   "vp_env_market_init: features live in %s memory, which backend %s cannot read",
+                   vp_mem_name(f->mem), vp_backend_name(b));
+        m->features = *f;
+    }
+    for (int64_t i = 0; i < d->n_bars; ++i) VP_TRY(check_bar(d, i));
+
+    /* one allocation, five aligned arrays */
+    size_t stride = array_stride(d->n_bars), bytes = (size_t)d->n_bars * sizeof(double);
+    vp_mem mem = vp_backend_native_mem(b);
+    VP_TRY(vp_buffer_alloc(b, mem, 5 * stride, &m->storage));
+    char* base = (char*)m->storage.dev;
+    const double* src[5] = {d->open, d->high, d->low, d->close, d->atr};
+    for (int k = 0; k < 5; ++k) {
+        vp_status s = upload_bytes(b, mem, base + k * stride, src[k], bytes);
+        if (s != VP_OK) {
+            vp_buffer_free(b, &m->storage);
+            return vp_error_context(s, "vp_env_market_init: copying the bars");
+        }
+    }
+    m->backend = b;
+    m->n_bars = d->n_bars;
+    m->begin = d->begin;
+    m->end = d->end;
+    m->open = (const double*)(base + 0 * stride);
+    m->high = (const double*)(base + 1 * stride);
+    m->low = (const double*)(base + 2 * stride);
+    m->close = (const double*)(base + 3 * stride);
+    m->atr = (const double*)(base + 4 * stride);
+    return VP_OK;
+}
+
+void vp_env_market_free(vp_env_market* m) {
+    if (!m) return;
+    if (m->backend) vp_buffer_free(m->backend, &m->storage);
+    memset(m, 0, sizeof *m);
+}

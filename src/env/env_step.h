@@ -1,0 +1,302 @@
+/* The environment's step math, written once for the CPU loop (env_cpu.c) and the CUDA
+ * kernel (env_cuda.cu). Every floating-point operation goes through the rounded helpers
+ * below, so nvcc cannot fuse a*b+c into an FMA and both backends round identically; the
+ * step uses no transcendental function. The C side relies on ISO C mode (-std=c11), where
+ * GCC and Clang do not contract across statements or expressions (-ffp-contract=off). */
+#ifndef VP_ENV_STEP_H
+#define VP_ENV_STEP_H
+
+#include <stdint.h>
+
+#include "vulpes/defs.h"
+#include "vulpes/env.h"
+#include "vulpes/rng.h"
+
+/* Constants of one env set, computed once on the host and passed by value. */
+typedef struct vp_env_params {
+    double slip;             /* slippage_ticks x tick_size, price units */
+    double multiplier;       /* currency per price unit per contract */
+    double commission;       /* currency per contract per fill */
+    double initial_equity;   /* currency */
+    double ruin_level;       /* ruin_fraction x initial_equity, currency */
+    double reward_scale;     /* reward per unit of equity change / initial_equity */
+    double drawdown_penalty; /* reward units per unit of drawdown fraction */
+    double turnover_penalty; /* reward units per max_position traded */
+    uint64_t seed;           /* episode-start streams */
+    int64_t begin;           /* first possible start bar */
+    int64_t n_starts;        /* number of possible start bars (end - begin - episode_bars) */
+    int32_t episode_bars;    /* steps per episode */
+    int32_t max_position;    /* contracts at size 1.0 */
+} vp_env_params;
+
+/* The market arrays the step reads, in the backend's memory. */
+typedef struct vp_env_prices {
+    const double* open;  /* [T] */
+    const double* high;  /* [T] */
+    const double* low;   /* [T] */
+    const double* close; /* [T] */
+    const double* atr;   /* [T] */
+} vp_env_prices;
+
+/* Outputs of a step or an observation (any pointer except obs_bar/portfolio may be NULL). */
+typedef struct vp_env_outs {
+    float* reward;    /* [n] */
+    float* done;      /* [n] */
+    int32_t* obs_bar; /* [n] */
+    float* portfolio; /* [n, 8] */
+} vp_env_outs;
+
+/* ---- correctly rounded arithmetic, never contracted ------------------------------------ */
+
+/* a + b, rounded to nearest. */
+VP_HD double vp_env_add(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+/* a - b, rounded to nearest. */
+VP_HD double vp_env_sub(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dsub_rn(a, b);
+#else
+    return a - b;
+#endif
+}
+
+/* a * b, rounded to nearest. */
+VP_HD double vp_env_mul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __dmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+/* a / b, rounded to nearest. */
+VP_HD double vp_env_div(double a, double b) {
+#if defined(__CUDA_ARCH__)
+    return __ddiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+/* x rounded to the nearest float. */
+VP_HD float vp_env_f32(double x) {
+#if defined(__CUDA_ARCH__)
+    return __double2float_rn(x);
+#else
+    return (float)x;
+#endif
+}
+
+/* x limited to [-lim, lim]. */
+VP_HD double vp_env_clampd(double x, double lim) { return x < -lim ? -lim : (x > lim ? lim : x); }
+
+/* x limited to [0, hi]. */
+VP_HD int32_t vp_env_clampi(int32_t x, int32_t hi) { return x < 0 ? 0 : (x > hi ? hi : x); }
+
+/* |x| of a contract count. */
+VP_HD int32_t vp_env_absi(int32_t x) { return x < 0 ? -x : x; }
+
+/* ---- rules --------------------------------------------------------------------------------- */
+
+/* Contracts for size choice k (0..3): (k+1)/4 x max_position rounded half up, in integers. */
+VP_HD int32_t vp_env_contracts(int32_t k, int32_t max_position) {
+    return (int32_t)(((int64_t)(k + 1) * (int64_t)max_position + 2) / 4);
+}
+
+/* Cash after a fill of qty contracts (+ buys, - sells) at price: the notional and the
+ * commission on |qty| are paid. */
+VP_HD double vp_env_fill(double cash, int32_t qty, double price, const vp_env_params* p) {
+    double notional = vp_env_mul(vp_env_mul((double)qty, price), p->multiplier);
+    double fee = vp_env_mul((double)vp_env_absi(qty), p->commission);
+    return vp_env_sub(vp_env_sub(cash, notional), fee);
+}
+
+/* A resting level k x atr from entry, above it for dir > 0, below for dir < 0; 0 (none)
+ * when k is 0, the ATR is not positive or the level would not be a positive price. */
+VP_HD double vp_env_level(double entry, int32_t dir, int32_t k, double atr) {
+    if (k == 0 || !(atr > 0.0)) return 0.0;
+    double d = vp_env_mul((double)k, atr);
+    double lvl = dir > 0 ? vp_env_add(entry, d) : vp_env_sub(entry, d);
+    return lvl > 0.0 ? lvl : 0.0;
+}
+
+/* Signed distance from price c to a level in ATR units, positive on the side where the
+ * level has not been reached (dir = +1 when the level lies above); 0 when none. */
+VP_HD double vp_env_distance(double level, double c, int32_t dir, double atr) {
+    if (!(level > 0.0) || !(atr > 0.0)) return 0.0;
+    double d = dir > 0 ? vp_env_sub(level, c) : vp_env_sub(c, level);
+    return vp_env_clampd(vp_env_div(d, atr), 10.0);
+}
+
+/* Start bar of episode `episode` of env i: begin + floor(word x n_starts / 2^32), with the
+ * first Philox word of (seed, stream i, index episode); exact integers. */
+VP_HD int32_t vp_env_start(const vp_env_params* p, int64_t i, uint32_t episode) {
+    vp_u32x4 r = vp_rng_draw(p->seed, (uint64_t)i, (uint64_t)episode);
+    uint64_t off = ((uint64_t)r.v[0] * (uint64_t)p->n_starts) >> 32;
+    return (int32_t)(p->begin + (int64_t)off);
+}
+
+/* Writes the 8-float portfolio vector of env i at decision bar t (docs/env.md). */
+VP_HD void vp_env_portfolio(const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s, int64_t i,
+                            float* out /* [8] */) {
+    int32_t t = s->t[i], pos = s->position[i];
+    double c = m->close[t], atr = m->atr[t];
+    int32_t dir = pos > 0 ? 1 : -1;
+    double upnl = 0.0;
+    if (pos != 0 && atr > 0.0) {
+        upnl = vp_env_div(vp_env_sub(c, s->entry[i]), atr);
+        upnl = vp_env_clampd(pos > 0 ? upnl : -upnl, 10.0);
+    }
+    double peak = s->peak[i];
+    out[0] = vp_env_f32(vp_env_div((double)pos, (double)p->max_position));
+    out[1] = vp_env_f32(upnl);
+    out[2] = vp_env_f32(vp_env_div((double)s->bars_held[i], (double)p->episode_bars));
+    out[3] = vp_env_f32(vp_env_div(vp_env_sub(peak, s->equity[i]), peak));
+    out[4] = pos != 0 ? vp_env_f32(vp_env_distance(s->take_profit[i], c, dir, atr)) : 0.0f;
+    out[5] = pos != 0 ? vp_env_f32(vp_env_distance(s->stop_loss[i], c, -dir, atr)) : 0.0f;
+    out[6] = vp_env_f32(vp_env_div((double)(s->window_end[i] - t), (double)p->episode_bars));
+    out[7] = s->last_size[i];
+}
+
+/* Starts episode `episode` of env i: flat, initial equity, a seeded start bar. */
+VP_HD void vp_env_begin_episode(const vp_env_params* p, const vp_env_state* s, int64_t i, uint32_t episode) {
+    int32_t t0 = vp_env_start(p, i, episode);
+    s->t[i] = t0;
+    s->window_end[i] = t0 + p->episode_bars;
+    s->position[i] = 0;
+    s->bars_held[i] = 0;
+    s->episode[i] = episode;
+    s->cash[i] = p->initial_equity;
+    s->equity[i] = p->initial_equity;
+    s->peak[i] = p->initial_equity;
+    s->entry[i] = 0.0;
+    s->take_profit[i] = 0.0;
+    s->stop_loss[i] = 0.0;
+    s->last_size[i] = 0.0f;
+}
+
+/* Writes env i's observation: its decision bar and portfolio vector. */
+VP_HD void vp_env_observe_index(const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s,
+                                const vp_env_outs* o, int64_t i) {
+    if (o->obs_bar) o->obs_bar[i] = s->t[i];
+    if (o->portfolio) vp_env_portfolio(p, m, s, i, o->portfolio + i * VP_ENV_PORTFOLIO);
+}
+
+/* Restarts env i at episode 0 and writes its first observation. */
+VP_HD void vp_env_reset_index(const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s,
+                              const vp_env_outs* o, int64_t i) {
+    vp_env_begin_episode(p, s, i, 0u);
+    vp_env_observe_index(p, m, s, o, i);
+}
+
+/* One step of env i under action a [4] (docs/env.md has the rules in words). */
+VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s,
+                             const int32_t* actions /* [n, 4] */, const vp_env_outs* o, int64_t i) {
+    /* load the env's state */
+    int32_t t = s->t[i], pos = s->position[i], held = s->bars_held[i];
+    double cash = s->cash[i], eq_prev = s->equity[i], peak = s->peak[i];
+    double entry = s->entry[i], tp = s->take_profit[i], sl = s->stop_loss[i];
+
+    /* decode the action; the last step of a window targets flat */
+    const int32_t* a = actions + i * VP_ENV_BRANCHES;
+    int32_t dir = vp_env_clampi(a[0], VP_ENV_DIR_COUNT - 1) - 1;
+    int32_t size = vp_env_clampi(a[1], VP_ENV_SIZE_CHOICES - 1);
+    int32_t k_tp = vp_env_clampi(a[2], VP_ENV_LEVEL_CHOICES - 1);
+    int32_t k_sl = vp_env_clampi(a[3], VP_ENV_LEVEL_CHOICES - 1);
+    int last_step = t + 1 >= s->window_end[i];
+    int32_t target = (last_step || dir == 0) ? 0 : dir * vp_env_contracts(size, p->max_position);
+    int64_t nb = (int64_t)t + 1;
+    double o_px = m->open[nb], hi = m->high[nb], lo = m->low[nb], c = m->close[nb];
+    int32_t traded = 0;
+
+    /* market order at bar t+1's open, slippage against the trader */
+    int32_t delta = target - pos;
+    if (delta != 0) {
+        double px = delta > 0 ? vp_env_add(o_px, p->slip) : vp_env_sub(o_px, p->slip);
+        cash = vp_env_fill(cash, delta, px, p);
+        traded += vp_env_absi(delta);
+        if (target == 0) {
+            entry = 0.0;
+            tp = 0.0;
+            sl = 0.0;
+            held = 0;
+        } else if (pos == 0 || (pos > 0) != (target > 0)) {
+            /* a new position (from flat or a flip): levels from the ATR known at bar t */
+            int32_t side = target > 0 ? 1 : -1;
+            double atr = m->atr[t];
+            entry = px;
+            held = 0;
+            tp = vp_env_level(entry, side, k_tp, atr);
+            sl = vp_env_level(entry, -side, k_sl, atr);
+        } else if (vp_env_absi(target) > vp_env_absi(pos)) {
+            /* added to the position: average entry; levels stay */
+            entry = vp_env_div(vp_env_add(vp_env_mul((double)pos, entry), vp_env_mul((double)delta, px)),
+                               (double)target);
+        }
+        pos = target;
+    }
+
+    /* resting orders against bar t+1's range: the stop first, a gap fills at the open */
+    if (pos != 0) {
+        int stop_hit = pos > 0 ? (sl > 0.0 && lo <= sl) : (sl > 0.0 && hi >= sl);
+        int tp_hit = pos > 0 ? (tp > 0.0 && hi >= tp) : (tp > 0.0 && lo <= tp);
+        if (stop_hit || tp_hit) {
+            /* a stop is a market order (slippage); a take-profit is a limit order (none) */
+            double px;
+            if (stop_hit)
+                px = pos > 0 ? vp_env_sub(o_px < sl ? o_px : sl, p->slip) : vp_env_add(o_px > sl ? o_px : sl, p->slip);
+            else
+                px = pos > 0 ? (o_px > tp ? o_px : tp) : (o_px < tp ? o_px : tp);
+            cash = vp_env_fill(cash, -pos, px, p);
+            traded += vp_env_absi(pos);
+            pos = 0;
+            entry = 0.0;
+            tp = 0.0;
+            sl = 0.0;
+            held = 0;
+        }
+    }
+    if (pos != 0) held += 1;
+
+    /* mark to bar t+1's close; reward and penalties */
+    double eq = vp_env_add(cash, vp_env_mul(vp_env_mul((double)pos, c), p->multiplier));
+    peak = eq > peak ? eq : peak;
+    double dd = vp_env_div(vp_env_sub(peak, eq), peak);
+    double r = vp_env_mul(vp_env_div(vp_env_sub(eq, eq_prev), p->initial_equity), p->reward_scale);
+    r = vp_env_sub(r, vp_env_mul(p->drawdown_penalty, dd));
+    r = vp_env_sub(r, vp_env_mul(p->turnover_penalty, vp_env_div((double)traded, (double)p->max_position)));
+    int ended = last_step || eq < p->ruin_level;
+
+    /* store, restart a finished episode, write outputs */
+    s->t[i] = (int32_t)nb;
+    s->position[i] = pos;
+    s->bars_held[i] = held;
+    s->cash[i] = cash;
+    s->equity[i] = eq;
+    s->peak[i] = peak;
+    s->entry[i] = entry;
+    s->take_profit[i] = tp;
+    s->stop_loss[i] = sl;
+    s->last_size[i] = dir == 0 ? 0.0f : 0.25f * (float)(dir * (size + 1));
+    if (ended) vp_env_begin_episode(p, s, i, s->episode[i] + 1u);
+    if (o->reward) o->reward[i] = vp_env_f32(r);
+    if (o->done) o->done[i] = ended ? 1.0f : 0.0f;
+    vp_env_observe_index(p, m, s, o, i);
+}
+
+/* Action of env i for draw `counter`: each branch from one Philox word, word x choices / 2^32. */
+VP_HD void vp_env_random_action(uint64_t seed, uint64_t counter, int64_t i, int32_t* a /* [4] */) {
+    vp_u32x4 r = vp_rng_draw(seed, (uint64_t)i, counter);
+    a[0] = (int32_t)(((uint64_t)r.v[0] * VP_ENV_DIR_COUNT) >> 32);
+    a[1] = (int32_t)(((uint64_t)r.v[1] * VP_ENV_SIZE_CHOICES) >> 32);
+    a[2] = (int32_t)(((uint64_t)r.v[2] * VP_ENV_LEVEL_CHOICES) >> 32);
+    a[3] = (int32_t)(((uint64_t)r.v[3] * VP_ENV_LEVEL_CHOICES) >> 32);
+}
+
+#endif /* VP_ENV_STEP_H */

@@ -1,0 +1,344 @@
+/* The replay ring's public entry points: configuration, layout in one backend
+ * allocation, argument checks, then the CPU loops or the CUDA kernels. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "learn/replay_impl.h"
+#include "vulpes/ops.h"
+
+struct vp_replay {
+    vp_replay_cfg cfg;   /* as given */
+    vp_backend* backend; /* where it lives and computes */
+    vp_buffer block;     /* the one allocation holding everything below */
+    vp_replay_dev dev;   /* pointers into `block`, sizes, hyper-parameters */
+};
+
+vp_replay_cfg vp_replay_cfg_default(void) {
+    vp_replay_cfg c;
+    memset(&c, 0, sizeof c);
+    c.capacity = 1000000;
+    c.n_envs = 1;
+    c.n_portfolio = 8;
+    c.n_branches = 4;
+    c.n_step = 3;
+    c.gamma = 0.99f;
+    c.prioritized = 1;
+    c.alpha = 0.6f;
+    c.priority_eps = 1e-6f;
+    c.beta0 = 0.4f;
+    c.beta_steps = 100000;
+    c.seed = 0;
+    c.rng_stream = 0x5245504Cu; /* "REPL" */
+    return c;
+}
+
+vp_status vp_replay_cfg_check(const vp_replay_cfg* c) {
+    VP_REQUIRE(c != NULL, VP_ERR_INVALID_ARG, "vp_replay_cfg_check: cfg is NULL");
+    VP_REQUIRE(c->n_envs >= 1, VP_ERR_INVALID_ARG, "replay: n_envs is %d, must be >= 1", c->n_envs);
+    VP_REQUIRE(c->n_step >= 1 && c->n_step <= VP_REPLAY_MAX_NSTEP, VP_ERR_INVALID_ARG,
+               "replay: n_step is %d, must be in 1..%d", c->n_step, VP_REPLAY_MAX_NSTEP);
+    VP_REQUIRE(c->n_portfolio >= 1, VP_ERR_INVALID_ARG, "replay: n_portfolio is %d, must be >= 1", c->n_portfolio);
+    VP_REQUIRE(c->n_branches >= 1 && c->n_branches <= VP_REPLAY_MAX_BRANCHES, VP_ERR_INVALID_ARG,
+               "replay: n_branches is %d, must be in 1..%d", c->n_branches, VP_REPLAY_MAX_BRANCHES);
+    VP_REQUIRE(c->capacity >= 1 && c->capacity <= INT32_MAX, VP_ERR_INVALID_ARG,
+               "replay: capacity is %lld, must be in 1..%d", (long long)c->capacity, INT32_MAX);
+    VP_REQUIRE(c->capacity >= (int64_t)c->n_envs * c->n_step, VP_ERR_INVALID_ARG,
+               "replay: capacity %lld is below n_envs * n_step = %lld (one push may write that many)",
+               (long long)c->capacity, (long long)c->n_envs * c->n_step);
+    VP_REQUIRE(c->gamma >= 0.0f && c->gamma <= 1.0f, VP_ERR_INVALID_ARG, "replay: gamma is %g, must be in [0, 1]",
+               (double)c->gamma);
+    VP_REQUIRE(c->alpha >= 0.0f && c->alpha <= 8.0f, VP_ERR_INVALID_ARG, "replay: alpha is %g, must be in [0, 8]",
+               (double)c->alpha);
+    VP_REQUIRE(c->priority_eps >= 0.0f && c->priority_eps < 1e30f, VP_ERR_INVALID_ARG,
+               "replay: priority_eps is %g, must be >= 0 and finite", (double)c->priority_eps);
+    VP_REQUIRE(c->beta0 >= 0.0f && c->beta0 <= 1.0f, VP_ERR_INVALID_ARG, "replay: beta0 is %g, must be in [0, 1]",
+               (double)c->beta0);
+    VP_REQUIRE(c->beta_steps >= 1, VP_ERR_INVALID_ARG, "replay: beta_steps is %lld, must be >= 1",
+               (long long)c->beta_steps);
+    return VP_OK;
+}
+
+/* ---- layout: every array at a 256-byte boundary of one block ---------------------------- */
+
+/* Reserves `bytes` at the next 256-byte boundary of a running size; returns the offset. */
+static size_t take(size_t* used, size_t bytes) {
+    size_t at = (*used + 255u) / 256u * 256u;
+    *used = at + bytes;
+    return at;
+}
+
+/* Fills d's sizes and tree offsets from the cfg, and its pointers as offsets into `base`
+ * (pointers stay NULL when base is NULL); returns the bytes needed. */
+static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
+    memset(d, 0, sizeof *d);
+    const size_t C = (size_t)c->capacity, E = (size_t)c->n_envs, n = (size_t)c->n_step;
+    const size_t P = (size_t)c->n_portfolio, NB = (size_t)c->n_branches;
+    const size_t f = sizeof(float), i4 = sizeof(int32_t);
+
+    /* sum-tree levels above the leaves, each ceil(C / 2^k) nodes */
+    size_t tree_n = 0;
+    while (((c->capacity - 1) >> d->depth) > 0) {
+        d->depth += 1;
+        d->level_off[d->depth] = (int64_t)tree_n;
+        tree_n += (size_t)(((c->capacity - 1) >> d->depth) + 1);
+    }
+
+    size_t used = 0, off[21];
+    int k = 0;
+    off[k++] = take(&used, C * i4);          /* bar */
+    off[k++] = take(&used, C * i4);          /* next_bar */
+    off[k++] = take(&used, C * i4);          /* wend */
+    off[k++] = take(&used, C * P * f);       /* port */
+    off[k++] = take(&used, C * P * f);       /* next_port */
+    off[k++] = take(&used, C * NB * i4);     /* act */
+    off[k++] = take(&used, C * f);           /* rew */
+    off[k++] = take(&used, C * f);           /* disc */
+    off[k++] = take(&used, C * i4);          /* done */
+    off[k++] = take(&used, C * f);           /* prio */
+    off[k++] = take(&used, tree_n * f);      /* tree */
+    off[k++] = take(&used, C * i4);          /* owner */
+    off[k++] = take(&used, E * i4);          /* p_count */
+    off[k++] = take(&used, E * i4);          /* p_start */
+    off[k++] = take(&used, n * E * i4);      /* p_bar */
+    off[k++] = take(&used, n * E * i4);      /* p_wend */
+    off[k++] = take(&used, n * E * P * f);   /* p_port */
+    off[k++] = take(&used, n * E * NB * i4); /* p_act */
+    off[k++] = take(&used, n * E * f);       /* p_rew */
+    off[k++] = take(&used, E * i4);          /* emit_off */
+    off[k++] = take(&used, sizeof(vp_replay_ctrl)); /* ctrl */
+
+    /* sizes and hyper-parameters */
+    d->cap = c->capacity;
+    d->n_envs = c->n_envs;
+    d->n_port = c->n_portfolio;
+    d->n_branch = c->n_branches;
+    d->n_step = c->n_step;
+    d->gamma = c->gamma;
+    d->prioritized = c->prioritized ? 1 : 0;
+    d->alpha = c->alpha;
+    d->eps = c->priority_eps;
+    d->beta0 = c->beta0;
+    d->beta_steps = c->beta_steps;
+    d->seed = c->seed;
+    d->stream = c->rng_stream;
+    if (!base) return used;
+
+    /* pointers */
+    k = 0;
+    d->bar = (int32_t*)(base + off[k++]);
+    d->next_bar = (int32_t*)(base + off[k++]);
+    d->wend = (int32_t*)(base + off[k++]);
+    d->port = (float*)(base + off[k++]);
+    d->next_port = (float*)(base + off[k++]);
+    d->act = (int32_t*)(base + off[k++]);
+    d->rew = (float*)(base + off[k++]);
+    d->disc = (float*)(base + off[k++]);
+    d->done = (int32_t*)(base + off[k++]);
+    d->prio = (float*)(base + off[k++]);
+    d->tree = (float*)(base + off[k++]);
+    d->owner = (int32_t*)(base + off[k++]);
+    d->p_count = (int32_t*)(base + off[k++]);
+    d->p_start = (int32_t*)(base + off[k++]);
+    d->p_bar = (int32_t*)(base + off[k++]);
+    d->p_wend = (int32_t*)(base + off[k++]);
+    d->p_port = (float*)(base + off[k++]);
+    d->p_act = (int32_t*)(base + off[k++]);
+    d->p_rew = (float*)(base + off[k++]);
+    d->emit_off = (int32_t*)(base + off[k++]);
+    d->ctrl = (vp_replay_ctrl*)(base + off[k++]);
+    return used;
+}
+
+size_t vp_replay_bytes(const vp_replay_cfg* c) {
+    if (vp_replay_cfg_check(c) != VP_OK) {
+        vp_clear_error();
+        return 0;
+    }
+    vp_replay_dev d;
+    return layout(c, &d, NULL);
+}
+
+/* ---- life cycle ------------------------------------------------------------------------- */
+
+/* A 1-D view of n elements of the ring's memory. */
+static vp_tensor view(const vp_replay* r, void* p, vp_dtype dt, int64_t n) {
+    return vp_tensor_1d(p, dt, r->block.mem, n);
+}
+
+vp_status vp_replay_reset(vp_replay* r) {
+    VP_REQUIRE(r != NULL, VP_ERR_INVALID_ARG, "vp_replay_reset: ring is NULL");
+    vp_replay_dev* d = &r->dev;
+    /* empty slots have priority 0; no step is pending; no slot is claimed */
+    vp_tensor t = view(r, d->prio, VP_F32, d->cap);
+    VP_TRY(vp_fill(r->backend, &t, 0.0f));
+    t = view(r, d->p_count, VP_I32, d->n_envs);
+    VP_TRY(vp_fill_i32(r->backend, &t, 0));
+    t = view(r, d->p_start, VP_I32, d->n_envs);
+    VP_TRY(vp_fill_i32(r->backend, &t, 0));
+    t = view(r, d->owner, VP_I32, d->cap);
+    VP_TRY(vp_fill_i32(r->backend, &t, -1));
+    /* counters: empty, step 0, max priority 1 */
+    vp_replay_ctrl ctl;
+    memset(&ctl, 0, sizeof ctl);
+    ctl.max_priority = 1.0f;
+    ctl.beta = r->cfg.beta0;
+    t = view(r, d->ctrl, VP_I32, (int64_t)(sizeof ctl / sizeof(int32_t)));
+    return vp_upload(r->backend, &t, &ctl, sizeof ctl);
+}
+
+vp_status vp_replay_init(vp_replay** out, vp_backend* b, const vp_replay_cfg* cfg) {
+    VP_REQUIRE(out != NULL && b != NULL, VP_ERR_INVALID_ARG, "vp_replay_init: out or backend is NULL");
+    *out = NULL;
+    VP_TRY(vp_replay_cfg_check(cfg));
+    vp_replay* r = (vp_replay*)calloc(1, sizeof *r);
+    VP_REQUIRE(r != NULL, VP_ERR_OOM, "vp_replay_init: out of host memory");
+    r->cfg = *cfg;
+    r->backend = b;
+    size_t bytes = layout(cfg, &r->dev, NULL);
+    vp_status s = vp_buffer_alloc(b, vp_backend_native_mem(b), bytes, &r->block);
+    if (s == VP_OK) {
+        layout(cfg, &r->dev, (char*)r->block.dev);
+        s = vp_replay_reset(r);
+    }
+    if (s != VP_OK) {
+        vp_replay_free(r);
+        return vp_error_context(s, "vp_replay_init (capacity %lld, %zu bytes)", (long long)cfg->capacity, bytes);
+    }
+    *out = r;
+    return VP_OK;
+}
+
+void vp_replay_free(vp_replay* r) {
+    if (!r) return;
+    vp_buffer_free(r->backend, &r->block);
+    free(r);
+}
+
+const vp_replay_cfg* vp_replay_get_cfg(const vp_replay* r) { return r ? &r->cfg : NULL; }
+
+vp_status vp_replay_fields_get(const vp_replay* r, vp_replay_fields* out) {
+    VP_REQUIRE(r != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_replay_fields_get: ring or out is NULL");
+    const vp_replay_dev* d = &r->dev;
+    const vp_mem m = r->block.mem;
+    out->bar_idx = view(r, d->bar, VP_I32, d->cap);
+    out->next_bar_idx = view(r, d->next_bar, VP_I32, d->cap);
+    out->window_end = view(r, d->wend, VP_I32, d->cap);
+    out->portfolio = vp_tensor_2d(d->port, VP_F32, m, d->cap, d->n_port);
+    out->next_portfolio = vp_tensor_2d(d->next_port, VP_F32, m, d->cap, d->n_port);
+    out->action = vp_tensor_2d(d->act, VP_I32, m, d->cap, d->n_branch);
+    out->reward = view(r, d->rew, VP_F32, d->cap);
+    out->discount = view(r, d->disc, VP_F32, d->cap);
+    out->done = view(r, d->done, VP_I32, d->cap);
+    out->priority = view(r, d->prio, VP_F32, d->cap);
+    return VP_OK;
+}
+
+vp_status vp_replay_stats_read(vp_replay* r, vp_replay_stats* out) {
+    VP_REQUIRE(r != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_replay_stats_read: ring or out is NULL");
+    vp_replay_ctrl ctl;
+    vp_tensor t = view(r, r->dev.ctrl, VP_I32, (int64_t)(sizeof ctl / sizeof(int32_t)));
+    VP_TRY(vp_download(r->backend, &ctl, &t, sizeof ctl));
+    out->size = ctl.size;
+    out->head = ctl.head;
+    out->pushes = ctl.pushes;
+    out->emitted = ctl.emitted;
+    out->sample_step = ctl.sample_step;
+    out->max_priority = ctl.max_priority;
+    out->beta = ctl.beta;
+    out->total = ctl.total;
+    return VP_OK;
+}
+
+/* ---- checks and dispatch -------------------------------------------------------------------- */
+
+/* Checks one tensor argument: data, dtype, memory the backend reads, rows x width elements
+ * (and a last extent of `width` when width > 1). */
+static vp_status check_arg(const vp_replay* r, const char* fn, const char* name, const vp_tensor* t, vp_dtype dt,
+                           int64_t rows, int64_t width) {
+    char desc[96];
+    VP_REQUIRE(t->data != NULL, VP_ERR_INVALID_ARG, "%s: %s has no data (NULL pointer)", fn, name);
+    VP_REQUIRE(t->ndim >= 1 && t->ndim <= VP_MAX_DIMS, VP_ERR_SHAPE, "%s: %s has ndim %d", fn, name, t->ndim);
+    VP_REQUIRE(t->dtype == dt, VP_ERR_INVALID_ARG, "%s: %s is %s, expected %s", fn, name, vp_dtype_name(t->dtype),
+               vp_dtype_name(dt));
+    VP_REQUIRE(vp_backend_can_read(r->backend, t->mem), VP_ERR_DEVICE,
+               "%s: %s lives in %s memory, which backend %s cannot read", fn, name, vp_mem_name(t->mem),
+               vp_backend_name(r->backend));
+    VP_REQUIRE(vp_tensor_numel(t) == rows * width && (width == 1 || vp_tensor_cols(t) == width), VP_ERR_SHAPE,
+               "%s: %s is %s, expected [%lld, %lld]", fn, name, vp_tensor_describe(t, desc, sizeof desc),
+               (long long)rows, (long long)width);
+    return VP_OK;
+}
+
+vp_status vp_replay_push(vp_replay* r, const vp_replay_step* s) {
+    static const char* fn = "vp_replay_push";
+    VP_REQUIRE(r != NULL && s != NULL, VP_ERR_INVALID_ARG, "%s: ring or step is NULL", fn);
+    const int64_t E = r->cfg.n_envs, P = r->cfg.n_portfolio, NB = r->cfg.n_branches;
+    VP_TRY(check_arg(r, fn, "bar_idx", &s->bar_idx, VP_I32, E, 1));
+    VP_TRY(check_arg(r, fn, "window_end", &s->window_end, VP_I32, E, 1));
+    VP_TRY(check_arg(r, fn, "portfolio", &s->portfolio, VP_F32, E, P));
+    VP_TRY(check_arg(r, fn, "action", &s->action, VP_I32, E, NB));
+    VP_TRY(check_arg(r, fn, "reward", &s->reward, VP_F32, E, 1));
+    VP_TRY(check_arg(r, fn, "done", &s->done, VP_I32, E, 1));
+    VP_TRY(check_arg(r, fn, "next_bar_idx", &s->next_bar_idx, VP_I32, E, 1));
+    VP_TRY(check_arg(r, fn, "next_portfolio", &s->next_portfolio, VP_F32, E, P));
+    vp_replay_step_dev sd = {(const int32_t*)s->bar_idx.data,  (const int32_t*)s->window_end.data,
+                             (const float*)s->portfolio.data,  (const int32_t*)s->action.data,
+                             (const float*)s->reward.data,     (const int32_t*)s->done.data,
+                             (const int32_t*)s->next_bar_idx.data, (const float*)s->next_portfolio.data};
+    if (vp_backend_get_kind(r->backend) == VP_BACKEND_CPU) return vp_replay_cpu_push(&r->dev, &sd);
+#ifdef VP_HAVE_CUDA
+    return vp_replay_cuda_push(r->backend, &r->dev, &sd);
+#else
+    VP_FAIL(VP_ERR_UNSUPPORTED, "%s: backend %s is not available in this build", fn, vp_backend_name(r->backend));
+#endif
+}
+
+vp_status vp_replay_sample(vp_replay* r, vp_replay_batch* out) {
+    static const char* fn = "vp_replay_sample";
+    VP_REQUIRE(r != NULL && out != NULL, VP_ERR_INVALID_ARG, "%s: ring or batch is NULL", fn);
+    const int64_t B = vp_tensor_numel(&out->indices), P = r->cfg.n_portfolio, NB = r->cfg.n_branches;
+    VP_REQUIRE(B >= 1 && B <= INT32_MAX, VP_ERR_SHAPE, "%s: batch size (numel of indices) is %lld", fn, (long long)B);
+    VP_TRY(check_arg(r, fn, "indices", &out->indices, VP_I32, B, 1));
+    VP_TRY(check_arg(r, fn, "bar_idx", &out->bar_idx, VP_I32, B, 1));
+    VP_TRY(check_arg(r, fn, "next_bar_idx", &out->next_bar_idx, VP_I32, B, 1));
+    VP_TRY(check_arg(r, fn, "portfolio", &out->portfolio, VP_F32, B, P));
+    VP_TRY(check_arg(r, fn, "next_portfolio", &out->next_portfolio, VP_F32, B, P));
+    VP_TRY(check_arg(r, fn, "actions", &out->actions, VP_I32, B, NB));
+    VP_TRY(check_arg(r, fn, "reward", &out->reward, VP_F32, B, 1));
+    VP_TRY(check_arg(r, fn, "discount", &out->discount, VP_F32, B, 1));
+    VP_TRY(check_arg(r, fn, "is_weight", &out->is_weight, VP_F32, B, 1));
+    vp_replay_batch_dev o = {B,
+                             (int32_t*)out->indices.data,
+                             (int32_t*)out->bar_idx.data,
+                             (int32_t*)out->next_bar_idx.data,
+                             (float*)out->portfolio.data,
+                             (float*)out->next_portfolio.data,
+                             (int32_t*)out->actions.data,
+                             (float*)out->reward.data,
+                             (float*)out->discount.data,
+                             (float*)out->is_weight.data};
+    if (vp_backend_get_kind(r->backend) == VP_BACKEND_CPU) return vp_replay_cpu_sample(&r->dev, &o);
+#ifdef VP_HAVE_CUDA
+    return vp_replay_cuda_sample(r->backend, &r->dev, &o);
+#else
+    VP_FAIL(VP_ERR_UNSUPPORTED, "%s: backend %s is not available in this build", fn, vp_backend_name(r->backend));
+#endif
+}
+
+vp_status vp_replay_update_priorities(vp_replay* r, const vp_tensor* indices, const vp_tensor* loss) {
+    static const char* fn = "vp_replay_update_priorities";
+    VP_REQUIRE(r != NULL && indices != NULL && loss != NULL, VP_ERR_INVALID_ARG, "%s: ring, indices or loss is NULL",
+               fn);
+    const int64_t B = vp_tensor_numel(indices);
+    VP_REQUIRE(B >= 1 && B <= INT32_MAX, VP_ERR_SHAPE, "%s: batch size (numel of indices) is %lld", fn, (long long)B);
+    VP_TRY(check_arg(r, fn, "indices", indices, VP_I32, B, 1));
+    VP_TRY(check_arg(r, fn, "loss", loss, VP_F32, B, 1));
+    const int32_t* idx = (const int32_t*)indices->data;
+    const float* l = (const float*)loss->data;
+    if (vp_backend_get_kind(r->backend) == VP_BACKEND_CPU) return vp_replay_cpu_update(&r->dev, idx, l, B);
+#ifdef VP_HAVE_CUDA
+    return vp_replay_cuda_update(r->backend, &r->dev, idx, l, B);
+#else
+    VP_FAIL(VP_ERR_UNSUPPORTED, "%s: backend %s is not available in this build", fn, vp_backend_name(r->backend));
+#endif
+}

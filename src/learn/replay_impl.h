@@ -1,0 +1,126 @@
+/* Internal: the replay ring's layout in backend memory and the per-backend entry
+ * points. Plain C structs shared by replay.c, replay_cpu.c and replay_cuda.cu; the
+ * public entry points (replay.c) check every argument before calling these. */
+#ifndef VULPES_REPLAY_IMPL_H
+#define VULPES_REPLAY_IMPL_H
+
+#include <stdint.h>
+
+#include "vulpes/replay.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Levels of the priority sum tree above the leaves (capacity < 2^31). */
+#define VP_REPLAY_MAX_LEVELS 33
+
+/* Counters kept in backend memory, changed only by the ring's kernels. */
+typedef struct vp_replay_ctrl {
+    int64_t head;        /* next slot to write */
+    int64_t size;        /* transitions stored */
+    int64_t sample_step; /* sample calls so far */
+    int64_t pushes;      /* push calls so far */
+    int64_t emitted;     /* transitions written so far */
+    int64_t base;        /* head before the current push (push scratch) */
+    float max_priority;  /* running max of stored priorities */
+    float beta;          /* beta of the last sample */
+    float total;         /* priority mass of the last sample */
+    int32_t pad;         /* keeps the size a multiple of 8 */
+} vp_replay_ctrl;
+
+/* The ring as kernels see it: sizes, hyper-parameters and backend pointers. Passed by
+ * value to every kernel (C = capacity, E = n_envs, n = n_step, P, NB as in the cfg). */
+typedef struct vp_replay_dev {
+    int64_t cap;         /* C */
+    int n_envs;          /* E */
+    int n_port;          /* P */
+    int n_branch;        /* NB */
+    int n_step;          /* n */
+    float gamma;         /* per-step discount */
+    int prioritized;     /* PER on */
+    float alpha;         /* priority exponent */
+    float eps;           /* priority epsilon */
+    float beta0;         /* IS exponent at step 0 */
+    int64_t beta_steps;  /* annealing length */
+    uint64_t seed;       /* Philox key */
+    uint64_t stream;     /* Philox stream */
+    int depth;           /* sum-tree levels above the leaves (0 when C == 1) */
+    int64_t level_off[VP_REPLAY_MAX_LEVELS]; /* offset of level k >= 1 in `tree` */
+
+    /* the ring */
+    int32_t* bar;        /* [C] */
+    int32_t* next_bar;   /* [C] */
+    int32_t* wend;       /* [C] */
+    float* port;         /* [C, P] */
+    float* next_port;    /* [C, P] */
+    int32_t* act;        /* [C, NB] */
+    float* rew;          /* [C] */
+    float* disc;         /* [C] */
+    int32_t* done;       /* [C] */
+    float* prio;         /* [C] sum-tree leaves */
+    float* tree;         /* [sum_k ceil(C / 2^k), k = 1..depth] inner nodes, level by level */
+    int32_t* owner;      /* [C] last batch position updating a slot (-1 when none) */
+
+    /* pending windows, slot-major so that env e's accesses coalesce */
+    int32_t* p_count;    /* [E] pending steps */
+    int32_t* p_start;    /* [E] slot of the oldest pending step */
+    int32_t* p_bar;      /* [n, E] */
+    int32_t* p_wend;     /* [n, E] */
+    float* p_port;       /* [n, E, P] */
+    int32_t* p_act;      /* [n, E, NB] */
+    float* p_rew;        /* [n, E] */
+    int32_t* emit_off;   /* [E] first ring offset (from base) of env e's transitions */
+
+    vp_replay_ctrl* ctrl; /* [1] counters */
+} vp_replay_dev;
+
+/* Raw pointers of a push's inputs (shapes as in vp_replay_step). */
+typedef struct vp_replay_step_dev {
+    const int32_t* bar;       /* [E] */
+    const int32_t* wend;      /* [E] */
+    const float* port;        /* [E, P] */
+    const int32_t* act;       /* [E, NB] */
+    const float* rew;         /* [E] */
+    const int32_t* done;      /* [E] */
+    const int32_t* next_bar;  /* [E] */
+    const float* next_port;   /* [E, P] */
+} vp_replay_step_dev;
+
+/* Raw pointers of a sampled batch (shapes as in vp_replay_batch). */
+typedef struct vp_replay_batch_dev {
+    int64_t n;                /* B */
+    int32_t* idx;             /* [B] */
+    int32_t* bar;             /* [B] */
+    int32_t* next_bar;        /* [B] */
+    float* port;              /* [B, P] */
+    float* next_port;         /* [B, P] */
+    int32_t* act;             /* [B, NB] */
+    float* rew;               /* [B] */
+    float* disc;              /* [B] */
+    float* w;                 /* [B] */
+} vp_replay_batch_dev;
+
+/* ---- replay_cpu.c ------------------------------------------------------------------------ */
+
+/* Push on the CPU backend. */
+vp_status vp_replay_cpu_push(const vp_replay_dev* d, const vp_replay_step_dev* s);
+/* Sample on the CPU backend. */
+vp_status vp_replay_cpu_sample(const vp_replay_dev* d, const vp_replay_batch_dev* o);
+/* Priority update on the CPU backend (idx, loss [n]). */
+vp_status vp_replay_cpu_update(const vp_replay_dev* d, const int32_t* idx, const float* loss, int64_t n);
+
+/* ---- replay_cuda.cu (built with CUDA only) ------------------------------------------------ */
+
+/* Push on the CUDA backend's stream. */
+vp_status vp_replay_cuda_push(vp_backend* b, const vp_replay_dev* d, const vp_replay_step_dev* s);
+/* Sample on the CUDA backend's stream. */
+vp_status vp_replay_cuda_sample(vp_backend* b, const vp_replay_dev* d, const vp_replay_batch_dev* o);
+/* Priority update on the CUDA backend's stream (idx, loss [n]). */
+vp_status vp_replay_cuda_update(vp_backend* b, const vp_replay_dev* d, const int32_t* idx, const float* loss,
+                                int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_REPLAY_IMPL_H */

@@ -1,0 +1,200 @@
+/* Internal: the replay ring's per-element math, written once for the CPU loops
+ * (replay_cpu.c) and the CUDA kernels (replay_cuda.cu) so that both backends compute
+ * the same bits. Float expressions avoid a*b+c shapes the CUDA compiler would contract
+ * into fused multiply-adds; where a fused op is wanted it is spelled fmaf. */
+#ifndef VULPES_REPLAY_MATH_H
+#define VULPES_REPLAY_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "learn/replay_impl.h"
+#include "vulpes/defs.h"
+#include "vulpes/rng.h"
+
+/* ---- schedules and scalar formulas ------------------------------------------------------- */
+
+/* Nodes of sum-tree level k over `cap` leaves: ceil(cap / 2^k) (level 0: the leaves). */
+VP_HD int64_t vp_replay_level_n(int64_t cap, int k) { return ((cap - 1) >> k) + 1; }
+
+/* gamma^k by k multiplications in order. */
+VP_HD float vp_replay_gamma_pow(float gamma, int k) {
+    float g = 1.0f;
+    for (int i = 0; i < k; ++i) g = g * gamma;
+    return g;
+}
+
+/* n-step return of pending rewards r[i..c-1]: sum_j gamma^(j-i) r[j], by Horner from the
+ * last reward with fused multiply-adds. r: [c]. */
+VP_HD float vp_replay_nstep_return(const float* r, int i, int c, float gamma) {
+    float g = r[c - 1];
+    for (int j = c - 2; j >= i; --j) g = fmaf(gamma, g, r[j]);
+    return g;
+}
+
+/* IS exponent at sampling step `step`: beta0 + (1 - beta0) min(1, step / steps). */
+VP_HD float vp_replay_beta(float beta0, int64_t step, int64_t steps) {
+    if (step >= steps) return 1.0f;
+    return fmaf(1.0f - beta0, (float)step / (float)steps, beta0);
+}
+
+/* Stored priority of a finite loss: (max(loss, 0) + eps)^alpha (exact when alpha is 1). */
+VP_HD float vp_replay_priority(float loss, float eps, float alpha) {
+    float l = loss > 0.0f ? loss : 0.0f;
+    return alpha == 1.0f ? l + eps : powf(l + eps, alpha);
+}
+
+/* Normalised IS weight of a slot with priority p in a batch whose smallest priority is
+ * p_min: (N P(i))^-beta / max_batch (N P(j))^-beta = (p_min / p)^beta; 0 when either is 0
+ * (an empty ring). */
+VP_HD float vp_replay_is_weight(float p, float p_min, float beta) {
+    if (!(p > 0.0f) || !(p_min > 0.0f)) return 0.0f;
+    return powf(p_min / p, beta);
+}
+
+/* ---- drawing a slot ---------------------------------------------------------------------------- */
+
+/* The Philox word of sample j at sampling step `step` (index = step * 2^32 + j). */
+VP_HD uint32_t vp_replay_word(const vp_replay_dev* d, int64_t step, int64_t j) {
+    uint64_t index = ((uint64_t)step << 32) | (uint64_t)(uint32_t)j;
+    return vp_rng_draw(d->seed, d->stream, index).v[0];
+}
+
+/* The point of stratum j of n in [0, total): (j + unit) * (total / n). */
+VP_HD float vp_replay_stratum_u(int64_t j, int64_t n, float unit, float total) {
+    return ((float)j + unit) * (total / (float)n);
+}
+
+/* A uniform slot in [0, size) from one word (multiply-shift, integer only). */
+VP_HD int64_t vp_replay_uniform_index(uint32_t word, int64_t size) {
+    return (int64_t)(((uint64_t)word * (uint64_t)size) >> 32);
+}
+
+/* The sum tree's root: the priority mass of the ring. */
+VP_HD float vp_replay_root(const vp_replay_dev* d) {
+    return d->depth == 0 ? d->prio[0] : d->tree[d->level_off[d->depth]];
+}
+
+/* Walks the sum tree from the root to the leaf holding mass point u: left when u is below
+ * the left child's mass (or the right child is empty), else right with u reduced by the
+ * left mass. Only children of positive mass are entered, so a leaf of positive priority
+ * is reached whenever the root is positive, even when rounding left u past the end. */
+VP_HD int64_t vp_replay_descend(const vp_replay_dev* d, float u) {
+    int64_t i = 0;
+    for (int k = d->depth; k > 0; --k) {
+        const float* lvl = k == 1 ? d->prio : d->tree + d->level_off[k - 1];
+        int64_t n = vp_replay_level_n(d->cap, k - 1);
+        int64_t l = 2 * i;
+        float left = lvl[l];
+        float right = l + 1 < n ? lvl[l + 1] : 0.0f;
+        if (u < left || !(right > 0.0f)) {
+            i = l;
+        } else {
+            u -= left;
+            i = l + 1;
+        }
+    }
+    return i;
+}
+
+/* Slot of sample j of n at sampling step `step`: PER descends the tree at the point of
+ * stratum j; uniform maps the word onto [0, size). 0 from an empty ring. */
+VP_HD int64_t vp_replay_sample_index(const vp_replay_dev* d, int64_t step, int64_t j, int64_t n, float total,
+                                     int64_t size) {
+    uint32_t w = vp_replay_word(d, step, j);
+    if (d->prioritized) {
+        if (!(total > 0.0f)) return 0;
+        return vp_replay_descend(d, vp_replay_stratum_u(j, n, vp_u32_to_unit(w), total));
+    }
+    return size > 0 ? vp_replay_uniform_index(w, size) : 0;
+}
+
+/* Copies slot i of the ring into row j of a batch. */
+VP_HD void vp_replay_gather(const vp_replay_dev* d, const vp_replay_batch_dev* o, int64_t j, int64_t i) {
+    const int P = d->n_port, NB = d->n_branch;
+    o->idx[j] = (int32_t)i;
+    o->bar[j] = d->bar[i];
+    o->next_bar[j] = d->next_bar[i];
+    for (int k = 0; k < P; ++k) {
+        o->port[j * P + k] = d->port[i * P + k];
+        o->next_port[j * P + k] = d->next_port[i * P + k];
+    }
+    for (int k = 0; k < NB; ++k) o->act[j * NB + k] = d->act[i * NB + k];
+    o->rew[j] = d->rew[i];
+    o->disc[j] = d->disc[i];
+}
+
+/* ---- push ----------------------------------------------------------------------------------- */
+
+/* Transitions env e writes at this push: all pending steps at an episode end, the oldest
+ * one when the window is full, else none. */
+VP_HD int vp_replay_env_count(const vp_replay_dev* d, const vp_replay_step_dev* s, int64_t e) {
+    int c = d->p_count[e] + 1;
+    if (s->done[e] != VP_REPLAY_RUNNING) return c;
+    return c == d->n_step ? 1 : 0;
+}
+
+/* Appends the step of env e to its pending window, writes the transitions it completes
+ * into ring positions first, first + 1, ... (mod C) at the running max priority, and
+ * drops them from the window. */
+VP_HD void vp_replay_env_push(const vp_replay_dev* d, const vp_replay_step_dev* s, int64_t e, int64_t first) {
+    const int64_t E = d->n_envs;
+    const int P = d->n_port, NB = d->n_branch, n = d->n_step;
+    int c = d->p_count[e], st = d->p_start[e];
+
+    /* append step t behind the pending ones */
+    int64_t q = (st + c) % n;
+    d->p_bar[q * E + e] = s->bar[e];
+    d->p_wend[q * E + e] = s->wend[e];
+    for (int k = 0; k < P; ++k) d->p_port[(q * E + e) * P + k] = s->port[e * P + k];
+    for (int k = 0; k < NB; ++k) d->p_act[(q * E + e) * NB + k] = s->act[e * NB + k];
+    d->p_rew[q * E + e] = s->rew[e];
+    c += 1;
+
+    /* write the completed transitions, oldest first */
+    const int code = s->done[e] == VP_REPLAY_RUNNING ? 0 : (s->done[e] == VP_REPLAY_TRUNCATED ? 2 : 1);
+    const int emit = code != 0 ? c : (c == n ? 1 : 0);
+    if (emit > 0) {
+        float rw[VP_REPLAY_MAX_NSTEP];
+        for (int i = 0; i < c; ++i) rw[i] = d->p_rew[((st + i) % n) * E + e];
+        const float max_p = d->ctrl->max_priority;
+        for (int m = 0; m < emit; ++m) {
+            int64_t pq = (st + m) % n;
+            int64_t slot = (first + m) % d->cap;
+            d->bar[slot] = d->p_bar[pq * E + e];
+            d->wend[slot] = d->p_wend[pq * E + e];
+            d->next_bar[slot] = s->next_bar[e];
+            for (int k = 0; k < P; ++k) {
+                d->port[slot * P + k] = d->p_port[(pq * E + e) * P + k];
+                d->next_port[slot * P + k] = s->next_port[e * P + k];
+            }
+            for (int k = 0; k < NB; ++k) d->act[slot * NB + k] = d->p_act[(pq * E + e) * NB + k];
+            d->rew[slot] = vp_replay_nstep_return(rw, m, c, d->gamma);
+            d->disc[slot] = code == 1 ? 0.0f : vp_replay_gamma_pow(d->gamma, c - m);
+            d->done[slot] = code;
+            d->prio[slot] = max_p;
+        }
+    }
+
+    /* keep what is still pending */
+    if (code != 0) {
+        c = 0;
+        st = 0;
+    } else if (emit > 0) {
+        st = (st + 1) % n;
+        c -= 1;
+    }
+    d->p_count[e] = c;
+    d->p_start[e] = st;
+}
+
+/* Moves the ring's counters past a push that wrote `total` transitions. */
+VP_HD void vp_replay_ctrl_advance(vp_replay_ctrl* ctl, int64_t total, int64_t cap) {
+    ctl->base = ctl->head;
+    ctl->head = (ctl->head + total) % cap;
+    ctl->size = ctl->size + total < cap ? ctl->size + total : cap;
+    ctl->emitted += total;
+    ctl->pushes += 1;
+}
+
+#endif /* VULPES_REPLAY_MATH_H */

@@ -1,0 +1,126 @@
+/* CPU kernels of the model outside the Mamba2 mixer: window indices, last-step rows,
+ * the dueling combine, C51 expected values and the IQN embedding and mix. */
+#include <math.h>
+
+#include "model/cpu_mops.h"
+
+vp_status vp_cpu_window_index(vp_backend* be, int64_t B, int K, const int32_t* bar, int32_t* idx) {
+    (void)be;
+    for (int64_t b = 0; b < B; ++b)
+        for (int k = 0; k < K; ++k) {
+            int64_t r = (int64_t)bar[b] - K + 1 + k;
+            idx[b * K + k] = (int32_t)(r < 0 ? 0 : r);
+        }
+    return VP_OK;
+}
+
+vp_status vp_cpu_take_last(vp_backend* be, int64_t B, int K, int64_t n, const float* src, float* dst) {
+    (void)be;
+    for (int64_t b = 0; b < B; ++b) {
+        const float* s = src + (b * K + K - 1) * n;
+        for (int64_t j = 0; j < n; ++j) dst[b * n + j] = s[j];
+    }
+    return VP_OK;
+}
+
+vp_status vp_cpu_add_last(vp_backend* be, int64_t B, int K, int64_t n, const float* src, float* dst) {
+    (void)be;
+    for (int64_t b = 0; b < B; ++b) {
+        float* o = dst + (b * K + K - 1) * n;
+        for (int64_t j = 0; j < n; ++j) o[j] += src[b * n + j];
+    }
+    return VP_OK;
+}
+
+vp_status vp_cpu_dueling_forward(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, const float* v,
+                                 const float* adv, float* logit) {
+    (void)be;
+    int A = 0;
+    for (int i = 0; i < br->n; ++i) A += br->size[i];
+    for (int64_t b = 0; b < B; ++b)
+        for (int z = 0; z < Z; ++z) {
+            const float* ad = adv + b * A * Z + z;
+            float* lo = logit + b * A * Z + z;
+            int a0 = 0;
+            for (int i = 0; i < br->n; ++i) {
+                // mean advantage of the branch at this atom
+                float mean = 0.0f;
+                for (int a = a0; a < a0 + br->size[i]; ++a) mean += ad[(int64_t)a * Z];
+                mean /= (float)br->size[i];
+                for (int a = a0; a < a0 + br->size[i]; ++a) lo[(int64_t)a * Z] = v[b * Z + z] + ad[(int64_t)a * Z] - mean;
+                a0 += br->size[i];
+            }
+        }
+    return VP_OK;
+}
+
+vp_status vp_cpu_dueling_backward(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
+                                  const float* d_logit, float* d_v, float* d_adv) {
+    (void)be;
+    int A = 0;
+    for (int i = 0; i < br->n; ++i) A += br->size[i];
+    for (int64_t b = 0; b < B; ++b)
+        for (int z = 0; z < Z; ++z) {
+            const float* dl = d_logit + b * A * Z + z;
+            float* da = d_adv + b * A * Z + z;
+            float dv = 0.0f;
+            int a0 = 0;
+            for (int i = 0; i < br->n; ++i) {
+                // every action feeds V; each advantage loses the branch mean of the gradient
+                float sum = 0.0f;
+                for (int a = a0; a < a0 + br->size[i]; ++a) sum += dl[(int64_t)a * Z];
+                float mean = sum / (float)br->size[i];
+                for (int a = a0; a < a0 + br->size[i]; ++a) da[(int64_t)a * Z] = dl[(int64_t)a * Z] - mean;
+                dv += sum;
+                a0 += br->size[i];
+            }
+            d_v[b * Z + z] = dv;
+        }
+    return VP_OK;
+}
+
+vp_status vp_cpu_c51_q(vp_backend* be, int64_t rows, int Z, float v_min, float v_max, const float* logp,
+                       float* q) {
+    (void)be;
+    const float dz = (v_max - v_min) / (float)(Z - 1);
+    for (int64_t r = 0; r < rows; ++r) {
+        float acc = 0.0f;
+        for (int z = 0; z < Z; ++z) acc += (v_min + (float)z * dz) * expf(logp[r * Z + z]);
+        q[r] = acc;
+    }
+    return VP_OK;
+}
+
+vp_status vp_cpu_iqn_cos(vp_backend* be, int64_t rows, int NC, const float* tau, float* out) {
+    (void)be;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int i = 0; i < NC; ++i) out[r * NC + i] = cosf(tau[r] * (float)(3.14159265358979323846 * i));
+    return VP_OK;
+}
+
+vp_status vp_cpu_iqn_mix_forward(vp_backend* be, int64_t B, int T, int H, const float* h, const float* phi,
+                                 float* out) {
+    (void)be;
+    for (int64_t b = 0; b < B; ++b)
+        for (int j = 0; j < T; ++j) {
+            int64_t r = (b * T + j) * H;
+            for (int f = 0; f < H; ++f) out[r + f] = h[b * H + f] * phi[r + f];
+        }
+    return VP_OK;
+}
+
+vp_status vp_cpu_iqn_mix_backward(vp_backend* be, int64_t B, int T, int H, const float* h, const float* phi,
+                                  const float* d_out, float* d_h, float* d_phi) {
+    (void)be;
+    for (int64_t b = 0; b < B; ++b)
+        for (int f = 0; f < H; ++f) {
+            float acc = 0.0f, hv = h[b * H + f];
+            for (int j = 0; j < T; ++j) {
+                int64_t r = (b * T + j) * H + f;
+                acc += d_out[r] * phi[r];
+                d_phi[r] = d_out[r] * hv;
+            }
+            d_h[b * H + f] += acc;
+        }
+    return VP_OK;
+}

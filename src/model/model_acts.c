@@ -1,0 +1,182 @@
+/* Activations: one arena per batch size, laid out once by the same function that first
+ * counts the bytes; the outputs are views into it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+
+#define VP_ACTS_ALIGN 256u
+
+/* Either counts bytes (arena NULL) or takes tensors from the arena. */
+typedef struct planner {
+    vp_arena* arena; /* NULL while counting */
+    size_t bytes;    /* bytes counted */
+    vp_status err;   /* first failure */
+} planner;
+
+/* Takes a [rows, cols] tensor; rows == 0 leaves it empty (a module that is off). */
+static void take(planner* pl, vp_tensor* t, const char* name, vp_dtype dt, int64_t rows, int64_t cols) {
+    memset(t, 0, sizeof *t);
+    if (rows <= 0 || cols <= 0 || pl->err != VP_OK) return;
+    if (!pl->arena) {
+        size_t b = (size_t)(rows * cols) * vp_dtype_size(dt);
+        pl->bytes += (b + VP_ACTS_ALIGN - 1) / VP_ACTS_ALIGN * VP_ACTS_ALIGN;
+        return;
+    }
+    int64_t shape[2] = {rows, cols};
+    pl->err = vp_arena_tensor(pl->arena, name, dt, 2, shape, t, NULL);
+}
+
+/* Lays out every tensor of `a` for its model, batch, taus and backward flag. */
+static vp_status layout(vp_model_acts* a, planner* pl) {
+    const vp_model_cfg* c = &a->model->cfg;
+    const int64_t B = a->max_batch, R = B * vp_model_trunk_steps(c), F = c->n_features, H = c->hidden;
+    const int64_t MB = c->use_mamba, N = MB ? c->mamba_state : 0, NH = MB ? c->hidden / c->mamba_head_dim : 0;
+    const int64_t L = H + 2 * N + NH, XB = H + N, CH = H + 2 * N, CW = c->mamba_conv;
+    const int64_t HH = c->head_hidden, Z = c->n_atoms, A = vp_model_cfg_actions(c), Q = B * a->max_taus;
+    const int64_t BW = a->for_backward ? 1 : 0, BM = MB ? B : 0, RM = MB ? R : 0;
+    // trunk (the pre-LayerNorm values are scratch when only a forward runs)
+    take(pl, &a->idx, "idx", VP_I32, R, 1);
+    take(pl, &a->x0, "x0", VP_F32, R, F);
+    take(pl, &a->a1, "a1", VP_F32, R, H);
+    take(pl, &a->h1, "h1", VP_F32, R, H);
+    take(pl, &a->h2, "h2", VP_F32, R, H);
+    take(pl, &a->mean1, "mean1", VP_F32, R, 1);
+    take(pl, &a->rstd1, "rstd1", VP_F32, R, 1);
+    if (a->for_backward) {
+        take(pl, &a->a2, "a2", VP_F32, R, H);
+        take(pl, &a->mean2, "mean2", VP_F32, R, 1);
+        take(pl, &a->rstd2, "rstd2", VP_F32, R, 1);
+    } else {
+        a->a2 = a->a1;
+        a->mean2 = a->mean1;
+        a->rstd2 = a->rstd1;
+    }
+    // Mamba2
+    take(pl, &a->h2_last, "h2_last", VP_F32, BM, H);
+    take(pl, &a->xbcdt, "xbcdt", VP_F32, RM, L);
+    take(pl, &a->z, "z", VP_F32, BM, H);
+    take(pl, &a->xb_pre, "xb_pre", VP_F32, RM * BW, XB);
+    take(pl, &a->xb, "xb", VP_F32, RM, XB);
+    take(pl, &a->c_pre, "c_pre", VP_F32, BM * BW, N);
+    take(pl, &a->c, "c", VP_F32, BM, N);
+    take(pl, &a->dt, "dt", VP_F32, RM, NH);
+    take(pl, &a->y, "y", VP_F32, BM, H);
+    take(pl, &a->sz, "sz", VP_F32, BM, H);
+    take(pl, &a->g, "g", VP_F32, BM, H);
+    take(pl, &a->yn, "yn", VP_F32, BM, H);
+    take(pl, &a->rms_rstd, "rms_rstd", VP_F32, BM, 1);
+    take(pl, &a->e, "e", VP_F32, BM, H);
+    if (!MB) a->e = a->h2;
+    // heads
+    take(pl, &a->port, "port", VP_F32, B, c->n_portfolio);
+    take(pl, &a->h, "h", VP_F32, B, H);
+    take(pl, &a->v1, "v1", VP_F32, B, HH);
+    take(pl, &a->ah, "ah", VP_F32, B, HH);
+    take(pl, &a->v, "v", VP_F32, B, Z);
+    take(pl, &a->adv, "adv", VP_F32, B, A * Z);
+    take(pl, &a->logp, "logp", VP_F32, B * A, Z);
+    take(pl, &a->q, "q", VP_F32, B, A);
+    take(pl, &a->cosf, "cosf", VP_F32, Q, c->iqn_cos);
+    take(pl, &a->phi, "phi", VP_F32, Q, H);
+    take(pl, &a->mix, "mix", VP_F32, Q, H);
+    take(pl, &a->iq1, "iq1", VP_F32, Q, HH);
+    take(pl, &a->zq, "zq", VP_F32, Q, A);
+    // backward scratch
+    take(pl, &a->d_logit, "d_logit", VP_F32, B * A * BW, Z);
+    take(pl, &a->d_v, "d_v", VP_F32, B * BW, Z);
+    take(pl, &a->d_adv, "d_adv", VP_F32, B * BW, A * Z);
+    take(pl, &a->d_v1, "d_v1", VP_F32, B * BW, HH);
+    take(pl, &a->d_ah, "d_ah", VP_F32, B * BW, HH);
+    take(pl, &a->d_h, "d_h", VP_F32, B * BW, H);
+    take(pl, &a->d_iq1, "d_iq1", VP_F32, Q * BW, HH);
+    take(pl, &a->d_mix, "d_mix", VP_F32, Q * BW, H);
+    take(pl, &a->d_phi, "d_phi", VP_F32, Q * BW, H);
+    take(pl, &a->d_yn, "d_yn", VP_F32, BM * BW, H);
+    take(pl, &a->d_g, "d_g", VP_F32, BM * BW, H);
+    take(pl, &a->d_y, "d_y", VP_F32, BM * BW, H);
+    take(pl, &a->d_z, "d_z", VP_F32, BM * BW, H);
+    take(pl, &a->d_last, "d_last", VP_F32, BM * BW, H);
+    take(pl, &a->d_xb, "d_xb", VP_F32, RM * BW, XB);
+    take(pl, &a->d_c, "d_c", VP_F32, BM * BW, N);
+    take(pl, &a->d_xbcdt, "d_xbcdt", VP_F32, RM * BW, L);
+    take(pl, &a->p_alog, "p_alog", VP_F32, BM * BW, NH);
+    take(pl, &a->p_d, "p_d", VP_F32, BM * BW, NH);
+    take(pl, &a->p_dtb, "p_dtb", VP_F32, BM * BW, NH);
+    take(pl, &a->p_convw, "p_convw", VP_F32, BM * BW, CH * CW);
+    take(pl, &a->p_convb, "p_convb", VP_F32, BM * BW, CH);
+    take(pl, &a->d_t1, "d_t1", VP_F32, R * BW, H);
+    take(pl, &a->d_t2, "d_t2", VP_F32, R * BW, H);
+    return pl->err;
+}
+
+vp_status vp_model_acts_init(vp_model_acts** out, const vp_model* m, int64_t batch, int n_taus, int for_backward) {
+    VP_REQUIRE(out != NULL && m != NULL && m->info != NULL, VP_ERR_INVALID_ARG,
+               "vp_model_acts_init: out or model is NULL (or the model is not initialised)");
+    *out = NULL;
+    VP_REQUIRE(batch >= 1, VP_ERR_INVALID_ARG, "vp_model_acts_init: batch %lld < 1", (long long)batch);
+    VP_REQUIRE(n_taus >= 0, VP_ERR_INVALID_ARG, "vp_model_acts_init: n_taus %d < 0", n_taus);
+    const vp_mops* mops = NULL;
+    VP_TRY(vp_mops_get(m->backend, &mops));
+    vp_model_acts* a = (vp_model_acts*)calloc(1, sizeof *a);
+    VP_REQUIRE(a != NULL, VP_ERR_OOM, "vp_model_acts_init: out of host memory");
+    a->model = m;
+    a->mops = mops;
+    a->max_batch = batch;
+    a->max_taus = n_taus;
+    a->for_backward = for_backward ? 1 : 0;
+    // count, allocate once, then lay out for real
+    planner pl = {NULL, VP_ACTS_ALIGN, VP_OK};
+    vp_status s = layout(a, &pl);
+    if (s == VP_OK) s = vp_arena_init(&a->arena, m->backend, vp_backend_native_mem(m->backend), pl.bytes);
+    if (s == VP_OK) {
+        planner real = {&a->arena, 0, VP_OK};
+        s = layout(a, &real);
+    }
+    if (s != VP_OK) {
+        vp_model_acts_free(a);
+        return vp_error_context(s, "activations for batch %lld", (long long)batch);
+    }
+    *out = a;
+    return VP_OK;
+}
+
+void vp_model_acts_free(vp_model_acts* a) {
+    if (!a) return;
+    vp_arena_free(&a->arena);
+    free(a);
+}
+
+size_t vp_model_acts_bytes(const vp_model_acts* a) { return a ? a->arena.block.bytes : 0; }
+
+vp_tensor vp_acts_rows(const vp_tensor* t, int64_t rows) {
+    return vp_tensor_2d(t->data, t->dtype, t->mem, rows, vp_tensor_cols(t));
+}
+
+/* An empty tensor when the activations are missing or hold no such output. */
+static vp_tensor empty_tensor(void) {
+    vp_tensor t;
+    memset(&t, 0, sizeof t);
+    return t;
+}
+
+vp_tensor vp_model_encoding(const vp_model_acts* a) {
+    if (!a || !(a->state & VP_ACTS_ENCODED)) return empty_tensor();
+    return vp_acts_rows(&a->e, a->batch);
+}
+
+vp_tensor vp_model_log_probs(const vp_model_acts* a) {
+    if (!a || !(a->state & VP_ACTS_HEADS)) return empty_tensor();
+    const vp_model_cfg* c = &a->model->cfg;
+    return vp_tensor_3d(a->logp.data, VP_F32, a->logp.mem, a->batch, vp_model_cfg_actions(c), c->n_atoms);
+}
+
+vp_tensor vp_model_q(const vp_model_acts* a) {
+    if (!a || !(a->state & VP_ACTS_HEADS)) return empty_tensor();
+    return vp_acts_rows(&a->q, a->batch);
+}
+
+vp_tensor vp_model_iqn(const vp_model_acts* a) {
+    if (!a || !(a->state & VP_ACTS_IQN)) return empty_tensor();
+    return vp_tensor_3d(a->zq.data, VP_F32, a->zq.mem, a->batch, a->n_taus, vp_model_cfg_actions(&a->model->cfg));
+}

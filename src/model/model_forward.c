@@ -1,0 +1,232 @@
+/* The forward: trunk, Mamba2 mixer, portfolio projection, C51 and IQN heads, written
+ * against the op interface plus the model kernels (mops.h). */
+#include <string.h>
+
+#include "model/model_internal.h"
+
+/* y [rows, out] = epi(x [rows, in] W^T + beta y), W [out, in], bias [out] or NULL. */
+static vp_status linear(const vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* bias,
+                        vp_epilogue epi, float beta, vp_tensor* y) {
+    vp_gemm_desc d = vp_gemm_plain(0, 1, vp_tensor_rows(x), vp_tensor_rows(W), vp_tensor_cols(x));
+    d.beta = beta;
+    d.epilogue = epi;
+    d.precision = m->precision;
+    return vp_gemm(m->backend, &d, x, W, bias, y);
+}
+
+/* The Mamba2 extents of a configuration for `batch` samples. */
+static vp_mamba_dims mamba_dims(const vp_model_cfg* c, int64_t batch) {
+    vp_mamba_dims d = {batch, c->window, c->hidden, c->mamba_state, c->hidden / c->mamba_head_dim,
+                       c->mamba_head_dim, c->mamba_conv};
+    return d;
+}
+
+#define PV(slot) vp_model_slot(m, params, VP_PS_##slot)
+
+vp_status vp_model_trunk_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                 const vp_tensor* features, const vp_tensor* bar_idx, int64_t batch) {
+    vp_backend* be = m->backend;
+    const vp_model_cfg* c = &m->cfg;
+    const int Kt = vp_model_trunk_steps(c);
+    const int64_t R = batch * Kt;
+    vp_tensor idx = vp_tensor_1d(a->idx.data, VP_I32, a->idx.mem, R);
+    vp_tensor x0 = vp_acts_rows(&a->x0, R), a1 = vp_acts_rows(&a->a1, R), h1 = vp_acts_rows(&a->h1, R);
+    vp_tensor a2 = vp_acts_rows(&a->a2, R), h2 = vp_acts_rows(&a->h2, R);
+    vp_tensor mean1 = vp_tensor_1d(a->mean1.data, VP_F32, a->mean1.mem, R);
+    vp_tensor rstd1 = vp_tensor_1d(a->rstd1.data, VP_F32, a->rstd1.mem, R);
+    vp_tensor mean2 = vp_tensor_1d(a->mean2.data, VP_F32, a->mean2.mem, R);
+    vp_tensor rstd2 = vp_tensor_1d(a->rstd2.data, VP_F32, a->rstd2.mem, R);
+    vp_tensor w1 = PV(TRUNK_W1), b1 = PV(TRUNK_B1), g1 = PV(TRUNK_LN1_G), bt1 = PV(TRUNK_LN1_B);
+    vp_tensor w2 = PV(TRUNK_W2), b2 = PV(TRUNK_B2), g2 = PV(TRUNK_LN2_G), bt2 = PV(TRUNK_LN2_B);
+    // window rows t-Kt+1..t of every sample, clamped at row 0, gathered from the features
+    VP_TRY(a->mops->window_index(be, batch, Kt, (const int32_t*)bar_idx->data, (int32_t*)idx.data));
+    VP_TRY(vp_gather_rows(be, features, &idx, &x0));
+    // h1 = relu(LN(W1 f + b1))
+    VP_TRY(linear(m, &x0, &w1, &b1, VP_EPI_BIAS, 0.0f, &a1));
+    VP_TRY(vp_layernorm(be, &a1, &g1, &bt1, c->ln_eps, &h1, &mean1, &rstd1));
+    VP_TRY(vp_unary(be, VP_UNARY_RELU, &h1, &h1));
+    // h2 = relu(LN(W2 h1 + b2))
+    VP_TRY(linear(m, &h1, &w2, &b2, VP_EPI_BIAS, 0.0f, &a2));
+    VP_TRY(vp_layernorm(be, &a2, &g2, &bt2, c->ln_eps, &h2, &mean2, &rstd2));
+    return vp_unary(be, VP_UNARY_RELU, &h2, &h2);
+}
+
+vp_status vp_model_gate_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
+    vp_backend* be = m->backend;
+    vp_tensor y = vp_acts_rows(&a->y, batch), z = vp_acts_rows(&a->z, batch), sz = vp_acts_rows(&a->sz, batch);
+    vp_tensor g = vp_acts_rows(&a->g, batch), yn = vp_acts_rows(&a->yn, batch);
+    vp_tensor rstd = vp_tensor_1d(a->rms_rstd.data, VP_F32, a->rms_rstd.mem, batch);
+    vp_tensor ng = PV(MAMBA_NORM_G);
+    // yn = RMSNorm(y * silu(z)) * g
+    VP_TRY(vp_unary(be, VP_UNARY_SILU, &z, &sz));
+    VP_TRY(vp_binary(be, VP_BINARY_MUL, &y, &sz, &g));
+    return vp_rmsnorm(be, &g, &ng, m->cfg.rms_eps, &yn, &rstd);
+}
+
+vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
+    vp_backend* be = m->backend;
+    const vp_model_cfg* c = &m->cfg;
+    const vp_mamba_dims d = mamba_dims(c, batch);
+    const int64_t H = c->hidden, R = batch * c->window;
+    const int64_t L = H + 2 * d.state + d.heads;
+    vp_tensor h2 = vp_acts_rows(&a->h2, R), last = vp_acts_rows(&a->h2_last, batch);
+    vp_tensor xbcdt = vp_acts_rows(&a->xbcdt, R), z = vp_acts_rows(&a->z, batch);
+    vp_tensor yn = vp_acts_rows(&a->yn, batch), e = vp_acts_rows(&a->e, batch);
+    vp_tensor w_z = vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, 0, H);
+    vp_tensor w_rest = vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, H, L);
+    vp_tensor out_w = PV(MAMBA_OUT_W);
+    // in_proj: x, B, C, dt at every step; z at the last step only
+    VP_TRY(a->mops->take_last(be, batch, c->window, H, (const float*)h2.data, (float*)last.data));
+    VP_TRY(linear(m, &h2, &w_rest, NULL, VP_EPI_NONE, 0.0f, &xbcdt));
+    VP_TRY(linear(m, &last, &w_z, NULL, VP_EPI_NONE, 0.0f, &z));
+    // causal conv + SiLU, then the scan to the last step's y
+    vp_tensor cw = PV(MAMBA_CONV_W), cb = PV(MAMBA_CONV_B);
+    VP_TRY(a->mops->conv_forward(be, &d, (const float*)xbcdt.data, (const float*)cw.data, (const float*)cb.data,
+                                 (float*)a->xb_pre.data, (float*)a->xb.data, (float*)a->c_pre.data,
+                                 (float*)a->c.data));
+    vp_tensor dtb = PV(MAMBA_DT_BIAS), alog = PV(MAMBA_A_LOG), dd = PV(MAMBA_D);
+    VP_TRY(a->mops->scan_forward(be, &d, (const float*)a->xb.data, (const float*)a->c.data,
+                                 (const float*)xbcdt.data, (const float*)dtb.data, (const float*)alog.data,
+                                 (const float*)dd.data, (float*)a->dt.data, (float*)a->y.data));
+    // gated RMSNorm, out_proj and the residual: e = h2_K + out_proj(yn)
+    VP_TRY(vp_model_gate_forward(m, params, a, batch));
+    VP_TRY(vp_copy(be, &last, &e));
+    return linear(m, &yn, &out_w, NULL, VP_EPI_NONE, 1.0f, &e);
+}
+
+vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t batch) {
+    vp_backend* be = m->backend;
+    const vp_model_cfg* c = &m->cfg;
+    const int A = vp_model_cfg_actions(c);
+    vp_branch_map br = {c->n_branches, {0}};
+    for (int i = 0; i < c->n_branches; ++i) br.size[i] = c->branch_sizes[i];
+    vp_tensor logp = vp_acts_rows(&a->logp, batch * A);
+    // logits of the dueling branches, log-probabilities over atoms, expected values
+    VP_TRY(a->mops->dueling_forward(be, batch, c->n_atoms, &br, (const float*)a->v.data, (const float*)a->adv.data,
+                                    (float*)logp.data));
+    VP_TRY(vp_log_softmax(be, &logp, &logp));
+    return a->mops->c51_q(be, batch * A, c->n_atoms, c->v_min, c->v_max, (const float*)logp.data, (float*)a->q.data);
+}
+
+vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* taus,
+                               int64_t batch, int n_taus) {
+    vp_backend* be = m->backend;
+    const vp_model_cfg* c = &m->cfg;
+    const int64_t Q = batch * n_taus;
+    vp_tensor cosf = vp_acts_rows(&a->cosf, Q), phi = vp_acts_rows(&a->phi, Q), mix = vp_acts_rows(&a->mix, Q);
+    vp_tensor iq1 = vp_acts_rows(&a->iq1, Q), zq = vp_acts_rows(&a->zq, Q);
+    vp_tensor pw = PV(IQN_PHI_W), pb = PV(IQN_PHI_B), w1 = PV(IQN_L1_W), b1 = PV(IQN_L1_B);
+    vp_tensor w2 = PV(IQN_L2_W), b2 = PV(IQN_L2_B);
+    // phi(tau) = relu(Linear(cos(pi i tau)))
+    VP_TRY(a->mops->iqn_cos(be, Q, c->iqn_cos, (const float*)taus->data, (float*)cosf.data));
+    VP_TRY(linear(m, &cosf, &pw, &pb, VP_EPI_BIAS_RELU, 0.0f, &phi));
+    // Z_tau = L2(relu(L1(h * phi)))
+    VP_TRY(a->mops->iqn_mix_forward(be, batch, n_taus, c->hidden, (const float*)a->h.data, (const float*)phi.data,
+                                    (float*)mix.data));
+    VP_TRY(linear(m, &mix, &w1, &b1, VP_EPI_BIAS_RELU, 0.0f, &iq1));
+    return linear(m, &iq1, &w2, &b2, VP_EPI_BIAS, 0.0f, &zq);
+}
+
+/* Checks a tensor argument of the public forward: dtype, columns and enough rows. */
+static vp_status check_input(const char* fn, const vp_backend* be, const char* arg, const vp_tensor* t, vp_dtype dt,
+                             int64_t cols, int64_t min_rows) {
+    VP_REQUIRE(t != NULL && t->data != NULL, VP_ERR_INVALID_ARG, "%s: %s is NULL", fn, arg);
+    char d[96];
+    VP_REQUIRE(vp_backend_can_read(be, t->mem), VP_ERR_DEVICE, "%s: %s is %s, which backend %s cannot read", fn, arg,
+               vp_tensor_describe(t, d, sizeof d), vp_backend_name(be));
+    VP_REQUIRE(t->dtype == dt, VP_ERR_INVALID_ARG, "%s: %s is %s, expected %s", fn, arg,
+               vp_tensor_describe(t, d, sizeof d), vp_dtype_name(dt));
+    VP_REQUIRE(cols <= 0 || vp_tensor_cols(t) == cols, VP_ERR_SHAPE, "%s: %s is %s, expected %lld columns", fn, arg,
+               vp_tensor_describe(t, d, sizeof d), (long long)cols);
+    int64_t rows = cols <= 0 ? vp_tensor_numel(t) : vp_tensor_rows(t);
+    VP_REQUIRE(rows >= min_rows, VP_ERR_SHAPE, "%s: %s is %s, fewer than %lld rows", fn, arg,
+               vp_tensor_describe(t, d, sizeof d), (long long)min_rows);
+    return VP_OK;
+}
+
+/* Checks the model, parameters, activations and batch of a public call. */
+static vp_status check_call(const char* fn, const vp_model* m, const vp_tensor* params, const vp_model_acts* a,
+                            int64_t batch) {
+    VP_REQUIRE(m != NULL && m->info != NULL, VP_ERR_INVALID_ARG, "%s: model is NULL or not initialised", fn);
+    VP_REQUIRE(a != NULL && a->model != NULL, VP_ERR_INVALID_ARG, "%s: activations are NULL", fn);
+    VP_REQUIRE(a->model->cfg.hidden == m->cfg.hidden && a->model->n_weights == m->n_weights, VP_ERR_INVALID_ARG,
+               "%s: activations were made for another model", fn);
+    VP_REQUIRE(params != NULL && params->data != NULL && params->dtype == VP_F32 &&
+                   vp_tensor_numel(params) == m->n_weights,
+               VP_ERR_SHAPE, "%s: params must be f32 [%lld]", fn, (long long)m->n_weights);
+    VP_REQUIRE(batch >= 1 && batch <= a->max_batch, VP_ERR_SHAPE, "%s: batch %lld outside [1, %lld] of the activations",
+               fn, (long long)batch, (long long)a->max_batch);
+    return VP_OK;
+}
+
+vp_status vp_model_encode(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* features,
+                          const vp_tensor* bar_idx, int64_t batch) {
+    const char* fn = "vp_model_encode";
+    VP_TRY(check_call(fn, m, params, a, batch));
+    VP_TRY(check_input(fn, m->backend, "features", features, VP_F32, m->cfg.n_features, 1));
+    VP_TRY(check_input(fn, m->backend, "bar_idx", bar_idx, VP_I32, 0, batch));
+    a->state = 0;
+    a->batch = batch;
+    VP_TRY(vp_model_trunk_forward(m, params, a, features, bar_idx, batch));
+    if (m->cfg.use_mamba) VP_TRY(vp_model_mamba_forward(m, params, a, batch));
+    a->state = VP_ACTS_ENCODED;
+    return VP_OK;
+}
+
+vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* enc,
+                         const vp_tensor* portfolio, const vp_tensor* taus, int64_t batch) {
+    const char* fn = "vp_model_heads";
+    VP_TRY(check_call(fn, m, params, a, batch));
+    const vp_model_cfg* c = &m->cfg;
+    if (enc) {
+        VP_TRY(check_input(fn, m->backend, "enc", enc, VP_F32, c->hidden, batch));
+    } else {
+        VP_REQUIRE((a->state & VP_ACTS_ENCODED) && a->batch == batch, VP_ERR_STATE,
+                   "%s: enc is NULL but the activations hold no encoding of %lld samples", fn, (long long)batch);
+    }
+    VP_TRY(check_input(fn, m->backend, "portfolio", portfolio, VP_F32, c->n_portfolio, batch));
+    int n_taus = 0;
+    if (taus) {
+        n_taus = (int)vp_tensor_cols(taus);
+        VP_TRY(check_input(fn, m->backend, "taus", taus, VP_F32, n_taus, batch));
+        VP_REQUIRE(n_taus <= a->max_taus, VP_ERR_SHAPE, "%s: %d taus per sample, the activations hold %d", fn, n_taus,
+                   a->max_taus);
+    }
+    vp_backend* be = m->backend;
+    int own = enc == NULL;
+    vp_tensor e = own ? vp_acts_rows(&a->e, batch) : vp_acts_rows(enc, batch);
+    a->state = own ? (a->state & VP_ACTS_ENCODED) | VP_ACTS_OWN_ENC : 0;
+    a->batch = batch;
+    a->n_taus = 0;
+    // h = e + Wp p + bp (the portfolio is kept for the backward)
+    vp_tensor port = vp_acts_rows(&a->port, batch), h = vp_acts_rows(&a->h, batch);
+    vp_tensor pin = vp_acts_rows(portfolio, batch), pw = PV(PORT_W), pb = PV(PORT_B);
+    VP_TRY(vp_copy(be, &pin, &port));
+    VP_TRY(vp_copy(be, &e, &h));
+    VP_TRY(linear(m, &port, &pw, &pb, VP_EPI_BIAS, 1.0f, &h));
+    // C51 value and advantage streams, combined
+    vp_tensor v1 = vp_acts_rows(&a->v1, batch), ah = vp_acts_rows(&a->ah, batch);
+    vp_tensor v = vp_acts_rows(&a->v, batch), adv = vp_acts_rows(&a->adv, batch);
+    vp_tensor v1w = PV(C51_V1_W), v1b = PV(C51_V1_B), v2w = PV(C51_V2_W), v2b = PV(C51_V2_B);
+    vp_tensor a1w = PV(C51_A1_W), a1b = PV(C51_A1_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
+    VP_TRY(linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
+    VP_TRY(linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
+    VP_TRY(linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
+    VP_TRY(linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    VP_TRY(vp_model_combine_forward(m, a, batch));
+    a->state |= VP_ACTS_HEADS;
+    // IQN beside it
+    if (taus) {
+        VP_TRY(vp_model_iqn_forward(m, params, a, taus, batch, n_taus));
+        a->n_taus = n_taus;
+        a->state |= VP_ACTS_IQN;
+    }
+    return VP_OK;
+}
+
+vp_status vp_model_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* features,
+                           const vp_tensor* bar_idx, const vp_tensor* portfolio, const vp_tensor* taus,
+                           int64_t batch) {
+    VP_TRY(vp_model_encode(m, params, a, features, bar_idx, batch));
+    return vp_model_heads(m, params, a, NULL, portfolio, taus, batch);
+}

@@ -1,0 +1,191 @@
+/* Internal: the parameter table, the activations and the pieces of the forward and
+ * backward (each piece callable alone, for the gradient checks). */
+#ifndef VULPES_MODEL_INTERNAL_H
+#define VULPES_MODEL_INTERNAL_H
+
+#include "model/mops.h"
+#include "vulpes/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The parameter table, in buffer order. X(slot, name, rows, cols, init, fan_in, present):
+ * cols 0 means a vector of `rows`. Expanded where these names are in scope:
+ * F, P, H, N (state), NH (heads), CW (conv width), HH (head hidden), Z, A (actions),
+ * NC (IQN cosines), MB (Mamba2 on). */
+#define VP_MODEL_PARAMS(X)                                                         \
+    X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, 1)                          \
+    X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, 1)                          \
+    X(TRUNK_LN1_G, "trunk.ln1.g", H, 0, VP_INIT_ONES, 1, 1)                       \
+    X(TRUNK_LN1_B, "trunk.ln1.b", H, 0, VP_INIT_ZEROS, 1, 1)                      \
+    X(TRUNK_W2, "trunk.w2", H, H, VP_INIT_UNIFORM, H, 1)                          \
+    X(TRUNK_B2, "trunk.b2", H, 0, VP_INIT_UNIFORM, H, 1)                          \
+    X(TRUNK_LN2_G, "trunk.ln2.g", H, 0, VP_INIT_ONES, 1, 1)                       \
+    X(TRUNK_LN2_B, "trunk.ln2.b", H, 0, VP_INIT_ZEROS, 1, 1)                      \
+    X(MAMBA_IN_W, "mamba.in_proj.w", 2 * H + 2 * N + NH, H, VP_INIT_UNIFORM, H, MB) \
+    X(MAMBA_CONV_W, "mamba.conv.w", H + 2 * N, CW, VP_INIT_UNIFORM, CW, MB)       \
+    X(MAMBA_CONV_B, "mamba.conv.b", H + 2 * N, 0, VP_INIT_UNIFORM, CW, MB)        \
+    X(MAMBA_DT_BIAS, "mamba.dt_bias", NH, 0, VP_INIT_DT_BIAS, 1, MB)              \
+    X(MAMBA_A_LOG, "mamba.A_log", NH, 0, VP_INIT_A_LOG, 1, MB)                    \
+    X(MAMBA_D, "mamba.D", NH, 0, VP_INIT_ONES, 1, MB)                             \
+    X(MAMBA_NORM_G, "mamba.norm.g", H, 0, VP_INIT_ONES, 1, MB)                    \
+    X(MAMBA_OUT_W, "mamba.out_proj.w", H, H, VP_INIT_UNIFORM, H, MB)              \
+    X(PORT_W, "port.w", H, P, VP_INIT_UNIFORM, P, 1)                              \
+    X(PORT_B, "port.b", H, 0, VP_INIT_UNIFORM, P, 1)                              \
+    X(C51_V1_W, "c51.v1.w", HH, H, VP_INIT_UNIFORM, H, 1)                         \
+    X(C51_V1_B, "c51.v1.b", HH, 0, VP_INIT_UNIFORM, H, 1)                         \
+    X(C51_V2_W, "c51.v2.w", Z, HH, VP_INIT_UNIFORM, HH, 1)                        \
+    X(C51_V2_B, "c51.v2.b", Z, 0, VP_INIT_UNIFORM, HH, 1)                         \
+    X(C51_A1_W, "c51.a1.w", HH, H, VP_INIT_UNIFORM, H, 1)                         \
+    X(C51_A1_B, "c51.a1.b", HH, 0, VP_INIT_UNIFORM, H, 1)                         \
+    X(C51_A2_W, "c51.a2.w", A * Z, HH, VP_INIT_UNIFORM, HH, 1)                    \
+    X(C51_A2_B, "c51.a2.b", A * Z, 0, VP_INIT_UNIFORM, HH, 1)                     \
+    X(IQN_PHI_W, "iqn.phi.w", H, NC, VP_INIT_UNIFORM, NC, 1)                      \
+    X(IQN_PHI_B, "iqn.phi.b", H, 0, VP_INIT_UNIFORM, NC, 1)                       \
+    X(IQN_L1_W, "iqn.l1.w", HH, H, VP_INIT_UNIFORM, H, 1)                         \
+    X(IQN_L1_B, "iqn.l1.b", HH, 0, VP_INIT_UNIFORM, H, 1)                         \
+    X(IQN_L2_W, "iqn.l2.w", A, HH, VP_INIT_UNIFORM, HH, 1)                        \
+    X(IQN_L2_B, "iqn.l2.b", A, 0, VP_INIT_UNIFORM, HH, 1)
+
+/* Parameter slots. */
+typedef enum vp_pslot {
+#define VP_PSLOT_ENUM(slot, ...) VP_PS_##slot,
+    VP_MODEL_PARAMS(VP_PSLOT_ENUM)
+#undef VP_PSLOT_ENUM
+    VP_PS_COUNT
+} vp_pslot;
+
+/* Elements between consecutive tensors of the flat buffer are padded to this (256 B). */
+#define VP_PARAM_ALIGN 64
+
+/* A view of slot `s` inside a flat buffer (params or grads): [rows, cols] or [n]. */
+vp_tensor vp_model_slot(const vp_model* m, const vp_tensor* flat, vp_pslot s);
+
+/* Rows [r0, r0 + n) of a 2-D parameter view. */
+vp_tensor vp_model_slot_rows(const vp_model* m, const vp_tensor* flat, vp_pslot s, int64_t r0,
+                             int64_t n);
+
+/* Forward state bits of the activations. */
+enum { VP_ACTS_ENCODED = 1, VP_ACTS_HEADS = 2, VP_ACTS_OWN_ENC = 4, VP_ACTS_IQN = 8 };
+
+/* Everything a forward keeps for the backward, the outputs and the backward's scratch.
+ * Extents use the largest batch B; R = B * Kt trunk rows (Kt = K with Mamba2, else 1);
+ * L = H + 2N + NH in_proj columns kept for all steps; Q = B * n_taus IQN rows. */
+struct vp_model_acts {
+    const vp_model* model;     /* owner of the configuration */
+    const vp_mops* mops;       /* model kernels of the backend */
+    vp_arena arena;            /* the one allocation */
+    int64_t max_batch;         /* B */
+    int max_taus;              /* n_taus capacity (0: no IQN) */
+    int for_backward;          /* backward buffers present */
+    int64_t batch;             /* samples of the last forward */
+    int n_taus;                /* IQN samples of the last forward (0: none) */
+    int state;                 /* VP_ACTS_* bits */
+
+    /* trunk */
+    vp_tensor idx;             /* [R] i32 window rows */
+    vp_tensor x0;              /* [R, F] gathered features */
+    vp_tensor a1, a2;          /* [R, H] pre-LayerNorm (shared when forward only) */
+    vp_tensor h1, h2;          /* [R, H] relu(LN(.)) */
+    vp_tensor mean1, rstd1;    /* [R] */
+    vp_tensor mean2, rstd2;    /* [R] */
+
+    /* Mamba2 */
+    vp_tensor h2_last;         /* [B, H] h2 at the last step */
+    vp_tensor xbcdt;           /* [R, L] in_proj rows H.. : x, B, C, dt */
+    vp_tensor z;               /* [B, H] in_proj rows 0..H at the last step */
+    vp_tensor xb_pre, xb;      /* [R, H + N] conv output of x, B before / after SiLU */
+    vp_tensor c_pre, c;        /* [B, N] conv output of C at the last step, before / after */
+    vp_tensor dt;              /* [R, NH] softplus(dt + dt_bias) */
+    vp_tensor y;               /* [B, H] scan output at the last step */
+    vp_tensor sz;              /* [B, H] silu(z) */
+    vp_tensor g;               /* [B, H] y * silu(z) */
+    vp_tensor yn;              /* [B, H] RMSNorm(g) */
+    vp_tensor rms_rstd;        /* [B] */
+    vp_tensor e;               /* [B, H] encoding (aliases h2 without Mamba2) */
+
+    /* heads */
+    vp_tensor port;            /* [B, P] copy of the portfolio input */
+    vp_tensor h;               /* [B, H] e + port projection */
+    vp_tensor v1, ah;          /* [B, HH] value / advantage hidden (after relu) */
+    vp_tensor v;               /* [B, Z] value stream */
+    vp_tensor adv;             /* [B, A * Z] advantage stream */
+    vp_tensor logp;            /* [B * A, Z] logits, then log-probabilities in place */
+    vp_tensor q;               /* [B, A] expected values */
+    vp_tensor cosf;            /* [Q, NC] cos(pi i tau) */
+    vp_tensor phi;             /* [Q, H] relu(phi projection) */
+    vp_tensor mix;             /* [Q, H] h * phi */
+    vp_tensor iq1;             /* [Q, HH] IQN hidden (after relu) */
+    vp_tensor zq;              /* [Q, A] quantile values */
+
+    /* backward scratch (for_backward only) */
+    vp_tensor d_logit;         /* [B * A, Z] */
+    vp_tensor d_v;             /* [B, Z] */
+    vp_tensor d_adv;           /* [B, A * Z] */
+    vp_tensor d_v1, d_ah;      /* [B, HH] */
+    vp_tensor d_h;             /* [B, H] gradient of h (= of e) */
+    vp_tensor d_iq1;           /* [Q, HH] */
+    vp_tensor d_mix;           /* [Q, H] */
+    vp_tensor d_phi;           /* [Q, H] */
+    vp_tensor d_yn, d_g, d_y, d_z, d_last; /* [B, H] */
+    vp_tensor d_xb;            /* [R, H + N] */
+    vp_tensor d_c;             /* [B, N] */
+    vp_tensor d_xbcdt;         /* [R, L] */
+    vp_tensor p_alog, p_d, p_dtb;        /* [B, NH] per-sample head parameter gradients */
+    vp_tensor p_convw;         /* [B, (H + 2N) * CW] per-sample conv weight gradients */
+    vp_tensor p_convb;         /* [B, H + 2N] */
+    vp_tensor d_t1, d_t2;      /* [R, H] trunk gradients (ping-pong) */
+};
+
+/* [rows, cols] view of the first rows of a 2-D activation. */
+vp_tensor vp_acts_rows(const vp_tensor* t, int64_t rows);
+
+/* Rows of the trunk per sample: K with Mamba2, 1 without. */
+int vp_model_trunk_steps(const vp_model_cfg* c);
+
+/* ---- pieces (model_forward.c, model_backward.c) ------------------------------------- */
+
+/* Trunk over the window rows: features [T, F], bar_idx [batch] i32 -> a->h2 [R, H]. */
+vp_status vp_model_trunk_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                 const vp_tensor* features, const vp_tensor* bar_idx, int64_t batch);
+
+/* Trunk backward from d_h2 [R, H] (overwritten as scratch) -> trunk gradients. */
+vp_status vp_model_trunk_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                  vp_tensor* d_h2, int64_t batch);
+
+/* Mamba2 mixer: a->h2 -> a->e (in_proj, conv, scan, gate, out_proj, residual). */
+vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                 int64_t batch);
+
+/* Mamba2 backward from a->d_h: Mamba2 gradients and d h2 [R, H] into a->d_t1. */
+vp_status vp_model_mamba_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                  int64_t batch);
+
+/* Gated RMSNorm: a->y, a->z -> a->sz, a->g, a->yn, a->rms_rstd. */
+vp_status vp_model_gate_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                int64_t batch);
+
+/* Gated RMSNorm backward: a->d_yn -> a->d_y, a->d_z and the mamba.norm.g gradient. */
+vp_status vp_model_gate_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                 int64_t batch);
+
+/* Dueling combine, log_softmax over atoms and Q: a->v, a->adv -> a->logp, a->q. */
+vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t batch);
+
+/* Its backward: d log_probs [batch * A, Z] -> a->d_v, a->d_adv. */
+vp_status vp_model_combine_backward(const vp_model* m, vp_model_acts* a,
+                                    const vp_tensor* d_log_probs, int64_t batch);
+
+/* IQN embedding and head: a->h, taus [batch, n_taus] -> a->zq [batch * n_taus, A]. */
+vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                               const vp_tensor* taus, int64_t batch, int n_taus);
+
+/* IQN backward from d iqn [batch * n_taus, A]: IQN gradients, adds d h into a->d_h. */
+vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                const vp_tensor* d_iqn, int64_t batch);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_MODEL_INTERNAL_H */
