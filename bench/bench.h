@@ -30,4 +30,7 @@ void vp_bench_json_close(FILE* f);
 /* `vulpes bench env`: environment steps per second with random actions, bytes per step, GB/s. */
 int vp_bench_env(vp_backend* b, const vp_bench_opts* o);
 
+/* `vulpes bench step`: ms per learner step at B = 8192 with its phases and TFLOP/s. */
+int vp_bench_step(vp_backend* b, const vp_bench_opts* o);
+
 #endif /* VP_BENCH_H */

@@ -216,7 +216,8 @@ int vp_bench_gemm(vp_backend* b, const vp_bench_opts* o) {
         bufs_free(b, &g);
         return 1;
     }
-    FILE* js = vp_bench_json_open(o);
+    char json[N_SHAPES * 2 * LAYOUT_COUNT][640];
+    int nj = 0;
     printf("vulpes bench gemm on %s: %d GEMMs per timed graph launch, median of %d launches%s\n", vp_backend_name(b),
            iters, BENCH_REPS, div > 1 ? ", m divided by 64" : "");
     printf("%-24s %-6s %-24s %-5s %10s %9s %9s\n", "learner shape (m k n)", "layout", "GEMM (M N K)", "prec", "ms",
@@ -248,16 +249,19 @@ int vp_bench_gemm(vp_backend* b, const vp_bench_opts* o) {
                 char lsh[32], gsh[32];
                 snprintf(lsh, sizeof lsh, "%lld %lld %lld", (long long)(sh->m / div), (long long)sh->k, (long long)sh->n);
                 snprintf(gsh, sizeof gsh, "%lld %lld %lld", (long long)r.d.m, (long long)r.d.n, (long long)r.d.k);
-                printf("%-24s %-6s %-24s %-5s %10.4f %9.1f %9.1e\n", lsh, LAYOUT_NAME[l], gsh, pname[p], ms, tflops, err);
-                fprintf(js,
+                printf("%-24s %-6s %-24s %-5s %10.4f %9.3f %9.1e\n", lsh, LAYOUT_NAME[l], gsh, pname[p], ms, tflops, err);
+                snprintf(json[nj++], sizeof json[0],
                         "{\"bench\":\"gemm\",\"backend\":\"%s\",\"device\":\"%s\",\"shape\":\"%s\",\"layout\":\"%s\","
                         "\"m\":%lld,\"n\":%lld,\"k\":%lld,\"trans_a\":%d,\"trans_b\":%d,\"precision\":\"%s\","
-                        "\"iters\":%d,\"ms\":%.5f,\"tflops\":%.2f,\"rel_err\":%.3e}\n",
+                        "\"iters\":%d,\"ms\":%.5f,\"tflops\":%.3f,\"rel_err\":%.3e}",
                         cuda ? "cuda" : "cpu", vp_backend_name(b), sh->what, LAYOUT_NAME[l], (long long)r.d.m,
                         (long long)r.d.n, (long long)r.d.k, r.d.trans_a, r.d.trans_b, pname[p], iters, ms, tflops, err);
             }
         }
     }
+    /* the JSON lines after the table */
+    FILE* js = vp_bench_json_open(o);
+    for (int i = 0; i < nj; ++i) fprintf(js, "%s\n", json[i]);
     vp_bench_json_close(js);
     bufs_free(b, &g);
     return rc;

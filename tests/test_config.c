@@ -66,6 +66,14 @@ static void test_defaults_follow_spec(void) {
     CHECK(c.replay.alpha == 0.6 && c.replay.beta0 == 0.4 && c.replay.prioritized == true, "PER");
     CHECK(c.run.backend == VP_RUN_BACKEND_AUTO && c.run.precision == VP_RUN_PRECISION_TF32, "run enums");
     CHECK(strcmp(c.data.path, "") == 0 && c.data.skip_bad_rows == false, "data");
+    // the enums' C values name the table's values in order
+    char v[16];
+    const vp_config_key* be = vp_config_find_key("run.backend");
+    const vp_config_key* pr = vp_config_find_key("run.precision");
+    CHECK(strcmp(vp_config_enum_name(be, VP_RUN_BACKEND_CUDA, v, sizeof v), "cuda") == 0, "backend cuda is %s", v);
+    CHECK(strcmp(vp_config_enum_name(be, VP_RUN_BACKEND_COUNT, v, sizeof v), "") == 0, "backend count is %s", v);
+    CHECK(strcmp(vp_config_enum_name(pr, VP_RUN_PRECISION_BF16, v, sizeof v), "bf16") == 0, "precision bf16 is %s", v);
+    CHECK(strcmp(vp_config_enum_name(pr, VP_RUN_PRECISION_COUNT, v, sizeof v), "") == 0, "precision count is %s", v);
     CHECK_OK(vp_config_check(&c));
 }
 
@@ -93,7 +101,7 @@ static void test_print_load_round_trip(void) {
     vp_config_defaults(&def);
     // the documented defaults load back unchanged
     char* docs = print_to_string(&def, VP_CONFIG_STYLE_DOCS);
-    CHECK(docs && strstr(docs, "# AdamW learning rate; a number > 0\n  lr: 0.0001\n"), "docs text:\n%s", docs);
+    CHECK(docs && strstr(docs, "# AdamW learning rate -- a number > 0\n  lr: 0.0001\n"), "docs text:\n%s", docs);
     memset(&back, 0x5a, sizeof back);
     vp_config_defaults(&back);
     back.learn.lr = 0.5;  // proves the file sets it

@@ -26,30 +26,43 @@ static void test_unknown_keys(void) {
                  "bad.yaml:3: unknown key 'learn.bach' (did you mean 'learn.batch'?)");
     expect_error("model:\n  hidden: 64\nlr: 0.1\n", VP_ERR_INVALID_ARG,
                  "bad.yaml:3: unknown key 'lr' (did you mean 'learn.lr'?)");
-    expect_error("lern:\n  lr: 0.1\n", VP_ERR_INVALID_ARG, "bad.yaml:2: unknown key 'lern.lr' (did you mean 'learn.lr'?)");
+    expect_error("lern:\n  lr: 0.1\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: unknown key 'lern.lr' (did you mean 'learn.lr'?)");
     expect_error("lern: {}\n", VP_ERR_INVALID_ARG, "bad.yaml:1: unknown key 'lern'");
-    expect_error("learn.bach: 3\n", VP_ERR_INVALID_ARG, "bad.yaml:1: unknown key 'learn.bach' (did you mean 'learn.batch'?)");
+    expect_error("learn.bach: 3\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:1: unknown key 'learn.bach' (did you mean 'learn.batch'?)");
     expect_error("\n\n# comment\nenv:\n  n_env: 3\n", VP_ERR_INVALID_ARG,
                  "bad.yaml:5: unknown key 'env.n_env' (did you mean 'env.n_envs'?)");
     expect_error("? [a, b]\n: 1\n", VP_ERR_PARSE, "bad.yaml:1: a key must be a plain name");
 }
 
 static void test_wrong_types_and_ranges(void) {
-    expect_error("learn:\n  batch: abc\n", VP_ERR_INVALID_ARG, "bad.yaml:2: learn.batch: expected an integer >= 1, got 'abc'");
-    expect_error("learn:\n  batch: -5\n", VP_ERR_INVALID_ARG, "bad.yaml:2: learn.batch: expected an integer >= 1, got '-5'");
+    expect_error("learn:\n  batch: abc\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: learn.batch: expected an integer >= 1, got 'abc'");
+    expect_error("learn:\n  batch: -5\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: learn.batch: expected an integer >= 1, got '-5'");
     expect_error("learn:\n  batch: 0\n", VP_ERR_INVALID_ARG, "learn.batch: expected an integer >= 1, got '0'");
-    expect_error("learn:\n  batch: \"256\"\n", VP_ERR_INVALID_ARG, "bad.yaml:2: learn.batch: expected an integer >= 1, got the quoted string '256'");
-    expect_error("learn:\n\n  gamma: 1.01\n", VP_ERR_INVALID_ARG, "bad.yaml:3: learn.gamma: expected a number in [0, 1], got '1.01'");
-    expect_error("learn:\n  lr: -0.001\n", VP_ERR_INVALID_ARG, "bad.yaml:2: learn.lr: expected a number > 0, got '-0.001'");
+    expect_error("learn:\n  batch: \"256\"\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: learn.batch: expected an integer >= 1, got the quoted string '256'");
+    expect_error("learn:\n\n  gamma: 1.01\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:3: learn.gamma: expected a number in [0, 1], got '1.01'");
+    expect_error("learn:\n  lr: -0.001\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: learn.lr: expected a number > 0, got '-0.001'");
     expect_error("learn:\n  lr: .nan\n", VP_ERR_INVALID_ARG, "bad.yaml:2: learn.lr: expected a number > 0, got '.nan'");
     expect_error("learn:\n  lr:\n", VP_ERR_INVALID_ARG, "bad.yaml:2: learn.lr: expected a number > 0, got nothing");
-    expect_error("learn:\n  lr: [1, 2]\n", VP_ERR_INVALID_ARG, "bad.yaml:2: learn.lr: expected a number > 0, got a list");
-    expect_error("learn:\n  lr:\n    x: 1\n", VP_ERR_INVALID_ARG, "bad.yaml:2: learn.lr: expected a number > 0, got a mapping");
+    expect_error("learn:\n  lr: [1, 2]\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: learn.lr: expected a number > 0, got a list");
+    expect_error("learn:\n  lr:\n    x: 1\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: learn.lr: expected a number > 0, got a mapping");
     expect_error("split:\n  embargo: -1\n", VP_ERR_INVALID_ARG, "split.embargo: expected an integer >= 0, got '-1'");
-    expect_error("model:\n  window: 5000\n", VP_ERR_INVALID_ARG, "bad.yaml:2: model.window: expected an integer in [1, 4096], got '5000'");
-    expect_error("model:\n  use_mamba: maybe\n", VP_ERR_INVALID_ARG, "bad.yaml:2: model.use_mamba: expected true or false, got 'maybe'");
-    expect_error("run:\n  backend: gpu\n", VP_ERR_INVALID_ARG, "bad.yaml:2: run.backend: expected one of auto, cpu, cuda, got 'gpu'");
-    expect_error("run:\n  backend: CPU\n", VP_ERR_INVALID_ARG, "run.backend: expected one of auto, cpu, cuda, got 'CPU'");
+    expect_error("model:\n  window: 5000\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: model.window: expected an integer in [1, 4096], got '5000'");
+    expect_error("model:\n  use_mamba: maybe\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: model.use_mamba: expected true or false, got 'maybe'");
+    expect_error("run:\n  backend: gpu\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:2: run.backend: expected one of auto, cpu, cuda, got 'gpu'");
+    expect_error("run:\n  backend: CPU\n",
+                 VP_ERR_INVALID_ARG, "run.backend: expected one of auto, cpu, cuda, got 'CPU'");
     expect_error("learn: 5\n", VP_ERR_INVALID_ARG, "bad.yaml:1: 'learn' is a section: expected a mapping of its keys");
     // a string longer than a value holds
     char yaml[VP_CONFIG_STR_MAX + 64];
@@ -60,7 +73,8 @@ static void test_wrong_types_and_ranges(void) {
 }
 
 static void test_duplicates_and_structure(void) {
-    expect_error("learn:\n  lr: 0.1\n  lr: 0.2\n", VP_ERR_INVALID_ARG, "bad.yaml:3: duplicate key 'learn.lr' (first at line 2)");
+    expect_error("learn:\n  lr: 0.1\n  lr: 0.2\n",
+                 VP_ERR_INVALID_ARG, "bad.yaml:3: duplicate key 'learn.lr' (first at line 2)");
     expect_error("learn:\n  lr: 0.1\nmodel:\n  hidden: 64\nlearn:\n  batch: 5\n", VP_ERR_INVALID_ARG,
                  "bad.yaml:5: duplicate key 'learn' (first at line 1)");
     expect_error("learn.lr: 0.1\nlearn:\n  lr: 0.2\n", VP_ERR_INVALID_ARG,
@@ -69,7 +83,8 @@ static void test_duplicates_and_structure(void) {
     expect_error("just text\n", VP_ERR_PARSE, "bad.yaml:1: expected a mapping of keys");
     expect_error("learn:\n  lr: 0.1\n---\nlearn:\n  lr: 0.2\n", VP_ERR_PARSE, "bad.yaml:3: a second YAML document");
     // malformed YAML: the line of the problem
-    expect_error("learn:\n  lr: 0.1\n  batch: [1, 2\nmodel:\n", VP_ERR_PARSE, "bad.yaml:4: malformed YAML");
+    expect_error("learn:\n  lr: 0.1\n  batch: [1, 2\nmodel:\n", VP_ERR_PARSE, 
+                 "bad.yaml:4: malformed YAML: did not find expected ',' or ']' while parsing a flow sequence started at line 3");
     expect_error("learn:\n  lr: 0.1\n bad indent: 3\n", VP_ERR_PARSE, "bad.yaml:3: malformed YAML");
     expect_error("learn:\n  lr: \"open\n", VP_ERR_PARSE, "bad.yaml:3: malformed YAML");
     expect_error("learn:\n\tlr: 0.1\n", VP_ERR_PARSE, "bad.yaml:2: malformed YAML");

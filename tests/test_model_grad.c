@@ -198,7 +198,13 @@ static void check_whole(int use_mamba, int K) {
     }
     const int A = vp_model_cfg_actions(&c), Z = c.n_atoms;
     // C float forward vs the double reference
+    vp_runtime_counters before, after;
+    vp_backend_counters(f.be, &before);
     CHECK_OK(vp_model_forward(&f.m, &f.m.params, f.a, &f.features, &f.bar_t, &f.port_t, &f.taus_t, f.B));
+    CHECK_OK(vp_model_backward(&f.m, &f.m.params, f.a, &f.wl_t, &f.wi_t));
+    vp_backend_counters(f.be, &after);
+    CHECK(after.allocs == before.allocs && after.copies == before.copies && after.syncs == before.syncs,
+          "forward + backward allocated, copied or synchronised");
     double* logp = ref_alloc(f.B * A * Z);
     double* q = ref_alloc(f.B * A);
     double* zq = ref_alloc(f.B * f.T * A);
@@ -216,7 +222,6 @@ static void check_whole(int use_mamba, int K) {
     CHECK(e1 < FWD_TOL && e2 < FWD_TOL && e3 < FWD_TOL, "mamba %d K %d: forward vs reference: logp %.3g q %.3g iqn %.3g",
           use_mamba, K, e1, e2, e3);
     // backward vs FD of the reference, every tensor
-    CHECK_OK(vp_model_backward(&f.m, &f.m.params, f.a, &f.wl_t, &f.wi_t));
     g_worst = 0;
     check_param_grads(&f, "", ref_loss);
     fprintf(stderr, "  mamba %d K %d: %d tensors, forward rel err logp %.2g q %.2g iqn %.2g, worst grad rel err %.2g\n",

@@ -96,6 +96,47 @@ static void test_nstep_gamma_099(void) {
     vp_replay_free(r);
 }
 
+/* done as f32 (as vp_env_step writes it: 0 running, 1 terminal, 2 truncated) gives the same
+ * ring as the i32 codes. */
+static void test_done_as_float(void) {
+    vp_replay_cfg c = rt_cfg(9, 2, 3, 0.5f);
+    vp_replay *ri = NULL, *rf = NULL;
+    CHECK_OK(vp_replay_init(&ri, g_cpu, &c));
+    CHECK_OK(vp_replay_init(&rf, g_cpu, &c));
+    if (!ri || !rf) return;
+    const int32_t codes[6][2] = {{0, 0}, {0, 1}, {2, 0}, {0, 0}, {0, 2}, {1, 0}};
+    rt_step s = {.E = 2, .P = 2, .NB = 3};
+    float done_f[2];
+    for (int t = 0; t < 6; ++t) {
+        for (int e = 0; e < 2; ++e) {
+            rt_fill_env(&s, e, 10 * e + t, (float)t);
+            s.rew[e] = (float)(t + e);
+            s.done[e] = codes[t][e];
+            done_f[e] = (float)codes[t][e];
+        }
+        vp_replay_step v = rt_step_view(&s);
+        CHECK_OK(vp_replay_push(ri, &v));
+        v.done = vp_tensor_1d(done_f, VP_F32, VP_MEM_HOST, 2);
+        CHECK_OK(vp_replay_push(rf, &v));
+    }
+    vp_replay_fields a, b;
+    CHECK_OK(vp_replay_fields_get(ri, &a));
+    CHECK_OK(vp_replay_fields_get(rf, &b));
+    CHECK(memcmp(a.reward.data, b.reward.data, 9 * sizeof(float)) == 0, "returns agree");
+    CHECK(memcmp(a.discount.data, b.discount.data, 9 * sizeof(float)) == 0, "discounts agree");
+    CHECK(memcmp(a.done.data, b.done.data, 9 * sizeof(int32_t)) == 0, "done codes agree");
+    CHECK(memcmp(a.bar_idx.data, b.bar_idx.data, 9 * sizeof(int32_t)) == 0, "bars agree");
+    vp_replay_stats st;
+    CHECK_OK(vp_replay_stats_read(rf, &st));
+    /* env 1 ends at t1 (2) and t4 (3), env 0 at t2 (3) and t5 (3): 11 written, 2 overwritten */
+    CHECK(st.size == 9 && st.emitted == 11, "size %lld, %lld written", (long long)st.size, (long long)st.emitted);
+    const int32_t* dn = b.done.data;
+    const int32_t expect[9] = {1, 1, 2, 2, 2, 2, 2, 2, 1};
+    for (int i = 0; i < 9; ++i) CHECK(dn[i] == expect[i], "slot %d done %d, expected %d", i, dn[i], expect[i]);
+    vp_replay_free(ri);
+    vp_replay_free(rf);
+}
+
 /* ---- an independent reference model of the ring ------------------------------------------- */
 
 typedef struct ref_tr {
@@ -313,6 +354,7 @@ int main(void) {
     }
     RUN_TEST(test_nstep_by_hand);
     RUN_TEST(test_nstep_gamma_099);
+    RUN_TEST(test_done_as_float);
     RUN_TEST(test_wraparound_odd_capacity);
     RUN_TEST(test_one_step_env_order);
     RUN_TEST(test_config_errors);

@@ -70,6 +70,37 @@ static void test_is_weight_oracle(void) {
     vp_replay_free(r);
 }
 
+/* The deterministic power against float64 pow over nine decades, subnormals and the
+ * exponents PER uses: within half an ulp of the float result (relative 2^-24), plus exact
+ * special cases. */
+static void test_pow_accuracy(void) {
+    const float expo[6] = {0.4f, 0.6f, 0.7f, 0.55f, 2.5f, 8.0f};
+    double worst = 0;
+    int64_t n = 0, same_as_powf = 0;
+    for (int ai = 0; ai < 6; ++ai) {
+        for (int i = 0; i < 20000; ++i) {
+            float x = (float)pow(10.0, -6.0 + 12.0 * i / 20000.0) * (1.0f + 0.37f * (float)(i % 7) / 7.0f);
+            float got = vp_replay_pow(x, expo[ai]);
+            double want = pow((double)x, (double)expo[ai]);
+            if (want > 3.4e38 || want < 1.2e-38) continue; /* float over- or underflow */
+            double rel = fabs((double)got - want) / want;
+            worst = rel > worst ? rel : worst;
+            same_as_powf += got == powf(x, expo[ai]);
+            n++;
+        }
+    }
+    CHECK(worst <= 5.97e-8, "largest relative error %.3g over %lld powers", worst, (long long)n);
+    CHECK(same_as_powf > n * 99 / 100, "equal to the C library's powf in %lld of %lld", (long long)same_as_powf,
+          (long long)n);
+    /* subnormal bases, special cases */
+    CHECK_NEAR(vp_replay_pow(1e-40f, 0.6f), pow((double)1e-40f, (double)0.6f), 0, 6e-8);
+    CHECK_NEAR(vp_replay_pow(1e-44f, 0.5f), pow((double)1e-44f, 0.5), 0, 6e-8);
+    CHECK(vp_replay_pow(0.0f, 0.6f) == 0.0f && vp_replay_pow(0.0f, 0.0f) == 1.0f, "zero base");
+    CHECK(vp_replay_pow(3.5f, 1.0f) == 3.5f && vp_replay_pow(1.0f, 0.6f) == 1.0f, "unit cases");
+    CHECK(vp_replay_pow(4.0f, 0.5f) == 2.0f && vp_replay_pow(0.25f, 0.5f) == 0.5f, "exact roots");
+    CHECK(vp_replay_pow(1e30f, 8.0f) == INFINITY && vp_replay_pow(1e-30f, 8.0f) == 0.0f, "overflow, underflow");
+}
+
 /* ---- proportions, stratification, the walk -------------------------------------------------- */
 
 /* 10 slots, losses 1..10 with alpha 0.6: over 400 batches of 50 the draw counts match
@@ -81,17 +112,17 @@ static void test_priority_proportions(void) {
     c.priority_eps = 1e-6f;
     vp_replay* r = filled_ring(c, 10);
     if (!r) return;
-    float loss[10], p[10];
-    double sum = 0;
+    float loss[10];
+    double p[10], sum = 0;
     for (int i = 0; i < 10; ++i) {
         loss[i] = (float)(i + 1);
-        p[i] = powf(loss[i] + 1e-6f, 0.6f);
+        p[i] = pow((double)(loss[i] + 1e-6f), (double)0.6f);
         sum += p[i];
     }
     set_priorities(r, loss, 10);
     vp_replay_fields f;
     CHECK_OK(vp_replay_fields_get(r, &f));
-    for (int i = 0; i < 10; ++i) CHECK(((float*)f.priority.data)[i] == p[i], "stored priority %d", i);
+    for (int i = 0; i < 10; ++i) CHECK_NEAR(((float*)f.priority.data)[i], p[i], 0, 6e-8);
 
     int64_t count[10] = {0};
     const int draws = 400, B = 50;
@@ -321,6 +352,7 @@ int main(void) {
         return 1;
     }
     RUN_TEST(test_is_weight_oracle);
+    RUN_TEST(test_pow_accuracy);
     RUN_TEST(test_priority_proportions);
     RUN_TEST(test_tree_walk);
     RUN_TEST(test_new_items_at_max_priority);

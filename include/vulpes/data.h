@@ -93,6 +93,11 @@ typedef struct vp_load_report {
  * column and rule. A parse writes the binary cache; an unchanged source loads from it. */
 vp_status vp_bars_load_csv(const char* path, const vp_load_opts* opts, vp_bars* out, vp_load_report* report);
 
+/* Writes bars as CSV (header `time,open,high,low,close,volume`, ISO UTC times) to path.
+ * decimals < 0 writes every value with 17 significant digits (loads back bit for bit);
+ * decimals >= 0 rounds prices and volume to that many decimals. */
+vp_status vp_bars_save_csv(const vp_bars* b, const char* path, int decimals);
+
 /* Writes the cache folder the loader uses for opts (see vp_load_opts.cache_dir) into buf
  * (size cap); fails when no folder can be named (no variable set and no HOME). */
 vp_status vp_cache_dir(const vp_load_opts* opts, char* buf, size_t cap);

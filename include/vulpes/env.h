@@ -79,22 +79,30 @@ typedef struct vp_env_market_desc {
     const vp_tensor* features; /* [T, F] f32 in memory the backend reads, or NULL; not copied */
 } vp_env_market_desc;
 
-/* A market in the backend's memory (prices and ATR copied, features referenced). */
+/* One bar as the step reads it: prices and ATR side by side in one 64-byte cache line, so a
+ * step at a random bar index touches two adjacent lines (bars t and t+1) rather than one line
+ * per array. */
+typedef struct vp_env_bar {
+    double open;   /* price units */
+    double high;   /* price units */
+    double low;    /* price units */
+    double close;  /* price units */
+    double atr;    /* ATR known at this bar's close, price units */
+    double pad[3]; /* to 64 bytes */
+} vp_env_bar;
+
+/* A market in the backend's memory (bars copied, features referenced). */
 typedef struct vp_env_market {
-    vp_backend* backend; /* owner of the storage */
-    int64_t n_bars;      /* T */
-    int64_t begin, end;  /* tradable span [begin, end) */
-    const double* open;  /* [T] backend memory */
-    const double* high;  /* [T] backend memory */
-    const double* low;   /* [T] backend memory */
-    const double* close; /* [T] backend memory */
-    const double* atr;   /* [T] backend memory */
-    vp_tensor features;  /* [T, F] view (data NULL when none was given); observations index its rows */
-    vp_buffer storage;   /* the one allocation behind open..atr */
+    vp_backend* backend;    /* owner of the storage */
+    int64_t n_bars;         /* T */
+    int64_t begin, end;     /* tradable span [begin, end) */
+    const vp_env_bar* bars; /* [T] backend memory */
+    vp_tensor features;     /* [T, F] view (data NULL when none was given); observations index its rows */
+    vp_buffer storage;      /* the one allocation behind bars */
 } vp_env_market;
 
 /* Validates the bars (finite positive prices, low <= open,close <= high, ATR >= 0, the span
- * inside [0, T)) and copies them into backend memory. */
+ * inside [0, T)) and copies them into backend memory as vp_env_bar records. */
 vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_market_desc* d);
 
 /* Frees a market's storage (a zeroed market is a no-op). */

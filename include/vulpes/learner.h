@@ -103,8 +103,8 @@ vp_status vp_learner_init(vp_learner* l, vp_backend* b, const vp_learner_cfg* cf
 /* Frees everything the learner holds. */
 void vp_learner_free(vp_learner* l);
 
-/* Takes the tensors of one batch from the learner's arena (features excepted: the caller
- * sets batch->features), so a sampler or a test can fill them. */
+/* Takes the tensors of one batch from the learner's arena, once per learner (features
+ * excepted: the caller sets batch->features), so a sampler or a test can fill them. */
 vp_status vp_learner_batch_init(vp_learner* l, vp_batch* batch);
 
 /* Draws fresh taus and target taus into the batch from Philox(seed, step counter), on the

@@ -93,7 +93,8 @@ typedef struct vp_replay_step {
     vp_tensor portfolio;      /* [E, P] f32 portfolio vector of s_t */
     vp_tensor action;         /* [E, NB] i32 choice per branch */
     vp_tensor reward;         /* [E] f32 reward of the step */
-    vp_tensor done;           /* [E] i32 vp_replay_done (any other non-zero: terminal) */
+    vp_tensor done;           /* [E] i32 vp_replay_done codes, or f32 as vp_env_step writes it
+                                 (0 running, 2 truncated, any other value terminal) */
     vp_tensor next_bar_idx;   /* [E] i32 bar index of s_{t+1} */
     vp_tensor next_portfolio; /* [E, P] f32 portfolio vector of s_{t+1} */
 } vp_replay_step;

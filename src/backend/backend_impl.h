@@ -89,6 +89,10 @@ struct vp_graph {
 vp_status vp_cpu_backend_create(vp_backend** out);
 vp_status vp_cuda_backend_create(vp_backend** out, int device);
 
+/* The cudaStream_t (as void*) a CUDA backend issues its work on, for kernels of other
+ * layers; NULL for any other backend (cuda_backend.cu). */
+void* vp_cuda_backend_stream(vp_backend* b);
+
 #ifdef __cplusplus
 }
 #endif

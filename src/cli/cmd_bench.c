@@ -14,6 +14,7 @@ typedef struct bench_entry {
 static const bench_entry BENCHES[] = {
     {"gemm", vp_bench_gemm, "the learner's GEMM shapes at batch 8192: ms and TFLOP/s"},
     {"env", vp_bench_env, "env steps/s with random actions (4096 and 65536 envs on CUDA): bytes/step, GB/s"},
+    {"step", vp_bench_step, "ms per learner step (default model, B = 8192): phases and TFLOP/s"},
 };
 
 static void usage(FILE* f) {

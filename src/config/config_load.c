@@ -88,11 +88,14 @@ static vp_status walk_mapping(load_ctx* c, const yaml_node_t* map, const char* p
 /* Loads the document from an initialised parser on top of `cfg`. */
 static vp_status load_parser(vp_config* cfg, yaml_parser_t* parser, const char* name) {
     yaml_document_t doc;
-    // parse the first document
-    if (!yaml_parser_load(parser, &doc))
-        VP_FAIL(VP_ERR_PARSE, "%s:%d: malformed YAML: %s%s%s", name, (int)parser->problem_mark.line + 1,
-                parser->problem ? parser->problem : "parse error", parser->context ? " " : "",
-                parser->context ? parser->context : "");
+    // parse the first document; a problem inside a construct also names where it started
+    if (!yaml_parser_load(parser, &doc)) {
+        char ctx[160] = "";
+        if (parser->context)
+            snprintf(ctx, sizeof ctx, " %s started at line %d", parser->context, (int)parser->context_mark.line + 1);
+        VP_FAIL(VP_ERR_PARSE, "%s:%d: malformed YAML: %s%s", name, (int)parser->problem_mark.line + 1,
+                parser->problem ? parser->problem : "parse error", ctx);
+    }
     yaml_node_t* root = yaml_document_get_root_node(&doc);
     if (!root) {
         yaml_document_delete(&doc);

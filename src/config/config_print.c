@@ -62,7 +62,7 @@ static void print_yaml(const vp_config* cfg, FILE* out, int docs) {
             fprintf(out, "%s:\n", cur);
             snprintf(sec, sizeof sec, "%s", cur);
         }
-        if (docs) fprintf(out, "  # %s; %s\n", k->doc, vp_cfg_describe(k, what, sizeof what));
+        if (docs) fprintf(out, "  # %s -- %s\n", k->doc, vp_cfg_describe(k, what, sizeof what));
         put_value_line(out, cfg, k);
     }
 }
@@ -83,7 +83,7 @@ static void print_markdown(const vp_config* cfg, FILE* out) {
         // a heading and a table head when the section changes
         section_of(k->name, cur, sizeof cur);
         if (strcmp(cur, sec) != 0) {
-            fprintf(out, "%s## %s\n\n| key | type | default | allowed | meaning |\n| --- | --- | --- | --- | --- |\n",
+            fprintf(out, "%s### %s\n\n| key | type | default | allowed | meaning |\n| --- | --- | --- | --- | --- |\n",
                     sec[0] ? "\n" : "", cur);
             snprintf(sec, sizeof sec, "%s", cur);
         }

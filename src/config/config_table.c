@@ -6,6 +6,12 @@
 #include <string.h>
 
 #include "config/config_impl.h"
+#include "vulpes/ops.h"
+
+/* run.precision's values are vp_precision's, in the same order. */
+_Static_assert((int)VP_RUN_PRECISION_FP32 == (int)VP_PREC_FP32 && (int)VP_RUN_PRECISION_TF32 == (int)VP_PREC_TF32 &&
+                   (int)VP_RUN_PRECISION_BF16 == (int)VP_PREC_BF16 && (int)VP_RUN_PRECISION_COUNT == (int)VP_PREC_COUNT,
+               "run.precision must list vp_precision's values in order");
 
 /* ---- the table ---------------------------------------------------------------------------- */
 
@@ -150,8 +156,17 @@ const char* vp_cfg_format_double(double v, char* buf, size_t n) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, v);
         if (strtod(tmp, NULL) == v) break;
     }
-    // a '.' before any exponent, so YAML 1.1 readers see a float too ("1.0e-05", "10.0")
+    // positional notation for whole-ish numbers that %g put in exponent form (1e+01 -> 10)
     char* e = strchr(tmp, 'e');
+    if (e) {
+        int prec = 0, exp10 = (int)strtol(e + 1, NULL, 10);
+        for (const char* q = tmp; q < e; ++q) prec += *q >= '0' && *q <= '9';
+        if (exp10 >= 0 && exp10 < 17) {
+            snprintf(tmp, sizeof tmp, "%.*f", prec - 1 > exp10 ? prec - 1 - exp10 : 0, v);
+            e = NULL;
+        }
+    }
+    // a '.' before any exponent, so YAML 1.1 readers see a float too ("1.0e-05", "10.0")
     if (!strchr(tmp, '.')) {
         if (e) {
             char mant[64];

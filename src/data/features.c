@@ -61,12 +61,11 @@ int64_t vp_features_warmup(const vp_feature_cfg* cfg) {
 
 const char* vp_feature_name(int id) { return id >= 0 && id < VP_FEAT_COUNT ? FEATURES[id].name : "?"; }
 
-/* Writes column j of out: raw values z-scored over the trailing window and clipped, or passed through. */
-static void write_column(const vp_feature_cfg* cfg, int id, vp_feat_ws* ws, const double* raw, float* out, int F,
-                         int j) {
+/* Normalises a raw series into col [n]: z-scored over the trailing window and clipped, or passed through. */
+static void normalise(const vp_feature_cfg* cfg, int id, vp_feat_ws* ws, const double* raw, float* col) {
     int64_t n = ws->b->n;
     if (!FEATURES[id].zscored || cfg->norm_window == 0) {
-        for (int64_t t = 0; t < n; ++t) out[t * F + j] = (float)raw[t];
+        for (int64_t t = 0; t < n; ++t) col[t] = (float)raw[t];
         return;
     }
     vp_roll_moments(raw, n, cfg->norm_window, ws->tmp, ws->tmp2);
@@ -74,9 +73,13 @@ static void write_column(const vp_feature_cfg* cfg, int id, vp_feat_ws* ws, cons
     for (int64_t t = 0; t < n; ++t) {
         double z = (raw[t] - ws->tmp[t]) / (ws->tmp2[t] + cfg->norm_eps);
         z = z > clip ? clip : z < -clip ? -clip : z;
-        out[t * F + j] = (float)z;
+        col[t] = (float)z;
     }
 }
+
+/* Columns per transposition group: contiguous columns are interleaved into the row-major
+ * matrix GROUP at a time, so each row is written in a few wide pieces, not F scattered floats. */
+#define GROUP 8
 
 vp_status vp_features_compute(const vp_bars* b, const vp_feature_cfg* cfg, float* out, int64_t out_len) {
     VP_REQUIRE(b != NULL && cfg != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_features_compute: NULL argument");
@@ -90,21 +93,37 @@ vp_status vp_features_compute(const vp_bars* b, const vp_feature_cfg* cfg, float
     VP_REQUIRE(out_len >= b->n * F, VP_ERR_SHAPE, "vp_features_compute: out holds %lld floats, [%lld, %d] needs %lld",
                (long long)out_len, (long long)b->n, F, (long long)(b->n * F));
 
-    /* Workspace: shared series and scratch, one block. */
+    /* Workspace: shared series and scratch (one block), and GROUP float columns. */
     int64_t n = b->n;
-    double* block = (double*)malloc((size_t)n * 8 * sizeof(double));
-    if (!block) VP_FAIL(VP_ERR_OOM, "vp_features_compute: workspace for %lld bars", (long long)n);
-    vp_feat_ws ws = {b, block, block + n, block + 2 * n, block + 3 * n, block + 4 * n, block + 5 * n,
-                     (int64_t*)(block + 6 * n)};
-    double* raw = block + 7 * n;
+    double* block = (double*)malloc((size_t)n * 9 * sizeof(double));
+    float* cols = (float*)malloc((size_t)n * GROUP * sizeof(float));
+    if (!block || !cols) {
+        free(block);
+        free(cols);
+        VP_FAIL(VP_ERR_OOM, "vp_features_compute: workspace for %lld bars", (long long)n);
+    }
+    vp_feat_ws ws = {b,           block,         block + n,     block + 2 * n,           block + 3 * n,
+                     block + 4 * n, block + 5 * n, block + 6 * n, (int64_t*)(block + 7 * n)};
+    double* raw = block + 8 * n;
     vp_feat_ws_prepare(&ws);
 
-    /* Column by column: the raw series, then its normalisation. */
-    for (int j = 0; j < F; ++j) {
-        int id = vp_features_column_id(cfg, j);
-        vp_feature_raw(id, &ws, raw);
-        write_column(cfg, id, &ws, raw, out, F, j);
+    /* Groups of columns: each raw series, its normalisation, then the group into the rows. */
+    for (int j0 = 0; j0 < F; j0 += GROUP) {
+        int g = F - j0 < GROUP ? F - j0 : GROUP;
+        for (int k = 0; k < g; ++k) {
+            int id = vp_features_column_id(cfg, j0 + k);
+            vp_feature_raw(id, &ws, raw);
+            normalise(cfg, id, &ws, raw, cols + (size_t)k * n);
+        }
+        if (g == GROUP) {
+            for (int64_t t = 0; t < n; ++t)
+                for (int k = 0; k < GROUP; ++k) out[t * F + j0 + k] = cols[(size_t)k * n + t];
+        } else {
+            for (int64_t t = 0; t < n; ++t)
+                for (int k = 0; k < g; ++k) out[t * F + j0 + k] = cols[(size_t)k * n + t];
+        }
     }
+    free(cols);
     free(block);
     return VP_OK;
 }

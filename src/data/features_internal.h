@@ -9,7 +9,8 @@
 /* Series shared by several features, and scratch; all [n]. */
 typedef struct vp_feat_ws {
     const vp_bars* b; /* the bars */
-    double* r1;       /* [n] log(c[t] / c[t-1]), r1[0] = 0 */
+    double* lc;       /* [n] log(c[t]) */
+    double* r1;       /* [n] log c[t] - log c[t-1], r1[0] = 0 */
     double* lv;       /* [n] log1p(volume) */
     double* atr;      /* [n] mean true range over the last 14 bars (the history there is) */
     double* tmp;      /* [n] scratch */

@@ -10,6 +10,7 @@
 
 void vp_roll_moments(const double* x, int64_t n, int w, double* mean, double* sd) {
     double k = 0.0, s = 0.0, q = 0.0;
+    const double inv_w = 1.0 / (double)w;
     for (int64_t t = 0; t < n; ++t) {
         int64_t lo = t - w + 1 > 0 ? t - w + 1 : 0;
         /* Exact sums about a fresh shift every RECOMPUTE_EVERY bars; running sums between. */
@@ -31,12 +32,14 @@ void vp_roll_moments(const double* x, int64_t n, int w, double* mean, double* sd
                 q -= e * e;
             }
         }
-        /* Moments of the window. */
-        double cnt = (double)(t - lo + 1);
-        double m = s / cnt;
-        double var = q / cnt - m * m;
+        /* Moments of the window (1/count is constant once the window is full). */
+        double inv = t - lo + 1 == w ? inv_w : 1.0 / (double)(t - lo + 1);
+        double m = s * inv;
         if (mean) mean[t] = k + m;
-        if (sd) sd[t] = var > 0.0 ? sqrt(var) : 0.0;
+        if (sd) {
+            double var = q * inv - m * m;
+            sd[t] = var > 0.0 ? sqrt(var) : 0.0;
+        }
     }
 }
 
@@ -56,7 +59,8 @@ void vp_feat_ws_prepare(vp_feat_ws* ws) {
     int64_t n = b->n;
     /* One-bar log returns, log volume and the true range (into tmp). */
     for (int64_t t = 0; t < n; ++t) {
-        ws->r1[t] = t > 0 ? log(b->close[t] / b->close[t - 1]) : 0.0;
+        ws->lc[t] = log(b->close[t]);
+        ws->r1[t] = t > 0 ? ws->lc[t] - ws->lc[t - 1] : 0.0;
         ws->lv[t] = log1p(b->volume[t]);
         double tr = b->high[t] - b->low[t];
         if (t > 0) {
@@ -69,9 +73,9 @@ void vp_feat_ws_prepare(vp_feat_ws* ws) {
     vp_roll_moments(ws->tmp, n, 14, ws->atr, NULL);
 }
 
-/* log(c[t] / c[t-k]), c[0] standing in for bars before the first. */
-static void log_return(const vp_bars* b, int k, double* out) {
-    for (int64_t t = 0; t < b->n; ++t) out[t] = log(b->close[t] / b->close[t - k > 0 ? t - k : 0]);
+/* log c[t] - log c[t-k], c[0] standing in for bars before the first. */
+static void log_return(const vp_feat_ws* ws, int k, double* out) {
+    for (int64_t t = 0; t < ws->b->n; ++t) out[t] = ws->lc[t] - ws->lc[t - k > 0 ? t - k : 0];
 }
 
 /* sqrt of the trailing mean of r1^2 over w. */
@@ -143,12 +147,12 @@ void vp_feature_raw(int id, vp_feat_ws* ws, double* out) {
     const vp_bars* b = ws->b;
     int64_t n = b->n;
     switch (id) {
-    case VP_FEAT_RET_1: log_return(b, 1, out); break;
-    case VP_FEAT_RET_2: log_return(b, 2, out); break;
-    case VP_FEAT_RET_4: log_return(b, 4, out); break;
-    case VP_FEAT_RET_8: log_return(b, 8, out); break;
-    case VP_FEAT_RET_16: log_return(b, 16, out); break;
-    case VP_FEAT_RET_32: log_return(b, 32, out); break;
+    case VP_FEAT_RET_1: log_return(ws, 1, out); break;
+    case VP_FEAT_RET_2: log_return(ws, 2, out); break;
+    case VP_FEAT_RET_4: log_return(ws, 4, out); break;
+    case VP_FEAT_RET_8: log_return(ws, 8, out); break;
+    case VP_FEAT_RET_16: log_return(ws, 16, out); break;
+    case VP_FEAT_RET_32: log_return(ws, 32, out); break;
     case VP_FEAT_RVOL_8: realised_vol(ws, 8, out); break;
     case VP_FEAT_RVOL_32: realised_vol(ws, 32, out); break;
     case VP_FEAT_RVOL_128: realised_vol(ws, 128, out); break;

@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "env_impl.h"
+#ifdef VP_HAVE_CUDA
+#include "backend/backend_impl.h" /* vp_cuda_backend_stream */
+#endif
 
 /* The state fields, in storage order: name and element type (one list drives allocation,
  * the host transfers and the byte count). */
@@ -58,7 +61,9 @@ static vp_env_params make_params(const vp_env* e) {
     p.commission = e->instrument.commission;
     p.initial_equity = e->instrument.initial_equity;
     p.ruin_level = e->config.ruin_fraction * e->instrument.initial_equity;
-    p.reward_scale = e->config.reward_scale;
+    p.reward_per_cash = e->config.reward_scale / e->instrument.initial_equity;
+    p.inv_max_position = 1.0 / (double)e->instrument.max_position;
+    p.inv_episode_bars = 1.0 / (double)e->config.episode_bars;
     p.drawdown_penalty = e->config.drawdown_penalty;
     p.turnover_penalty = e->config.turnover_penalty;
     p.seed = e->config.seed;
@@ -67,12 +72,6 @@ static vp_env_params make_params(const vp_env* e) {
     p.episode_bars = e->config.episode_bars;
     p.max_position = e->instrument.max_position;
     return p;
-}
-
-/* The market arrays as the step reads them. */
-static vp_env_prices make_prices(const vp_env_market* m) {
-    vp_env_prices pr = {m->open, m->high, m->low, m->close, m->atr};
-    return pr;
 }
 
 /* Checks one tensor argument: dtype, n_envs x cols elements, memory the backend reads. */
@@ -100,13 +99,13 @@ static vp_status check_env(const char* fn, const vp_env* e) {
 /* Runs an op over every env on the env's backend. */
 static vp_status dispatch(vp_env* e, vp_env_op op, const int32_t* actions, const vp_env_outs* o) {
     vp_env_params p = make_params(e);
-    vp_env_prices m = make_prices(e->market);
+    const vp_env_bar* bars = e->market->bars;
     if (vp_backend_get_kind(e->backend) == VP_BACKEND_CPU) {
-        vp_env_cpu_run(op, &p, &m, &e->state, actions, o, e->n_envs);
+        vp_env_cpu_run(op, &p, bars, &e->state, actions, o, e->n_envs);
         return VP_OK;
     }
 #ifdef VP_HAVE_CUDA
-    return vp_env_cuda_run(vp_cuda_backend_stream(e->backend), op, &p, &m, &e->state, actions, o, e->n_envs);
+    return vp_env_cuda_run(vp_cuda_backend_stream(e->backend), op, &p, bars, &e->state, actions, o, e->n_envs);
 #else
     VP_FAIL(VP_ERR_UNSUPPORTED, "vp_env: backend %s is not supported by this build", vp_backend_name(e->backend));
 #endif
@@ -150,7 +149,7 @@ vp_status vp_env_init(vp_env* e, vp_backend* b, const vp_env_market* m, const vp
     VP_REQUIRE(e != NULL && b != NULL && m != NULL && inst != NULL && cfg != NULL, VP_ERR_INVALID_ARG,
                "vp_env_init: env, backend, market, instrument or config is NULL");
     memset(e, 0, sizeof *e);
-    VP_REQUIRE(m->backend == b && m->open != NULL, VP_ERR_INVALID_ARG,
+    VP_REQUIRE(m->backend == b && m->bars != NULL, VP_ERR_INVALID_ARG,
                "vp_env_init: the market is not initialised on backend %s", vp_backend_name(b));
     VP_REQUIRE(n_envs >= 1 && n_envs <= INT32_MAX, VP_ERR_INVALID_ARG, "vp_env_init: n_envs %lld (1 .. 2^31-1)",
                (long long)n_envs);

@@ -1,18 +1,18 @@
 /* The CPU backend of the environment: a loop over envs calling the shared step math. */
 #include "env_impl.h"
 
-void vp_env_cpu_run(vp_env_op op, const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s,
+void vp_env_cpu_run(vp_env_op op, const vp_env_params* p, const vp_env_bar* bars, const vp_env_state* s,
                     const int32_t* actions, const vp_env_outs* o, int64_t n) {
     /* one loop per op, so the branch is taken once, not per env */
     switch (op) {
     case VP_ENV_OP_STEP:
-        for (int64_t i = 0; i < n; ++i) vp_env_step_index(p, m, s, actions, o, i);
+        for (int64_t i = 0; i < n; ++i) vp_env_step_index(p, bars, s, actions, o, i);
         break;
     case VP_ENV_OP_RESET:
-        for (int64_t i = 0; i < n; ++i) vp_env_reset_index(p, m, s, o, i);
+        for (int64_t i = 0; i < n; ++i) vp_env_reset_index(p, bars, s, o, i);
         break;
     case VP_ENV_OP_OBSERVE:
-        for (int64_t i = 0; i < n; ++i) vp_env_observe_index(p, m, s, o, i);
+        for (int64_t i = 0; i < n; ++i) vp_env_observe_index(p, bars, s, o, i);
         break;
     default:
         break;

@@ -18,7 +18,7 @@ typedef enum vp_env_op {
 } vp_env_op;
 
 /* Runs `op` over n envs on the CPU (actions [n, 4] only for VP_ENV_OP_STEP). */
-void vp_env_cpu_run(vp_env_op op, const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s,
+void vp_env_cpu_run(vp_env_op op, const vp_env_params* p, const vp_env_bar* bars, const vp_env_state* s,
                     const int32_t* actions, const vp_env_outs* o, int64_t n);
 
 /* Fills actions [n, 4] with random choices on the CPU. */
@@ -27,14 +27,12 @@ void vp_env_cpu_random_actions(uint64_t seed, uint64_t counter, int32_t* actions
 #ifdef VP_HAVE_CUDA
 /* Launches `op` over n envs, one thread each, on `stream` (a cudaStream_t); pointers are
  * device (or mapped) memory. */
-vp_status vp_env_cuda_run(void* stream, vp_env_op op, const vp_env_params* p, const vp_env_prices* m,
+vp_status vp_env_cuda_run(void* stream, vp_env_op op, const vp_env_params* p, const vp_env_bar* bars,
                           const vp_env_state* s, const int32_t* actions, const vp_env_outs* o, int64_t n);
 
 /* Launches the random-action fill of actions [n, 4] on `stream`. */
 vp_status vp_env_cuda_random_actions(void* stream, uint64_t seed, uint64_t counter, int32_t* actions, int64_t n);
 
-/* The cudaStream_t a CUDA backend issues its work on (provided by src/backend/cuda). */
-void* vp_cuda_backend_stream(vp_backend* b);
 #endif
 
 #ifdef __cplusplus

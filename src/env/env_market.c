@@ -1,11 +1,14 @@
 /* The environment's market: bars validated and copied once into the backend's memory. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "env_impl.h"
 
-/* Bytes of one [T] double array, rounded up to 256 so every array stays aligned. */
-static size_t array_stride(int64_t n_bars) { return ((size_t)n_bars * sizeof(double) + 255u) / 256u * 256u; }
+/* Bars packed per upload: the host scratch stays at 4 MiB however long the market is. */
+#define VP_ENV_PACK_CHUNK 65536
+
+_Static_assert(sizeof(vp_env_bar) == 64, "a vp_env_bar fills one 64-byte cache line");
 
 /* Checks one bar: finite positive prices inside [low, high], ATR finite and >= 0. */
 static vp_status check_bar(const vp_env_market_desc* d, int64_t i) {
@@ -53,28 +56,32 @@ vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_marke
     }
     for (int64_t i = 0; i < d->n_bars; ++i) VP_TRY(check_bar(d, i));
 
-    /* one allocation, five aligned arrays */
-    size_t stride = array_stride(d->n_bars), bytes = (size_t)d->n_bars * sizeof(double);
+    /* one allocation of [T] records, filled chunk by chunk through a host scratch */
+    size_t bytes = (size_t)d->n_bars * sizeof(vp_env_bar);
     vp_mem mem = vp_backend_native_mem(b);
-    VP_TRY(vp_buffer_alloc(b, mem, 5 * stride, &m->storage));
-    char* base = (char*)m->storage.dev;
-    const double* src[5] = {d->open, d->high, d->low, d->close, d->atr};
-    for (int k = 0; k < 5; ++k) {
-        vp_status s = upload_bytes(b, mem, base + k * stride, src[k], bytes);
-        if (s != VP_OK) {
-            vp_buffer_free(b, &m->storage);
-            return vp_error_context(s, "vp_env_market_init: copying the bars");
+    int64_t chunk = d->n_bars < VP_ENV_PACK_CHUNK ? d->n_bars : VP_ENV_PACK_CHUNK;
+    vp_env_bar* scratch = (vp_env_bar*)calloc((size_t)chunk, sizeof(vp_env_bar));
+    VP_REQUIRE(scratch != NULL, VP_ERR_OOM, "vp_env_market_init: no host memory for %lld packed bars", (long long)chunk);
+    vp_status s = vp_buffer_alloc(b, mem, bytes, &m->storage);
+    vp_env_bar* dst = (vp_env_bar*)m->storage.dev;
+    for (int64_t i0 = 0; s == VP_OK && i0 < d->n_bars; i0 += chunk) {
+        int64_t k = d->n_bars - i0 < chunk ? d->n_bars - i0 : chunk;
+        for (int64_t j = 0; j < k; ++j) {
+            scratch[j].open = d->open[i0 + j], scratch[j].high = d->high[i0 + j];
+            scratch[j].low = d->low[i0 + j], scratch[j].close = d->close[i0 + j], scratch[j].atr = d->atr[i0 + j];
         }
+        s = upload_bytes(b, mem, dst + i0, scratch, (size_t)k * sizeof(vp_env_bar));
+    }
+    free(scratch);
+    if (s != VP_OK) {
+        vp_buffer_free(b, &m->storage);
+        return vp_error_context(s, "vp_env_market_init: copying the bars");
     }
     m->backend = b;
     m->n_bars = d->n_bars;
     m->begin = d->begin;
     m->end = d->end;
-    m->open = (const double*)(base + 0 * stride);
-    m->high = (const double*)(base + 1 * stride);
-    m->low = (const double*)(base + 2 * stride);
-    m->close = (const double*)(base + 3 * stride);
-    m->atr = (const double*)(base + 4 * stride);
+    m->bars = dst;
     return VP_OK;
 }
 

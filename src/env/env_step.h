@@ -19,7 +19,9 @@ typedef struct vp_env_params {
     double commission;       /* currency per contract per fill */
     double initial_equity;   /* currency */
     double ruin_level;       /* ruin_fraction x initial_equity, currency */
-    double reward_scale;     /* reward per unit of equity change / initial_equity */
+    double reward_per_cash;  /* reward_scale / initial_equity: reward per currency of equity change */
+    double inv_max_position; /* 1 / max_position */
+    double inv_episode_bars; /* 1 / episode_bars */
     double drawdown_penalty; /* reward units per unit of drawdown fraction */
     double turnover_penalty; /* reward units per max_position traded */
     uint64_t seed;           /* episode-start streams */
@@ -29,15 +31,6 @@ typedef struct vp_env_params {
     int32_t max_position;    /* contracts at size 1.0 */
 } vp_env_params;
 
-/* The market arrays the step reads, in the backend's memory. */
-typedef struct vp_env_prices {
-    const double* open;  /* [T] */
-    const double* high;  /* [T] */
-    const double* low;   /* [T] */
-    const double* close; /* [T] */
-    const double* atr;   /* [T] */
-} vp_env_prices;
-
 /* Outputs of a step or an observation (any pointer except obs_bar/portfolio may be NULL). */
 typedef struct vp_env_outs {
     float* reward;    /* [n] */
@@ -45,6 +38,21 @@ typedef struct vp_env_outs {
     int32_t* obs_bar; /* [n] */
     float* portfolio; /* [n, 8] */
 } vp_env_outs;
+
+/* What the portfolio vector reads of one env: the step passes its registers, an observation
+ * the stored state, so the step never reads back what it has just written. */
+typedef struct vp_env_view {
+    int32_t t;          /* decision bar */
+    int32_t window_end; /* bar whose open closes the episode */
+    int32_t position;   /* signed contracts */
+    int32_t bars_held;  /* bars the position has been open */
+    double equity;      /* currency */
+    double peak;        /* currency */
+    double entry;       /* price units (0 when flat) */
+    double take_profit; /* price units (0: none) */
+    double stop_loss;   /* price units (0: none) */
+    float last_size;    /* last action's signed size fraction */
+} vp_env_view;
 
 /* ---- correctly rounded arithmetic, never contracted ------------------------------------ */
 
@@ -126,12 +134,12 @@ VP_HD double vp_env_level(double entry, int32_t dir, int32_t k, double atr) {
     return lvl > 0.0 ? lvl : 0.0;
 }
 
-/* Signed distance from price c to a level in ATR units, positive on the side where the
- * level has not been reached (dir = +1 when the level lies above); 0 when none. */
-VP_HD double vp_env_distance(double level, double c, int32_t dir, double atr) {
-    if (!(level > 0.0) || !(atr > 0.0)) return 0.0;
+/* Signed distance from price c to a level in ATR units (inv_atr = 1 / ATR), positive on the
+ * side where the level has not been reached (dir = +1 when the level lies above); 0 when none. */
+VP_HD double vp_env_distance(double level, double c, int32_t dir, double inv_atr) {
+    if (!(level > 0.0)) return 0.0;
     double d = dir > 0 ? vp_env_sub(level, c) : vp_env_sub(c, level);
-    return vp_env_clampd(vp_env_div(d, atr), 10.0);
+    return vp_env_clampd(vp_env_mul(d, inv_atr), 10.0);
 }
 
 /* Start bar of episode `episode` of env i: begin + floor(word x n_starts / 2^32), with the
@@ -142,61 +150,90 @@ VP_HD int32_t vp_env_start(const vp_env_params* p, int64_t i, uint32_t episode) 
     return (int32_t)(p->begin + (int64_t)off);
 }
 
-/* Writes the 8-float portfolio vector of env i at decision bar t (docs/env.md). */
-VP_HD void vp_env_portfolio(const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s, int64_t i,
+/* Writes the 8-float portfolio vector of one env (docs/env.md). */
+VP_HD void vp_env_portfolio(const vp_env_params* p, const vp_env_bar* bars, const vp_env_view* v,
                             float* out /* [8] */) {
-    int32_t t = s->t[i], pos = s->position[i];
-    double c = m->close[t], atr = m->atr[t];
-    int32_t dir = pos > 0 ? 1 : -1;
-    double upnl = 0.0;
+    double c = bars[v->t].close, atr = bars[v->t].atr;
+    int32_t pos = v->position, dir = pos > 0 ? 1 : -1;
+    double upnl = 0.0, d_tp = 0.0, d_sl = 0.0;
     if (pos != 0 && atr > 0.0) {
-        upnl = vp_env_div(vp_env_sub(c, s->entry[i]), atr);
+        double inv_atr = vp_env_div(1.0, atr);
+        upnl = vp_env_mul(vp_env_sub(c, v->entry), inv_atr);
         upnl = vp_env_clampd(pos > 0 ? upnl : -upnl, 10.0);
+        d_tp = vp_env_distance(v->take_profit, c, dir, inv_atr);
+        d_sl = vp_env_distance(v->stop_loss, c, -dir, inv_atr);
     }
-    double peak = s->peak[i];
-    out[0] = vp_env_f32(vp_env_div((double)pos, (double)p->max_position));
+    out[0] = vp_env_f32(vp_env_mul((double)pos, p->inv_max_position));
     out[1] = vp_env_f32(upnl);
-    out[2] = vp_env_f32(vp_env_div((double)s->bars_held[i], (double)p->episode_bars));
-    out[3] = vp_env_f32(vp_env_div(vp_env_sub(peak, s->equity[i]), peak));
-    out[4] = pos != 0 ? vp_env_f32(vp_env_distance(s->take_profit[i], c, dir, atr)) : 0.0f;
-    out[5] = pos != 0 ? vp_env_f32(vp_env_distance(s->stop_loss[i], c, -dir, atr)) : 0.0f;
-    out[6] = vp_env_f32(vp_env_div((double)(s->window_end[i] - t), (double)p->episode_bars));
-    out[7] = s->last_size[i];
+    out[2] = vp_env_f32(vp_env_mul((double)v->bars_held, p->inv_episode_bars));
+    out[3] = vp_env_f32(vp_env_div(vp_env_sub(v->peak, v->equity), v->peak));
+    out[4] = vp_env_f32(d_tp);
+    out[5] = vp_env_f32(d_sl);
+    out[6] = vp_env_f32(vp_env_mul((double)(v->window_end - v->t), p->inv_episode_bars));
+    out[7] = v->last_size;
 }
 
-/* Starts episode `episode` of env i: flat, initial equity, a seeded start bar. */
-VP_HD void vp_env_begin_episode(const vp_env_params* p, const vp_env_state* s, int64_t i, uint32_t episode) {
-    int32_t t0 = vp_env_start(p, i, episode);
-    s->t[i] = t0;
-    s->window_end[i] = t0 + p->episode_bars;
+/* Writes an observation: the decision bar and the portfolio vector of env i. */
+VP_HD void vp_env_write_obs(const vp_env_params* p, const vp_env_bar* bars, const vp_env_view* v,
+                            const vp_env_outs* o, int64_t i) {
+    if (o->obs_bar) o->obs_bar[i] = v->t;
+    if (o->portfolio) vp_env_portfolio(p, bars, v, o->portfolio + i * VP_ENV_PORTFOLIO);
+}
+
+/* Starts episode `episode` of env i (flat, initial equity, a seeded start bar); returns its view. */
+VP_HD vp_env_view vp_env_begin_episode(const vp_env_params* p, const vp_env_state* s, int64_t i, uint32_t episode) {
+    vp_env_view v;
+    v.t = vp_env_start(p, i, episode);
+    v.window_end = v.t + p->episode_bars;
+    v.position = 0;
+    v.bars_held = 0;
+    v.equity = p->initial_equity;
+    v.peak = p->initial_equity;
+    v.entry = 0.0;
+    v.take_profit = 0.0;
+    v.stop_loss = 0.0;
+    v.last_size = 0.0f;
+    s->t[i] = v.t;
+    s->window_end[i] = v.window_end;
     s->position[i] = 0;
     s->bars_held[i] = 0;
     s->episode[i] = episode;
     s->cash[i] = p->initial_equity;
-    s->equity[i] = p->initial_equity;
-    s->peak[i] = p->initial_equity;
+    s->equity[i] = v.equity;
+    s->peak[i] = v.peak;
     s->entry[i] = 0.0;
     s->take_profit[i] = 0.0;
     s->stop_loss[i] = 0.0;
     s->last_size[i] = 0.0f;
+    return v;
 }
 
-/* Writes env i's observation: its decision bar and portfolio vector. */
-VP_HD void vp_env_observe_index(const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s,
+/* Writes env i's current observation from its stored state. */
+VP_HD void vp_env_observe_index(const vp_env_params* p, const vp_env_bar* bars, const vp_env_state* s,
                                 const vp_env_outs* o, int64_t i) {
-    if (o->obs_bar) o->obs_bar[i] = s->t[i];
-    if (o->portfolio) vp_env_portfolio(p, m, s, i, o->portfolio + i * VP_ENV_PORTFOLIO);
+    vp_env_view v;
+    v.t = s->t[i];
+    v.window_end = s->window_end[i];
+    v.position = s->position[i];
+    v.bars_held = s->bars_held[i];
+    v.equity = s->equity[i];
+    v.peak = s->peak[i];
+    v.entry = s->entry[i];
+    v.take_profit = s->take_profit[i];
+    v.stop_loss = s->stop_loss[i];
+    v.last_size = s->last_size[i];
+    vp_env_write_obs(p, bars, &v, o, i);
 }
 
 /* Restarts env i at episode 0 and writes its first observation. */
-VP_HD void vp_env_reset_index(const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s,
+VP_HD void vp_env_reset_index(const vp_env_params* p, const vp_env_bar* bars, const vp_env_state* s,
                               const vp_env_outs* o, int64_t i) {
-    vp_env_begin_episode(p, s, i, 0u);
-    vp_env_observe_index(p, m, s, o, i);
+    vp_env_view v = vp_env_begin_episode(p, s, i, 0u);
+    vp_env_write_obs(p, bars, &v, o, i);
 }
 
 /* One step of env i under action a [4] (docs/env.md has the rules in words). */
-VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_prices* m, const vp_env_state* s,
+VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, const vp_env_state* s,
                              const int32_t* actions /* [n, 4] */, const vp_env_outs* o, int64_t i) {
     /* load the env's state */
     int32_t t = s->t[i], pos = s->position[i], held = s->bars_held[i];
@@ -209,10 +246,12 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_prices* m, con
     int32_t size = vp_env_clampi(a[1], VP_ENV_SIZE_CHOICES - 1);
     int32_t k_tp = vp_env_clampi(a[2], VP_ENV_LEVEL_CHOICES - 1);
     int32_t k_sl = vp_env_clampi(a[3], VP_ENV_LEVEL_CHOICES - 1);
-    int last_step = t + 1 >= s->window_end[i];
+    int32_t window_end = s->window_end[i];
+    int last_step = t + 1 >= window_end;
     int32_t target = (last_step || dir == 0) ? 0 : dir * vp_env_contracts(size, p->max_position);
     int64_t nb = (int64_t)t + 1;
-    double o_px = m->open[nb], hi = m->high[nb], lo = m->low[nb], c = m->close[nb];
+    const vp_env_bar* next = bars + nb;
+    double o_px = next->open, hi = next->high, lo = next->low, c = next->close;
     int32_t traded = 0;
 
     /* market order at bar t+1's open, slippage against the trader */
@@ -229,7 +268,7 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_prices* m, con
         } else if (pos == 0 || (pos > 0) != (target > 0)) {
             /* a new position (from flat or a flip): levels from the ATR known at bar t */
             int32_t side = target > 0 ? 1 : -1;
-            double atr = m->atr[t];
+            double atr = bars[t].atr;
             entry = px;
             held = 0;
             tp = vp_env_level(entry, side, k_tp, atr);
@@ -268,12 +307,13 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_prices* m, con
     double eq = vp_env_add(cash, vp_env_mul(vp_env_mul((double)pos, c), p->multiplier));
     peak = eq > peak ? eq : peak;
     double dd = vp_env_div(vp_env_sub(peak, eq), peak);
-    double r = vp_env_mul(vp_env_div(vp_env_sub(eq, eq_prev), p->initial_equity), p->reward_scale);
+    double r = vp_env_mul(vp_env_sub(eq, eq_prev), p->reward_per_cash);
     r = vp_env_sub(r, vp_env_mul(p->drawdown_penalty, dd));
-    r = vp_env_sub(r, vp_env_mul(p->turnover_penalty, vp_env_div((double)traded, (double)p->max_position)));
+    r = vp_env_sub(r, vp_env_mul(p->turnover_penalty, vp_env_mul((double)traded, p->inv_max_position)));
     int ended = last_step || eq < p->ruin_level;
 
     /* store, restart a finished episode, write outputs */
+    float last = dir == 0 ? 0.0f : 0.25f * (float)(dir * (size + 1));
     s->t[i] = (int32_t)nb;
     s->position[i] = pos;
     s->bars_held[i] = held;
@@ -283,16 +323,20 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_prices* m, con
     s->entry[i] = entry;
     s->take_profit[i] = tp;
     s->stop_loss[i] = sl;
-    s->last_size[i] = dir == 0 ? 0.0f : 0.25f * (float)(dir * (size + 1));
-    if (ended) vp_env_begin_episode(p, s, i, s->episode[i] + 1u);
+    s->last_size[i] = last;
+    vp_env_view v = {(int32_t)nb, window_end, pos, held, eq, peak, entry, tp, sl, last};
+    if (ended) v = vp_env_begin_episode(p, s, i, s->episode[i] + 1u);
     if (o->reward) o->reward[i] = vp_env_f32(r);
     if (o->done) o->done[i] = ended ? 1.0f : 0.0f;
-    vp_env_observe_index(p, m, s, o, i);
+    vp_env_write_obs(p, bars, &v, o, i);
 }
+
+/* Philox streams of random actions start here, apart from the episode-start streams (env i). */
+#define VP_ENV_ACTION_STREAM (1ull << 62)
 
 /* Action of env i for draw `counter`: each branch from one Philox word, word x choices / 2^32. */
 VP_HD void vp_env_random_action(uint64_t seed, uint64_t counter, int64_t i, int32_t* a /* [4] */) {
-    vp_u32x4 r = vp_rng_draw(seed, (uint64_t)i, counter);
+    vp_u32x4 r = vp_rng_draw(seed, VP_ENV_ACTION_STREAM + (uint64_t)i, counter);
     a[0] = (int32_t)(((uint64_t)r.v[0] * VP_ENV_DIR_COUNT) >> 32);
     a[1] = (int32_t)(((uint64_t)r.v[1] * VP_ENV_SIZE_CHOICES) >> 32);
     a[2] = (int32_t)(((uint64_t)r.v[2] * VP_ENV_LEVEL_CHOICES) >> 32);

@@ -278,13 +278,15 @@ vp_status vp_replay_push(vp_replay* r, const vp_replay_step* s) {
     VP_TRY(check_arg(r, fn, "portfolio", &s->portfolio, VP_F32, E, P));
     VP_TRY(check_arg(r, fn, "action", &s->action, VP_I32, E, NB));
     VP_TRY(check_arg(r, fn, "reward", &s->reward, VP_F32, E, 1));
-    VP_TRY(check_arg(r, fn, "done", &s->done, VP_I32, E, 1));
+    const int done_f32 = s->done.dtype == VP_F32;
+    VP_TRY(check_arg(r, fn, "done", &s->done, done_f32 ? VP_F32 : VP_I32, E, 1));
     VP_TRY(check_arg(r, fn, "next_bar_idx", &s->next_bar_idx, VP_I32, E, 1));
     VP_TRY(check_arg(r, fn, "next_portfolio", &s->next_portfolio, VP_F32, E, P));
     vp_replay_step_dev sd = {(const int32_t*)s->bar_idx.data,  (const int32_t*)s->window_end.data,
                              (const float*)s->portfolio.data,  (const int32_t*)s->action.data,
-                             (const float*)s->reward.data,     (const int32_t*)s->done.data,
-                             (const int32_t*)s->next_bar_idx.data, (const float*)s->next_portfolio.data};
+                             (const float*)s->reward.data,     s->done.data,
+                             (const int32_t*)s->next_bar_idx.data, (const float*)s->next_portfolio.data,
+                             done_f32};
     if (vp_backend_get_kind(r->backend) == VP_BACKEND_CPU) return vp_replay_cpu_push(&r->dev, &sd);
 #ifdef VP_HAVE_CUDA
     return vp_replay_cuda_push(r->backend, &r->dev, &sd);

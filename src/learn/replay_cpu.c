@@ -73,7 +73,7 @@ vp_status vp_replay_cpu_update(const vp_replay_dev* d, const int32_t* idx, const
         if (i < 0 || i >= d->cap || !isfinite(loss[j])) continue;
         const float p = vp_replay_priority(loss[j], d->eps, d->alpha);
         d->prio[i] = p;
-        
+        if (p > ctl->max_priority) ctl->max_priority = p;
     }
     return VP_OK;
 }

@@ -6,11 +6,9 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "backend/backend_impl.h"
 #include "learn/replay_impl.h"
 #include "learn/replay_math.h"
-
-/* The CUDA backend's stream (src/backend/cuda). */
-extern "C" void* vp_cuda_backend_stream(vp_backend* b);
 
 /* Threads of the per-env and per-sample kernels. */
 #define RP_THREADS 256

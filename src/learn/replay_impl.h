@@ -82,9 +82,10 @@ typedef struct vp_replay_step_dev {
     const float* port;        /* [E, P] */
     const int32_t* act;       /* [E, NB] */
     const float* rew;         /* [E] */
-    const int32_t* done;      /* [E] */
+    const void* done;         /* [E] i32 codes or f32 (done_f32) */
     const int32_t* next_bar;  /* [E] */
     const float* next_port;   /* [E, P] */
+    int done_f32;             /* `done` holds floats */
 } vp_replay_step_dev;
 
 /* Raw pointers of a sampled batch (shapes as in vp_replay_batch). */

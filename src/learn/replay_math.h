@@ -1,12 +1,14 @@
 /* Internal: the replay ring's per-element math, written once for the CPU loops
  * (replay_cpu.c) and the CUDA kernels (replay_cuda.cu) so that both backends compute
  * the same bits. Float expressions avoid a*b+c shapes the CUDA compiler would contract
- * into fused multiply-adds; where a fused op is wanted it is spelled fmaf. */
+ * into fused multiply-adds; where a fused op is wanted it is spelled fma / fmaf. Powers use
+ * vp_replay_pow rather than powf, whose last bits differ between the C library and CUDA. */
 #ifndef VULPES_REPLAY_MATH_H
 #define VULPES_REPLAY_MATH_H
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "learn/replay_impl.h"
 #include "vulpes/defs.h"
@@ -38,10 +40,93 @@ VP_HD float vp_replay_beta(float beta0, int64_t step, int64_t steps) {
     return fmaf(1.0f - beta0, (float)step / (float)steps, beta0);
 }
 
-/* Stored priority of a finite loss: (max(loss, 0) + eps)^alpha (exact when alpha is 1). */
+/* A double product the CUDA compiler may not fuse into a following add. */
+#if defined(__CUDA_ARCH__)
+#define VP_RP_DMUL(a, b) __dmul_rn((a), (b))
+#else
+#define VP_RP_DMUL(a, b) ((a) * (b))
+#endif
+
+/* x^a for float x >= 0 and a >= 0, within an ulp of the true power, from IEEE-exact steps
+ * only (double add, multiply, divide, fma, floor, bit moves), so the CPU and CUDA give the
+ * same bits where powf would differ in the last ones: x = m 2^e, log2 m by the atanh series,
+ * then 2^y by splitting y into an integer and a Taylor polynomial over [-1/2, 1/2]. */
+VP_HD float vp_replay_pow(float x, float a) {
+    if (a == 0.0f) return 1.0f;
+    if (!(x > 0.0f)) return 0.0f;
+    if (a == 1.0f || x == 1.0f) return x;
+    if (x == INFINITY) return INFINITY;
+
+    /* x = m 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals scaled up by 2^24 first) */
+    int e = 0;
+    if (x < 1.17549435e-38f) {
+        x = x * 16777216.0f;
+        e = -24;
+    }
+#if defined(__CUDA_ARCH__)
+    uint32_t bits = __float_as_uint(x);
+#else
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+#endif
+    e += (int)((bits >> 23) & 0xffu) - 127;
+    double m = 1.0 + VP_RP_DMUL((double)(bits & 0x7fffffu), 1.0 / 8388608.0);
+    if (m > 1.4142135623730951) {
+        m = VP_RP_DMUL(m, 0.5);
+        e += 1;
+    }
+
+    /* ln m = 2 s (1 + s^2/3 + s^4/5 + ... + s^20/21), s = (m - 1) / (m + 1), |s| < 0.172 */
+    const double s = (m - 1.0) / (m + 1.0), s2 = VP_RP_DMUL(s, s);
+    double q = 1.0 / 21.0;
+    q = fma(q, s2, 1.0 / 19.0);
+    q = fma(q, s2, 1.0 / 17.0);
+    q = fma(q, s2, 1.0 / 15.0);
+    q = fma(q, s2, 1.0 / 13.0);
+    q = fma(q, s2, 1.0 / 11.0);
+    q = fma(q, s2, 1.0 / 9.0);
+    q = fma(q, s2, 1.0 / 7.0);
+    q = fma(q, s2, 1.0 / 5.0);
+    q = fma(q, s2, 1.0 / 3.0);
+    q = fma(q, s2, 1.0);
+    const double ln_m = VP_RP_DMUL(VP_RP_DMUL(2.0, s), q);
+
+    /* y = a log2 x; the float result over- or underflows outside [-151, 128] */
+    const double y = VP_RP_DMUL((double)a, fma(ln_m, 1.4426950408889634, (double)e));
+    if (y >= 128.0) return INFINITY;
+    if (y < -151.0) return 0.0f;
+
+    /* 2^y = 2^k e^(f ln 2), k = round(y), |f| <= 1/2: Taylor to degree 13 (error < 1e-17) */
+    const double k = floor(y + 0.5);
+    const double t = VP_RP_DMUL(y - k, 0.6931471805599453);
+    double p = 1.0 / 6227020800.0;
+    p = fma(p, t, 1.0 / 479001600.0);
+    p = fma(p, t, 1.0 / 39916800.0);
+    p = fma(p, t, 1.0 / 3628800.0);
+    p = fma(p, t, 1.0 / 362880.0);
+    p = fma(p, t, 1.0 / 40320.0);
+    p = fma(p, t, 1.0 / 5040.0);
+    p = fma(p, t, 1.0 / 720.0);
+    p = fma(p, t, 1.0 / 120.0);
+    p = fma(p, t, 1.0 / 24.0);
+    p = fma(p, t, 1.0 / 6.0);
+    p = fma(p, t, 0.5);
+    p = fma(p, t, 1.0);
+    p = fma(p, t, 1.0);
+    uint64_t scale_bits = (uint64_t)((int64_t)k + 1023) << 52;
+#if defined(__CUDA_ARCH__)
+    double scale = __longlong_as_double((long long)scale_bits);
+#else
+    double scale;
+    memcpy(&scale, &scale_bits, sizeof scale);
+#endif
+    return (float)VP_RP_DMUL(p, scale);
+}
+
+/* Stored priority of a finite loss: (max(loss, 0) + eps)^alpha. */
 VP_HD float vp_replay_priority(float loss, float eps, float alpha) {
     float l = loss > 0.0f ? loss : 0.0f;
-    return alpha == 1.0f ? l + eps : powf(l + eps, alpha);
+    return vp_replay_pow(l + eps, alpha);
 }
 
 /* Normalised IS weight of a slot with priority p in a batch whose smallest priority is
@@ -49,7 +134,7 @@ VP_HD float vp_replay_priority(float loss, float eps, float alpha) {
  * (an empty ring). */
 VP_HD float vp_replay_is_weight(float p, float p_min, float beta) {
     if (!(p > 0.0f) || !(p_min > 0.0f)) return 0.0f;
-    return powf(p_min / p, beta);
+    return vp_replay_pow(p_min / p, beta);
 }
 
 /* ---- drawing a slot ---------------------------------------------------------------------------- */
@@ -126,11 +211,21 @@ VP_HD void vp_replay_gather(const vp_replay_dev* d, const vp_replay_batch_dev* o
 
 /* ---- push ----------------------------------------------------------------------------------- */
 
+/* Env e's done code at this push: 0 running, 1 terminal, 2 truncated. */
+VP_HD int vp_replay_done_code(const vp_replay_step_dev* s, int64_t e) {
+    if (s->done_f32) {
+        float v = ((const float*)s->done)[e];
+        return v == 0.0f ? 0 : (v == 2.0f ? 2 : 1);
+    }
+    int32_t v = ((const int32_t*)s->done)[e];
+    return v == VP_REPLAY_RUNNING ? 0 : (v == VP_REPLAY_TRUNCATED ? 2 : 1);
+}
+
 /* Transitions env e writes at this push: all pending steps at an episode end, the oldest
  * one when the window is full, else none. */
 VP_HD int vp_replay_env_count(const vp_replay_dev* d, const vp_replay_step_dev* s, int64_t e) {
     int c = d->p_count[e] + 1;
-    if (s->done[e] != VP_REPLAY_RUNNING) return c;
+    if (vp_replay_done_code(s, e) != 0) return c;
     return c == d->n_step ? 1 : 0;
 }
 
@@ -152,7 +247,7 @@ VP_HD void vp_replay_env_push(const vp_replay_dev* d, const vp_replay_step_dev* 
     c += 1;
 
     /* write the completed transitions, oldest first */
-    const int code = s->done[e] == VP_REPLAY_RUNNING ? 0 : (s->done[e] == VP_REPLAY_TRUNCATED ? 2 : 1);
+    const int code = vp_replay_done_code(s, e);
     const int emit = code != 0 ? c : (c == n ? 1 : 0);
     if (emit > 0) {
         float rw[VP_REPLAY_MAX_NSTEP];

@@ -77,10 +77,19 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->adv, "adv", VP_F32, B, A * Z);
     take(pl, &a->logp, "logp", VP_F32, B * A, Z);
     take(pl, &a->q, "q", VP_F32, B, A);
-    take(pl, &a->cosf, "cosf", VP_F32, Q, c->iqn_cos);
     take(pl, &a->phi, "phi", VP_F32, Q, H);
-    take(pl, &a->mix, "mix", VP_F32, Q, H);
-    take(pl, &a->iq1, "iq1", VP_F32, Q, HH);
+    if (a->for_backward) {
+        take(pl, &a->cosf, "cosf", VP_F32, Q, c->iqn_cos);
+        take(pl, &a->mix, "mix", VP_F32, Q, H);
+        take(pl, &a->iq1, "iq1", VP_F32, Q, HH);
+    } else {
+        // forward only: the mix overwrites phi, the hidden layer reuses the cosines' memory
+        vp_tensor both;
+        take(pl, &both, "cosf_iq1", VP_F32, Q, c->iqn_cos > HH ? c->iqn_cos : HH);
+        a->cosf = vp_tensor_2d(both.data, VP_F32, both.mem, Q, c->iqn_cos);
+        a->iq1 = vp_tensor_2d(both.data, VP_F32, both.mem, Q, HH);
+        a->mix = a->phi;
+    }
     take(pl, &a->zq, "zq", VP_F32, Q, A);
     // backward scratch
     take(pl, &a->d_logit, "d_logit", VP_F32, B * A * BW, Z);
@@ -91,7 +100,7 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->d_h, "d_h", VP_F32, B * BW, H);
     take(pl, &a->d_iq1, "d_iq1", VP_F32, Q * BW, HH);
     take(pl, &a->d_mix, "d_mix", VP_F32, Q * BW, H);
-    take(pl, &a->d_phi, "d_phi", VP_F32, Q * BW, H);
+    a->d_phi = a->d_mix; // the mix backward writes d phi over d mix, element by element
     take(pl, &a->d_yn, "d_yn", VP_F32, BM * BW, H);
     take(pl, &a->d_g, "d_g", VP_F32, BM * BW, H);
     take(pl, &a->d_y, "d_y", VP_F32, BM * BW, H);

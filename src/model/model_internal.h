@@ -127,7 +127,7 @@ struct vp_model_acts {
     vp_tensor d_h;             /* [B, H] gradient of h (= of e) */
     vp_tensor d_iq1;           /* [Q, HH] */
     vp_tensor d_mix;           /* [Q, H] */
-    vp_tensor d_phi;           /* [Q, H] */
+    vp_tensor d_phi;           /* [Q, H] (same memory as d_mix) */
     vp_tensor d_yn, d_g, d_y, d_z, d_last; /* [B, H] */
     vp_tensor d_xb;            /* [R, H + N] */
     vp_tensor d_c;             /* [B, N] */

@@ -1,5 +1,8 @@
 /* The model kernel tables and their choice by backend kind. */
 #include "model/cpu_mops.h"
+#ifdef VP_HAVE_CUDA
+#include "model/cuda_mops.h"
+#endif
 
 const vp_mops vp_mops_cpu = {
     .window_index = vp_cpu_window_index,
@@ -17,23 +20,17 @@ const vp_mops vp_mops_cpu = {
     .iqn_mix_backward = vp_cpu_iqn_mix_backward,
 };
 
-#if defined(VP_HAVE_CUDA) && defined(VP_HAVE_CUDA_MOPS)
-extern const vp_mops vp_mops_cuda;
-#endif
-
 vp_status vp_mops_get(const vp_backend* be, const vp_mops** out) {
     VP_REQUIRE(be != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_mops_get: backend or out is NULL");
     *out = NULL;
     switch (vp_backend_get_kind(be)) {
     case VP_BACKEND_CPU: *out = &vp_mops_cpu; return VP_OK;
     case VP_BACKEND_CUDA:
-#if defined(VP_HAVE_CUDA) && defined(VP_HAVE_CUDA_MOPS)
+#ifdef VP_HAVE_CUDA
         *out = &vp_mops_cuda;
         return VP_OK;
 #else
-        VP_FAIL(VP_ERR_UNSUPPORTED,
-                "the model's own kernels (conv, scan, dueling, IQN) have no CUDA implementation in this "
-                "build yet (src/model/cuda_*.cu); run the model on the CPU backend");
+        VP_FAIL(VP_ERR_UNSUPPORTED, "this build has no CUDA model kernels (nvcc was not found at build time)");
 #endif
     default: VP_FAIL(VP_ERR_INVALID_ARG, "vp_mops_get: backend %s has unknown kind %d", vp_backend_name(be),
                      (int)vp_backend_get_kind(be));

@@ -92,12 +92,13 @@ typedef struct vp_mops {
     /* out[r, i] = cos(tau[r] * float(pi * i)), i = 0..NC-1; tau [rows], out [rows, NC]. */
     vp_status (*iqn_cos)(vp_backend* be, int64_t rows, int NC, const float* tau, float* out);
 
-    /* out[b*T + j, :] = h[b, :] * phi[b*T + j, :]; h [B, H], phi/out [B*T, H]. */
+    /* out[b*T + j, :] = h[b, :] * phi[b*T + j, :]; h [B, H], phi/out [B*T, H] (out may
+     * alias phi). */
     vp_status (*iqn_mix_forward)(vp_backend* be, int64_t B, int T, int H, const float* h,
                                  const float* phi, float* out);
 
     /* Its backward: d_h[b, :] += sum_j d_out[b*T+j, :] phi[b*T+j, :] (accumulated);
-     * d_phi = d_out * h (written). */
+     * d_phi = d_out * h (written; may alias d_out). */
     vp_status (*iqn_mix_backward)(vp_backend* be, int64_t B, int T, int H, const float* h,
                                   const float* phi, const float* d_out, float* d_h,
                                   float* d_phi);

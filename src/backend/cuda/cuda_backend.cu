@@ -224,6 +224,11 @@ static vp_status cuda_setup(vp_backend* b, int device) {
     return VP_OK;
 }
 
+extern "C" void* vp_cuda_backend_stream(vp_backend* b) {
+    if (!b || b->kind != VP_BACKEND_CUDA || !b->impl) return NULL;
+    return (void*)vp_cuda_of(b)->stream;
+}
+
 extern "C" vp_status vp_cuda_backend_create(vp_backend** out, int device) {
     VP_REQUIRE(out != NULL, VP_ERR_INVALID_ARG, "vp_cuda_backend_create: out is NULL");
     *out = NULL;

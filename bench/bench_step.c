@@ -1,0 +1,216 @@
+/* `vulpes bench step`: milliseconds per learner step (tau draws, online and target
+ * forwards, both losses, backward, clip, AdamW, Polyak, statistics) for the default
+ * model at B = 8192 (--quick: B = 1024 on CUDA, 64 on the CPU), on a synthetic batch.
+ * The step is validated first (finite loss and gradient norm, no NaN flag), warmed up,
+ * then timed as `iters` steps captured in one graph, launched between two syncs (host
+ * clock), median of 5 launches. Each phase is then timed alone the same way, eagerly.
+ * Achieved TFLOP/s are the GEMM FLOPs of the step (vp_model_flops) over the time.
+ * Prints a table and JSON lines. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "vulpes/learner.h"
+
+#define STEP_REPS 5  /* timed launches (median) */
+#define FEATURE_ROWS 4096
+
+typedef struct step_ctx {
+    vp_learner* l;
+    vp_batch* bt;
+    vp_tensor* prio;
+    int iters;
+    int phase; /* -1: whole steps (tau draws included); else one phase */
+} step_ctx;
+
+/* `iters` steps (or one phase `iters` times). */
+static vp_status step_body(vp_backend* b, void* ctx) {
+    step_ctx* c = (step_ctx*)ctx;
+    for (int i = 0; i < c->iters; ++i) {
+        if (c->phase < 0) {
+            VP_TRY(vp_learner_draw_taus(c->l, c->bt));
+            VP_TRY(vp_learner_step(c->l, c->bt, c->prio));
+        } else {
+            VP_TRY(vp_learner_run_phase(c->l, (vp_learner_phase)c->phase, c->bt, c->prio));
+        }
+    }
+    return VP_OK;
+}
+
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
+}
+
+/* Median milliseconds per iteration of the body: as a graph when `graph`, else eagerly. */
+static vp_status time_body(vp_backend* b, step_ctx* c, int graph, double* ms) {
+    vp_graph* g = NULL;
+    if (graph) VP_TRY(vp_graph_capture(b, step_body, c, &g));
+    double per[STEP_REPS];
+    vp_status s = VP_OK;
+    for (int r = 0; r <= STEP_REPS && s == VP_OK; ++r) {
+        double t0 = vp_bench_now();
+        s = graph ? vp_graph_launch(b, g) : step_body(b, c);
+        if (s == VP_OK) s = vp_backend_sync(b);
+        if (r > 0) per[r - 1] = (vp_bench_now() - t0) * 1e3 / c->iters; /* launch 0 warms up */
+    }
+    vp_graph_free(g);
+    VP_TRY(s);
+    qsort(per, STEP_REPS, sizeof per[0], cmp_double);
+    *ms = per[STEP_REPS / 2];
+    return VP_OK;
+}
+
+/* Host buffers -> the batch: random features, bars, actions, rewards, weights. */
+static vp_status fill_batch(vp_backend* b, vp_learner* l, vp_batch* bt, vp_buffer* fbuf) {
+    const vp_learner_cfg* c = &l->cfg;
+    const int64_t B = c->batch, F = c->model.n_features, P = c->model.n_portfolio, nb = c->model.n_branches;
+    const vp_mem mem = vp_backend_native_mem(b);
+    const size_t fl = (size_t)(FEATURE_ROWS * F + 2 * B * P + 3 * B), in = (size_t)(2 * B + B * nb);
+    float* hf = (float*)malloc(fl * sizeof(float));
+    int32_t* hi = (int32_t*)malloc(in * sizeof(int32_t));
+    vp_status s = (hf && hi) ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "bench step: out of host memory");
+    if (s == VP_OK) s = vp_buffer_alloc(b, mem, sizeof(float) * (size_t)(FEATURE_ROWS * F), fbuf);
+    if (s == VP_OK) {
+        // Floats: features N(0, 1), portfolios U(-1, 1), rewards, discounts (every 16th terminal), weights.
+        float *feat = hf, *port = feat + FEATURE_ROWS * F, *nport = port + B * P, *rew = nport + B * P;
+        float *disc = rew + B, *w = disc + B;
+        for (int64_t i = 0; i < FEATURE_ROWS * F; ++i) feat[i] = vp_rng_normal(77, 1, (uint64_t)i);
+        for (int64_t i = 0; i < 2 * B * P; ++i) port[i] = 2.0f * vp_rng_uniform(77, 2, (uint64_t)i) - 1.0f;
+        for (int64_t i = 0; i < B; ++i) {
+            rew[i] = 4.0f * vp_rng_uniform(77, 3, (uint64_t)i) - 2.0f;
+            disc[i] = i % 16 == 5 ? 0.0f : 0.970299f;
+            w[i] = 0.4f + 0.6f * vp_rng_uniform(77, 4, (uint64_t)i);
+        }
+        // Integers: bars past the first window, bars 3 later, one choice per branch.
+        int32_t *bar = hi, *nbar = bar + B, *act = nbar + B;
+        for (int64_t i = 0; i < B; ++i) {
+            bar[i] = (int32_t)(vp_rng_uniform(77, 5, (uint64_t)i) * (FEATURE_ROWS - 4));
+            nbar[i] = bar[i] + 3;
+            for (int64_t br = 0; br < nb; ++br)
+                act[i * nb + br] = (int32_t)(vp_rng_uniform(77, 6, (uint64_t)(i * nb + br)) * c->model.branch_sizes[br]);
+        }
+        bt->features = vp_tensor_2d(fbuf->dev, VP_F32, mem, FEATURE_ROWS, F);
+        s = vp_upload(b, &bt->features, feat, sizeof(float) * (size_t)(FEATURE_ROWS * F));
+        if (s == VP_OK) s = vp_upload(b, &bt->portfolio, port, sizeof(float) * (size_t)(B * P));
+        if (s == VP_OK) s = vp_upload(b, &bt->next_portfolio, nport, sizeof(float) * (size_t)(B * P));
+        if (s == VP_OK) s = vp_upload(b, &bt->reward, rew, sizeof(float) * (size_t)B);
+        if (s == VP_OK) s = vp_upload(b, &bt->discount, disc, sizeof(float) * (size_t)B);
+        if (s == VP_OK) s = vp_upload(b, &bt->is_weight, w, sizeof(float) * (size_t)B);
+        if (s == VP_OK) s = vp_upload(b, &bt->bar_idx, bar, sizeof(int32_t) * (size_t)B);
+        if (s == VP_OK) s = vp_upload(b, &bt->next_bar_idx, nbar, sizeof(int32_t) * (size_t)B);
+        if (s == VP_OK) s = vp_upload(b, &bt->actions, act, sizeof(int32_t) * (size_t)(B * nb));
+    }
+    free(hf);
+    free(hi);
+    return s;
+}
+
+/* Runs one step and checks the statistics the host reads from mapped memory. */
+static vp_status validate(vp_backend* b, step_ctx* c) {
+    c->phase = -1;
+    int iters = c->iters;
+    c->iters = 1;
+    vp_status s = step_body(b, c);
+    c->iters = iters;
+    VP_TRY(s);
+    VP_TRY(vp_backend_sync(b));
+    const float* st = c->l->stats_host;
+    VP_REQUIRE(isfinite(st[VP_STAT_LOSS]) && st[VP_STAT_LOSS] > 0.0f && isfinite(st[VP_STAT_GRAD_NORM]) &&
+                   st[VP_STAT_GRAD_NORM] > 0.0f && st[VP_STAT_NAN] == 0.0f,
+               VP_ERR_NUMERIC, "bench step: validation failed: loss %g, grad norm %g, NaN flag %g",
+               (double)st[VP_STAT_LOSS], (double)st[VP_STAT_GRAD_NORM], (double)st[VP_STAT_NAN]);
+    return VP_OK;
+}
+
+int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
+    const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
+    vp_learner_cfg cfg = vp_learner_cfg_default();
+    if (o->quick) cfg.batch = cuda ? 1024 : 64;
+    const int iters = o->iters > 0 ? o->iters : (cuda ? 10 : 1);
+    const vp_model_cfg* mc = &cfg.model;
+    // GEMM FLOPs: online forward + backward at s_t, online and target forwards at s_{t+n}.
+    const double f_online = vp_model_flops(mc, cfg.batch, cfg.n_taus, 0);
+    const double f_bwd = vp_model_flops(mc, cfg.batch, cfg.n_taus, 1) - f_online;
+    const double f_fwd = f_online + vp_model_flops(mc, cfg.batch, 0, 0) + vp_model_flops(mc, cfg.batch, cfg.n_target_taus, 0);
+    const double phase_flops[VP_PHASE_COUNT] = {f_fwd, 0.0, f_bwd, 0.0};
+
+    vp_learner l;
+    vp_batch bt;
+    vp_buffer fbuf, pbuf;
+    memset(&fbuf, 0, sizeof fbuf);
+    memset(&pbuf, 0, sizeof pbuf);
+    vp_status s = vp_learner_init(&l, b, &cfg);
+    if (s != VP_OK) {
+        fprintf(stderr, "vulpes bench step: %s\n", vp_last_error());
+        return 1;
+    }
+    s = vp_learner_batch_init(&l, &bt);
+    if (s == VP_OK) s = fill_batch(b, &l, &bt, &fbuf);
+    if (s == VP_OK) s = vp_buffer_alloc(b, vp_backend_native_mem(b), sizeof(float) * (size_t)cfg.batch, &pbuf);
+    vp_tensor prio = vp_tensor_1d(pbuf.dev, VP_F32, vp_backend_native_mem(b), cfg.batch);
+    step_ctx c = {&l, &bt, &prio, iters, -1};
+    // Validate, then time whole steps as a graph (eagerly if capture fails), then phases.
+    if (s == VP_OK) s = validate(b, &c);
+    double step_ms = 0.0, phase_ms[VP_PHASE_COUNT] = {0};
+    int graph = 1;
+    if (s == VP_OK) {
+        s = time_body(b, &c, 1, &step_ms);
+        if (s != VP_OK) {
+            fprintf(stderr, "vulpes bench step: graph capture failed (%s); timing eager steps\n", vp_last_error());
+            vp_clear_error();
+            graph = 0;
+            s = time_body(b, &c, 0, &step_ms);
+        }
+    }
+    for (int p = 0; p < VP_PHASE_COUNT && s == VP_OK; ++p) {
+        c.phase = p;
+        s = time_body(b, &c, 0, &phase_ms[p]);
+    }
+    if (s == VP_OK && !(isfinite(l.stats_host[VP_STAT_LOSS]) && l.stats_host[VP_STAT_NAN_STEPS] == 0.0f))
+        s = vp_set_error(VP_ERR_NUMERIC, VP_WHERE, "bench step: the loss turned non-finite while timing");
+    if (s != VP_OK) {
+        fprintf(stderr, "vulpes bench step: %s\n", vp_last_error());
+        vp_buffer_free(b, &fbuf);
+        vp_buffer_free(b, &pbuf);
+        vp_learner_free(&l);
+        return 1;
+    }
+    // Table, then JSON lines.
+    const double total_flops = f_fwd + f_bwd;
+    double sum = 0.0;
+    for (int p = 0; p < VP_PHASE_COUNT; ++p) sum += phase_ms[p];
+    printf("vulpes bench step on %s: default model (H %d, K %d, Z %d, %d+%d taus), B = %lld, %.1f GFLOP per step\n",
+           vp_backend_name(b), mc->hidden, mc->window, mc->n_atoms, cfg.n_taus, cfg.n_target_taus,
+           (long long)cfg.batch, total_flops * 1e-9);
+    printf("%-22s %10s %8s %10s %9s\n", "phase", "ms", "share", "GFLOP", "TFLOP/s");
+    for (int p = 0; p < VP_PHASE_COUNT; ++p)
+        printf("%-22s %10.3f %7.1f%% %10.1f %9.2f\n", vp_learner_phase_name((vp_learner_phase)p), phase_ms[p],
+               100.0 * phase_ms[p] / sum, phase_flops[p] * 1e-9, phase_flops[p] / (phase_ms[p] * 1e-3) / 1e12);
+    printf("%-22s %10.3f %8s %10.1f %9.2f\n", "sum of phases (eager)", sum, "", total_flops * 1e-9,
+           total_flops / (sum * 1e-3) / 1e12);
+    printf("%-22s %10.3f %8s %10.1f %9.2f\n", graph ? "step (graph)" : "step (eager)", step_ms, "", total_flops * 1e-9,
+           total_flops / (step_ms * 1e-3) / 1e12);
+    printf("last step: loss %.4f, grad norm %.4f, mean Q %.4f\n", (double)l.stats_host[VP_STAT_LOSS],
+           (double)l.stats_host[VP_STAT_GRAD_NORM], (double)l.stats_host[VP_STAT_Q_MEAN]);
+    FILE* js = vp_bench_json_open(o);
+    const char* dev = vp_backend_name(b);
+    for (int p = 0; p < VP_PHASE_COUNT; ++p)
+        fprintf(js,
+                "{\"bench\":\"step\",\"backend\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"phase\":\"%s\","
+                "\"ms\":%.5f,\"gflop\":%.3f,\"tflops\":%.3f,\"iters\":%d}\n",
+                cuda ? "cuda" : "cpu", dev, (long long)cfg.batch, vp_learner_phase_name((vp_learner_phase)p),
+                phase_ms[p], phase_flops[p] * 1e-9, phase_flops[p] / (phase_ms[p] * 1e-3) / 1e12, iters);
+    fprintf(js,
+            "{\"bench\":\"step\",\"backend\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"phase\":\"step\",\"graph\":%d,"
+            "\"ms\":%.5f,\"ms_phase_sum\":%.5f,\"gflop\":%.3f,\"tflops\":%.3f,\"iters\":%d,\"hidden\":%d,"
+            "\"n_taus\":%d,\"n_atoms\":%d}\n",
+            cuda ? "cuda" : "cpu", dev, (long long)cfg.batch, graph, step_ms, sum, total_flops * 1e-9,
+            total_flops / (step_ms * 1e-3) / 1e12, iters, mc->hidden, cfg.n_taus, mc->n_atoms);
+    vp_bench_json_close(js);
+    vp_buffer_free(b, &fbuf);
+    vp_buffer_free(b, &pbuf);
+    vp_learner_free(&l);
+    return 0;
+}

@@ -1,0 +1,203 @@
+/* vulpes: performance metrics of a return series, trade statistics, baselines and the
+ * annualisation factor (SPEC section 7). Definitions and conventions: docs/metrics.md.
+ *
+ * - Return metrics follow empyrical exactly (risk-free rate 0): per-bar simple returns in,
+ *   NaN returns skipped the way empyrical skips them (0 in compounding, left out of means
+ *   and deviations, still counted in the length that sets the number of years).
+ * - Values are doubles. A ratio whose denominator is 0 is +inf or -inf when its numerator
+ *   is not 0 (a constant positive return series has an infinite Sharpe) and NaN, meaning
+ *   "undefined", when both are 0 or the inputs are too few. JSON writes +inf as the string
+ *   "inf", -inf as "-inf" and NaN as null; text and HTML write "inf", "-inf" and "-".
+ * - The annualisation factor is measured from the bar times (bars per calendar year over
+ *   the span) or given, and every output states it.
+ *
+ * These functions allocate nothing except vp_annual_measure (one sorted copy of the
+ * spacings) and vp_metrics_to_json (the cJSON tree it returns). */
+#ifndef VULPES_METRICS_H
+#define VULPES_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vulpes/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cJSON;
+
+/* ---- annualisation ------------------------------------------------------------------------ */
+
+/* Where a periods-per-year factor came from. */
+typedef enum vp_annual_method {
+    VP_ANNUAL_MEASURED = 0, /* bars per calendar year over the span of the bar times */
+    VP_ANNUAL_GIVEN,        /* set by the caller (a config value) */
+    VP_ANNUAL_METHOD_COUNT
+} vp_annual_method;
+
+/* The factor that annualises per-bar figures, and how it was found. */
+typedef struct vp_annual {
+    double periods_per_year;  /* bars per year (> 0) */
+    vp_annual_method method;  /* measured or given */
+    int64_t n_bars;           /* bars measured (0 when given) */
+    double span_days;         /* last - first time + median spacing, days (0 when given) */
+    double median_interval_s; /* median spacing of consecutive bar times, seconds (0 when given) */
+} vp_annual;
+
+/* Measures the factor from bar times: periods_per_year = n x 365.25 days / (t[n-1] - t[0] +
+ * median spacing). Needs n >= 2 strictly increasing times. Measure it over the whole data
+ * file, not a short test span: weekends and holidays must be in the span to be counted. */
+vp_status vp_annual_measure(const int64_t* times_ms /* [n] Unix ms */, int64_t n, vp_annual* out);
+
+/* A given factor (> 0, finite), e.g. 252 for daily equities. */
+vp_status vp_annual_given(double periods_per_year, vp_annual* out);
+
+/* One line saying the factor and its source ("6280.89 periods/year (measured: ...)") into buf[n]. */
+const char* vp_annual_describe(const vp_annual* a, char* buf, size_t n);
+
+/* ---- return metrics ----------------------------------------------------------------------- */
+
+/* How much of a return series the metrics could use. */
+typedef enum vp_perf_status {
+    VP_PERF_OK = 0,   /* at least two valid returns: every metric is computed */
+    VP_PERF_SHORT,    /* one valid return: volatility, Sharpe and Sortino are NaN */
+    VP_PERF_ALL_NAN,  /* returns given, none valid: every metric is NaN */
+    VP_PERF_EMPTY,    /* no returns: every metric is NaN */
+    VP_PERF_STATUS_COUNT
+} vp_perf_status;
+
+/* empyrical's metrics of one per-bar return series (fractions: 0.1 is 10 %). */
+typedef struct vp_perf {
+    vp_perf_status status;     /* see vp_perf_status */
+    int64_t n_returns;         /* returns given, NaN included */
+    int64_t n_valid;           /* returns that are not NaN */
+    double periods_per_year;   /* the annualisation factor used */
+    double total_return;       /* prod(1 + r) - 1 */
+    double annual_return;      /* (1 + total)^(ppy / n_returns) - 1 (CAGR) */
+    double annual_volatility;  /* std(r, ddof 1) x sqrt(ppy) */
+    double sharpe;             /* mean(r) / std(r, ddof 1) x sqrt(ppy) */
+    double sortino;            /* mean(r) x ppy / downside_risk */
+    double downside_risk;      /* sqrt(mean(min(r, 0)^2)) x sqrt(ppy) */
+    double max_drawdown;       /* min over t of equity / running peak - 1 (<= 0), from 1 before r[0] */
+    double calmar;             /* annual_return / |max_drawdown| */
+} vp_perf;
+
+/* Computes the metrics of returns[n] (NaN allowed, +-inf refused) annualised by ppy (> 0). */
+vp_status vp_perf_compute(const double* returns /* [n] */, int64_t n, double periods_per_year, vp_perf* out);
+
+/* Short name of a series status ("ok", "short", "all_nan", "empty"); never NULL. */
+const char* vp_perf_status_name(vp_perf_status s);
+
+/* ---- trade statistics --------------------------------------------------------------------- */
+
+/* One closed trade. */
+typedef struct vp_trade {
+    double pnl;        /* net profit of the round trip after its costs, currency */
+    double costs;      /* commission and slippage paid on it, currency (>= 0) */
+    int64_t bars_held; /* bars the position was open (>= 0) */
+} vp_trade;
+
+/* Statistics of closed trades and of the per-bar position. */
+typedef struct vp_trade_stats {
+    int64_t n_trades;          /* closed trades */
+    int64_t n_wins;            /* trades with pnl > 0 */
+    int64_t n_losses;          /* trades with pnl < 0 (pnl == 0 is neither) */
+    double hit_rate;           /* n_wins / n_trades (NaN without trades) */
+    double profit_factor;      /* gross_profit / gross_loss (+inf with no loss, NaN when both 0) */
+    double gross_profit;       /* sum of pnl > 0, currency */
+    double gross_loss;         /* -(sum of pnl < 0), currency (>= 0) */
+    double net_pnl;            /* sum of pnl, currency */
+    double costs;              /* sum of costs, currency */
+    double avg_trade_pnl;      /* net_pnl / n_trades, currency (NaN without trades) */
+    double avg_holding_bars;   /* mean bars_held (NaN without trades) */
+    int64_t n_bars;            /* bars of the position series */
+    double exposure;           /* fraction of bars with position != 0 (NaN without bars) */
+    double turnover;           /* sum |position[t] - position[t-1]| / max_position, position[-1] = 0 */
+    double turnover_per_year;  /* turnover x ppy / n_bars (NaN without bars) */
+} vp_trade_stats;
+
+/* Computes trade statistics from trades[n_trades] (may be NULL when 0) and the position
+ * held at each bar's close, positions[n_bars] (may be NULL when 0), in contracts;
+ * max_position (> 0) is the contract count that turnover is measured in. */
+vp_status vp_trade_stats_compute(const vp_trade* trades /* [n_trades] */, int64_t n_trades,
+                                 const double* positions /* [n_bars] */, int64_t n_bars, double max_position,
+                                 double periods_per_year, vp_trade_stats* out);
+
+/* ---- equity series and baselines ------------------------------------------------------------ */
+
+/* Cost parameters of the buy-and-hold baseline, in the environment's units. */
+typedef struct vp_baseline_costs {
+    double contracts;      /* contracts held long (the instrument's max_position, > 0) */
+    double multiplier;     /* currency per price unit per contract (> 0) */
+    double commission;     /* currency per contract per fill (>= 0) */
+    double slippage;       /* price units against the trader per fill: slippage_ticks x tick_size (>= 0) */
+    double initial_equity; /* currency (> 0) */
+} vp_baseline_costs;
+
+/* Buy-and-hold equity at each bar's close, with the environment's timing and costs:
+ * equity[0] = initial; buys `contracts` at open[1] + slippage paying commission; marks at
+ * each close; sells at open[n-1] - slippage paying commission (the last bar ends flat).
+ * With n <= 2 there is no bar to hold and the equity stays flat. */
+vp_status vp_baseline_buy_hold(const double* open /* [n] */, const double* close /* [n] */, int64_t n,
+                               const vp_baseline_costs* c, double* equity /* [n] */);
+
+/* Flat baseline: equity[t] = initial_equity (no position, no costs). */
+vp_status vp_baseline_flat(int64_t n, double initial_equity, double* equity /* [n] */);
+
+/* Simple returns of an equity curve: returns[t-1] = equity[t] / equity[t-1] - 1, t = 1..n-1;
+ * every equity value but the last must be positive and all finite. */
+vp_status vp_returns_from_equity(const double* equity /* [n] */, int64_t n, double* returns /* [n-1] */);
+
+/* Drawdown of an equity curve: drawdown[t] = equity[t] / max(equity[0..t]) - 1 (<= 0);
+ * equity must be finite and equity[0] positive. */
+vp_status vp_drawdown_series(const double* equity /* [n] */, int64_t n, double* drawdown /* [n] */);
+
+/* ---- the summary: strategy, baselines, trades ------------------------------------------------- */
+
+/* Everything summary.json, the text table and report.html show about one run or span. */
+typedef struct vp_metrics_summary {
+    vp_annual annual;      /* the annualisation factor and its source */
+    vp_perf strategy;      /* the agent's returns */
+    vp_perf buy_hold;      /* buy-and-hold on the same span and costs */
+    vp_perf flat;          /* flat on the same span */
+    vp_trade_stats trades; /* the agent's trades and positions */
+} vp_metrics_summary;
+
+/* Units a metric is shown in. */
+typedef enum vp_metric_unit {
+    VP_METRIC_UNIT_FRAC = 0, /* a fraction: JSON as is, people as a percentage */
+    VP_METRIC_UNIT_RATIO,    /* a plain ratio (Sharpe) */
+    VP_METRIC_UNIT_INT,      /* an integer count */
+    VP_METRIC_UNIT_CCY,      /* account currency */
+    VP_METRIC_UNIT_BARS,     /* bars */
+    VP_METRIC_UNIT_TIMES,    /* multiples (turnover in max_position units) */
+    VP_METRIC_UNIT_COUNT
+} vp_metric_unit;
+
+/* A value for people: "12.34 %", "1.724", "inf", "-inf", "-" (NaN, undefined), into buf[n]. */
+const char* vp_metric_format(double v, vp_metric_unit unit, char* buf, size_t n);
+
+/* A new JSON object for summary.json: {"annualisation", "strategy", "buy_and_hold", "flat",
+ * "trades"}, units in every key's name ("sharpe_ratio", "max_drawdown_frac", "net_pnl_ccy").
+ * The caller owns *out (cJSON_Delete). */
+vp_status vp_metrics_to_json(const vp_metrics_summary* s, struct cJSON** out);
+
+/* Adds one series' metrics (status, counts, periods_per_year and every value) to obj. */
+vp_status vp_perf_to_json(const vp_perf* p, struct cJSON* obj);
+
+/* Adds the trade statistics to obj. */
+vp_status vp_trade_stats_to_json(const vp_trade_stats* t, struct cJSON* obj);
+
+/* Adds a metric value to obj: a number, "inf", "-inf", or null for NaN. */
+vp_status vp_metric_json_add(struct cJSON* obj, const char* key, double v);
+
+/* Prints the annualisation line, the metrics table (strategy | buy & hold | flat) and the
+ * trade statistics as plain text to out. */
+vp_status vp_metrics_print(const vp_metrics_summary* s, FILE* out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_METRICS_H */

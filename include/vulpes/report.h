@@ -1,0 +1,70 @@
+/* vulpes: report.html, one self-contained page per run or walk-forward (SPEC section 7).
+ *
+ * The page has inline CSS and inline SVG only: no script, no font, no image and no link
+ * that reaches the network (a Content-Security-Policy meta tag forbids them). It shows the
+ * equity curve against buy-and-hold, the drawdown curve, the metrics table (strategy |
+ * buy & hold | flat) with the annualisation factor, the trade statistics, a per-fold table
+ * when folds are given, and the config as preformatted text.
+ *
+ * Long series are decimated for the SVG with M4 per pixel column: the bars that fall in one
+ * column of the plot keep their first, lowest, highest and last point, in time order, so
+ * the drawn line is the one the full series would draw at that width and a one-bar spike
+ * stays visible. Layout and conventions: docs/metrics.md. */
+#ifndef VULPES_REPORT_H
+#define VULPES_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vulpes/metrics.h"
+#include "vulpes/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Colours of the curves (the browser test looks for them in the rendered page). */
+#define VP_REPORT_COLOR_STRATEGY "#1f5fbf"  /* strategy equity line */
+#define VP_REPORT_COLOR_BENCHMARK "#e8890c" /* buy-and-hold equity line */
+#define VP_REPORT_COLOR_DRAWDOWN "#c0392b"  /* drawdown line */
+#define VP_REPORT_COLOR_DD_FILL "#f2b8b2"   /* area under the drawdown line (opaque) */
+
+/* Plot width in pixels of each chart; M4 keeps at most 4 points per pixel column. */
+#define VP_REPORT_PLOT_WIDTH 860
+
+/* One walk-forward fold's row of the per-fold table. */
+typedef struct vp_report_fold {
+    int32_t index;          /* fold number */
+    int64_t train_start_ms; /* first training bar, Unix ms UTC */
+    int64_t test_start_ms;  /* first test bar, Unix ms UTC */
+    int64_t test_end_ms;    /* last test bar, Unix ms UTC */
+    double val_score;       /* validation score the checkpoint was selected on (NaN: none) */
+    vp_perf test;           /* the strategy on the test span */
+    vp_perf buy_hold;       /* buy-and-hold on the test span */
+    vp_trade_stats trades;  /* the strategy's trades on the test span */
+} vp_report_fold;
+
+/* What a report shows. Arrays are host memory the caller owns. */
+typedef struct vp_report {
+    const char* title;                 /* page heading ("backtest eurusd"); NULL: "vulpes report" */
+    int64_t n;                         /* points of the curves (>= 1) */
+    const int64_t* times_ms;           /* [n] bar times, Unix ms UTC, strictly increasing */
+    const double* equity;              /* [n] strategy equity, currency, finite */
+    const double* benchmark;           /* [n] buy-and-hold equity, or NULL for none */
+    const double* drawdown;            /* [n] strategy drawdown fraction (<= 0), or NULL: computed from equity */
+    const vp_metrics_summary* metrics; /* metrics table and trade statistics, or NULL for none */
+    const vp_report_fold* folds;       /* [n_folds] walk-forward folds, or NULL */
+    int64_t n_folds;                   /* rows of the per-fold table (0: no table) */
+    const char* config_text;           /* the resolved config, shown as is (escaped), or NULL */
+} vp_report;
+
+/* Writes the page to `path` atomically (PATH.tmp, then renamed over PATH). */
+vp_status vp_report_write(const char* path, const vp_report* r);
+
+/* Writes the page to an open stream (no atomicity; vp_report_write uses it). */
+vp_status vp_report_write_stream(FILE* out, const vp_report* r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_REPORT_H */

@@ -1,0 +1,104 @@
+/* Return metrics of one per-bar return series, with empyrical's definitions and NaN rules. */
+#include <math.h>
+#include <string.h>
+
+#include "eval/metrics_internal.h"
+#include "vulpes/metrics.h"
+
+double vp_metric_ratio(double num, double den) {
+    if (isnan(num) || isnan(den)) return NAN;
+    if (den != 0.0) return num / den;
+    if (num > 0.0) return INFINITY;
+    if (num < 0.0) return -INFINITY;
+    return NAN;
+}
+
+const char* vp_perf_status_name(vp_perf_status s) {
+    switch (s) {
+    case VP_PERF_OK: return "ok";
+    case VP_PERF_SHORT: return "short";
+    case VP_PERF_ALL_NAN: return "all_nan";
+    case VP_PERF_EMPTY: return "empty";
+    default: return "unknown";
+    }
+}
+
+/* Sets every metric to NaN (undefined). */
+static void perf_undefined(vp_perf* p) {
+    p->total_return = p->annual_return = p->annual_volatility = NAN;
+    p->sharpe = p->sortino = p->downside_risk = p->max_drawdown = p->calmar = NAN;
+}
+
+vp_status vp_perf_compute(const double* returns, int64_t n, double periods_per_year, vp_perf* out) {
+    VP_REQUIRE(out, VP_ERR_INVALID_ARG, "vp_perf_compute: out is NULL");
+    VP_REQUIRE(n >= 0 && (returns || n == 0), VP_ERR_INVALID_ARG,
+               "vp_perf_compute: returns is NULL or n = %lld is negative", (long long)n);
+    VP_REQUIRE(isfinite(periods_per_year) && periods_per_year > 0.0, VP_ERR_INVALID_ARG,
+               "vp_perf_compute: periods_per_year = %g must be positive and finite", periods_per_year);
+    memset(out, 0, sizeof *out);
+    out->n_returns = n;
+    out->periods_per_year = periods_per_year;
+    perf_undefined(out);
+
+    // count valid returns; infinities are an upstream error, NaN is skipped
+    int64_t n_valid = 0, first = -1;
+    for (int64_t i = 0; i < n; ++i) {
+        VP_REQUIRE(!isinf(returns[i]), VP_ERR_NUMERIC, "vp_perf_compute: returns[%lld] is %s", (long long)i,
+                   returns[i] > 0 ? "+inf" : "-inf");
+        if (isnan(returns[i])) continue;
+        if (first < 0) first = i;
+        n_valid++;
+    }
+    out->n_valid = n_valid;
+    if (n == 0) {
+        out->status = VP_PERF_EMPTY;
+        return VP_OK;
+    }
+    if (n_valid == 0) {
+        out->status = VP_PERF_ALL_NAN;
+        return VP_OK;
+    }
+    out->status = n_valid >= 2 ? VP_PERF_OK : VP_PERF_SHORT;
+
+    // compounded curve from 1 (NaN counts as 0): total return and max drawdown
+    double v = 1.0, peak = 1.0, mdd = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (isnan(returns[i])) continue;
+        v *= 1.0 + returns[i];
+        if (v > peak) peak = v;
+        double dd = (v - peak) / peak;
+        if (dd < mdd) mdd = dd;
+    }
+    out->total_return = v - 1.0;
+    out->max_drawdown = mdd;
+
+    // CAGR over n_returns / ppy years (NaN when the curve ends below zero)
+    out->annual_return = pow(v, periods_per_year / (double)n) - 1.0;
+    out->calmar = mdd < 0.0 ? out->annual_return / fabs(mdd) : vp_metric_ratio(out->annual_return, 0.0);
+
+    // mean and sample deviation, shifted by the first valid return so a constant series has
+    // a deviation of exactly 0
+    double r0 = returns[first], sum_d = 0.0, sum_down2 = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (isnan(returns[i])) continue;
+        sum_d += returns[i] - r0;
+        double down = returns[i] < 0.0 ? returns[i] : 0.0;
+        sum_down2 += down * down;
+    }
+    double mean_d = sum_d / (double)n_valid, mean = r0 + mean_d;
+    out->downside_risk = sqrt(sum_down2 / (double)n_valid) * sqrt(periods_per_year);
+    if (n_valid < 2) return VP_OK;
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (isnan(returns[i])) continue;
+        double e = (returns[i] - r0) - mean_d;
+        ss += e * e;
+    }
+    double std = sqrt(ss / (double)(n_valid - 1));
+
+    // annualised dispersion and the two risk-adjusted ratios
+    out->annual_volatility = std * sqrt(periods_per_year);
+    out->sharpe = vp_metric_ratio(mean, std) * sqrt(periods_per_year);
+    out->sortino = vp_metric_ratio(mean * periods_per_year, out->downside_risk);
+    return VP_OK;
+}

@@ -1,0 +1,203 @@
+/* report.html: the page around the charts (head with the style and the no-network policy,
+ * metrics and trade tables, per-fold table, config), written atomically. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval/metrics_internal.h"
+#include "eval/report_internal.h"
+#include "vulpes/report.h"
+#include "vulpes/run.h"
+#include "vulpes/vulpes.h"
+
+/* The style sheet: system fonts only, nothing fetched. */
+static const char* const CSS =
+    "body{font-family:'DejaVu Sans',Arial,Helvetica,sans-serif;margin:24px;color:#1d1d1d;background:#ffffff}"
+    "h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #d0d0d0}"
+    ".meta{color:#444;font-size:13px;margin:2px 0}"
+    "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #c8c8c8;padding:3px 10px}"
+    "th{background:#eef1f6;text-align:left}td{text-align:right;font-variant-numeric:tabular-nums}"
+    "td.l{text-align:left}pre{background:#f6f6f6;border:1px solid #d8d8d8;padding:10px;font-size:12px;"
+    "overflow-x:auto}svg{display:block;margin:4px 0}svg .ax{font-size:11px;fill:#333}"
+    "svg .lg{font-size:12px;fill:#1d1d1d}.note{color:#555;font-size:12px}";
+
+void vp_html_escape_write(FILE* out, const char* s) {
+    for (; s && *s; ++s) {
+        switch (*s) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
+
+/* Checks the curves: times strictly increasing, every value finite. */
+static vp_status check_input(const vp_report* r) {
+    VP_REQUIRE(r->n >= 1 && r->times_ms && r->equity, VP_ERR_INVALID_ARG,
+               "report: n = %lld, times_ms and equity are required (n >= 1)", (long long)r->n);
+    VP_REQUIRE(r->n_folds >= 0 && (r->folds || r->n_folds == 0), VP_ERR_INVALID_ARG,
+               "report: n_folds = %lld but folds is NULL", (long long)r->n_folds);
+    for (int64_t i = 0; i < r->n; ++i) {
+        VP_REQUIRE(i == 0 || r->times_ms[i] > r->times_ms[i - 1], VP_ERR_INVALID_ARG,
+                   "report: times_ms not strictly increasing at %lld", (long long)i);
+        VP_REQUIRE(isfinite(r->equity[i]), VP_ERR_NUMERIC, "report: equity[%lld] = %g", (long long)i, r->equity[i]);
+        VP_REQUIRE(!r->benchmark || isfinite(r->benchmark[i]), VP_ERR_NUMERIC, "report: benchmark[%lld] = %g",
+                   (long long)i, r->benchmark[i]);
+        VP_REQUIRE(!r->drawdown || isfinite(r->drawdown[i]), VP_ERR_NUMERIC, "report: drawdown[%lld] = %g",
+                   (long long)i, r->drawdown[i]);
+    }
+    return VP_OK;
+}
+
+/* A table cell holding a formatted metric value. */
+static void value_cell(FILE* out, double v, vp_metric_unit unit) {
+    char buf[64];
+    fputs("<td>", out);
+    vp_html_escape_write(out, vp_metric_format(v, unit, buf, sizeof buf));
+    fputs("</td>", out);
+}
+
+/* The metrics table (strategy | buy & hold | flat) and the trade statistics table. */
+static void write_metric_tables(FILE* out, const vp_metrics_summary* m) {
+    const vp_perf* series[3] = {&m->strategy, &m->buy_hold, &m->flat};
+    fputs("<h2>Metrics</h2>\n<table class=\"metrics\">\n"
+          "<tr><th>metric</th><th>strategy</th><th>buy &amp; hold</th><th>flat</th></tr>\n",
+          out);
+    for (int i = 0; i < vp_perf_n_fields; ++i) {
+        const vp_metric_field* f = &vp_perf_fields[i];
+        fprintf(out, "<tr data-key=\"%s\"><td class=\"l\">", f->key);
+        vp_html_escape_write(out, f->label);
+        fputs("</td>", out);
+        for (int s = 0; s < 3; ++s) value_cell(out, vp_metric_field_get(f, series[s]), f->unit);
+        fputs("</tr>\n", out);
+    }
+    fputs("<tr data-key=\"n_returns\"><td class=\"l\">returns (valid / given)</td>", out);
+    for (int s = 0; s < 3; ++s)
+        fprintf(out, "<td>%lld / %lld</td>", (long long)series[s]->n_valid, (long long)series[s]->n_returns);
+    fputs("</tr>\n<tr data-key=\"status\"><td class=\"l\">series status</td>", out);
+    for (int s = 0; s < 3; ++s) fprintf(out, "<td>%s</td>", vp_perf_status_name(series[s]->status));
+    fputs("</tr>\n</table>\n<p class=\"note\">Ratios over a zero denominator show inf; '-' marks a value that is "
+          "undefined (0 / 0, or too few returns).</p>\n",
+          out);
+
+    fputs("<h2>Trade statistics</h2>\n<table class=\"trades\">\n<tr><th>statistic</th><th>strategy</th></tr>\n", out);
+    for (int i = 0; i < vp_trade_n_fields; ++i) {
+        const vp_metric_field* f = &vp_trade_fields[i];
+        fprintf(out, "<tr data-key=\"%s\"><td class=\"l\">", f->key);
+        vp_html_escape_write(out, f->label);
+        fputs("</td>", out);
+        value_cell(out, vp_metric_field_get(f, &m->trades), f->unit);
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+/* The per-fold table of a walk-forward. */
+static void write_folds(FILE* out, const vp_report_fold* folds, int64_t n) {
+    char a[32], b[32], c[32];
+    fputs("<h2>Walk-forward folds</h2>\n<table class=\"folds\">\n<tr><th>fold</th><th>train from</th>"
+          "<th>test from</th><th>test to</th><th>val score</th><th>test return</th><th>test Sharpe</th>"
+          "<th>test max drawdown</th><th>buy &amp; hold return</th><th>trades</th><th>hit rate</th></tr>\n",
+          out);
+    for (int64_t i = 0; i < n; ++i) {
+        const vp_report_fold* f = &folds[i];
+        fprintf(out, "<tr><td>%d</td><td class=\"l\">%s</td><td class=\"l\">%s</td><td class=\"l\">%s</td>", f->index,
+                vp_report_format_time(f->train_start_ms, 1, a, sizeof a),
+                vp_report_format_time(f->test_start_ms, 1, b, sizeof b),
+                vp_report_format_time(f->test_end_ms, 1, c, sizeof c));
+        value_cell(out, f->val_score, VP_METRIC_UNIT_RATIO);
+        value_cell(out, f->test.total_return, VP_METRIC_UNIT_FRAC);
+        value_cell(out, f->test.sharpe, VP_METRIC_UNIT_RATIO);
+        value_cell(out, f->test.max_drawdown, VP_METRIC_UNIT_FRAC);
+        value_cell(out, f->buy_hold.total_return, VP_METRIC_UNIT_FRAC);
+        value_cell(out, (double)f->trades.n_trades, VP_METRIC_UNIT_INT);
+        value_cell(out, f->trades.hit_rate, VP_METRIC_UNIT_FRAC);
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+/* The equity chart (strategy against buy-and-hold) and the drawdown chart. */
+static vp_status write_charts(FILE* out, const vp_report* r) {
+    vp_svg_series eq[2] = {{r->equity, VP_REPORT_COLOR_STRATEGY, NULL, "strategy"},
+                           {r->benchmark, VP_REPORT_COLOR_BENCHMARK, NULL, "buy & hold"}};
+    vp_svg_chart ce = {r->times_ms, r->n, eq, r->benchmark ? 2 : 1, 340, VP_METRIC_UNIT_CCY, 0, "equity curve"};
+    fputs("<h2>Equity</h2>\n", out);
+    VP_TRY(vp_svg_chart_write(out, &ce));
+
+    // the drawdown as given, or computed from the equity curve
+    double* own = NULL;
+    const double* dd = r->drawdown;
+    if (!dd) {
+        own = malloc((size_t)r->n * sizeof *own);
+        VP_REQUIRE(own, VP_ERR_OOM, "report: no memory for %lld drawdown values", (long long)r->n);
+        vp_status st = vp_drawdown_series(r->equity, r->n, own);
+        if (st != VP_OK) {
+            free(own);
+            return vp_error_context(st, "report drawdown");
+        }
+        dd = own;
+    }
+    vp_svg_series ds = {dd, VP_REPORT_COLOR_DRAWDOWN, VP_REPORT_COLOR_DD_FILL, "strategy drawdown"};
+    vp_svg_chart cd = {r->times_ms, r->n, &ds, 1, 220, VP_METRIC_UNIT_FRAC, 1, "drawdown curve"};
+    fputs("<h2>Drawdown</h2>\n", out);
+    vp_status st = vp_svg_chart_write(out, &cd);
+    free(own);
+    return st;
+}
+
+vp_status vp_report_write_stream(FILE* out, const vp_report* r) {
+    VP_REQUIRE(out && r, VP_ERR_INVALID_ARG, "vp_report_write_stream: out and r must not be NULL");
+    VP_TRY(check_input(r));
+    const char* title = r->title && r->title[0] ? r->title : "vulpes report";
+    char a[32], b[32], line[256];
+
+    // head: the style and a policy that forbids every fetch
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
+          "<title>",
+          out);
+    vp_html_escape_write(out, title);
+    fprintf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
+    vp_html_escape_write(out, title);
+    fputs("</h1>\n", out);
+
+    // what the page covers and how it annualises
+    fprintf(out, "<p class=\"meta\">span %s to %s UTC, %lld bars</p>\n",
+            vp_report_format_time(r->times_ms[0], 1, a, sizeof a),
+            vp_report_format_time(r->times_ms[r->n - 1], 1, b, sizeof b), (long long)r->n);
+    if (r->metrics) {
+        fputs("<p class=\"meta\">annualisation: ", out);
+        vp_html_escape_write(out, vp_annual_describe(&r->metrics->annual, line, sizeof line));
+        fputs("</p>\n", out);
+    }
+
+    // charts, tables, folds, config
+    VP_TRY(write_charts(out, r));
+    fprintf(out, "<p class=\"note\">Curves drawn from %lld points, decimated per pixel column (M4: first, lowest, "
+            "highest and last point of each of %d columns).</p>\n", (long long)r->n, VP_REPORT_PLOT_WIDTH);
+    if (r->metrics) write_metric_tables(out, r->metrics);
+    if (r->n_folds > 0) write_folds(out, r->folds, r->n_folds);
+    fputs("<h2>Config</h2>\n<pre class=\"config\">", out);
+    vp_html_escape_write(out, r->config_text ? r->config_text : "(no config given)");
+    fprintf(out, "</pre>\n<p class=\"note\">written by vulpes %s</p>\n</body>\n</html>\n", VP_VERSION_STRING);
+    VP_REQUIRE(!ferror(out), VP_ERR_IO, "report: writing the page failed: %s", strerror(errno));
+    return VP_OK;
+}
+
+vp_status vp_report_write(const char* path, const vp_report* r) {
+    VP_REQUIRE(path && r, VP_ERR_INVALID_ARG, "vp_report_write: path and r must not be NULL");
+    VP_TRY(check_input(r));
+    vp_atomic_file af;
+    VP_TRY(vp_atomic_file_open(&af, path));
+    vp_status st = vp_report_write_stream(af.f, r);
+    if (st != VP_OK) {
+        vp_atomic_file_abort(&af);
+        return vp_error_context(st, "writing '%s'", path);
+    }
+    return vp_atomic_file_commit(&af);
+}

@@ -1,0 +1,27 @@
+/* Internal: the learner's step scratch (activations of the three forwards and the loss
+ * buffers), visible to the learner's tests. */
+#ifndef VP_LEARN_LEARNER_INTERNAL_H
+#define VP_LEARN_LEARNER_INTERNAL_H
+
+#include "learn/loss.h"
+#include "vulpes/learner.h"
+
+/* Philox streams of the tau draws (distinct from every parameter-name stream). */
+#define VP_LEARNER_STREAM_TAUS 0x7461752d6f6e6c6eULL        /* online taus */
+#define VP_LEARNER_STREAM_TARGET_TAUS 0x7461752d74617267ULL /* target taus */
+
+struct vp_learner_scratch {
+    vp_loss_dims dims;          /* loss shapes for the learner's batch */
+    vp_model_acts* acts;        /* online network at s_t (kept for the backward) */
+    vp_model_acts* next_acts;   /* online network at s_{t+n}, no IQN (double-DQN choice) */
+    vp_model_acts* target_acts; /* target network at s_{t+n} */
+    vp_tensor a_star;           /* [B, n_branches] i32: double-DQN choice per branch */
+    vp_tensor proj;             /* [B, n_branches, Z] projected C51 targets */
+    vp_tensor c51_loss;         /* [B] per-sample C51 loss (the priorities) */
+    vp_tensor iqn_loss;         /* [B] per-sample IQN loss */
+    vp_tensor d_log_probs;      /* [B, A, Z] gradient of the loss w.r.t. the online log-probs */
+    vp_tensor d_iqn;            /* [B, n_taus, A] gradient w.r.t. the online quantiles */
+    int batch_taken;            /* vp_learner_batch_init has run */
+};
+
+#endif /* VP_LEARN_LEARNER_INTERNAL_H */

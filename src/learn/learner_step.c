@@ -1,0 +1,103 @@
+/* The learner step, phase by phase: forwards, losses, backward, optimiser. Ops only: no
+ * allocation, no copy between host and device, no synchronisation. */
+#include <string.h>
+
+#include "learn/learner_internal.h"
+
+/* Checks a batch against the learner's shapes (host-side metadata only). */
+static vp_status check_batch(const vp_learner* l, const vp_batch* bt) {
+    const char* fn = "vp_learner_step";
+    VP_REQUIRE(l != NULL && l->scratch != NULL, VP_ERR_INVALID_ARG, "%s: learner is NULL or not initialised", fn);
+    VP_REQUIRE(bt != NULL, VP_ERR_INVALID_ARG, "%s: batch is NULL", fn);
+    const int64_t B = l->cfg.batch;
+    char d[96];
+    VP_REQUIRE(vp_tensor_numel(&bt->bar_idx) == B && vp_tensor_numel(&bt->next_bar_idx) == B, VP_ERR_SHAPE,
+               "%s: bar_idx %s and next_bar_idx must hold the learner's batch of %lld", fn,
+               vp_tensor_describe(&bt->bar_idx, d, sizeof d), (long long)B);
+    VP_REQUIRE(vp_tensor_numel(&bt->portfolio) == B * l->cfg.model.n_portfolio &&
+                   vp_tensor_numel(&bt->next_portfolio) == B * l->cfg.model.n_portfolio,
+               VP_ERR_SHAPE, "%s: portfolio %s and next_portfolio must be [%lld, %d]", fn,
+               vp_tensor_describe(&bt->portfolio, d, sizeof d), (long long)B, l->cfg.model.n_portfolio);
+    if (l->cfg.n_taus > 0) {
+        VP_REQUIRE(vp_tensor_numel(&bt->taus) == B * l->cfg.n_taus && vp_tensor_cols(&bt->taus) == l->cfg.n_taus,
+                   VP_ERR_SHAPE, "%s: taus %s must be [%lld, %d]", fn, vp_tensor_describe(&bt->taus, d, sizeof d),
+                   (long long)B, l->cfg.n_taus);
+        VP_REQUIRE(vp_tensor_numel(&bt->target_taus) == B * l->cfg.n_target_taus &&
+                       vp_tensor_cols(&bt->target_taus) == l->cfg.n_target_taus,
+                   VP_ERR_SHAPE, "%s: target_taus %s must be [%lld, %d]", fn,
+                   vp_tensor_describe(&bt->target_taus, d, sizeof d), (long long)B, l->cfg.n_target_taus);
+    }
+    return VP_OK;
+}
+
+/* Online network at s_t (kept for the backward), online and target networks at s_{t+n}. */
+static vp_status phase_forward(vp_learner* l, const vp_batch* bt) {
+    vp_learner_scratch* s = l->scratch;
+    const int64_t B = l->cfg.batch;
+    const int iqn = l->cfg.n_taus > 0;
+    VP_TRY(vp_model_forward(&l->model, &l->model.params, s->acts, &bt->features, &bt->bar_idx, &bt->portfolio,
+                            iqn ? &bt->taus : NULL, B));
+    VP_TRY(vp_model_forward(&l->model, &l->model.params, s->next_acts, &bt->features, &bt->next_bar_idx,
+                            &bt->next_portfolio, NULL, B));
+    return vp_model_forward(&l->model, &l->target, s->target_acts, &bt->features, &bt->next_bar_idx,
+                            &bt->next_portfolio, iqn ? &bt->target_taus : NULL, B);
+}
+
+/* Double-DQN choice, both losses and their gradients; the priorities. */
+static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priorities) {
+    vp_learner_scratch* s = l->scratch;
+    vp_backend* b = l->backend;
+    vp_tensor q_next = vp_model_q(s->next_acts);
+    VP_TRY(vp_loss_select(b, &s->dims, &q_next, &s->a_star));
+    vp_loss_batch lb = {&bt->actions, &s->a_star, &bt->reward, &bt->discount, &bt->is_weight};
+    vp_tensor lp = vp_model_log_probs(s->acts), tlp = vp_model_log_probs(s->target_acts);
+    VP_TRY(vp_loss_c51(b, &s->dims, &lb, &lp, &tlp, &s->proj, &s->c51_loss, &s->d_log_probs));
+    if (l->cfg.n_taus > 0) {
+        vp_tensor zq = vp_model_iqn(s->acts), tzq = vp_model_iqn(s->target_acts);
+        VP_TRY(vp_loss_iqn(b, &s->dims, &lb, &zq, &tzq, &bt->taus, &s->iqn_loss, &s->d_iqn));
+    }
+    return priorities ? vp_copy(b, &s->c51_loss, priorities) : VP_OK;
+}
+
+/* Gradient of every parameter from the loss gradients. */
+static vp_status phase_backward(vp_learner* l) {
+    vp_learner_scratch* s = l->scratch;
+    return vp_model_backward(&l->model, &l->model.params, s->acts, &s->d_log_probs,
+                             l->cfg.n_taus > 0 ? &s->d_iqn : NULL);
+}
+
+/* Clip coefficient, AdamW, Polyak target update and the statistics. */
+static vp_status phase_optim(vp_learner* l, const vp_batch* bt) {
+    vp_learner_scratch* s = l->scratch;
+    vp_backend* b = l->backend;
+    const float tau = l->cfg.polyak_tau;
+    // The clip coefficient scales the gradient inside AdamW; the host never reads it.
+    VP_TRY(vp_clip_coef(b, &l->model.grads, l->cfg.clip_norm, &l->grad_norm, &l->clip_coef));
+    VP_TRY(vp_step_increment(b, &l->step));
+    VP_TRY(vp_adamw(b, &l->cfg.adamw, &l->model.params, &l->model.grads, &l->adam_m, &l->adam_v, &l->step,
+                    &l->clip_coef));
+    // target = (1 - tau) target + tau online
+    VP_TRY(vp_axpby(b, tau, &l->model.params, 1.0f - tau, &l->target));
+    vp_tensor q = vp_model_q(s->acts);
+    return vp_loss_stats(b, &s->dims, &s->c51_loss, l->cfg.n_taus > 0 ? &s->iqn_loss : NULL, &bt->is_weight, &q,
+                         &l->grad_norm, &l->stats);
+}
+
+vp_status vp_learner_run_phase(vp_learner* l, vp_learner_phase phase, const vp_batch* bt, vp_tensor* priorities) {
+    VP_TRY(check_batch(l, bt));
+    switch (phase) {
+    case VP_PHASE_FORWARD: return phase_forward(l, bt);
+    case VP_PHASE_LOSS: return phase_loss(l, bt, priorities);
+    case VP_PHASE_BACKWARD: return phase_backward(l);
+    case VP_PHASE_OPTIM: return phase_optim(l, bt);
+    default: VP_FAIL(VP_ERR_INVALID_ARG, "vp_learner_run_phase: bad phase %d", (int)phase);
+    }
+}
+
+vp_status vp_learner_step(vp_learner* l, const vp_batch* bt, vp_tensor* priorities) {
+    VP_TRY(check_batch(l, bt));
+    VP_TRY(phase_forward(l, bt));
+    VP_TRY(phase_loss(l, bt, priorities));
+    VP_TRY(phase_backward(l));
+    return phase_optim(l, bt);
+}

@@ -1,0 +1,192 @@
+/* CUDA kernels of the model outside the Mamba2 mixer (window indices, last-step rows,
+ * dueling combine, C51 expected values, IQN embedding and mix): kernels, then
+ * launchers, then the vp_mops_cuda table. */
+#include "backend/cuda/common.cuh"
+#include "model/cuda_mops.h"
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+/* idx[b*K + k] = max(bar[b] - K + 1 + k, 0); one thread per (sample, step). */
+__global__ void window_index_kernel(const int32_t* __restrict__ bar, int32_t* idx, int64_t B, int K) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < B * K; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = i / K, k = i % K;
+        const int64_t r = (int64_t)bar[b] - K + 1 + k;
+        idx[i] = (int32_t)(r < 0 ? 0 : r);
+    }
+}
+
+/* dst[b, :] = src[b, K-1, :] (add 0) or dst[b, K-1, :] += src[b, :] (add 1); (sample, feature). */
+__global__ void last_rows_kernel(const float* __restrict__ src, float* dst, int64_t B, int K, int64_t n, int add) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < B * n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = i / n, j = i % n, wide = (b * K + K - 1) * n + j;
+        if (add)
+            dst[wide] += src[i];
+        else
+            dst[i] = src[wide];
+    }
+}
+
+/* Dueling combine (or its backward) at one (sample, atom), over every branch. */
+__global__ void dueling_kernel(const float* __restrict__ v, const float* __restrict__ in, float* out, float* d_v,
+                               int64_t B, int Z, vp_branch_map br, int A, int backward) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < B * Z; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = i / Z, z = i % Z;
+        const float* x = in + b * A * Z + z;
+        float* o = out + b * A * Z + z;
+        float dv = 0.0f;
+        int a0 = 0;
+        for (int k = 0; k < br.n; ++k) {
+            // branch mean of the advantages (forward) or of the logit gradients (backward)
+            float sum = 0.0f;
+            for (int a = a0; a < a0 + br.size[k]; ++a) sum += x[(int64_t)a * Z];
+            const float mean = sum / (float)br.size[k];
+            const float base = backward ? -mean : v[b * Z + z] - mean;
+            for (int a = a0; a < a0 + br.size[k]; ++a) o[(int64_t)a * Z] = x[(int64_t)a * Z] + base;
+            dv += sum;
+            a0 += br.size[k];
+        }
+        if (backward) d_v[b * Z + z] = dv;
+    }
+}
+
+/* q[r] = sum_z support[z] exp(logp[r, z]); a warp per row. */
+__global__ void c51_q_kernel(const float* __restrict__ logp, float* q, int64_t rows, int Z, float v_min, float dz) {
+    const int wpb = blockDim.x / 32, lane = threadIdx.x & 31;
+    for (int64_t r = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; r < rows; r += (int64_t)gridDim.x * wpb) {
+        float acc = 0.0f;
+        for (int z = lane; z < Z; z += 32) acc += (v_min + (float)z * dz) * expf(logp[r * Z + z]);
+        acc = vp_warp_sum(acc);
+        if (lane == 0) q[r] = acc;
+    }
+}
+
+/* out[r, i] = cos(tau[r] * float(pi * i)); one thread per element. */
+__global__ void iqn_cos_kernel(const float* __restrict__ tau, float* out, int64_t rows, int NC) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * NC;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int k = (int)(i % NC);
+        out[i] = cosf(tau[i / NC] * (float)(3.14159265358979323846 * k));
+    }
+}
+
+/* out[b*T + j, f] = h[b, f] * phi[b*T + j, f]; one thread per element (out may alias phi). */
+__global__ void iqn_mix_kernel(const float* __restrict__ h, const float* phi, float* out, int64_t B, int T, int H) {
+    const int64_t n = B * T * H;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t f = i % H, b = i / ((int64_t)T * H);
+        out[i] = h[b * H + f] * phi[i];
+    }
+}
+
+/* d_h[b, f] += sum_j d_out[b,j,f] phi[b,j,f]; d_phi = d_out * h; one thread per (sample, feature). */
+__global__ void iqn_mix_backward_kernel(const float* __restrict__ h, const float* __restrict__ phi,
+                                        const float* d_out, float* d_h, float* d_phi, int64_t B, int T, int H) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < B * H; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = i / H, f = i % H;
+        const float hv = h[i];
+        float acc = 0.0f;
+        for (int j = 0; j < T; ++j) {
+            const int64_t r = (b * T + j) * H + f;
+            const float g = d_out[r];
+            acc += g * phi[r];
+            d_phi[r] = g * hv;
+        }
+        d_h[i] += acc;
+    }
+}
+
+/* ---- launchers -------------------------------------------------------------------------------- */
+
+#define STREAM(be) (vp_cuda_of(be)->stream)
+
+extern "C" vp_status vp_cuda_window_index(vp_backend* be, int64_t B, int K, const int32_t* bar, int32_t* idx) {
+    VP_REQUIRE(bar && idx && B >= 1 && K >= 1, VP_ERR_INVALID_ARG, "cuda window_index: bad arguments");
+    window_index_kernel<<<vp_cuda_grid(B * K, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(bar, idx, B, K);
+    VP_CUDA_CHECK_LAUNCH("window_index_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_take_last(vp_backend* be, int64_t B, int K, int64_t n, const float* src, float* dst) {
+    VP_REQUIRE(src && dst && B >= 1 && K >= 1 && n >= 1, VP_ERR_INVALID_ARG, "cuda take_last: bad arguments");
+    last_rows_kernel<<<vp_cuda_grid(B * n, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(src, dst, B, K, n, 0);
+    VP_CUDA_CHECK_LAUNCH("last_rows_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_add_last(vp_backend* be, int64_t B, int K, int64_t n, const float* src, float* dst) {
+    VP_REQUIRE(src && dst && B >= 1 && K >= 1 && n >= 1, VP_ERR_INVALID_ARG, "cuda add_last: bad arguments");
+    last_rows_kernel<<<vp_cuda_grid(B * n, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(src, dst, B, K, n, 1);
+    VP_CUDA_CHECK_LAUNCH("last_rows_kernel");
+    return VP_OK;
+}
+
+/* Total actions of a branch map. */
+static int actions_of(const vp_branch_map* br) {
+    int a = 0;
+    for (int i = 0; i < br->n; ++i) a += br->size[i];
+    return a;
+}
+
+extern "C" vp_status vp_cuda_dueling_forward(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
+                                             const float* v, const float* adv, float* logit) {
+    VP_REQUIRE(br && br->n >= 1 && br->n <= 8 && v && adv && logit, VP_ERR_INVALID_ARG,
+               "cuda dueling_forward: bad arguments");
+    dueling_kernel<<<vp_cuda_grid(B * Z, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(v, adv, logit, NULL, B, Z,
+                                                                                         *br, actions_of(br), 0);
+    VP_CUDA_CHECK_LAUNCH("dueling_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_dueling_backward(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
+                                              const float* d_logit, float* d_v, float* d_adv) {
+    VP_REQUIRE(br && br->n >= 1 && br->n <= 8 && d_logit && d_v && d_adv, VP_ERR_INVALID_ARG,
+               "cuda dueling_backward: bad arguments");
+    dueling_kernel<<<vp_cuda_grid(B * Z, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(
+        NULL, d_logit, d_adv, d_v, B, Z, *br, actions_of(br), 1);
+    VP_CUDA_CHECK_LAUNCH("dueling_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_c51_q(vp_backend* be, int64_t rows, int Z, float v_min, float v_max, const float* logp,
+                                   float* q) {
+    VP_REQUIRE(logp && q && rows >= 1 && Z >= 2, VP_ERR_INVALID_ARG, "cuda c51_q: bad arguments");
+    const float dz = (v_max - v_min) / (float)(Z - 1);
+    c51_q_kernel<<<vp_cuda_row_grid(rows, VP_CUDA_THREADS / 32), VP_CUDA_THREADS, 0, STREAM(be)>>>(logp, q, rows, Z,
+                                                                                              v_min, dz);
+    VP_CUDA_CHECK_LAUNCH("c51_q_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_iqn_cos(vp_backend* be, int64_t rows, int NC, const float* tau, float* out) {
+    VP_REQUIRE(tau && out && rows >= 1 && NC >= 1, VP_ERR_INVALID_ARG, "cuda iqn_cos: bad arguments");
+    iqn_cos_kernel<<<vp_cuda_grid(rows * NC, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(tau, out, rows, NC);
+    VP_CUDA_CHECK_LAUNCH("iqn_cos_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_iqn_mix_forward(vp_backend* be, int64_t B, int T, int H, const float* h, const float* phi,
+                                             float* out) {
+    VP_REQUIRE(h && phi && out && B >= 1 && T >= 1 && H >= 1, VP_ERR_INVALID_ARG, "cuda iqn_mix_forward: bad arguments");
+    iqn_mix_kernel<<<vp_cuda_grid(B * T * H, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(h, phi, out, B, T, H);
+    VP_CUDA_CHECK_LAUNCH("iqn_mix_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_iqn_mix_backward(vp_backend* be, int64_t B, int T, int H, const float* h,
+                                              const float* phi, const float* d_out, float* d_h, float* d_phi) {
+    VP_REQUIRE(h && phi && d_out && d_h && d_phi && B >= 1 && T >= 1 && H >= 1, VP_ERR_INVALID_ARG,
+               "cuda iqn_mix_backward: bad arguments");
+    iqn_mix_backward_kernel<<<vp_cuda_grid(B * H, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(h, phi, d_out, d_h,
+                                                                                                  d_phi, B, T, H);
+    VP_CUDA_CHECK_LAUNCH("iqn_mix_backward_kernel");
+    return VP_OK;
+}
+
+/* ---- the table (positional: the order of vp_mops) ------------------------------------------------ */
+
+extern "C" const vp_mops vp_mops_cuda = {
+    vp_cuda_window_index,    vp_cuda_take_last,        vp_cuda_add_last,     vp_cuda_conv_forward,
+    vp_cuda_conv_backward,   vp_cuda_scan_forward,     vp_cuda_scan_backward, vp_cuda_dueling_forward,
+    vp_cuda_dueling_backward, vp_cuda_c51_q,           vp_cuda_iqn_cos,      vp_cuda_iqn_mix_forward,
+    vp_cuda_iqn_mix_backward,
+};
