@@ -114,7 +114,7 @@ static void test_init_rules(void) {
     CHECK(P[al->offset] != P[al->offset + 1] && P[db->offset] != P[db->offset + 1], "heads differ");
     // the same rule on many draws: log-uniform dt, uniform A
     vp_model_cfg wide = c;
-    wide.hidden = 4096;
+    wide.hidden = 1024;
     wide.mamba_head_dim = 1;
     wide.window = 1;
     wide.head_hidden = 1;
@@ -130,8 +130,9 @@ static void test_init_rules(void) {
         sa += exp(W[al2->offset + i]);
         sl += log(log1p(exp((double)W[db2->offset + i])));
     }
-    CHECK_NEAR(sa / al2->numel, 8.5, 0.25, 0);                          // mean of U(1, 16)
-    CHECK_NEAR(sl / db2->numel, 0.5 * (log(1e-3) + log(1e-1)), 0.08, 0); // mean of log dt
+    // means of U(1, 16) and of log dt ~ U(log 1e-3, log 1e-1) over 1024 heads (3.7 sigma)
+    CHECK_NEAR(sa / al2->numel, 8.5, 0.5, 0);
+    CHECK_NEAR(sl / db2->numel, 0.5 * (log(1e-3) + log(1e-1)), 0.15, 0);
     vp_model_free(&mw);
     // same seed -> same bits; another seed -> other values
     vp_model m2, m3;

@@ -265,6 +265,57 @@ static void test_one_step_env_order(void) {
     vp_replay_free(r);
 }
 
+/* 9001 envs (three scan tiles, the last one partial), n = 1, capacity 20011: push t writes
+ * env e's transition at slot (t * 9001 + e) mod 20011, with every third env ending. */
+static void test_many_envs(void) {
+    const int E = 9001, P = 2, NB = 3, T = 5;
+    const int64_t C = 20011;
+    vp_replay_cfg c = rt_cfg(C, E, 1, 0.5f);
+    vp_replay* r = NULL;
+    CHECK_OK(vp_replay_init(&r, g_cpu, &c));
+    int32_t* i32 = (int32_t*)calloc((size_t)E * (4 + NB), sizeof(int32_t));
+    float* f32 = (float*)calloc((size_t)E * (1 + 2 * P), sizeof(float));
+    if (!r || !i32 || !f32) {
+        CHECK(0, "set-up");
+        free(i32), free(f32), vp_replay_free(r);
+        return;
+    }
+    vp_replay_step v;
+    v.bar_idx = vp_tensor_1d(i32, VP_I32, VP_MEM_HOST, E);
+    v.window_end = vp_tensor_1d(i32 + E, VP_I32, VP_MEM_HOST, E);
+    v.done = vp_tensor_1d(i32 + 2 * E, VP_I32, VP_MEM_HOST, E);
+    v.next_bar_idx = vp_tensor_1d(i32 + 3 * E, VP_I32, VP_MEM_HOST, E);
+    v.action = vp_tensor_2d(i32 + 4 * E, VP_I32, VP_MEM_HOST, E, NB);
+    v.reward = vp_tensor_1d(f32, VP_F32, VP_MEM_HOST, E);
+    v.portfolio = vp_tensor_2d(f32 + E, VP_F32, VP_MEM_HOST, E, P);
+    v.next_portfolio = vp_tensor_2d(f32 + E + E * P, VP_F32, VP_MEM_HOST, E, P);
+    for (int t = 0; t < T; ++t) {
+        for (int e = 0; e < E; ++e) {
+            i32[e] = t * E + e;
+            i32[2 * E + e] = e % 3 == 0 ? VP_REPLAY_TERMINAL : VP_REPLAY_RUNNING;
+            f32[e] = (float)(e % 5);
+        }
+        CHECK_OK(vp_replay_push(r, &v));
+    }
+    vp_replay_fields f;
+    CHECK_OK(vp_replay_fields_get(r, &f));
+    const int32_t* bar = f.bar_idx.data;
+    const float* disc = f.discount.data;
+    int64_t bad = 0;
+    for (int64_t k = (int64_t)T * E - C; k < (int64_t)T * E; ++k) {
+        int64_t i = k % C;
+        int e = (int)(k % E);
+        bad += bar[i] != (int32_t)k || disc[i] != (e % 3 == 0 ? 0.0f : 0.5f);
+    }
+    CHECK(bad == 0, "%lld slots hold the wrong transition", (long long)bad);
+    vp_replay_stats st;
+    CHECK_OK(vp_replay_stats_read(r, &st));
+    CHECK(st.size == C && st.head == ((int64_t)T * E) % C, "size %lld head %lld", (long long)st.size,
+          (long long)st.head);
+    free(i32), free(f32);
+    vp_replay_free(r);
+}
+
 /* ---- configuration, arguments, reset --------------------------------------------------------- */
 
 static void test_config_errors(void) {
@@ -357,6 +408,7 @@ int main(void) {
     RUN_TEST(test_done_as_float);
     RUN_TEST(test_wraparound_odd_capacity);
     RUN_TEST(test_one_step_env_order);
+    RUN_TEST(test_many_envs);
     RUN_TEST(test_config_errors);
     RUN_TEST(test_push_argument_errors);
     RUN_TEST(test_reset);

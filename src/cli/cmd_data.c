@@ -1,18 +1,37 @@
-/* `vulpes data inspect FILE`: what the loader sees in a bar file. */
+/* `vulpes data inspect FILE`: what the loader sees in a bar file.
+ * `vulpes data synth KIND`: writes a synthetic market as CSV. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "cli/commands.h"
 #include "vulpes/data.h"
 #include "vulpes/features.h"
+#include "vulpes/synth.h"
 
 static void usage(FILE* f) {
     fprintf(f,
-            "usage: vulpes data inspect FILE [--skip-bad-rows] [--rows N] [--no-cache]\n\n"
+            "usage: vulpes data inspect FILE [--skip-bad-rows] [--rows N] [--no-cache]\n"
+            "       vulpes data synth gbm|regime|ou|trend --bars N --out FILE [--seed S] [--decimals D]\n\n"
             "  --skip-bad-rows  drop and count bad rows instead of failing on the first\n"
             "  --rows N         feature rows to show (default 5)\n"
-            "  --no-cache       parse the CSV even when the binary cache is current\n");
+            "  --no-cache       parse the CSV even when the binary cache is current\n"
+            "  --bars N         bars to generate (hourly, from 2000-01-03)\n"
+            "  --seed S         Philox seed (default 1)\n"
+            "  --decimals D     decimals written (default 5; -1: 17 significant digits, exact)\n");
+}
+
+/* Parses an integer option value in [lo, hi]; prints the error and returns 0 when it is not one. */
+static int int_arg(const char* opt, const char* text, long long lo, long long hi, long long* v) {
+    char* end = NULL;
+    long long x = strtoll(text, &end, 10);
+    if (!end || *end || end == text || x < lo || x > hi) {
+        fprintf(stderr, "vulpes data: %s needs an integer in [%lld, %lld], got '%s'\n", opt, lo, hi, text);
+        return 0;
+    }
+    *v = x;
+    return 1;
 }
 
 /* A duration as "2d 1h", "1h", "15m", "30s" or "250ms". */
@@ -105,34 +124,68 @@ static void print_report(const char* path, const vp_bars* b, const vp_load_repor
         printf("cache      not used\n");
 }
 
-int vp_cmd_data(int argc, char** argv) {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    if (strcmp(argv[1], "inspect") != 0) {
-        fprintf(stderr, "vulpes data: unknown subcommand '%s'\n", argv[1]);
+/* `vulpes data synth KIND --bars N --out FILE [--seed S] [--decimals D]`. */
+static int cmd_synth(int argc, char** argv) {
+    if (argc < 3) {
         usage(stderr);
         return 2;
     }
+    int kind = -1;
+    for (int k = 0; k < VP_SYNTH_KIND_COUNT; ++k)
+        if (strcmp(argv[2], vp_synth_kind_name((vp_synth_kind)k)) == 0) kind = k;
+    if (kind < 0) {
+        fprintf(stderr, "vulpes data synth: unknown market '%s' (gbm, regime, ou or trend)\n", argv[2]);
+        return 2;
+    }
+    vp_synth_cfg cfg = vp_synth_cfg_default((vp_synth_kind)kind);
+    long long bars = 0, seed = 1, decimals = 5;
+    const char* out = NULL;
+    for (int i = 3; i < argc; ++i) {
+        int has = i + 1 < argc;
+        if (strcmp(argv[i], "--bars") == 0 && has) {
+            if (!int_arg("--bars", argv[++i], 1, 1000000000LL, &bars)) return 2;
+        } else if (strcmp(argv[i], "--seed") == 0 && has) {
+            if (!int_arg("--seed", argv[++i], 0, 9223372036854775807LL, &seed)) return 2;
+        } else if (strcmp(argv[i], "--decimals") == 0 && has) {
+            if (!int_arg("--decimals", argv[++i], -1, 17, &decimals)) return 2;
+        } else if (strcmp(argv[i], "--out") == 0 && has) {
+            out = argv[++i];
+        } else {
+            fprintf(stderr, "vulpes data synth: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (bars < 1 || !out) {
+        fprintf(stderr, "vulpes data synth: --bars and --out are required\n");
+        return 2;
+    }
+    cfg.seed = (uint64_t)seed;
+    vp_bars b;
+    double t0 = vp_bench_now();
+    if (vp_synth_generate(&cfg, bars, &b, NULL) != VP_OK) return vp_cli_fail("generating the market");
+    double t1 = vp_bench_now();
+    vp_status st = vp_bars_save_csv(&b, out, (int)decimals);
+    double t2 = vp_bench_now();
+    vp_bars_free(&b);
+    if (st != VP_OK) return vp_cli_fail("writing the CSV");
+    printf("wrote %lld %s bars (seed %lld) to %s: generated in %.3f s, written in %.3f s\n", bars,
+           vp_synth_kind_name((vp_synth_kind)kind), seed, out, t1 - t0, t2 - t1);
+    return 0;
+}
 
-    /* Options. */
+/* `vulpes data inspect FILE [--skip-bad-rows] [--rows N] [--no-cache]`. */
+static int cmd_inspect(int argc, char** argv) {
     vp_load_opts opts = vp_load_opts_default();
     const char* path = NULL;
-    int rows = 5;
+    long long rows = 5;
     for (int i = 2; i < argc; ++i) {
         if (strcmp(argv[i], "--skip-bad-rows") == 0) {
             opts.skip_bad_rows = 1;
         } else if (strcmp(argv[i], "--no-cache") == 0) {
             opts.use_cache = 0;
         } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
-            char* end = NULL;
-            long v = strtol(argv[++i], &end, 10);
-            if (!end || *end || v < 0 || v > 1000) {
-                fprintf(stderr, "vulpes data: --rows needs an integer in [0, 1000], got '%s'\n", argv[i]);
-                return 2;
-            }
-            rows = (int)v;
+            if (!int_arg("--rows", argv[++i], 0, 1000, &rows)) return 2;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             fprintf(stderr, "vulpes data: unknown option '%s'\n", argv[i]);
             usage(stderr);
@@ -149,12 +202,27 @@ int vp_cmd_data(int argc, char** argv) {
         return 2;
     }
 
-    /* Load, report, features. */
+    /* Load (timed), report, features. */
     vp_bars b;
     vp_load_report r;
+    double t0 = vp_bench_now();
     if (vp_bars_load_csv(path, &opts, &b, &r) != VP_OK) return vp_cli_fail("loading the bars");
+    double secs = vp_bench_now() - t0;
     print_report(path, &b, &r);
-    int rc = rows > 0 ? print_features(&b, rows) : 0;
+    printf("loaded     in %.3f s (%s)\n", secs, r.from_cache ? "binary cache" : "CSV parse");
+    int rc = rows > 0 ? print_features(&b, (int)rows) : 0;
     vp_bars_free(&b);
     return rc;
+}
+
+int vp_cmd_data(int argc, char** argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "inspect") == 0) return cmd_inspect(argc, argv);
+    if (strcmp(argv[1], "synth") == 0) return cmd_synth(argc, argv);
+    fprintf(stderr, "vulpes data: unknown subcommand '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
 }

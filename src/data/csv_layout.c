@@ -31,10 +31,9 @@ int vp_csv_split(const char* p, const char* end, char delim, vp_field* f, int ca
             while (p < end && is_blank(*p, delim)) ++p;
             if (p < end && *p != delim) return -(n + 1);
         } else {
-            /* Plain: up to the delimiter, trailing blanks trimmed. */
+            /* Plain: up to the delimiter (fields are short: a byte loop), trailing blanks trimmed. */
             s = p;
-            const char* d = p < end ? (const char*)memchr(p, delim, (size_t)(end - p)) : NULL;
-            p = d ? d : end;
+            while (p < end && *p != delim) ++p;
             e = p;
             while (e > s && is_blank(e[-1], delim)) --e;
         }

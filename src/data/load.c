@@ -1,10 +1,12 @@
-/* vp_bars_load_csv: read the file, answer from the cache when the source is unchanged,
+/* vp_bars_load_csv: map (or read) the file, answer from the cache when the source is unchanged,
  * otherwise parse it and write the cache; fill the report. */
+#define _DEFAULT_SOURCE /* MAP_POPULATE */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "data/data_internal.h"
@@ -17,8 +19,23 @@ vp_load_opts vp_load_opts_default(void) {
     return o;
 }
 
-/* Reads the whole file into a malloc'ed buffer; fills its identity except the hash. */
-static vp_status read_file(const char* path, char** buf, size_t* len, vp_source_id* id) {
+/* The bytes of a source file: mapped when it is a regular file, else read into memory. */
+typedef struct source_buf {
+    const char* data; /* [len] the content */
+    size_t len;       /* bytes */
+    void* map;        /* the mapping (NULL when read) */
+    char* heap;       /* the read buffer (NULL when mapped) */
+} source_buf;
+
+static void source_close(source_buf* s) {
+    if (s->map) munmap(s->map, s->len);
+    free(s->heap);
+    memset(s, 0, sizeof *s);
+}
+
+/* Opens path and fills *s and its identity except the hash. */
+static vp_status source_open(const char* path, source_buf* s, vp_source_id* id) {
+    memset(s, 0, sizeof *s);
     FILE* fp = fopen(path, "rb");
     if (!fp) VP_FAIL(VP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -26,9 +43,27 @@ static vp_status read_file(const char* path, char** buf, size_t* len, vp_source_
         fclose(fp);
         VP_FAIL(VP_ERR_IO, "%s: not a readable file", path);
     }
+    id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 
-    /* One read for a regular file; growing reads for anything else. */
-    size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 1 << 20, n = 0;
+    /* A regular, non-empty file is mapped read-only (no copy). */
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+        int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+        flags |= MAP_POPULATE;
+#endif
+        void* m = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fileno(fp), 0);
+        if (m != MAP_FAILED) {
+            fclose(fp);
+            s->map = m;
+            s->data = (const char*)m;
+            s->len = (size_t)st.st_size;
+            id->size = s->len;
+            return VP_OK;
+        }
+    }
+
+    /* Otherwise: growing reads. */
+    size_t cap = 1 << 20, n = 0;
     char* b = (char*)malloc(cap);
     for (;;) {
         if (!b) {
@@ -48,10 +83,10 @@ static vp_status read_file(const char* path, char** buf, size_t* len, vp_source_
         free(b);
         VP_FAIL(VP_ERR_IO, "%s: read error", path);
     }
-    *buf = b;
-    *len = n;
+    s->heap = b;
+    s->data = b;
+    s->len = n;
     id->size = n;
-    id->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     return VP_OK;
 }
 
@@ -75,11 +110,10 @@ vp_status vp_bars_load_csv(const char* path, const vp_load_opts* opts, vp_bars* 
     memset(&rep, 0, sizeof rep);
 
     /* The source and its identity. */
-    char* buf = NULL;
-    size_t len = 0;
+    source_buf src;
     vp_source_id id;
-    VP_TRY(read_file(path, &buf, &len, &id));
-    id.hash = vp_hash64(buf, len, 0);
+    VP_TRY(source_open(path, &src, &id));
+    id.hash = vp_hash64(src.data, src.len, 0);
 
     /* A cache hit: same size and content hash, intact, and recorded under options that
      * agree (an entry with dropped rows does not answer a load that refuses bad rows). */
@@ -91,7 +125,7 @@ vp_status vp_bars_load_csv(const char* path, const vp_load_opts* opts, vp_bars* 
     vp_cache_meta meta;
     if (cpath[0] && vp_cache_read(cpath, &id, out, &meta)) {
         if (meta.rows_dropped == 0 || o.skip_bad_rows) {
-            free(buf);
+            source_close(&src);
             fill_report(&rep, &meta, out);
             rep.from_cache = 1;
             snprintf(rep.cache_path, sizeof rep.cache_path, "%s", cpath);
@@ -102,8 +136,8 @@ vp_status vp_bars_load_csv(const char* path, const vp_load_opts* opts, vp_bars* 
     }
 
     /* Parse, then write the cache. */
-    vp_status st = vp_csv_parse(path, buf, len, &o, out, &meta);
-    free(buf);
+    vp_status st = vp_csv_parse(path, src.data, src.len, &o, out, &meta);
+    source_close(&src);
     if (st != VP_OK) return st;
     if (cpath[0] && vp_cache_write(cpath, &id, out, &meta))
         snprintf(rep.cache_path, sizeof rep.cache_path, "%s", cpath);

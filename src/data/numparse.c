@@ -72,13 +72,14 @@ int vp_parse_double(const char* s, size_t len, double* out) {
     }
     if (!(*p >= '0' && *p <= '9') && *p != '.') return parse_special(p, end, neg, out);
 
-    /* Mantissa digits: up to 19 significant ones in m, the decimal exponent in e10. */
+    /* Mantissa digits: up to 19 significant ones in m, the decimal exponent in e10;
+     * leading zeros are skipped before the digit loops. */
     uint64_t m = 0;
-    int nd = 0, dropped = 0, any = 0;
+    int nd = 0, dropped = 0;
     int64_t e10 = 0;
-    for (; p < end && *p >= '0' && *p <= '9'; ++p) {
-        any = 1;
-        if (m == 0 && *p == '0') continue;
+    const char* start = p;
+    while (p < end && *p == '0') ++p;
+    for (; p < end && (unsigned)(*p - '0') < 10u; ++p) {
         if (nd < 19) {
             m = m * 10 + (uint64_t)(*p - '0');
             ++nd;
@@ -87,12 +88,13 @@ int vp_parse_double(const char* s, size_t len, double* out) {
             dropped = 1;
         }
     }
+    int any = p > start;
     if (p < end && *p == '.') {
-        for (++p; p < end && *p >= '0' && *p <= '9'; ++p) {
-            any = 1;
-            if (m == 0 && *p == '0') {
-                --e10;
-            } else if (nd < 19) {
+        const char* frac = ++p;
+        if (nd == 0)
+            for (; p < end && *p == '0'; ++p) --e10;
+        for (; p < end && (unsigned)(*p - '0') < 10u; ++p) {
+            if (nd < 19) {
                 m = m * 10 + (uint64_t)(*p - '0');
                 ++nd;
                 --e10;
@@ -100,6 +102,7 @@ int vp_parse_double(const char* s, size_t len, double* out) {
                 dropped = 1;
             }
         }
+        any = any || p > frac;
     }
     if (!any) return 0;
 

@@ -31,7 +31,7 @@ typedef struct vp_env_params {
     int32_t max_position;    /* contracts at size 1.0 */
 } vp_env_params;
 
-/* Outputs of a step or an observation (any pointer except obs_bar/portfolio may be NULL). */
+/* Outputs of a step or an observation (a NULL pointer is not written). */
 typedef struct vp_env_outs {
     float* reward;    /* [n] */
     float* done;      /* [n] */

@@ -17,7 +17,8 @@ static const char* const CSS =
     "h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #d0d0d0}"
     ".meta{color:#444;font-size:13px;margin:2px 0}"
     "table{border-collapse:collapse;font-size:13px}th,td{border:1px solid #c8c8c8;padding:3px 10px}"
-    "th{background:#eef1f6;text-align:left}td{text-align:right;font-variant-numeric:tabular-nums}"
+    "th{background:#eef1f6;text-align:left;white-space:nowrap}.row{display:flex;flex-wrap:wrap;gap:0 40px}"
+    ".row p.note{max-width:430px}td{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "td.l{text-align:left}pre{background:#f6f6f6;border:1px solid #d8d8d8;padding:10px;font-size:12px;"
     "overflow-x:auto}svg{display:block;margin:4px 0}svg .ax{font-size:11px;fill:#333}"
     "svg .lg{font-size:12px;fill:#1d1d1d}.note{color:#555;font-size:12px}";
@@ -64,7 +65,7 @@ static void value_cell(FILE* out, double v, vp_metric_unit unit) {
 /* The metrics table (strategy | buy & hold | flat) and the trade statistics table. */
 static void write_metric_tables(FILE* out, const vp_metrics_summary* m) {
     const vp_perf* series[3] = {&m->strategy, &m->buy_hold, &m->flat};
-    fputs("<h2>Metrics</h2>\n<table class=\"metrics\">\n"
+    fputs("<div class=\"row\"><div>\n<h2>Metrics</h2>\n<table class=\"metrics\">\n"
           "<tr><th>metric</th><th>strategy</th><th>buy &amp; hold</th><th>flat</th></tr>\n",
           out);
     for (int i = 0; i < vp_perf_n_fields; ++i) {
@@ -81,7 +82,7 @@ static void write_metric_tables(FILE* out, const vp_metrics_summary* m) {
     fputs("</tr>\n<tr data-key=\"status\"><td class=\"l\">series status</td>", out);
     for (int s = 0; s < 3; ++s) fprintf(out, "<td>%s</td>", vp_perf_status_name(series[s]->status));
     fputs("</tr>\n</table>\n<p class=\"note\">Ratios over a zero denominator show inf; '-' marks a value that is "
-          "undefined (0 / 0, or too few returns).</p>\n",
+          "undefined (0 / 0, or too few returns).</p>\n</div><div>\n",
           out);
 
     fputs("<h2>Trade statistics</h2>\n<table class=\"trades\">\n<tr><th>statistic</th><th>strategy</th></tr>\n", out);
@@ -93,7 +94,7 @@ static void write_metric_tables(FILE* out, const vp_metrics_summary* m) {
         value_cell(out, vp_metric_field_get(f, &m->trades), f->unit);
         fputs("</tr>\n", out);
     }
-    fputs("</table>\n", out);
+    fputs("</table>\n</div></div>\n", out);
 }
 
 /* The per-fold table of a walk-forward. */

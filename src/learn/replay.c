@@ -83,7 +83,8 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
         tree_n += (size_t)(((c->capacity - 1) >> d->depth) + 1);
     }
 
-    size_t used = 0, off[21];
+    const size_t tiles = (E + VP_REPLAY_SCAN_TILE - 1) / VP_REPLAY_SCAN_TILE;
+    size_t used = 0, off[22];
     int k = 0;
     off[k++] = take(&used, C * i4);          /* bar */
     off[k++] = take(&used, C * i4);          /* next_bar */
@@ -105,6 +106,7 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
     off[k++] = take(&used, n * E * NB * i4); /* p_act */
     off[k++] = take(&used, n * E * f);       /* p_rew */
     off[k++] = take(&used, E * i4);          /* emit_off */
+    off[k++] = take(&used, tiles * i4);      /* tile_off */
     off[k++] = take(&used, sizeof(vp_replay_ctrl)); /* ctrl */
 
     /* sizes and hyper-parameters */
@@ -145,6 +147,7 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
     d->p_act = (int32_t*)(base + off[k++]);
     d->p_rew = (float*)(base + off[k++]);
     d->emit_off = (int32_t*)(base + off[k++]);
+    d->tile_off = (int32_t*)(base + off[k++]);
     d->ctrl = (vp_replay_ctrl*)(base + off[k++]);
     return used;
 }

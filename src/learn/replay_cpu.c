@@ -7,16 +7,23 @@
 #include "learn/replay_math.h"
 
 vp_status vp_replay_cpu_push(const vp_replay_dev* d, const vp_replay_step_dev* s) {
-    /* exclusive prefix sum of the transitions each env writes: their ring offsets */
-    int64_t total = 0;
+    /* exclusive prefix sum of the transitions each env writes: their ring offsets, kept
+     * as offsets within a tile plus tile offsets like the CUDA scan */
+    int64_t total = 0, in_tile = 0;
     for (int64_t e = 0; e < d->n_envs; ++e) {
-        d->emit_off[e] = (int32_t)total;
-        total += vp_replay_env_count(d, s, e);
+        if (e % VP_REPLAY_SCAN_TILE == 0) {
+            d->tile_off[e / VP_REPLAY_SCAN_TILE] = (int32_t)total;
+            in_tile = 0;
+        }
+        const int c = vp_replay_env_count(d, s, e);
+        d->emit_off[e] = (int32_t)in_tile;
+        in_tile += c;
+        total += c;
     }
     vp_replay_ctrl_advance(d->ctrl, total, d->cap);
 
     /* append, write, drop: env by env */
-    for (int64_t e = 0; e < d->n_envs; ++e) vp_replay_env_push(d, s, e, d->ctrl->base + d->emit_off[e]);
+    for (int64_t e = 0; e < d->n_envs; ++e) vp_replay_env_push(d, s, e, vp_replay_env_first(d, e));
     return VP_OK;
 }
 

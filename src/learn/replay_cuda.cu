@@ -12,10 +12,11 @@
 
 /* Threads of the per-env and per-sample kernels. */
 #define RP_THREADS 256
-/* Threads of the single-block scan and weight kernels. */
+/* Threads of the scan and weight kernels. */
 #define RP_BLOCK 1024
-/* Envs each scan thread takes per tile. */
+/* Envs each scan thread takes (RP_BLOCK x RP_SCAN_ITEMS = VP_REPLAY_SCAN_TILE). */
 #define RP_SCAN_ITEMS 4
+static_assert(RP_BLOCK * RP_SCAN_ITEMS == VP_REPLAY_SCAN_TILE, "a push tile is one block's envs");
 /* Nodes of one level a tree block reduces (2^RP_TREE_LEVELS). */
 #define RP_TREE_TILE 1024
 /* Levels one tree pass builds. */
@@ -32,52 +33,72 @@
 
 /* ---- kernels: push ---------------------------------------------------------------------------- */
 
-/* One block: each env's transition count, their exclusive prefix sum into emit_off (tiles
- * of RP_BLOCK x RP_SCAN_ITEMS envs, integer sums), then the counters' advance. */
-__global__ void replay_push_scan_kernel(vp_replay_dev d, vp_replay_step_dev s) {
+/* Exclusive prefix sum over the block of each thread's `local` (all RP_BLOCK threads must
+ * call it); *tile_total gets the block's sum. Integer sums: exact in any order. */
+__device__ int rp_block_exclusive_scan(int local, int* tile_total) {
     __shared__ int warp_sum[RP_BLOCK / 32];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
-    const int64_t E = d.n_envs, tile = (int64_t)blockDim.x * RP_SCAN_ITEMS;
-    int64_t carry = 0;
-    for (int64_t t0 = 0; t0 < E; t0 += tile) {
-        /* this thread's envs: RP_SCAN_ITEMS consecutive ones */
-        int cnt[RP_SCAN_ITEMS], local = 0;
-        for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
-            int64_t e = t0 + (int64_t)tid * RP_SCAN_ITEMS + i;
-            cnt[i] = e < E ? vp_replay_env_count(&d, &s, e) : 0;
-            local += cnt[i];
-        }
-        /* inclusive scan of the thread sums: within warps, then over warp sums */
-        int incl = local;
-        for (int o = 1; o < 32; o <<= 1) {
-            int v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
-        if (lane == 31) warp_sum[warp] = incl;
-        __syncthreads();
-        int before = 0, tile_total = 0;
-        for (int w = 0; w < nw; ++w) {
-            if (w < warp) before += warp_sum[w];
-            tile_total += warp_sum[w];
-        }
-        /* offsets of this thread's envs */
-        int64_t off = carry + before + incl - local;
-        for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
-            int64_t e = t0 + (int64_t)tid * RP_SCAN_ITEMS + i;
-            if (e < E) d.emit_off[e] = (int32_t)off;
-            off += cnt[i];
-        }
-        carry += tile_total;
-        __syncthreads(); /* warp_sum is rewritten by the next tile */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int incl = local;
+    for (int o = 1; o < 32; o <<= 1) {
+        int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
     }
-    if (tid == 0) vp_replay_ctrl_advance(d.ctrl, carry, d.cap);
+    __syncthreads(); /* warp_sum may still be read by a previous call */
+    if (lane == 31) warp_sum[warp] = incl;
+    __syncthreads();
+    int before = 0, total = 0;
+    for (int w = 0; w < nw; ++w) {
+        if (w < warp) before += warp_sum[w];
+        total += warp_sum[w];
+    }
+    *tile_total = total;
+    return before + incl - local;
+}
+
+/* Block b takes tile b (VP_REPLAY_SCAN_TILE envs, RP_SCAN_ITEMS consecutive ones per
+ * thread): each env's transition count, their exclusive prefix sum within the tile into
+ * emit_off, and the tile's sum into tile_off[b]. */
+__global__ void replay_push_count_kernel(vp_replay_dev d, vp_replay_step_dev s) {
+    const int64_t e0 = (int64_t)blockIdx.x * VP_REPLAY_SCAN_TILE + (int64_t)threadIdx.x * RP_SCAN_ITEMS;
+    int cnt[RP_SCAN_ITEMS], local = 0, tile_total;
+    for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
+        cnt[i] = e0 + i < d.n_envs ? vp_replay_env_count(&d, &s, e0 + i) : 0;
+        local += cnt[i];
+    }
+    int off = rp_block_exclusive_scan(local, &tile_total);
+    for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
+        if (e0 + i < d.n_envs) d.emit_off[e0 + i] = off;
+        off += cnt[i];
+    }
+    if (threadIdx.x == 0) d.tile_off[blockIdx.x] = tile_total;
+}
+
+/* One block: tile sums -> exclusive tile offsets (in place, RP_SCAN_ITEMS per thread per
+ * round), then the counters' advance by the grand total. */
+__global__ void replay_push_tiles_kernel(vp_replay_dev d, int64_t n_tiles) {
+    int64_t carry = 0;
+    for (int64_t t0 = 0; t0 < n_tiles; t0 += (int64_t)blockDim.x * RP_SCAN_ITEMS) {
+        const int64_t i0 = t0 + (int64_t)threadIdx.x * RP_SCAN_ITEMS;
+        int v[RP_SCAN_ITEMS], local = 0, round_total;
+        for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
+            v[i] = i0 + i < n_tiles ? d.tile_off[i0 + i] : 0;
+            local += v[i];
+        }
+        int64_t off = carry + rp_block_exclusive_scan(local, &round_total);
+        for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
+            if (i0 + i < n_tiles) d.tile_off[i0 + i] = (int32_t)off;
+            off += v[i];
+        }
+        carry += round_total;
+    }
+    if (threadIdx.x == 0) vp_replay_ctrl_advance(d.ctrl, carry, d.cap);
 }
 
 /* One thread per env: append, write the completed transitions, drop them. */
 __global__ void replay_push_emit_kernel(vp_replay_dev d, vp_replay_step_dev s) {
     int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (e >= d.n_envs) return;
-    vp_replay_env_push(&d, &s, e, d.ctrl->base + d.emit_off[e]);
+    vp_replay_env_push(&d, &s, e, vp_replay_env_first(&d, e));
 }
 
 /* ---- kernels: sampling ---------------------------------------------------------------------- */
@@ -179,8 +200,11 @@ extern "C" vp_status vp_replay_cuda_push(vp_backend* b, const vp_replay_dev* d, 
     VP_REQUIRE(b != NULL && d != NULL && s != NULL, VP_ERR_INVALID_ARG, "vp_replay_cuda_push: NULL argument");
     VP_REQUIRE(d->n_envs >= 1 && d->ctrl != NULL, VP_ERR_INVALID_ARG, "vp_replay_cuda_push: empty ring layout");
     cudaStream_t st = (cudaStream_t)vp_cuda_backend_stream(b);
-    replay_push_scan_kernel<<<1, RP_BLOCK, 0, st>>>(*d, *s);
-    RP_CHECK_LAUNCH("replay_push_scan_kernel");
+    const int64_t n_tiles = (d->n_envs + VP_REPLAY_SCAN_TILE - 1) / VP_REPLAY_SCAN_TILE;
+    replay_push_count_kernel<<<(unsigned)n_tiles, RP_BLOCK, 0, st>>>(*d, *s);
+    RP_CHECK_LAUNCH("replay_push_count_kernel");
+    replay_push_tiles_kernel<<<1, RP_BLOCK, 0, st>>>(*d, n_tiles);
+    RP_CHECK_LAUNCH("replay_push_tiles_kernel");
     replay_push_emit_kernel<<<rp_grid(d->n_envs), RP_THREADS, 0, st>>>(*d, *s);
     RP_CHECK_LAUNCH("replay_push_emit_kernel");
     return VP_OK;

@@ -14,6 +14,8 @@ extern "C" {
 
 /* Levels of the priority sum tree above the leaves (capacity < 2^31). */
 #define VP_REPLAY_MAX_LEVELS 33
+/* Envs per tile of the push's two-level prefix sum (one CUDA block of 1024 x 4). */
+#define VP_REPLAY_SCAN_TILE 4096
 
 /* Counters kept in backend memory, changed only by the ring's kernels. */
 typedef struct vp_replay_ctrl {
@@ -70,7 +72,8 @@ typedef struct vp_replay_dev {
     float* p_port;       /* [n, E, P] */
     int32_t* p_act;      /* [n, E, NB] */
     float* p_rew;        /* [n, E] */
-    int32_t* emit_off;   /* [E] first ring offset (from base) of env e's transitions */
+    int32_t* emit_off;   /* [E] ring offset of env e's first transition within its tile */
+    int32_t* tile_off;   /* [ceil(E / VP_REPLAY_SCAN_TILE)] ring offset (from base) of each tile */
 
     vp_replay_ctrl* ctrl; /* [1] counters */
 } vp_replay_dev;

@@ -283,6 +283,11 @@ VP_HD void vp_replay_env_push(const vp_replay_dev* d, const vp_replay_step_dev* 
     d->p_start[e] = st;
 }
 
+/* Ring position (before the modulo) of env e's first transition at this push. */
+VP_HD int64_t vp_replay_env_first(const vp_replay_dev* d, int64_t e) {
+    return d->ctrl->base + d->tile_off[e / VP_REPLAY_SCAN_TILE] + d->emit_off[e];
+}
+
 /* Moves the ring's counters past a push that wrote `total` transitions. */
 VP_HD void vp_replay_ctrl_advance(vp_replay_ctrl* ctl, int64_t total, int64_t cap) {
     ctl->base = ctl->head;

@@ -222,7 +222,18 @@ static void test_norms(void) {
         twin_poison(&dx), twin_poison(&dg);
         CHECK_OK(vp_rmsnorm_backward(g_cpu, &dy.h, &x.h, &g.h, &rs.h, &dx.h, &dg.h));
         CHECK_OK(vp_rmsnorm_backward(g_gpu, &dy.d, &x.d, &g.d, &rs.d, &dx.d, &dg.d));
-        twin_check("rmsnorm_bwd dx", cas, &dx, TOL_FP32);
+        if (n > 1) {
+            twin_check("rmsnorm_bwd dx", cas, &dx, TOL_FP32);
+        } else {
+            /* one column: xhat = +-1 up to eps, so dx = rstd dy gamma (1 - xhat^2) is pure
+             * cancellation; measure it against the size of rstd dy gamma instead */
+            double sc = 0.0;
+            for (int64_t i = 0; i < m; ++i) {
+                double t = (double)((float*)rs.h.data)[i] * ((float*)dy.h.data)[i] * ((float*)g.h.data)[0];
+                sc += t * t;
+            }
+            twin_check_scaled("rmsnorm_bwd dx", "[m, 1]: vs ||rstd dy gamma||", &dx, TOL_FP32, sqrt(sc));
+        }
         twin_check("rmsnorm_bwd dgamma", cas, &dg, TOL_FP32);
         twin_free(&x), twin_free(&g), twin_free(&be), twin_free(&y), twin_free(&mu), twin_free(&rs);
         twin_free(&dy), twin_free(&dx), twin_free(&dg), twin_free(&db);

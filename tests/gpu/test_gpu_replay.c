@@ -212,6 +212,15 @@ static void test_push_identical(void) {
         }
     }
     pair_free(&p);
+    c = base_cfg(50021, 9001, 2, 1, 0.6f);
+    if (pair_init(&p, &c, 512, 0)) {
+        for (int t = 0; t < 25; ++t) {
+            fill_step(&p, t);
+            push_both(&p);
+        }
+        compare_rings("C 50021 E 9001 (3 scan tiles) n 2", &p);
+    }
+    pair_free(&p);
     c = base_cfg(4099, 257, 5, 0, 0.6f);
     if (pair_init(&p, &c, 1000, 1)) {
         for (int t = 0; t < 60; ++t) {
@@ -389,21 +398,31 @@ static vp_status time_update(vp_backend* b, void* ctx) {
 }
 
 static void time_ring(void) {
+    /* push at 4096 envs into a uniform ring (500 x 4096 > 1M), then a uniform sample */
     rpair p;
-    vp_replay_cfg c = base_cfg(1000000, 65536, 3, 1, 0.6f);
+    vp_replay_cfg c = base_cfg(1000000, 4096, 3, 0, 0.6f);
+    double push4k_us = 0, uniform_us = 0;
+    if (pair_init(&p, &c, 8192, 1)) {
+        fill_step(&p, 0);
+        push4k_us = time_graph(time_push, &p, 500);
+        uniform_us = time_graph(time_sample, &p, 500);
+    }
+    pair_free(&p);
+    /* push at 65536 envs (fills the ring: 200 x 65536 > 1M), then sample and update */
+    c = base_cfg(1000000, 65536, 3, 1, 0.6f);
     c.beta_steps = 100000;
     if (pair_init(&p, &c, 8192, 1)) {
         fill_step(&p, 0);
-        double push_us = time_graph(time_push, &p, 200); /* fills the ring (200 x 65536 > 1M) */
+        double push_us = time_graph(time_push, &p, 200);
         twin_rand(&p.loss, 0.0f, 5.0f);
         double sample_us = time_graph(time_sample, &p, 500);
         double update_us = time_graph(time_update, &p, 500);
-        printf("time: capacity 1000000, B 8192, 65536 envs: push %.1f us (%.0f M transitions/s), sample %.1f us, "
-               "update %.1f us\n",
-               push_us, 65536.0 / push_us, sample_us, update_us);
-        printf("{\"bench\":\"replay\",\"capacity\":1000000,\"batch\":8192,\"n_envs\":65536,\"push_us\":%.2f,"
-               "\"sample_us\":%.2f,\"update_us\":%.2f}\n",
-               push_us, sample_us, update_us);
+        printf("time: capacity 1000000, B 8192: push %.1f us at 4096 envs, %.1f us at 65536 envs (%.0f M "
+               "transitions/s); sample %.1f us (uniform %.1f us); update %.1f us\n",
+               push4k_us, push_us, 65536.0 / push_us, sample_us, uniform_us, update_us);
+        printf("{\"bench\":\"replay\",\"capacity\":1000000,\"batch\":8192,\"push_4096_us\":%.2f,"
+               "\"push_65536_us\":%.2f,\"sample_us\":%.2f,\"uniform_sample_us\":%.2f,\"update_us\":%.2f}\n",
+               push4k_us, push_us, sample_us, uniform_us, update_us);
     }
     pair_free(&p);
 }

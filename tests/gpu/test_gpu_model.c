@@ -1,0 +1,246 @@
+/* GPU parity of the agent network: the same model (same seed, so the same parameters)
+ * on the CPU and CUDA backends, the same inputs; the forward outputs and every parameter
+ * gradient of the backward compared norm-wise, at odd small shapes and at the default
+ * model with B = 8192. Tolerances (norm-wise relative):
+ *   FP32 GEMMs: outputs 1e-5; gradients 1e-4 up to B = 333, 2e-3 at B = 8192, where weight
+ *   gradients sum 65536 (trunk, Mamba2) to 524288 (IQN) rows of random-sign upstream
+ *   gradients in another order (cuBLAS vs OpenBLAS);
+ *   TF32 GEMMs (default model): outputs 1e-2, gradients 5e-2 (10-bit mantissas through
+ *   the whole backward).
+ * Then the scan oracle on the GPU, the no-allocation guard and the time of a forward and
+ * a backward at B = 8192, piece by piece. Runs on a GPU machine only. */
+#include "gpu_twin.h"
+#include "model/cuda_mops.h"
+#include "model/model_internal.h"
+
+/* One network shape and batch. */
+typedef struct model_case {
+    const char* name;
+    int use_mamba, F, P, K, H, PD, N, CW, HH, Z, nb, sizes[4], NC;
+    int64_t B;
+    int T;
+    vp_precision prec;
+} model_case;
+
+static const model_case CASES[] = {
+    {"small K3", 1, 5, 3, 3, 8, 4, 3, 4, 6, 7, 2, {3, 2}, 4, 4, 3, VP_PREC_FP32},
+    {"small no mamba", 0, 5, 3, 3, 8, 4, 3, 4, 6, 7, 2, {3, 2}, 4, 5, 3, VP_PREC_FP32},
+    {"odd H96 PD32 N5 K7", 1, 7, 5, 7, 96, 32, 5, 3, 33, 11, 3, {2, 1, 4}, 9, 333, 5, VP_PREC_FP32},
+    {"N20 K9 B77", 1, 4, 2, 9, 64, 16, 20, 4, 16, 5, 2, {2, 2}, 3, 77, 2, VP_PREC_FP32},
+    {"default B8192", 1, 32, 8, 8, 256, 64, 16, 4, 128, 51, 4, {3, 4, 3, 3}, 64, 8192, 64, VP_PREC_FP32},
+    {"default B8192 tf32", 1, 32, 8, 8, 256, 64, 16, 4, 128, 51, 4, {3, 4, 3, 3}, 64, 8192, 64, VP_PREC_TF32},
+};
+#define N_CASES (int)(sizeof CASES / sizeof CASES[0])
+
+static vp_model_cfg cfg_of(const model_case* k) {
+    vp_model_cfg c = vp_model_cfg_default();
+    c.use_mamba = k->use_mamba;
+    c.n_features = k->F;
+    c.n_portfolio = k->P;
+    c.window = k->K;
+    c.hidden = k->H;
+    c.mamba_head_dim = k->PD;
+    c.mamba_state = k->N;
+    c.mamba_conv = k->CW;
+    c.head_hidden = k->HH;
+    c.n_atoms = k->Z;
+    c.n_branches = k->nb;
+    for (int i = 0; i < k->nb; ++i) c.branch_sizes[i] = k->sizes[i];
+    c.iqn_cos = k->NC;
+    return c;
+}
+
+/* ||gpu - cpu|| / ||cpu|| of two views of n floats (gpu in device memory); prints a row. */
+static double compare(const char* what, const char* cas, const vp_tensor* cpu_t, const vp_tensor* gpu_t, int64_t n,
+                      double tol) {
+    float* g = (float*)malloc(sizeof(float) * (size_t)n);
+    CHECK_OK(vp_download(g_gpu, g, gpu_t, sizeof(float) * (size_t)n));
+    const float* c = (const float*)cpu_t->data;
+    double num = 0, den = 0;
+    int64_t nan = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (isnan(g[i]) || isnan(c[i])) {
+            nan++;
+            continue;
+        }
+        num += ((double)g[i] - c[i]) * ((double)g[i] - c[i]);
+        den += (double)c[i] * c[i];
+    }
+    double err = den > 0 ? sqrt(num / den) : sqrt(num);
+    int ok = nan == 0 && err <= tol;
+    twin_row(what, cas, err, tol, ok);
+    CHECK(ok, "%s %s: rel err %.3e (tol %.1e), %lld NaN", what, cas, err, tol, (long long)nan);
+    free(g);
+    return err;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* out = milliseconds per call of a vp_status expression on the GPU (3 warm-up calls, then 20). */
+#define TIME_MS(out, expr)                                                       \
+    do {                                                                         \
+        for (int w_ = 0; w_ < 3; ++w_) CHECK_OK(expr);                           \
+        CHECK_OK(vp_backend_sync(g_gpu));                                        \
+        double t0_ = now_s();                                                    \
+        for (int i_ = 0; i_ < 20; ++i_) CHECK_OK(expr);                          \
+        CHECK_OK(vp_backend_sync(g_gpu));                                        \
+        out = 1e3 * (now_s() - t0_) / 20;                                        \
+    } while (0)
+
+static void run_case(const model_case* k) {
+    const vp_model_cfg c = cfg_of(k);
+    const int A = vp_model_cfg_actions(&c);
+    const int64_t B = k->B, rows = 3 * B + 17;
+    const int tf32 = k->prec == VP_PREC_TF32;
+    const double tol_out = tf32 ? 1e-2 : 1e-5, tol_grad = tf32 ? 5e-2 : (B > 1000 ? 2e-3 : 1e-4);
+    vp_model mc, mg;
+    CHECK_OK(vp_model_init(&mc, g_cpu, &c, 77));
+    CHECK_OK(vp_model_init(&mg, g_gpu, &c, 77));
+    mc.precision = VP_PREC_FP32;
+    mg.precision = k->prec;
+    vp_model_acts *ac = NULL, *ag = NULL;
+    CHECK_OK(vp_model_acts_init(&ac, &mc, B, k->T, 1));
+    CHECK_OK(vp_model_acts_init(&ag, &mg, B, k->T, 1));
+    if (!ac || !ag) return;
+    // inputs on both sides; bars from 0 (clamped windows) to the last row
+    twin feat, bar, port, taus, dlp, diqn;
+    twin_2d(&feat, VP_F32, rows, c.n_features);
+    twin_1d(&bar, VP_I32, B);
+    twin_2d(&port, VP_F32, B, c.n_portfolio);
+    twin_2d(&taus, VP_F32, B, k->T);
+    twin_2d(&dlp, VP_F32, B * A, c.n_atoms);
+    twin_2d(&diqn, VP_F32, B * k->T, A);
+    twin_rand(&feat, -2, 2);
+    twin_rand(&bar, 0, (float)rows);
+    twin_rand(&port, -1, 1);
+    twin_rand(&taus, 0.01f, 0.99f);
+    twin_rand(&dlp, -1, 1);
+    twin_rand(&diqn, -1, 1);
+    // forward: outputs
+    CHECK_OK(vp_model_forward(&mc, &mc.params, ac, &feat.h, &bar.h, &port.h, &taus.h, B));
+    vp_runtime_counters before, after;
+    vp_backend_counters(g_gpu, &before);
+    CHECK_OK(vp_model_forward(&mg, &mg.params, ag, &feat.d, &bar.d, &port.d, &taus.d, B));
+    CHECK_OK(vp_model_backward(&mg, &mg.params, ag, &dlp.d, &diqn.d));
+    vp_backend_counters(g_gpu, &after);
+    CHECK(after.allocs == before.allocs && after.copies == before.copies && after.syncs == before.syncs,
+          "%s: forward + backward on the GPU allocated, copied or synchronised", k->name);
+    vp_tensor lc = vp_model_log_probs(ac), lg = vp_model_log_probs(ag);
+    compare("model log_probs", k->name, &lc, &lg, B * A * c.n_atoms, tol_out);
+    vp_tensor qc = vp_model_q(ac), qg = vp_model_q(ag);
+    compare("model q", k->name, &qc, &qg, B * A, tol_out);
+    vp_tensor ic = vp_model_iqn(ac), ig = vp_model_iqn(ag);
+    compare("model iqn", k->name, &ic, &ig, B * k->T * A, tol_out);
+    // backward: every parameter gradient
+    CHECK_OK(vp_model_backward(&mc, &mc.params, ac, &dlp.h, &diqn.h));
+    for (int i = 0; i < mc.n_params; ++i) {
+        const vp_param_info* p = &mc.info[i];
+        vp_tensor gc = vp_model_param_view(&mc, &mc.grads, p), gg = vp_model_param_view(&mg, &mg.grads, p);
+        char what[96];
+        snprintf(what, sizeof what, "grad %s", p->name);
+        compare(what, k->name, &gc, &gg, p->numel, tol_grad);
+    }
+    // time of a forward and a backward on the GPU, piece by piece (default shapes only)
+    if (B >= 8192) {
+        double ff = vp_model_flops(&c, B, k->T, 0), fb = vp_model_flops(&c, B, k->T, 1) - ff;
+        double t_fwd;
+        TIME_MS(t_fwd, vp_model_forward(&mg, &mg.params, ag, &feat.d, &bar.d, &port.d, &taus.d, B));
+        double t_bwd;
+        TIME_MS(t_bwd, vp_model_backward(&mg, &mg.params, ag, &dlp.d, &diqn.d));
+        printf("time %s: forward %.3f ms (%.1f TFLOP/s), backward %.3f ms (%.1f TFLOP/s)\n", k->name, t_fwd,
+               ff / t_fwd / 1e9, t_bwd, fb / t_bwd / 1e9);
+        double t_trunk;
+        TIME_MS(t_trunk, vp_model_trunk_forward(&mg, &mg.params, ag, &feat.d, &bar.d, B));
+        double t_mamba;
+        TIME_MS(t_mamba, vp_model_mamba_forward(&mg, &mg.params, ag, B));
+        double t_heads;
+        TIME_MS(t_heads, vp_model_heads(&mg, &mg.params, ag, NULL, &port.d, NULL, B));
+        double t_iqn;
+        TIME_MS(t_iqn, vp_model_iqn_forward(&mg, &mg.params, ag, &taus.d, B, k->T));
+        printf("time %s forward pieces: trunk %.3f, mamba %.3f, portfolio+c51 %.3f, iqn %.3f ms\n", k->name, t_trunk,
+               t_mamba, t_heads, t_iqn);
+        const vp_mamba_dims d = {B, c.window, c.hidden, c.mamba_state, c.hidden / c.mamba_head_dim,
+                                 c.mamba_head_dim, c.mamba_conv};
+        const float* P = (const float*)mg.params.data;
+        const float* cw = P + vp_model_find_param(&mg, "mamba.conv.w")->offset;
+        const float* cb = P + vp_model_find_param(&mg, "mamba.conv.b")->offset;
+        const float* dtb = P + vp_model_find_param(&mg, "mamba.dt_bias")->offset;
+        const float* al = P + vp_model_find_param(&mg, "mamba.A_log")->offset;
+        const float* dd = P + vp_model_find_param(&mg, "mamba.D")->offset;
+        float *xbcdt = (float*)ag->xbcdt.data, *xb = (float*)ag->xb.data, *cc = (float*)ag->c.data;
+        double k_conv;
+        TIME_MS(k_conv, vp_mops_cuda.conv_forward(g_gpu, &d, xbcdt, cw, cb, (float*)ag->xb_pre.data, xb,
+                                                          (float*)ag->c_pre.data, cc));
+        double k_scan;
+        TIME_MS(k_scan, vp_mops_cuda.scan_forward(g_gpu, &d, xb, cc, xbcdt, dtb, al, dd, (float*)ag->dt.data,
+                                                          (float*)ag->y.data));
+        double k_scanb;
+        TIME_MS(k_scanb, vp_mops_cuda.scan_backward(
+            g_gpu, &d, xb, cc, xbcdt, (float*)ag->dt.data, dtb, al, dd, (float*)ag->d_y.data, (float*)ag->d_xb.data,
+            (float*)ag->d_c.data, (float*)ag->d_xbcdt.data, (float*)ag->p_alog.data, (float*)ag->p_d.data,
+            (float*)ag->p_dtb.data));
+        double k_convb;
+        TIME_MS(k_convb, vp_mops_cuda.conv_backward(
+            g_gpu, &d, xbcdt, cw, (float*)ag->xb_pre.data, (float*)ag->c_pre.data, (float*)ag->d_xb.data,
+            (float*)ag->d_c.data, (float*)ag->d_xbcdt.data, (float*)ag->p_convw.data, (float*)ag->p_convb.data));
+        double k_mixb;
+        TIME_MS(k_mixb, vp_mops_cuda.iqn_mix_backward(g_gpu, B, k->T, c.hidden, (float*)ag->h.data,
+                                                              (float*)ag->phi.data, (float*)ag->d_mix.data,
+                                                              (float*)ag->d_h.data, (float*)ag->d_phi.data));
+        printf("time %s kernels: conv fwd %.3f, scan fwd %.3f, scan bwd %.3f, conv bwd %.3f, iqn mix bwd %.3f ms\n",
+               k->name, k_conv, k_scan, k_scanb, k_convb, k_mixb);
+    }
+    twin_free(&feat), twin_free(&bar), twin_free(&port), twin_free(&taus), twin_free(&dlp), twin_free(&diqn);
+    vp_model_acts_free(ac);
+    vp_model_acts_free(ag);
+    vp_model_free(&mc);
+    vp_model_free(&mg);
+}
+
+static void test_model_parity(void) {
+    for (int i = 0; i < N_CASES; ++i) run_case(&CASES[i]);
+}
+
+/* A = -1, dt = 0.5, B = C = 1, D = 0, u = [1, 0, 0]: y = [0.5, 0.303265, 0.183940]. */
+static void test_scan_oracle_gpu(void) {
+    const double want[3] = {0.5, 0.303265, 0.183940};
+    for (int K = 1; K <= 3; ++K) {
+        twin xb, c, xbcdt, zero, dt, y;
+        twin_1d(&xb, VP_F32, 2 * K);
+        twin_1d(&c, VP_F32, 1);
+        twin_1d(&xbcdt, VP_F32, 4 * K);
+        twin_1d(&zero, VP_F32, 1);
+        twin_1d(&dt, VP_F32, K);
+        twin_1d(&y, VP_F32, 1);
+        for (int t = 0; t < K; ++t) {
+            ((float*)xb.h.data)[2 * t] = t == 0 ? 1.0f : 0.0f;
+            ((float*)xb.h.data)[2 * t + 1] = 1.0f;
+            ((float*)xbcdt.h.data)[4 * t + 3] = (float)log(exp(0.5) - 1.0);
+        }
+        ((float*)c.h.data)[0] = 1.0f;
+        twin_push(&xb), twin_push(&c), twin_push(&xbcdt), twin_push(&zero);
+        vp_mamba_dims d = {1, K, 1, 1, 1, 1, 4};
+        CHECK_OK(vp_mops_cuda.scan_forward(g_gpu, &d, (const float*)xb.d.data, (const float*)c.d.data,
+                                           (const float*)xbcdt.d.data, (const float*)zero.d.data,
+                                           (const float*)zero.d.data, (const float*)zero.d.data, (float*)dt.d.data,
+                                           (float*)y.d.data));
+        float got = 0.0f;
+        CHECK_OK(vp_download(g_gpu, &got, &y.d, sizeof got));
+        twin_row("scan oracle", K == 1 ? "K=1" : K == 2 ? "K=2" : "K=3", fabs(got - want[K - 1]), 1e-6,
+                 fabs(got - want[K - 1]) <= 1e-6);
+        CHECK_NEAR(got, want[K - 1], 1e-6, 0);
+        twin_free(&xb), twin_free(&c), twin_free(&xbcdt), twin_free(&zero), twin_free(&dt), twin_free(&y);
+    }
+}
+
+int main(void) {
+    gpu_setup("test_gpu_model");
+    RUN_TEST(test_scan_oracle_gpu);
+    RUN_TEST(test_model_parity);
+    gpu_teardown();
+    return vpt_finish();
+}
