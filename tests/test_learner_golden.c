@@ -2,8 +2,8 @@
  * tests/data/golden_small.safetensors: configuration, parameters, target, features, one
  * batch with fixed taus, the outputs, losses, every gradient before clipping, the grad
  * norm, the parameters after AdamW and the target after the Polyak update).
- * Tolerance: norm-wise relative error per tensor, 1e-4 on the CPU (FP32), looser on CUDA
- * (TF32 products), written beside each comparison.
+ * Tolerance: norm-wise relative error per tensor, 1e-4 on the CPU and on CUDA with FP32
+ * products, looser with TF32 products (set in main, with the reasons).
  *   usage: test_learner_golden [FILE] [--backend cpu|cuda] [--fp32 (CUDA: FP32 products)]
  * (default: both files in tests/data, on the CPU) */
 #include <cjson/cJSON.h>
@@ -15,7 +15,8 @@
 static const char* g_file = NULL;
 static int g_cuda = 0;
 static int g_fp32 = 0; /* CUDA with FP32 products instead of TF32 */
-static double g_tol = 1e-4;
+static double g_tol = 1e-4;  /* outputs, losses, parameters after the step */
+static double g_gtol = 1e-4; /* gradients; 10x this for the update (after - before) */
 
 /* Integer, number or array field of the configuration object. */
 static double cfg_num(const cJSON* c, const char* key) {
@@ -208,14 +209,15 @@ static void test_golden_step(void) {
     }
     CHECK(l.stats_host[VP_STAT_NAN] == 0.0f, "NaN flag raised");
     // Gradients before clipping, parameters after AdamW, target after Polyak.
-    expect_params(b, &l, &f, "grad", &l.model.grads, g_tol);
+    expect_params(b, &l, &f, "grad", &l.model.grads, g_gtol);
     expect_params(b, &l, &f, "param_after", &l.model.params, g_tol);
     expect_params(b, &l, &f, "target_after", &l.target, g_tol);
-    // The update itself (after - before), which the parameters' size would hide. FP32: per
-    // element within 10x the tolerance of its size, plus 4 float32 ulps of the parameter (an
-    // update much smaller than the parameter cannot be stored more finely). TF32: norm-wise
-    // per tensor within 10x the tolerance (AdamW's g / (|g| + eps) magnifies the products'
-    // error on gradients near eps, element by element).
+    // The update itself (after - before), which the parameters' size would hide, within 10x
+    // the gradient tolerance plus 4 float32 ulps of the parameter (an update much smaller
+    // than the parameter cannot be stored more finely). On the CPU element by element; on
+    // CUDA norm-wise per tensor, since another summation order moves the tiny gradients
+    // near eps by more, and AdamW's g / (|g| + eps) magnifies that element by element.
+    const double utol = 10 * g_gtol, ulp4 = 4 * 1.1920929e-7;
     float* after = fetch(b, &l.model.params);
     double worst = 0.0;
     for (int k = 0; k < l.model.n_params; ++k) {
@@ -224,21 +226,21 @@ static void test_golden_step(void) {
         const vp_st_entry* e = vp_st_find(&f, name);
         if (!e || e->numel != p->numel) continue;
         const float* want = (const float*)vp_st_data(&f, e);
-        double num = 0.0, den = 0.0;
+        double num = 0.0, den = 0.0, pn = 0.0;
         for (int64_t i = 0; i < p->numel; ++i) {
             double p0 = flat[p->offset + i], dg = (double)after[p->offset + i] - p0, dw = (double)want[i] - p0;
             num += (dg - dw) * (dg - dw);
             den += dw * dw;
+            pn += fmax(p0 * p0, (double)want[i] * want[i]);
             if (g_cuda) continue;
-            double allowed = 10 * g_tol * fabs(dw) + 4 * 1.1920929e-7 * fmax(fabs(p0), fabs((double)want[i]));
-            double ratio = fabs(dg - dw) / allowed;
+            double ratio = fabs(dg - dw) / (utol * fabs(dw) + ulp4 * fmax(fabs(p0), fabs((double)want[i])));
             if (!(ratio <= 1.0)) CHECK(0, "update of %s[%lld]: %.6g, PyTorch %.6g", p->name, (long long)i, dg, dw);
             worst = fmax(worst, ratio);
         }
         if (g_cuda) {
-            double err = sqrt(num) / fmax(sqrt(den), 1e-30);
-            CHECK(err <= 10 * g_tol, "update of %s: relative error %.3e above %.1e", p->name, err, 10 * g_tol);
-            worst = fmax(worst, err / (10 * g_tol));
+            double ratio = sqrt(num) / (utol * sqrt(den) + ulp4 * sqrt(pn));
+            CHECK(ratio <= 1.0, "update of %s: error %.3e is %.2f times the allowed", p->name, sqrt(num), ratio);
+            worst = fmax(worst, ratio);
         }
     }
     fprintf(stderr, "  %-28s worst error / allowed %.2f\n", "update (after - before)", worst);
@@ -273,9 +275,14 @@ int main(int argc, char** argv) {
             g_file = argv[i];
         }
     }
-    // TF32 products on CUDA carry about 1e-3 relative error into the gradients; with FP32
-    // products CUDA is held to the CPU's tolerance.
-    if (g_cuda && !g_fp32) g_tol = 5e-3;
+    // TF32 products on CUDA (10-bit mantissas) put about 1e-3 relative error into the
+    // outputs and up to 2e-2 into gradients behind LayerNorm's backward, whose mean
+    // subtraction cancels (measured on the H200: 6e-4 and 1.7e-2). With FP32 products CUDA
+    // is held to the CPU's tolerance.
+    if (g_cuda && !g_fp32) {
+        g_tol = 5e-3;
+        g_gtol = 3e-2;
+    }
     if (g_file) {
         RUN_TEST(test_golden_step);
     } else {
