@@ -89,7 +89,8 @@ static vp_status fill_batch(vp_backend* b, vp_learner* l, vp_batch* bt, vp_buffe
             bar[i] = (int32_t)(vp_rng_uniform(77, 5, (uint64_t)i) * (FEATURE_ROWS - 4));
             nbar[i] = bar[i] + 3;
             for (int64_t br = 0; br < nb; ++br)
-                act[i * nb + br] = (int32_t)(vp_rng_uniform(77, 6, (uint64_t)(i * nb + br)) * c->model.branch_sizes[br]);
+                act[i * nb + br] =
+                    (int32_t)(vp_rng_uniform(77, 6, (uint64_t)(i * nb + br)) * c->model.branch_sizes[br]);
         }
         bt->features = vp_tensor_2d(fbuf->dev, VP_F32, mem, FEATURE_ROWS, F);
         s = vp_upload(b, &bt->features, feat, sizeof(float) * (size_t)(FEATURE_ROWS * F));
@@ -133,7 +134,8 @@ int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
     // GEMM FLOPs: online forward + backward at s_t, online and target forwards at s_{t+n}.
     const double f_online = vp_model_flops(mc, cfg.batch, cfg.n_taus, 0);
     const double f_bwd = vp_model_flops(mc, cfg.batch, cfg.n_taus, 1) - f_online;
-    const double f_fwd = f_online + vp_model_flops(mc, cfg.batch, 0, 0) + vp_model_flops(mc, cfg.batch, cfg.n_target_taus, 0);
+    const double f_fwd =
+        f_online + vp_model_flops(mc, cfg.batch, 0, 0) + vp_model_flops(mc, cfg.batch, cfg.n_target_taus, 0);
     const double phase_flops[VP_PHASE_COUNT] = {f_fwd, 0.0, f_bwd, 0.0};
 
     vp_learner l;

@@ -13,8 +13,8 @@ static void test_eurusd_loads(void) {
     vp_load_report r;
     CHECK_OK(vp_bars_load_csv(EURUSD, &o, &b, &r));
     CHECK(b.n == 6225, "EURUSD rows %lld", (long long)b.n);
-    CHECK(r.rows_read == 6225 && r.rows_kept == 6225 && r.rows_dropped == 0 && r.n_reasons == 0, "report %lld %lld %lld",
-          (long long)r.rows_read, (long long)r.rows_kept, (long long)r.rows_dropped);
+    CHECK(r.rows_read == 6225 && r.rows_kept == 6225 && r.rows_dropped == 0 && r.n_reasons == 0,
+          "report %lld %lld %lld", (long long)r.rows_read, (long long)r.rows_kept, (long long)r.rows_dropped);
     CHECK(r.has_volume == 1 && r.from_cache == 0 && r.cache_path[0] == '\0', "flags");
     CHECK(strcmp(r.time_format, "DD.MM.YYYY HH:MM:SS[.mmm]") == 0, "format %s", r.time_format);
     if (b.n == 6225) {
@@ -198,10 +198,12 @@ static void test_csv_variants(void) {
     /* A date column and a time column side by side are joined; tabs delimit. */
     CHECK_STATUS(load_text(dir, "Date\tTime\tOpen\tHigh\tLow\tClose\n2017.01.02\t10:00\t1\t1\t1\t1\n", &b, &r),
                  VP_ERR_PARSE, "line 2, column 2 (Time): unparsable time");
-    CHECK_OK(load_text(dir, "Date\tTime\tOpen\tHigh\tLow\tClose\n02.01.2017\t10:00\t1\t1\t1\t1\n2017-01-02\t11:00:30\t1\t2\t1\t2\n",
-                       &b, &r));
+    CHECK_OK(load_text(
+        dir, "Date\tTime\tOpen\tHigh\tLow\tClose\n02.01.2017\t10:00\t1\t1\t1\t1\n2017-01-02\t11:00:30\t1\t2\t1\t2\n",
+        &b, &r));
     CHECK(b.n == 2 && b.time_ms[0] == INT64_C(1483351200000) && b.time_ms[1] == INT64_C(1483354830000),
-          "date + time joined: %lld %lld", (long long)(b.n ? b.time_ms[0] : 0), (long long)(b.n > 1 ? b.time_ms[1] : 0));
+          "date + time joined: %lld %lld", (long long)(b.n ? b.time_ms[0] : 0),
+          (long long)(b.n > 1 ? b.time_ms[1] : 0));
     vp_bars_free(&b);
 
     /* Unix milliseconds, no trailing newline, a single row. */

@@ -67,7 +67,8 @@ static void test_check(void) {
     vp_split s = {{100, 200}, {200, 300}, {300, 400}};
     CHECK_OK(vp_split_check(&s, 400, 100));
     CHECK_STATUS(vp_split_check(&s, 399, 100), VP_ERR_INVALID_ARG, "test span [300, 400) ends past");
-    CHECK_STATUS(vp_split_check(&s, 400, 101), VP_ERR_INVALID_ARG, "train span [100, 200) starts inside the 101 warm-up");
+    CHECK_STATUS(vp_split_check(&s, 400, 101), VP_ERR_INVALID_ARG,
+                 "train span [100, 200) starts inside the 101 warm-up");
     s.val.begin = 199;
     CHECK_STATUS(vp_split_check(&s, 400, 0), VP_ERR_INVALID_ARG, "val span [199, 300) overlaps");
     s.val.begin = 200;

@@ -165,8 +165,9 @@ static void test_bad_configs(void) {
     c.drift = 1.0;
     CHECK_STATUS(vp_synth_generate(&c, 2000, &b, NULL), VP_ERR_NUMERIC, "finite positive range");
     CHECK(b.n == 0 && b.close == NULL, "nothing left allocated");
-    CHECK(strcmp(vp_synth_kind_name(VP_SYNTH_OU), "ou") == 0 && strcmp(vp_synth_kind_name(VP_SYNTH_KIND_COUNT), "?") == 0,
-          "names");
+    CHECK(
+        strcmp(vp_synth_kind_name(VP_SYNTH_OU), "ou") == 0 && strcmp(vp_synth_kind_name(VP_SYNTH_KIND_COUNT), "?") == 0,
+        "names");
 }
 
 int main(void) {

@@ -127,7 +127,8 @@ static void test_step_invariants(void) {
     const float* w = (const float*)f.bt.is_weight.data;
     double wm = 0.0;
     for (int i = 0; i < 5; ++i) {
-        CHECK(f.prio[i] == c51[i] && f.prio[i] > 0.0f, "priority %d = %g, c51 %g", i, (double)f.prio[i], (double)c51[i]);
+        CHECK(f.prio[i] == c51[i] && f.prio[i] > 0.0f, "priority %d = %g, c51 %g", i, (double)f.prio[i],
+              (double)c51[i]);
         wm += (double)w[i] * c51[i] / 5.0;
     }
     CHECK_NEAR(st[VP_STAT_C51], wm, 1e-6, 1e-5);
@@ -141,7 +142,8 @@ static void test_step_invariants(void) {
         n_real += pi->numel;
         for (int64_t i = pi->offset; i < pi->offset + pi->numel; ++i) moved += p[i] != before[i];
     }
-    for (int64_t i = 0; i < W; ++i) err = fmax(err, fabs((double)tg[i] - ((1.0 - tau) * target_before[i] + tau * p[i])));
+    for (int64_t i = 0; i < W; ++i)
+        err = fmax(err, fabs((double)tg[i] - ((1.0 - tau) * target_before[i] + tau * p[i])));
     CHECK(moved > n_real * 3 / 4, "only %lld of %lld parameters moved", (long long)moved, (long long)n_real);
     CHECK(err < 1e-6, "Polyak update off by %g", err);
     // The step counter advances each step; a second step is finite too.
@@ -158,7 +160,8 @@ static void test_repeatable_and_phases(void) {
     fixture a, b2;
     if (!fixture_init(&a, 1) || !fixture_init(&b2, 1)) return;
     CHECK_OK(vp_learner_step(&a.l, &a.bt, &a.prio_t));
-    for (int ph = 0; ph < VP_PHASE_COUNT; ++ph) CHECK_OK(vp_learner_run_phase(&b2.l, (vp_learner_phase)ph, &b2.bt, &b2.prio_t));
+    for (int ph = 0; ph < VP_PHASE_COUNT; ++ph)
+        CHECK_OK(vp_learner_run_phase(&b2.l, (vp_learner_phase)ph, &b2.bt, &b2.prio_t));
     size_t bytes = sizeof(float) * (size_t)a.l.model.n_weights;
     CHECK(memcmp(a.l.model.params.data, b2.l.model.params.data, bytes) == 0, "parameters differ");
     CHECK(memcmp(a.l.model.grads.data, b2.l.model.grads.data, bytes) == 0, "gradients differ");

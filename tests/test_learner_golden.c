@@ -165,7 +165,8 @@ static void test_golden_step(void) {
     CHECK_OK(vp_upload(b, &l.target, tflat, wbytes));
     // Features and the batch.
     vp_buffer fbuf, pbuf;
-    CHECK_OK(vp_buffer_alloc(b, vp_backend_native_mem(b), sizeof(float) * (size_t)(rows * cfg.model.n_features), &fbuf));
+    const size_t fbytes = sizeof(float) * (size_t)(rows * cfg.model.n_features);
+    CHECK_OK(vp_buffer_alloc(b, vp_backend_native_mem(b), fbytes, &fbuf));
     CHECK_OK(vp_buffer_alloc(b, vp_backend_native_mem(b), sizeof(float) * (size_t)cfg.batch, &pbuf));
     bt.features = vp_tensor_2d(fbuf.dev, VP_F32, vp_backend_native_mem(b), rows, cfg.model.n_features);
     vp_tensor prio = vp_tensor_1d(pbuf.dev, VP_F32, vp_backend_native_mem(b), cfg.batch);

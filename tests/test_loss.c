@@ -138,7 +138,8 @@ static void test_iqn_oracle(void) {
     vp_tensor ta = t2(act, VP_I32, 1, 1), tn = t2(next, VP_I32, 1, 1), tr = t1(reward, VP_F32, 1),
               td = t1(disc, VP_F32, 1), tw = t1(w, VP_F32, 1);
     vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tq = vp_tensor_3d(theta, VP_F32, VP_MEM_HOST, 1, 2, 1), tt = vp_tensor_3d(target, VP_F32, VP_MEM_HOST, 1, 2, 1);
+    vp_tensor tq = vp_tensor_3d(theta, VP_F32, VP_MEM_HOST, 1, 2, 1);
+    vp_tensor tt = vp_tensor_3d(target, VP_F32, VP_MEM_HOST, 1, 2, 1);
     vp_tensor tu = t2(tau, VP_F32, 1, 2), tl = t1(loss, VP_F32, 1), tg = vp_tensor_3d(dq, VP_F32, VP_MEM_HOST, 1, 2, 1);
     CHECK_OK(vp_loss_iqn(g_b, &d, &bt, &tq, &tt, &tu, &tl, &tg));
     CHECK_NEAR(loss[0], 0.40625, 1e-6, 0.0);

@@ -86,7 +86,8 @@ static double ref_iqn_total(const case_data* c, const double* q, double* per_sam
             for (int j = 0; j < N; ++j) {
                 double lj = 0.0;
                 for (int k = 0; k < M; ++k) {
-                    double delta = c->reward[i] + (double)c->disc[i] * c->tiqn[(i * M + k) * A + hs] - q[(i * N + j) * A + h];
+                    double target = c->reward[i] + (double)c->disc[i] * c->tiqn[(i * M + k) * A + hs];
+                    double delta = target - q[(i * N + j) * A + h];
                     double ad = fabs(delta), tau = c->taus[i * N + j];
                     double hub = ad <= 1.0 ? 0.5 * delta * delta : ad - 0.5;
                     lj += fabs(tau - (delta < 0.0 ? 1.0 : 0.0)) * hub;
@@ -125,11 +126,13 @@ static void test_c51_gradient(void) {
     vp_loss_dims d;
     CHECK_OK(vp_loss_dims_make(&d, &mc, B, 0, 0, 1.0f));
     static float proj[B * NB * Z], loss[B], dlp[B * A * Z];
-    vp_tensor ta = vp_tensor_2d(c.act, VP_I32, VP_MEM_HOST, B, NB), tn = vp_tensor_2d(c.next, VP_I32, VP_MEM_HOST, B, NB);
+    vp_tensor ta = vp_tensor_2d(c.act, VP_I32, VP_MEM_HOST, B, NB);
+    vp_tensor tn = vp_tensor_2d(c.next, VP_I32, VP_MEM_HOST, B, NB);
     vp_tensor tr = vp_tensor_1d(c.reward, VP_F32, VP_MEM_HOST, B), td = vp_tensor_1d(c.disc, VP_F32, VP_MEM_HOST, B);
     vp_tensor tw = vp_tensor_1d(c.w, VP_F32, VP_MEM_HOST, B);
     vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tl = vp_tensor_3d(c.lp, VP_F32, VP_MEM_HOST, B, A, Z), tt = vp_tensor_3d(c.tlp, VP_F32, VP_MEM_HOST, B, A, Z);
+    vp_tensor tl = vp_tensor_3d(c.lp, VP_F32, VP_MEM_HOST, B, A, Z);
+    vp_tensor tt = vp_tensor_3d(c.tlp, VP_F32, VP_MEM_HOST, B, A, Z);
     vp_tensor tp = vp_tensor_3d(proj, VP_F32, VP_MEM_HOST, B, NB, Z), tls = vp_tensor_1d(loss, VP_F32, VP_MEM_HOST, B);
     vp_tensor tg = vp_tensor_3d(dlp, VP_F32, VP_MEM_HOST, B, A, Z);
     CHECK_OK(vp_loss_c51(b, &d, &bt, &tl, &tt, &tp, &tls, &tg));
@@ -175,11 +178,13 @@ static void test_iqn_gradient(void) {
     vp_loss_dims d;
     CHECK_OK(vp_loss_dims_make(&d, &mc, B, N, M, 1.0f));
     static float loss[B], dq[B * N * A];
-    vp_tensor ta = vp_tensor_2d(c.act, VP_I32, VP_MEM_HOST, B, NB), tn = vp_tensor_2d(c.next, VP_I32, VP_MEM_HOST, B, NB);
+    vp_tensor ta = vp_tensor_2d(c.act, VP_I32, VP_MEM_HOST, B, NB);
+    vp_tensor tn = vp_tensor_2d(c.next, VP_I32, VP_MEM_HOST, B, NB);
     vp_tensor tr = vp_tensor_1d(c.reward, VP_F32, VP_MEM_HOST, B), td = vp_tensor_1d(c.disc, VP_F32, VP_MEM_HOST, B);
     vp_tensor tw = vp_tensor_1d(c.w, VP_F32, VP_MEM_HOST, B);
     vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tq = vp_tensor_3d(c.iqn, VP_F32, VP_MEM_HOST, B, N, A), tt = vp_tensor_3d(c.tiqn, VP_F32, VP_MEM_HOST, B, M, A);
+    vp_tensor tq = vp_tensor_3d(c.iqn, VP_F32, VP_MEM_HOST, B, N, A);
+    vp_tensor tt = vp_tensor_3d(c.tiqn, VP_F32, VP_MEM_HOST, B, M, A);
     vp_tensor tu = vp_tensor_2d(c.taus, VP_F32, VP_MEM_HOST, B, N), tls = vp_tensor_1d(loss, VP_F32, VP_MEM_HOST, B);
     vp_tensor tg = vp_tensor_3d(dq, VP_F32, VP_MEM_HOST, B, N, A);
     CHECK_OK(vp_loss_iqn(b, &d, &bt, &tq, &tt, &tu, &tls, &tg));

@@ -82,14 +82,14 @@ def param_table(c):
     return rows
 
 
-def draw_params(rng, c, scale=1.0):
+def draw_params(rng, c):
     """Parameters by the table's rules, with norm and skip parameters perturbed around
     their usual values so that every gradient path is exercised."""
     out = {}
     for name, shape, init, fan in param_table(c):
         u = rng.uniform(-1.0, 1.0, size=shape)
         if init == "uniform":
-            v = scale * u / math.sqrt(fan)
+            v = u / math.sqrt(fan)
         elif init == "ones":
             v = 1.0 + 0.2 * u
         elif init == "zeros":

@@ -32,7 +32,7 @@ typedef struct vp_split {
 
 /* A single train / val / test split, by fractions or by lengths. */
 typedef struct vp_split_cfg {
-    double train_frac, val_frac, test_frac; /* shares of the usable bars (n - warmup - 2 embargo); used when all lengths are 0 */
+    double train_frac, val_frac, test_frac; /* shares of n - warmup - 2 embargo; used when all lengths are 0 */
     int64_t train_len, val_len, test_len;   /* explicit lengths in bars; all three set, or all 0 */
     int64_t embargo;                        /* unused bars between train and val and between val and test (>= 0) */
     int64_t warmup;                         /* bars reserved before train for feature warm-up (>= 0) */
@@ -42,7 +42,7 @@ typedef struct vp_split_cfg {
  * growing by `step` per fold when anchored); folds are made while the test span fits. */
 typedef struct vp_walkforward_cfg {
     int64_t train_len, val_len, test_len; /* span lengths in bars (> 0) */
-    int64_t step;                         /* bars between consecutive folds (>= test_len, so test spans never overlap) */
+    int64_t step;                         /* bars between folds (>= test_len: test spans never overlap) */
     int64_t embargo;                      /* unused bars between the spans of a fold (>= 0) */
     int64_t warmup;                       /* bars reserved before the first train span (>= 0) */
     int anchored;                         /* 1: every train span starts at warmup and grows; 0: rolling */
@@ -62,7 +62,7 @@ vp_status vp_split_check(const vp_split* s, int64_t n_bars, int64_t warmup);
 
 /* Makes the walk-forward folds of n_bars bars. With folds NULL only counts them; else
  * writes up to cap folds. *n_folds receives the number of folds that fit (> 0, or the
- * call fails with "too little data"). */
+ * call fails with "too little data"), which may exceed cap. */
 vp_status vp_walkforward_make(int64_t n_bars, const vp_walkforward_cfg* cfg, vp_split* folds /* [cap] */, int64_t cap,
                               int64_t* n_folds);
 

@@ -64,17 +64,20 @@ static int print_features(const vp_bars* b, int rows) {
         fprintf(stderr, "vulpes data: out of memory for the feature matrix\n");
         return 1;
     }
+    double t0 = vp_bench_now();
     if (vp_features_compute(b, &cfg, x, b->n * F) != VP_OK) {
         free(x);
         return vp_cli_fail("computing the features");
     }
+    double secs = vp_bench_now() - t0;
     int64_t first = b->n > warm ? warm : 0;
     int64_t last = first + rows < b->n ? first + rows : b->n;
-    printf("features   F = %d, trailing z-score over %d bars clipped to +-%g, warm-up %lld bars%s\n", F,
-           cfg.norm_window, (double)cfg.clip, (long long)warm,
+    printf("features   [%lld, %d] in %.3f s; trailing z-score over %d bars clipped to +-%g; warm-up %lld bars%s\n",
+           (long long)b->n, F, secs, cfg.norm_window, (double)cfg.clip, (long long)warm,
            b->n > warm ? "" : " (more than the file has: rows below use partial history)");
     char tb[40];
-    for (int64_t t = first; t < last; ++t) printf("  row %-7lld %s\n", (long long)t, vp_time_format_iso(b->time_ms[t], tb, sizeof tb));
+    for (int64_t t = first; t < last; ++t)
+        printf("  row %-7lld %s\n", (long long)t, vp_time_format_iso(b->time_ms[t], tb, sizeof tb));
     printf("  %-16s", "feature");
     for (int64_t t = first; t < last; ++t) printf(" %9lld", (long long)t);
     printf("\n");

@@ -55,7 +55,8 @@ vp_status vp_bars_validate(const vp_bars* b) {
         /* Finite and positive prices, non-negative volume. */
         if (!isfinite(o) || !isfinite(h) || !isfinite(l) || !isfinite(c) || !isfinite(v))
             VP_FAIL(VP_ERR_NUMERIC, "bar %lld: a value is not finite (non-finite price or volume)", (long long)t);
-        if (!(l > 0.0)) VP_FAIL(VP_ERR_NUMERIC, "bar %lld: low %.17g is not positive (non-positive price)", (long long)t, l);
+        if (!(l > 0.0))
+            VP_FAIL(VP_ERR_NUMERIC, "bar %lld: low %.17g is not positive (non-positive price)", (long long)t, l);
         if (v < 0.0) VP_FAIL(VP_ERR_NUMERIC, "bar %lld: volume %.17g (negative volume)", (long long)t, v);
         /* Ordering inside the bar and in time. */
         if (h < l) VP_FAIL(VP_ERR_NUMERIC, "bar %lld: high %.17g < low %.17g (high < low)", (long long)t, h, l);

@@ -68,10 +68,11 @@ vp_status vp_split_make(int64_t n_bars, const vp_split_cfg* c, vp_split* out) {
     double f[3] = {c->train_frac, c->val_frac, c->test_frac};
     for (int i = 0; i < 3; ++i)
         VP_REQUIRE(f[i] > 0.0 && f[i] <= 1.0, VP_ERR_INVALID_ARG,
-                   "vp_split_make: fractions train %g, val %g, test %g must each be in (0, 1] (zero length)", f[0], f[1],
-                   f[2]);
+                   "vp_split_make: fractions train %g, val %g, test %g must each be in (0, 1] (zero length)", f[0],
+                   f[1], f[2]);
     double sum = f[0] + f[1] + f[2];
-    VP_REQUIRE(sum <= 1.0 + 1e-9, VP_ERR_INVALID_ARG, "vp_split_make: fractions sum to %g > 1 (overlapping spans)", sum);
+    VP_REQUIRE(sum <= 1.0 + 1e-9, VP_ERR_INVALID_ARG, "vp_split_make: fractions sum to %g > 1 (overlapping spans)",
+               sum);
     VP_REQUIRE(usable >= 3, VP_ERR_INVALID_ARG,
                "vp_split_make: too little data: %lld bars leave %lld after warm-up %lld and embargo 2 x %lld",
                (long long)n_bars, (long long)usable, (long long)c->warmup, (long long)c->embargo);

@@ -31,7 +31,8 @@ vp_status vp_learner_cfg_check(const vp_learner_cfg* c) {
     VP_REQUIRE(c->batch >= 1, VP_ERR_INVALID_ARG, "learner config: batch = %lld must be positive", (long long)c->batch);
     VP_REQUIRE(c->n_taus >= 0 && c->n_taus <= VP_LOSS_MAX_TAUS && c->n_target_taus >= 0 &&
                    c->n_target_taus <= VP_LOSS_MAX_TAUS && (c->n_taus == 0) == (c->n_target_taus == 0),
-               VP_ERR_INVALID_ARG, "learner config: n_taus = %d and n_target_taus = %d must both lie in [1, %d] (or both be 0)",
+               VP_ERR_INVALID_ARG,
+               "learner config: n_taus = %d and n_target_taus = %d must both lie in [1, %d] (or both be 0)",
                c->n_taus, c->n_target_taus, VP_LOSS_MAX_TAUS);
     VP_REQUIRE(c->kappa > 0.0f && isfinite(c->kappa), VP_ERR_INVALID_ARG, "learner config: kappa = %g must be positive",
                (double)c->kappa);
@@ -105,7 +106,8 @@ static vp_status learner_alloc(vp_learner* l) {
 }
 
 vp_status vp_learner_init(vp_learner* l, vp_backend* b, const vp_learner_cfg* cfg) {
-    VP_REQUIRE(l != NULL && b != NULL && cfg != NULL, VP_ERR_INVALID_ARG, "vp_learner_init: learner, backend or cfg is NULL");
+    VP_REQUIRE(l != NULL && b != NULL && cfg != NULL, VP_ERR_INVALID_ARG,
+               "vp_learner_init: learner, backend or cfg is NULL");
     memset(l, 0, sizeof *l);
     VP_TRY(vp_learner_cfg_check(cfg));
     l->cfg = *cfg;
@@ -169,14 +171,16 @@ vp_status vp_learner_batch_init(vp_learner* l, vp_batch* bt) {
 }
 
 vp_status vp_learner_draw_taus(vp_learner* l, vp_batch* bt) {
-    VP_REQUIRE(l != NULL && l->scratch != NULL && bt != NULL, VP_ERR_INVALID_ARG, "vp_learner_draw_taus: NULL argument");
+    VP_REQUIRE(l != NULL && l->scratch != NULL && bt != NULL, VP_ERR_INVALID_ARG,
+               "vp_learner_draw_taus: NULL argument");
     if (l->cfg.n_taus == 0) return VP_OK;
     VP_TRY(vp_loss_draw_taus(l->backend, l->cfg.seed, VP_LEARNER_STREAM_TAUS, &l->step, &bt->taus));
     return vp_loss_draw_taus(l->backend, l->cfg.seed, VP_LEARNER_STREAM_TARGET_TAUS, &l->step, &bt->target_taus);
 }
 
 vp_status vp_learner_sync_target(vp_learner* l) {
-    VP_REQUIRE(l != NULL && l->scratch != NULL, VP_ERR_INVALID_ARG, "vp_learner_sync_target: learner is not initialised");
+    VP_REQUIRE(l != NULL && l->scratch != NULL, VP_ERR_INVALID_ARG,
+               "vp_learner_sync_target: learner is not initialised");
     return vp_copy(l->backend, &l->model.params, &l->target);
 }
 

@@ -57,7 +57,8 @@ static void make_actions(twin* t, const vp_loss_dims* d, int poison_one) {
     int32_t* a = (int32_t*)t->h.data;
     for (int64_t i = 0; i < d->batch; ++i)
         for (int br = 0; br < d->n_branches; ++br)
-            a[i * d->n_branches + br] = (int32_t)(vp_rng_uniform(g_seed, s, (uint64_t)(i * 8 + br)) * d->branch_size[br]);
+            a[i * d->n_branches + br] =
+                (int32_t)(vp_rng_uniform(g_seed, s, (uint64_t)(i * 8 + br)) * d->branch_size[br]);
     if (poison_one && d->batch > 2) a[d->n_branches] = d->branch_size[0];
     twin_push(t);
 }
@@ -133,7 +134,8 @@ static void test_loss_parity(void) {
         CHECK_OK(vp_loss_iqn(g_cpu, &d, &hb, &iq.h, &tiq.h, &taus.h, &loss.h, &dq.h));
         CHECK_OK(vp_loss_iqn(g_gpu, &d, &db, &iq.d, &tiq.d, &taus.d, &loss.d, &dq.d));
         if (B > 2) twin_check_ex("loss_iqn bad action", cas, &loss, TOL, 1);
-        twin* all[] = {&q, &astar, &act, &rew, &disc, &w, &lp, &tlp, &proj, &loss, &dlp, &iq, &tiq, &taus, &dq, &st, &gn};
+        twin* all[] = {&q,    &astar, &act, &rew, &disc, &w,    &lp, &tlp, &proj,
+                       &loss, &dlp,   &iq,  &tiq, &taus, &dq,   &st, &gn};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) twin_free(all[i]);
     }
 }

@@ -80,7 +80,8 @@ vp_status vp_cuda_malloc(vp_backend* b, void** p, size_t bytes, int count);
 /* cudaHostAlloc(mapped) of `bytes`; *host and *dev receive the two aliases. */
 vp_status vp_cuda_host_alloc_mapped(vp_backend* b, void** host, void** dev, size_t bytes, int count);
 
-/* A copy on the backend's stream, waited for (host memory may be pageable). */
+/* A copy on the backend's stream, waited for (host memory may be pageable); the wait
+ * is counted as a sync of its own. */
 vp_status vp_cuda_memcpy(vp_backend* b, void* dst, const void* src, size_t bytes,
                          cudaMemcpyKind kind, int count);
 
@@ -138,9 +139,6 @@ __device__ __forceinline__ float vp_group_reduce(float v, int is_max, float* sh)
     float r = lane < nw ? sh[lane] : (is_max ? -INFINITY : 0.0f);
     return is_max ? vp_warp_max(r) : vp_warp_sum(r);
 }
-
-/* Reads element i of a float array through the read-only cache. */
-__device__ __forceinline__ float vp_ld(const float* p, int64_t i) { return __ldg(p + i); }
 #endif
 
 #endif /* VP_CUDA_COMMON_CUH */

@@ -1,0 +1,105 @@
+/* Internal: the per-env math of collection, written once (VP_HD) for the CPU loop
+ * (collect_act.c) and the CUDA kernel (collect_cuda.cu). Float arithmetic goes through
+ * the rounded helpers below so nvcc cannot contract it into FMAs and both backends compute
+ * the same epsilon bit for bit. */
+#ifndef VP_LEARN_COLLECT_MATH_H
+#define VP_LEARN_COLLECT_MATH_H
+
+#include <stdint.h>
+
+#include "vulpes/collect.h"
+#include "vulpes/defs.h"
+#include "vulpes/env.h"
+#include "vulpes/rng.h"
+
+/* Shapes and settings of an act launch, passed by value. */
+typedef struct vp_collect_dims {
+    int64_t n_envs;                   /* E */
+    int n_actions;                    /* A: heads per env (row width of q) */
+    int size[VP_ENV_BRANCHES];        /* choices per branch */
+    int offset[VP_ENV_BRANCHES];      /* first head of each branch */
+    float eps_start, eps_end;         /* the anneal's ends */
+    int64_t eps_steps;                /* its length in collection steps */
+    uint64_t seed;                    /* Philox key */
+} vp_collect_dims;
+
+/* a * b rounded to nearest, never contracted. */
+VP_HD float vp_collect_mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+/* a + b rounded to nearest, never contracted. */
+VP_HD float vp_collect_add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+/* a / b rounded to nearest. */
+VP_HD float vp_collect_div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+
+/* Epsilon at collection step `step`: start + (end - start) * step / steps, then end. */
+VP_HD float vp_collect_eps_at(float start, float end, int64_t steps, int64_t step) {
+    if (steps <= 0 || step >= steps) return end;
+    float frac = vp_collect_div((float)step, (float)steps);
+    return vp_collect_add(start, vp_collect_mul(vp_collect_add(end, -start), frac));
+}
+
+/* Epsilon-greedy choices of env i at collection step `step` from its Q row q [A]. */
+VP_HD void vp_collect_act_index(const vp_collect_dims* d, const float* q /* [A] */, int64_t step, int64_t i,
+                                int32_t* a /* [VP_ENV_BRANCHES] */) {
+    float eps = vp_collect_eps_at(d->eps_start, d->eps_end, d->eps_steps, step);
+    vp_u32x4 coin = vp_rng_draw(d->seed, VP_COLLECT_STREAM + (uint64_t)i, 2u * (uint64_t)step);
+    vp_u32x4 pick = vp_rng_draw(d->seed, VP_COLLECT_STREAM + (uint64_t)i, 2u * (uint64_t)step + 1u);
+    for (int br = 0; br < VP_ENV_BRANCHES; ++br) {
+        const int n = d->size[br];
+        if (vp_u32_to_unit(coin.v[br]) < eps) {
+            /* explore: a uniform choice in the branch */
+            a[br] = (int32_t)(((uint64_t)pick.v[br] * (uint64_t)n) >> 32);
+            continue;
+        }
+        /* exploit: argmax over the branch's heads; ties keep the lowest, NaN never wins */
+        const float* qb = q + d->offset[br];
+        int best = 0;
+        float bv = qb[0];
+        for (int j = 1; j < n; ++j) {
+            float v = qb[j];
+            if (v == v && (bv != bv || v > bv)) {
+                best = j;
+                bv = v;
+            }
+        }
+        a[br] = best;
+    }
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- collect_cuda.cu (built with CUDA only) ------------------------------------------------ */
+
+/* Act kernel on the CUDA backend's stream: q [E, A], step [1] int64, actions [E, 4]. */
+vp_status vp_collect_cuda_act(vp_backend* b, const vp_collect_dims* d, const float* q, const int64_t* step,
+                              int32_t* actions);
+
+/* step[0] += 1 on the CUDA backend's stream. */
+vp_status vp_collect_cuda_tick(vp_backend* b, int64_t* step);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VP_LEARN_COLLECT_MATH_H */
