@@ -1,0 +1,138 @@
+/* The collector: buffers between the network and the environments, and one collection
+ * step as a sequence of backend ops (encode, heads, act, env step, replay push). */
+#include <string.h>
+
+#include "vulpes/collect.h"
+#include "vulpes/ops.h"
+
+/* Takes an i32 or f32 tensor [rows] or [rows, cols] from the collector's arena. */
+static vp_status take(vp_collector* c, const char* name, vp_dtype dt, int64_t rows, int64_t cols, vp_tensor* out) {
+    int64_t shape[2] = {rows, cols};
+    return vp_arena_tensor(&c->arena, name, dt, cols > 0 ? 2 : 1, shape, out, NULL);
+}
+
+/* Every buffer of a collector of E envs. */
+static vp_status collector_alloc(vp_collector* c) {
+    const int64_t E = c->n_envs, P = VP_ENV_PORTFOLIO;
+    size_t bytes = (size_t)E * (4 * 4 + 2 * P * 4 + VP_ENV_BRANCHES * 4 + 8) + 16 * 256;
+    VP_TRY(vp_arena_init(&c->arena, c->backend, vp_backend_native_mem(c->backend), bytes));
+    VP_TRY(take(c, "collect.obs_bar", VP_I32, E, 0, &c->obs_bar));
+    VP_TRY(take(c, "collect.portfolio", VP_F32, E, P, &c->portfolio));
+    VP_TRY(take(c, "collect.next_bar", VP_I32, E, 0, &c->next_bar));
+    VP_TRY(take(c, "collect.next_portfolio", VP_F32, E, P, &c->next_portfolio));
+    VP_TRY(take(c, "collect.window_end", VP_I32, E, 0, &c->window_end));
+    VP_TRY(take(c, "collect.actions", VP_I32, E, VP_ENV_BRANCHES, &c->actions));
+    VP_TRY(take(c, "collect.reward", VP_F32, E, 0, &c->reward));
+    VP_TRY(take(c, "collect.done", VP_F32, E, 0, &c->done));
+    VP_TRY(take(c, "collect.step", VP_I32, 2, 0, &c->step));
+    return vp_model_acts_init(&c->acts, c->model, E, 0, 0);
+}
+
+vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_model* m, const vp_tensor* features, vp_env* env,
+                            vp_replay* replay, const vp_collect_cfg* cfg) {
+    VP_REQUIRE(c != NULL && b != NULL && m != NULL && features != NULL && env != NULL && cfg != NULL,
+               VP_ERR_INVALID_ARG, "vp_collector_init: collector, backend, model, features, env or cfg is NULL");
+    memset(c, 0, sizeof *c);
+    VP_REQUIRE(env->backend == b && m->backend == b, VP_ERR_INVALID_ARG,
+               "vp_collector_init: env and model must live on backend %s", vp_backend_name(b));
+    VP_REQUIRE(m->cfg.n_portfolio == VP_ENV_PORTFOLIO && m->cfg.n_branches == VP_ENV_BRANCHES, VP_ERR_INVALID_ARG,
+               "vp_collector_init: the model takes %d portfolio floats and %d branches, the env gives %d and %d",
+               m->cfg.n_portfolio, m->cfg.n_branches, VP_ENV_PORTFOLIO, VP_ENV_BRANCHES);
+    VP_REQUIRE(features->dtype == VP_F32 && features->ndim == 2 && vp_tensor_cols(features) == m->cfg.n_features,
+               VP_ERR_SHAPE, "vp_collector_init: features must be f32 [T, %d]", m->cfg.n_features);
+    VP_REQUIRE(vp_tensor_rows(features) >= env->market->n_bars, VP_ERR_SHAPE,
+               "vp_collector_init: %lld feature rows for a market of %lld bars", (long long)vp_tensor_rows(features),
+               (long long)env->market->n_bars);
+    if (replay) {
+        const vp_replay_cfg* rc = vp_replay_get_cfg(replay);
+        VP_REQUIRE(rc->n_envs == env->n_envs && rc->n_portfolio == VP_ENV_PORTFOLIO &&
+                       rc->n_branches == VP_ENV_BRANCHES,
+                   VP_ERR_INVALID_ARG, "vp_collector_init: the replay takes %d envs, %d portfolio floats, %d branches; "
+                   "the env has %lld, %d, %d", rc->n_envs, rc->n_portfolio, rc->n_branches, (long long)env->n_envs,
+                   VP_ENV_PORTFOLIO, VP_ENV_BRANCHES);
+    }
+    c->backend = b;
+    c->model = m;
+    c->params = &m->params;
+    c->features = *features;
+    c->env = env;
+    c->replay = replay;
+    c->cfg = *cfg;
+    c->n_envs = env->n_envs;
+    vp_status s = collector_alloc(c);
+    if (s == VP_OK) s = vp_collector_reset(c);
+    if (s != VP_OK) {
+        vp_collector_free(c);
+        return vp_error_context(s, "vp_collector_init (%lld envs)", (long long)env->n_envs);
+    }
+    return VP_OK;
+}
+
+void vp_collector_free(vp_collector* c) {
+    if (!c) return;
+    vp_model_acts_free(c->acts);
+    vp_arena_free(&c->arena);
+    memset(c, 0, sizeof *c);
+}
+
+vp_status vp_collector_reset(vp_collector* c) {
+    VP_REQUIRE(c != NULL && c->env != NULL, VP_ERR_INVALID_ARG, "vp_collector_reset: collector is not initialised");
+    VP_TRY(vp_env_reset(c->env, &c->obs_bar, &c->portfolio));
+    return vp_collector_set_step(c, 0);
+}
+
+vp_status vp_collector_observe(vp_collector* c) {
+    VP_REQUIRE(c != NULL && c->env != NULL, VP_ERR_INVALID_ARG, "vp_collector_observe: collector is not initialised");
+    return vp_env_observe(c->env, &c->obs_bar, &c->portfolio);
+}
+
+vp_status vp_collector_set_step(vp_collector* c, int64_t step) {
+    VP_REQUIRE(c != NULL && c->step.data != NULL, VP_ERR_INVALID_ARG, "vp_collector_set_step: collector is not initialised");
+    return vp_upload(c->backend, &c->step, &step, sizeof step);
+}
+
+vp_status vp_collector_get_step(vp_collector* c, int64_t* step) {
+    VP_REQUIRE(c != NULL && c->step.data != NULL && step != NULL, VP_ERR_INVALID_ARG,
+               "vp_collector_get_step: collector is not initialised or step is NULL");
+    return vp_download(c->backend, step, &c->step, sizeof *step);
+}
+
+/* The env step under the actions in c->actions, the replay push and the observation
+ * hand-over (shared by the policy and the random step). */
+static vp_status step_env(vp_collector* c) {
+    vp_backend* b = c->backend;
+    vp_env* e = c->env;
+    // The window end of s_t, before an auto-reset can change it.
+    vp_tensor wend = vp_tensor_1d(e->state.window_end, VP_I32, e->storage.mem, c->n_envs);
+    VP_TRY(vp_copy(b, &wend, &c->window_end));
+    VP_TRY(vp_env_step(e, &c->actions, &c->reward, &c->done, &c->next_bar, &c->next_portfolio));
+    // (s_t, a, r, done, s_t+1) into the replay's pending windows.
+    if (c->replay) {
+        vp_replay_step rs = {c->obs_bar, c->window_end, c->portfolio, c->actions,
+                             c->reward,  c->done,       c->next_bar, c->next_portfolio};
+        VP_TRY(vp_replay_push(c->replay, &rs));
+    }
+    // The next observation becomes the current one.
+    VP_TRY(vp_copy(b, &c->next_bar, &c->obs_bar));
+    return vp_copy(b, &c->next_portfolio, &c->portfolio);
+}
+
+vp_status vp_collector_step(vp_collector* c) {
+    VP_REQUIRE(c != NULL && c->acts != NULL, VP_ERR_INVALID_ARG, "vp_collector_step: collector is not initialised");
+    const vp_model* m = c->model;
+    // Q of every env: market encoding of its window, heads with its portfolio vector.
+    VP_TRY(vp_model_encode(m, c->params, c->acts, &c->features, &c->obs_bar, c->n_envs));
+    VP_TRY(vp_model_heads(m, c->params, c->acts, NULL, &c->portfolio, NULL, c->n_envs));
+    // Epsilon-greedy choices straight into the env's action buffer.
+    vp_tensor q = vp_model_q(c->acts);
+    VP_TRY(vp_collect_act(c->backend, &c->cfg, &m->cfg, &q, &c->step, &c->actions));
+    VP_TRY(step_env(c));
+    return vp_collect_tick(c->backend, &c->step);
+}
+
+vp_status vp_collector_random_step(vp_collector* c, uint64_t counter) {
+    VP_REQUIRE(c != NULL && c->acts != NULL, VP_ERR_INVALID_ARG,
+               "vp_collector_random_step: collector is not initialised");
+    VP_TRY(vp_env_random_actions(c->backend, c->cfg.seed, counter, &c->actions));
+    return step_env(c);
+}
