@@ -3,6 +3,7 @@
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,8 @@ int vp_cache_write(const char* cache_path, const vp_source_id* src, const vp_bar
     snprintf(dir, sizeof dir, "%s", cache_path);
     char* slash = strrchr(dir, '/');
     if (slash && slash != dir) *slash = '\0';
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", cache_path, (long)getpid());
+    static _Atomic unsigned seq = 0;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", cache_path, (long)getpid(), atomic_fetch_add(&seq, 1u));
     int ok = (!slash || make_dirs(dir));
     FILE* fp = ok ? fopen(tmp, "wb") : NULL;
     ok = fp != NULL && fwrite(&h, sizeof h, 1, fp) == 1;

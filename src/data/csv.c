@@ -17,7 +17,7 @@ typedef struct row_ctx {
     int64_t prev_line;         /* line of the last kept row */
     int64_t prev_time;         /* time of the last kept row */
     int64_t kept;              /* rows kept so far */
-    char msg[VP_LOAD_REASON_LEN]; /* the current row's problem */
+    char msg[768];             /* the current row's problem */
 } row_ctx;
 
 /* Writes the row problem "FILE: line L, column C (NAME): RULE: detail" into ctx->msg; returns 1. */
@@ -177,7 +177,11 @@ vp_status vp_csv_parse(const char* path, const char* buf, size_t len, const vp_l
     const char* data = nl + 1;
     int64_t cap = 1;
     for (const char* q = data; (q = (const char*)memchr(q, '\n', (size_t)(end - q))) != NULL; ++q) ++cap;
-    row_ctx c = {path, &lay, NULL, 1, 0, 0, 0, {0}};
+    row_ctx c;
+    memset(&c, 0, sizeof c);
+    c.path = path;
+    c.lay = &lay;
+    c.line = 1;
     c.f = (vp_field*)malloc((size_t)(lay.ncols + 1) * sizeof(vp_field));
     vp_status st = c.f ? vp_bars_alloc(out, cap) : vp_set_error(VP_ERR_OOM, VP_WHERE, "%s: field table", path);
 
@@ -195,7 +199,13 @@ vp_status vp_csv_parse(const char* path, const char* buf, size_t len, const vp_l
             if (c.kept == 0) snprintf(meta->time_format, sizeof meta->time_format, "%s", vp_time_format_name(tfmt));
             c.kept++;
         } else if (skip) {
-            if (meta->n_reasons < VP_LOAD_MAX_REASONS) memcpy(meta->reasons[meta->n_reasons++], c.msg, sizeof c.msg);
+            if (meta->n_reasons < VP_LOAD_MAX_REASONS) {
+                /* Kept whole when it fits, else cut (the file, line, column and rule come first). */
+                char* r = meta->reasons[meta->n_reasons++];
+                size_t m = strlen(c.msg) < VP_LOAD_REASON_LEN - 1 ? strlen(c.msg) : VP_LOAD_REASON_LEN - 1;
+                memcpy(r, c.msg, m);
+                r[m] = '\0';
+            }
             meta->rows_dropped++;
         } else {
             st = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s", c.msg);

@@ -1,8 +1,7 @@
 /* CUDA kernels of the Mamba2 mixer: causal depthwise conv + SiLU over (sample, step,
- * channel), the selective scan over (sample, head, channel) with the state in
- * registers, and its backward with a block per sample so the sums over channels (dB,
- * dC) and over a head's channels (ddt, dA, dD) stay inside the block, in a fixed order.
- * Kernels, then launchers. */
+ * channel), and the selective scan to the last step in its closed form, a block per
+ * sample so that the sums over a head's channels and over heads stay inside the block,
+ * in a fixed order. Kernels, then launchers. */
 #include "backend/cuda/common.cuh"
 #include "model/cuda_mops.h"
 
@@ -105,51 +104,70 @@ __global__ void conv_backward_kernel(vp_mamba_dims d, const float* __restrict__ 
     }
 }
 
-/* ---- scan ------------------------------------------------------------------------------------ */
+/* ---- scan ------------------------------------------------------------------------------------
+ * Only the last step's output is used and the decay exp(dt A) is per head, so the scan has
+ * a closed form per sample: with cb_t = B_t . C and E_t(h) = exp(A_h sum_{u>t} dt_u(h)),
+ *   y[p] = sum_t w_t(h) x_t[p] + D_h x_K[p],   w_t(h) = dt_t(h) cb_t E_t(h),
+ * and the backward needs only per-head sums over channels, G_t(h) = sum_p dy[p] x_t[p]:
+ *   dx_t[p] = w_t dy[p] (+ D dy at the last step), dD = G_{K-1},
+ *   ddt_u = G_u cb_u E_u + A sum_{t<u} G_t dt_t cb_t E_t, dA = sum_t G_t dt_t cb_t E_t S_t,
+ *   dcb_t = sum_h G_t dt_t E_t, dB_t = dcb_t C, dC = sum_t dcb_t B_t.
+ * A block per sample, a thread per head channel (blockDim = H rounded up to 32). */
 
-/* One thread per (sample, head channel); the state row [N] lives in registers (NM >= N). */
-template <int NM>
+/* Shared-memory floats of the scan kernels for K steps, NH heads and `groups` groups. */
+__host__ __device__ static inline int scan_shared_floats(int K, int NH, int groups) {
+    return 2 * K + 4 * NH * K + groups * K;
+}
+
 __global__ void scan_forward_kernel(vp_mamba_dims d, const float* __restrict__ xb, const float* __restrict__ c,
                                     const float* __restrict__ xbcdt, const float* __restrict__ dt_bias,
                                     const float* __restrict__ A_log, const float* __restrict__ D, float* dt, float* y) {
+    extern __shared__ float sh[];
     const int K = d.window, H = d.hidden, N = d.state, NH = d.heads, PD = d.head_dim;
-    const int64_t XB = H + N, L = XB + N + NH;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < d.batch * H;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t b = i / H;
-        const int col = (int)(i % H), h = col / PD, p = col % PD;
-        const float A = -expf(A_log[h]), bias = dt_bias[h];
-        float s[NM];
-#pragma unroll
-        for (int n = 0; n < NM; ++n) s[n] = 0.0f;
-        for (int t = 0; t < K; ++t) {
-            const int64_t r = b * K + t;
-            const float dtv = softplus_(xbcdt[r * L + XB + N + h] + bias);
-            if (p == 0) dt[r * NH + h] = dtv;
-            const float a = expf(dtv * A), u = dtv * xb[r * XB + col];
-            const float* Bt = xb + r * XB + H;
-#pragma unroll
-            for (int n = 0; n < NM; ++n)
-                if (n < N) s[n] = a * s[n] + u * Bt[n];
+    const int64_t XB = H + N, L = XB + N + NH, b = blockIdx.x;
+    const int tid = threadIdx.x;
+    float* cb = sh;            // [K]
+    float* dts = sh + 2 * K;   // [NH][K]
+    float* w = dts + NH * K;   // [NH][K]
+    // B_t . C and the step sizes
+    for (int t = tid; t < K; t += blockDim.x) {
+        float acc = 0.0f;
+        for (int n = 0; n < N; ++n) acc += xb[(b * K + t) * XB + H + n] * c[b * N + n];
+        cb[t] = acc;
+    }
+    for (int i = tid; i < NH * K; i += blockDim.x) {
+        const int h = i / K, t = i % K;
+        const int64_t r = b * K + t;
+        const float v = softplus_(xbcdt[r * L + XB + N + h] + dt_bias[h]);
+        dt[r * NH + h] = v;
+        dts[i] = v;
+    }
+    __syncthreads();
+    // per-head weights of each step
+    for (int h = tid; h < NH; h += blockDim.x) {
+        const float A = -expf(A_log[h]);
+        float S = 0.0f;
+        for (int t = K - 1; t >= 0; --t) {
+            w[h * K + t] = dts[h * K + t] * cb[t] * expf(A * S);
+            S += dts[h * K + t];
         }
-        float acc = D[h] * xb[(b * K + K - 1) * XB + col];
-#pragma unroll
-        for (int n = 0; n < NM; ++n)
-            if (n < N) acc += s[n] * c[b * N + n];
-        y[i] = acc;
+    }
+    __syncthreads();
+    // y = sum_t w_t x_t + D x_K
+    if (tid < H) {
+        const int h = tid / PD;
+        float acc = D[h] * xb[(b * K + K - 1) * XB + tid];
+        for (int t = 0; t < K; ++t) acc += w[h * K + t] * xb[(b * K + t) * XB + tid];
+        y[b * H + tid] = acc;
     }
 }
 
-/* Sum over aligned groups of w lanes (w a power of two <= 32); every lane gets its group's sum. */
-__device__ __forceinline__ float group_sum(float v, int w) {
-    for (int o = w >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+/* Sum over aligned groups of gw lanes (gw a power of two <= 32); every lane gets its group's sum. */
+__device__ __forceinline__ float group_sum(float v, int gw) {
+    for (int o = gw >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
-/* A block per sample, a thread per head channel (blockDim = H rounded up to 32). Shared
- * memory: per-warp partials [warps][K*N + N] of dB and dC, per-group partials
- * [groups][K + 2] of ddt (per step), dA and dD, a group being min(PD, 32) lanes. */
-template <int NM>
 __global__ void scan_backward_kernel(vp_mamba_dims d, const float* __restrict__ xb, const float* __restrict__ c,
                                      const float* __restrict__ xbcdt, const float* __restrict__ dt,
                                      const float* __restrict__ dt_bias, const float* __restrict__ A_log,
@@ -158,100 +176,72 @@ __global__ void scan_backward_kernel(vp_mamba_dims d, const float* __restrict__ 
     extern __shared__ float sh[];
     const int K = d.window, H = d.hidden, N = d.state, NH = d.heads, PD = d.head_dim;
     const int64_t XB = H + N, L = XB + N + NH, b = blockIdx.x;
-    const int col = threadIdx.x, lane = col & 31, warp = col >> 5, nwarps = blockDim.x >> 5;
-    const int gw = PD < 32 ? PD : 32, group = col / gw, KN = K * N;
-    const int active = col < H, h = active ? col / PD : 0;
-    float* wpart = sh;                           // [nwarps][K*N + N]
-    float* gpart = sh + nwarps * (KN + N);       // [blockDim / gw][K + 2]
-    const float A = -expf(A_log[h]), Dh = D[h];
-    const float dy = active ? d_y[b * H + col] : 0.0f;
-    // x of this channel at each step (0 for idle threads)
-    float s[NM], ds[NM], sp[NM];
-#pragma unroll
-    for (int n = 0; n < NM; ++n) s[n] = 0.0f;
+    const int tid = threadIdx.x, gw = PD < 32 ? PD : 32, gph = PD / gw;
+    const int active = tid < H, h_me = active ? tid / PD : 0;
+    float* cb = sh;              // [K]
+    float* dcb = sh + K;         // [K]
+    float* dts = sh + 2 * K;     // [NH][K]
+    float* w = dts + NH * K;     // [NH][K]
+    float* dcbh = w + NH * K;    // [NH][K] per-head shares of dcb
+    float* gpart = dcbh + 2 * NH * K; // [groups][K] per-group sums of dy x_t
+    // per-group sums of dy x_t (idle lanes add zeros), B_t . C and the step sizes
+    const float dy = active ? d_y[b * H + tid] : 0.0f;
     for (int t = 0; t < K; ++t) {
-        const int64_t r = b * K + t;
-        const float dtv = dt[r * NH + h], a = expf(dtv * A), u = active ? dtv * xb[r * XB + col] : 0.0f;
-#pragma unroll
-        for (int n = 0; n < NM; ++n)
-            if (n < N) s[n] = a * s[n] + u * xb[r * XB + H + n];
+        const float v = group_sum(active ? dy * xb[(b * K + t) * XB + tid] : 0.0f, gw);
+        if (tid % gw == 0) gpart[(tid / gw) * K + t] = v;
     }
-    // output y = s_K C + D x_K
-    const float xK = active ? xb[(b * K + K - 1) * XB + col] : 0.0f;
-    float dD = dy * xK, gA = 0.0f;
-#pragma unroll
-    for (int n = 0; n < NM; ++n)
-        if (n < N) {
-            ds[n] = dy * c[b * N + n];
-            const float v = vp_warp_sum(dy * s[n]);
-            if (lane == 0) wpart[warp * (KN + N) + KN + n] = v;
-        }
-    // back through the recurrence, recomputing s_{t-1} from the window's start
-    for (int t = K - 1; t >= 0; --t) {
-        const int64_t r = b * K + t;
-        const float dtv = dt[r * NH + h], a = expf(dtv * A), xv = active ? xb[r * XB + col] : 0.0f;
-#pragma unroll
-        for (int n = 0; n < NM; ++n) sp[n] = 0.0f;
-        for (int t2 = 0; t2 < t; ++t2) {
-            const int64_t r2 = b * K + t2;
-            const float dt2 = dt[r2 * NH + h], a2 = expf(dt2 * A), u2 = active ? dt2 * xb[r2 * XB + col] : 0.0f;
-#pragma unroll
-            for (int n = 0; n < NM; ++n)
-                if (n < N) sp[n] = a2 * sp[n] + u2 * xb[r2 * XB + H + n];
-        }
-        float gx = 0.0f, gdt = 0.0f, gAs = 0.0f;
-#pragma unroll
-        for (int n = 0; n < NM; ++n)
-            if (n < N) {
-                const float Bn = xb[r * XB + H + n];
-                gx += ds[n] * Bn;
-                gdt += ds[n] * (xv * Bn + A * a * sp[n]);
-                gAs += ds[n] * sp[n];
-                const float v = vp_warp_sum(dtv * ds[n] * xv);
-                if (lane == 0) wpart[warp * (KN + N) + t * N + n] = v;
-                ds[n] *= a;
-            }
-        if (active) d_xb[r * XB + col] = dtv * gx + (t == K - 1 ? Dh * dy : 0.0f);
-        gdt = group_sum(gdt, gw);
-        if (col % gw == 0) gpart[group * (K + 2) + t] = gdt;
-        gA += dtv * a * gAs;
+    for (int t = tid; t < K; t += blockDim.x) {
+        float acc = 0.0f;
+        for (int n = 0; n < N; ++n) acc += xb[(b * K + t) * XB + H + n] * c[b * N + n];
+        cb[t] = acc;
     }
-    gA = group_sum(gA, gw);
-    dD = group_sum(dD, gw);
-    if (col % gw == 0) {
-        gpart[group * (K + 2) + K] = gA;
-        gpart[group * (K + 2) + K + 1] = dD;
-    }
+    for (int i = tid; i < NH * K; i += blockDim.x) dts[i] = dt[(b * K + i % K) * NH + i / K];
     __syncthreads();
-    // per head: dt through softplus, dt_bias, A_log, D (groups of a head in order)
-    const int gph = PD / gw;
-    for (int hh = threadIdx.x; hh < NH; hh += blockDim.x) {
-        const float Ah = -expf(A_log[hh]);
-        float dtb = 0.0f, sA = 0.0f, sD = 0.0f;
+    // per head: weights, dt (through softplus), A_log, D, and the shares of dcb
+    for (int h = tid; h < NH; h += blockDim.x) {
+        const float A = -expf(A_log[h]);
+        const float* dth = dts + h * K;
+        float S = 0.0f;
+        for (int t = K - 1; t >= 0; --t) {
+            w[h * K + t] = dth[t] * cb[t] * expf(A * S);
+            dcbh[h * K + t] = S; // suffix sum, replaced below
+            S += dth[t];
+        }
+        float run = 0.0f, dA = 0.0f, dtb = 0.0f, G = 0.0f;
         for (int t = 0; t < K; ++t) {
-            float g = 0.0f;
-            for (int k = 0; k < gph; ++k) g += gpart[(hh * gph + k) * (K + 2) + t];
+            G = 0.0f;
+            for (int k = 0; k < gph; ++k) G += gpart[(h * gph + k) * K + t];
+            const float St = dcbh[h * K + t], E = expf(A * St);
+            const float ddt = G * cb[t] * E + run, dE = G * dth[t] * cb[t];
+            run += A * dE * E;
+            dA += dE * E * St;
+            dcbh[h * K + t] = G * dth[t] * E;
             const int64_t r = b * K + t;
-            g *= sigm(xbcdt[r * L + XB + N + hh] + dt_bias[hh]);
-            d_xbcdt[r * L + XB + N + hh] = g;
+            const float g = ddt * sigm(xbcdt[r * L + XB + N + h] + dt_bias[h]);
+            d_xbcdt[r * L + XB + N + h] = g;
             dtb += g;
         }
-        for (int k = 0; k < gph; ++k) {
-            sA += gpart[(hh * gph + k) * (K + 2) + K];
-            sD += gpart[(hh * gph + k) * (K + 2) + K + 1];
-        }
-        p_alog[b * NH + hh] = sA * Ah;
-        p_d[b * NH + hh] = sD;
-        p_dtb[b * NH + hh] = dtb;
+        p_alog[b * NH + h] = dA * A;
+        p_d[b * NH + h] = G; // G at the last step: sum_p dy x_K
+        p_dtb[b * NH + h] = dtb;
     }
-    // dB per step and dC: warps in order
-    for (int i = threadIdx.x; i < KN + N; i += blockDim.x) {
+    __syncthreads();
+    // x gradients of this channel; dcb summed over heads in order
+    if (active)
+        for (int t = 0; t < K; ++t)
+            d_xb[(b * K + t) * XB + tid] = w[h_me * K + t] * dy + (t == K - 1 ? D[h_me] * dy : 0.0f);
+    for (int t = tid; t < K; t += blockDim.x) {
         float v = 0.0f;
-        for (int k = 0; k < nwarps; ++k) v += wpart[k * (KN + N) + i];
-        if (i < KN)
-            d_xb[(b * K + i / N) * XB + H + i % N] = v;
-        else
-            d_c[b * N + (i - KN)] = v;
+        for (int h = 0; h < NH; ++h) v += dcbh[h * K + t];
+        dcb[t] = v;
+    }
+    __syncthreads();
+    // dB_t = dcb_t C, dC = sum_t dcb_t B_t
+    for (int i = tid; i < K * N; i += blockDim.x) d_xb[(b * K + i / N) * XB + H + i % N] = dcb[i / N] * c[b * N + i % N];
+    for (int n = tid; n < N; n += blockDim.x) {
+        float v = 0.0f;
+        for (int t = 0; t < K; ++t) v += dcb[t] * xb[(b * K + t) * XB + H + n];
+        d_c[b * N + n] = v;
     }
 }
 
@@ -292,18 +282,30 @@ extern "C" vp_status vp_cuda_conv_backward(vp_backend* be, const vp_mamba_dims* 
     return VP_OK;
 }
 
+/* Block size and shared bytes of the scan kernels; fails when the shape does not fit. */
+static vp_status scan_launch_shape(const char* fn, const vp_mamba_dims* d, int* threads, size_t* shm) {
+    const int PD = d->head_dim;
+    VP_REQUIRE((PD <= 32 && (PD & (PD - 1)) == 0) || PD % 32 == 0, VP_ERR_UNSUPPORTED,
+               "%s: head dim %d must be a power of two up to 32 or a multiple of 32", fn, PD);
+    VP_REQUIRE(d->hidden <= 1024, VP_ERR_UNSUPPORTED, "%s: hidden %d > 1024 (a block per sample)", fn, d->hidden);
+    VP_REQUIRE(d->batch <= 0x7fffffff, VP_ERR_SHAPE, "%s: batch %lld too large", fn, (long long)d->batch);
+    *threads = (d->hidden + 31) / 32 * 32;
+    const int gw = PD < 32 ? PD : 32;
+    *shm = sizeof(float) * (size_t)scan_shared_floats(d->window, d->heads, *threads / gw);
+    VP_REQUIRE(*shm <= 48 * 1024, VP_ERR_UNSUPPORTED, "%s: %zu bytes of shared memory > 48 KiB", fn, *shm);
+    return VP_OK;
+}
+
 extern "C" vp_status vp_cuda_scan_forward(vp_backend* be, const vp_mamba_dims* d, const float* xb, const float* c,
                                           const float* xbcdt, const float* dt_bias, const float* A_log,
                                           const float* D, float* dt, float* y) {
     VP_TRY(check_dims("cuda scan_forward", d));
     VP_REQUIRE(xb && c && xbcdt && dt_bias && A_log && D && dt && y, VP_ERR_INVALID_ARG,
                "cuda scan_forward: NULL pointer");
-    const int64_t n = d->batch * d->hidden;
-    const unsigned grid = vp_cuda_grid(n, VP_CUDA_THREADS);
-    if (d->state <= 16)
-        scan_forward_kernel<16><<<grid, VP_CUDA_THREADS, 0, STREAM(be)>>>(*d, xb, c, xbcdt, dt_bias, A_log, D, dt, y);
-    else
-        scan_forward_kernel<64><<<grid, VP_CUDA_THREADS, 0, STREAM(be)>>>(*d, xb, c, xbcdt, dt_bias, A_log, D, dt, y);
+    int threads = 0;
+    size_t shm = 0;
+    VP_TRY(scan_launch_shape("cuda scan_forward", d, &threads, &shm));
+    scan_forward_kernel<<<(unsigned)d->batch, threads, shm, STREAM(be)>>>(*d, xb, c, xbcdt, dt_bias, A_log, D, dt, y);
     VP_CUDA_CHECK_LAUNCH("scan_forward_kernel");
     return VP_OK;
 }
@@ -316,23 +318,11 @@ extern "C" vp_status vp_cuda_scan_backward(vp_backend* be, const vp_mamba_dims* 
     VP_REQUIRE(xb && c && xbcdt && dt && dt_bias && A_log && D && d_y && d_xb && d_c && d_xbcdt && p_alog && p_d &&
                    p_dtb,
                VP_ERR_INVALID_ARG, "cuda scan_backward: NULL pointer");
-    const int PD = d->head_dim;
-    VP_REQUIRE((PD <= 32 && (PD & (PD - 1)) == 0) || PD % 32 == 0, VP_ERR_UNSUPPORTED,
-               "cuda scan_backward: head dim %d must be a power of two up to 32 or a multiple of 32", PD);
-    VP_REQUIRE(d->hidden <= 1024, VP_ERR_UNSUPPORTED, "cuda scan_backward: hidden %d > 1024 (a block per sample)",
-               d->hidden);
-    const int threads = (d->hidden + 31) / 32 * 32, gw = PD < 32 ? PD : 32;
-    const size_t shm = sizeof(float) * ((size_t)(threads / 32) * (size_t)(d->window * d->state + d->state) +
-                                        (size_t)(threads / gw) * (size_t)(d->window + 2));
-    VP_REQUIRE(shm <= 48 * 1024, VP_ERR_UNSUPPORTED, "cuda scan_backward: %zu bytes of shared memory > 48 KiB", shm);
-    VP_REQUIRE(d->batch <= 0x7fffffff, VP_ERR_SHAPE, "cuda scan_backward: batch %lld too large", (long long)d->batch);
-    const unsigned grid = (unsigned)d->batch;
-    if (d->state <= 16)
-        scan_backward_kernel<16><<<grid, threads, shm, STREAM(be)>>>(*d, xb, c, xbcdt, dt, dt_bias, A_log, D, d_y, d_xb,
-                                                                     d_c, d_xbcdt, p_alog, p_d, p_dtb);
-    else
-        scan_backward_kernel<64><<<grid, threads, shm, STREAM(be)>>>(*d, xb, c, xbcdt, dt, dt_bias, A_log, D, d_y, d_xb,
-                                                                     d_c, d_xbcdt, p_alog, p_d, p_dtb);
+    int threads = 0;
+    size_t shm = 0;
+    VP_TRY(scan_launch_shape("cuda scan_backward", d, &threads, &shm));
+    scan_backward_kernel<<<(unsigned)d->batch, threads, shm, STREAM(be)>>>(
+        *d, xb, c, xbcdt, dt, dt_bias, A_log, D, d_y, d_xb, d_c, d_xbcdt, p_alog, p_d, p_dtb);
     VP_CUDA_CHECK_LAUNCH("scan_backward_kernel");
     return VP_OK;
 }

@@ -1,0 +1,105 @@
+/* The trainer's set-up: the feature matrix on the backend, the training market and envs,
+ * the replay ring, the learner, the collector, the batch and the validation backtest. */
+#include <math.h>
+#include <string.h>
+
+#include "vulpes/ops.h"
+#include "vulpes/train.h"
+
+/* Uploads the feature matrix [T, F] into backend memory (the CPU backend reads it in place). */
+static vp_status features_upload(vp_trainer* t) {
+    const vp_train_data* d = t->data;
+    const int64_t T = d->bars.n, F = d->n_features;
+    vp_backend* b = t->backend;
+    if (vp_backend_get_kind(b) == VP_BACKEND_CPU) {
+        t->features = vp_tensor_2d(d->features, VP_F32, VP_MEM_HOST, T, F);
+        return VP_OK;
+    }
+    vp_mem mem = vp_backend_native_mem(b);
+    VP_TRY(vp_buffer_alloc(b, mem, sizeof(float) * (size_t)(T * F), &t->feat_buf));
+    t->features = vp_tensor_2d(t->feat_buf.dev, VP_F32, mem, T, F);
+    return vp_upload(b, &t->features, d->features, sizeof(float) * (size_t)(T * F));
+}
+
+/* The training span's market and its n_envs environments. */
+static vp_status envs_init(vp_trainer* t) {
+    const vp_train_data* d = t->data;
+    vp_env_market_desc md = {d->bars.n, d->bars.open, d->bars.high, d->bars.low, d->bars.close, d->atr,
+                             d->split.train.begin, d->split.train.end, &t->features};
+    VP_TRY(vp_env_market_init(&t->market, t->backend, &md));
+    vp_status s = vp_env_init(&t->env, t->backend, &t->market, &t->parts.instrument, &t->parts.env, t->cfg.env.n_envs);
+    if (s != VP_OK) return vp_error_context(s, "training envs (env.episode_bars %lld in a train span of %lld bars)",
+                                            (long long)t->cfg.env.episode_bars,
+                                            (long long)vp_span_len(d->split.train));
+    return VP_OK;
+}
+
+/* The learner's batch as the replay writes it, the sampled slots and priorities, the best
+ * parameters. */
+static vp_status batch_init(vp_trainer* t) {
+    vp_learner* l = &t->learner;
+    const int64_t B = l->cfg.batch, W = l->model.n_weights;
+    VP_TRY(vp_learner_batch_init(l, &t->batch));
+    t->batch.features = t->features;
+    VP_TRY(vp_arena_init(&t->arena, t->backend, vp_backend_native_mem(t->backend), (size_t)(2 * B + W) * 4 + 4 * 256));
+    VP_TRY(vp_arena_tensor(&t->arena, "train.indices", VP_I32, 1, &B, &t->indices, NULL));
+    VP_TRY(vp_arena_tensor(&t->arena, "train.priorities", VP_F32, 1, &B, &t->priorities, NULL));
+    VP_TRY(vp_arena_tensor(&t->arena, "train.best_params", VP_F32, 1, &W, &t->best_params, NULL));
+    VP_TRY(vp_copy(t->backend, &l->model.params, &t->best_params));
+    vp_replay_batch* r = &t->rbatch;
+    r->indices = t->indices;
+    r->bar_idx = t->batch.bar_idx;
+    r->next_bar_idx = t->batch.next_bar_idx;
+    r->portfolio = t->batch.portfolio;
+    r->next_portfolio = t->batch.next_portfolio;
+    r->actions = t->batch.actions;
+    r->reward = t->batch.reward;
+    r->discount = t->batch.discount;
+    r->is_weight = t->batch.is_weight;
+    return VP_OK;
+}
+
+vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, const vp_train_data* d) {
+    VP_REQUIRE(t != NULL && b != NULL && cfg != NULL && d != NULL, VP_ERR_INVALID_ARG,
+               "vp_trainer_init: trainer, backend, config or data is NULL");
+    memset(t, 0, sizeof *t);
+    t->cfg = *cfg;
+    t->backend = b;
+    t->data = d;
+    t->best_val_sharpe = NAN;
+    t->best_iteration = -1;
+    VP_TRY(vp_train_parts_make(cfg, d->n_features, &t->parts));
+
+    // Data and envs, replay, learner, collector, batch, validation: each on the backend.
+    vp_status s = features_upload(t);
+    if (s == VP_OK) s = envs_init(t);
+    if (s == VP_OK) s = vp_replay_init(&t->replay, b, &t->parts.replay);
+    if (s == VP_OK) s = vp_learner_init(&t->learner, b, &t->parts.learner);
+    if (s == VP_OK) t->learner.model.precision = t->parts.precision;
+    if (s == VP_OK)
+        s = vp_collector_init(&t->collector, b, &t->learner.model, &t->features, &t->env, t->replay, &t->parts.collect);
+    if (s == VP_OK) s = batch_init(t);
+    if (s == VP_OK)
+        s = vp_validator_init(&t->val, b, &t->learner.model, &t->features, d, d->split.val, &t->parts.instrument,
+                              cfg->env.episode_bars);
+    if (s == VP_OK) s = vp_backend_sync(b);
+    if (s != VP_OK) {
+        vp_trainer_free(t);
+        return vp_error_context(s, "setting up training");
+    }
+    return VP_OK;
+}
+
+void vp_trainer_free(vp_trainer* t) {
+    if (!t) return;
+    vp_graph_free(t->graph);
+    vp_validator_free(t->val);
+    vp_collector_free(&t->collector);
+    if (t->backend) vp_arena_free(&t->arena);
+    vp_learner_free(&t->learner);
+    vp_replay_free(t->replay);
+    vp_env_free(&t->env);
+    vp_env_market_free(&t->market);
+    if (t->backend) vp_buffer_free(t->backend, &t->feat_buf);
+    memset(t, 0, sizeof *t);
+}
