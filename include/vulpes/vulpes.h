@@ -7,6 +7,12 @@
 #include "vulpes/rng.h"
 #include "vulpes/backend.h"
 #include "vulpes/ops.h"
+#include "vulpes/data.h"
+#include "vulpes/features.h"
+#include "vulpes/split.h"
+#include "vulpes/synth.h"
+#include "vulpes/env.h"
+#include "vulpes/metrics.h"
 
 #define VP_VERSION_STRING "0.1.0"
 

@@ -116,7 +116,7 @@ __global__ void conv_backward_kernel(vp_mamba_dims d, const float* __restrict__ 
 
 /* Shared-memory floats of the scan kernels for K steps, NH heads and `groups` groups. */
 __host__ __device__ static inline int scan_shared_floats(int K, int NH, int groups) {
-    return 2 * K + 4 * NH * K + groups * K;
+    return 2 * K + 3 * NH * K + groups * K;
 }
 
 __global__ void scan_forward_kernel(vp_mamba_dims d, const float* __restrict__ xb, const float* __restrict__ c,
@@ -183,7 +183,7 @@ __global__ void scan_backward_kernel(vp_mamba_dims d, const float* __restrict__ 
     float* dts = sh + 2 * K;     // [NH][K]
     float* w = dts + NH * K;     // [NH][K]
     float* dcbh = w + NH * K;    // [NH][K] per-head shares of dcb
-    float* gpart = dcbh + 2 * NH * K; // [groups][K] per-group sums of dy x_t
+    float* gpart = dcbh + NH * K; // [groups][K] per-group sums of dy x_t
     // per-group sums of dy x_t (idle lanes add zeros), B_t . C and the step sizes
     const float dy = active ? d_y[b * H + tid] : 0.0f;
     for (int t = 0; t < K; ++t) {

@@ -1,0 +1,72 @@
+/* The training iteration: collection steps, then learner steps (sample, taus, step,
+ * priorities), issued as ops only and replayed as one graph; the warm-up; statistics. */
+#include <math.h>
+#include <string.h>
+
+#include "vulpes/train.h"
+
+vp_status vp_trainer_iteration_body(vp_backend* b, void* ctx) {
+    (void)b;
+    vp_trainer* t = (vp_trainer*)ctx;
+    const int per = t->parts.replay.prioritized;
+    // Collection: every env steps collect_steps times under the online network.
+    for (int64_t k = 0; k < t->cfg.train.collect_steps; ++k) VP_TRY(vp_collector_step(&t->collector));
+    // Learning: sample, fresh taus, one step (Polyak included), new priorities.
+    for (int64_t k = 0; k < t->cfg.train.train_steps; ++k) {
+        VP_TRY(vp_replay_sample(t->replay, &t->rbatch));
+        VP_TRY(vp_learner_draw_taus(&t->learner, &t->batch));
+        VP_TRY(vp_learner_step(&t->learner, &t->batch, per ? &t->priorities : NULL));
+        if (per) VP_TRY(vp_replay_update_priorities(t->replay, &t->indices, &t->priorities));
+    }
+    return VP_OK;
+}
+
+vp_status vp_trainer_warmup(vp_trainer* t) {
+    VP_REQUIRE(t != NULL && t->replay != NULL, VP_ERR_INVALID_ARG, "vp_trainer_warmup: trainer is not initialised");
+    VP_REQUIRE(t->count.warmup_steps == 0 && t->count.iteration == 0, VP_ERR_STATE,
+               "vp_trainer_warmup: the run has already started");
+    const int64_t E = t->cfg.env.n_envs;
+    const int64_t steps = (t->cfg.replay.warmup + E - 1) / E;
+    // Random actions, one Philox counter per step.
+    for (int64_t k = 0; k < steps; ++k) VP_TRY(vp_collector_random_step(&t->collector, (uint64_t)k));
+    t->count.warmup_steps = steps;
+    t->count.env_steps += steps * E;
+    return vp_backend_sync(t->backend);
+}
+
+vp_status vp_trainer_iterate(vp_trainer* t, int64_t n) {
+    VP_REQUIRE(t != NULL && t->replay != NULL, VP_ERR_INVALID_ARG, "vp_trainer_iterate: trainer is not initialised");
+    VP_REQUIRE(n >= 0, VP_ERR_INVALID_ARG, "vp_trainer_iterate: n = %lld", (long long)n);
+    // One capture, then one launch per iteration.
+    if (!t->graph && n > 0) VP_TRY(vp_graph_capture(t->backend, vp_trainer_iteration_body, t, &t->graph));
+    const int64_t E = t->cfg.env.n_envs, cs = t->cfg.train.collect_steps, ts = t->cfg.train.train_steps;
+    for (int64_t i = 0; i < n; ++i) {
+        vp_status s = vp_graph_launch(t->backend, t->graph);
+        if (s != VP_OK) return vp_error_context(s, "training iteration %lld", (long long)(t->count.iteration + 1));
+        t->count.iteration += 1;
+        t->count.collect_steps += cs;
+        t->count.env_steps += cs * E;
+        t->count.learner_steps += ts;
+    }
+    return VP_OK;
+}
+
+vp_status vp_trainer_stats(vp_trainer* t, vp_train_stats* out) {
+    VP_REQUIRE(t != NULL && out != NULL && t->replay != NULL, VP_ERR_INVALID_ARG, "vp_trainer_stats: NULL argument");
+    memset(out, 0, sizeof *out);
+    VP_TRY(vp_backend_sync(t->backend));
+    // The learner's block is mapped memory: read in place after the wait.
+    memcpy(out->learner, t->learner.stats_host, sizeof out->learner);
+    vp_replay_stats rs;
+    VP_TRY(vp_replay_stats_read(t->replay, &rs));
+    out->beta = rs.beta;
+    out->replay_size = rs.size;
+    out->epsilon = vp_collect_epsilon(&t->parts.collect, t->count.collect_steps);
+    return VP_OK;
+}
+
+vp_status vp_trainer_validate(vp_trainer* t, const vp_tensor* params, vp_eval_result* out) {
+    VP_REQUIRE(t != NULL && t->val != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_trainer_validate: NULL argument");
+    VP_TRY(vp_validator_run(t->val, params ? params : &t->learner.model.params, out));
+    return vp_backend_sync(t->backend);
+}
