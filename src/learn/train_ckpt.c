@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "vulpes/checkpoint.h"
+#include "vulpes/vulpes.h"
 #include "vulpes/train.h"
 
 /* Longest tensor name a checkpoint makes. */
@@ -181,6 +182,17 @@ static vp_status meta_read_int(const vp_checkpoint* ck, const char* key, int64_t
     return VP_OK;
 }
 
+/* Bytes of a key's field in vp_config. */
+static size_t config_field_size(const vp_config_key* k) {
+    switch (k->kind) {
+    case VP_CONFIG_INT: return sizeof(int64_t);
+    case VP_CONFIG_FLOAT: return sizeof(double);
+    case VP_CONFIG_BOOL: return sizeof(bool);
+    case VP_CONFIG_STRING: return VP_CONFIG_STR_MAX;
+    default: return sizeof(int);
+    }
+}
+
 /* Checks the checkpoint's config against the run's: equal except the keys a resume may change. */
 static vp_status check_config(const vp_trainer* t, const vp_checkpoint* ck) {
     static const char* may_change[] = {"train.iterations", "train.checkpoint_every", "train.log_every",
@@ -191,10 +203,9 @@ static vp_status check_config(const vp_trainer* t, const vp_checkpoint* ck) {
     vp_config_defaults(&old);
     VP_TRY(vp_config_load_string(&old, yaml, vp_checkpoint_path(ck)));
     // Take the changeable keys from the new config, then any difference is an error.
-    char buf[VP_CONFIG_STR_MAX];
     for (size_t i = 0; i < sizeof may_change / sizeof may_change[0]; ++i) {
         const vp_config_key* k = vp_config_find_key(may_change[i]);
-        if (k) VP_TRY(vp_config_set(&old, k->name, vp_config_format_value(&t->cfg, k, buf, sizeof buf), "resume"));
+        if (k) memcpy((char*)&old + k->offset, (const char*)&t->cfg + k->offset, config_field_size(k));
     }
     const vp_config_key* k = vp_config_diff(&old, &t->cfg);
     if (k) {
