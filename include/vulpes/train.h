@@ -91,10 +91,11 @@ typedef struct vp_eval_result {
 
 typedef struct vp_validator vp_validator;
 
-/* A backtest of `span` of the run's bars: windows of `window_bars` decisions (<= 0 or more
- * than the span holds: one window over the whole span, the exact sequential path), as many
- * as fit, each starting flat, run side by side through the env with epsilon 0 and the same
- * cost model as training (rewards without penalties). features [T, F] in backend memory. */
+/* A backtest of `span` of the run's bars: N = floor((len - 1) / window_bars) windows of
+ * L = floor((len - 1) / N) decisions each (window_bars <= 0 or longer than the span: one
+ * window over the whole span, the exact sequential path), consecutive, each starting flat,
+ * run side by side through the env with epsilon 0 and the same cost model as training
+ * (rewards without penalties). features [T, F] in backend memory. */
 vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m, const vp_tensor* features,
                             const vp_train_data* d, vp_span span, const vp_instrument* inst, int64_t window_bars);
 

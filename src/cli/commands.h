@@ -20,4 +20,7 @@ int vp_cli_fail(const char* what);
 /* `vulpes config --defaults [--markdown] | CONFIG [key=value ...]`. */
 int vp_cmd_config(int argc, char** argv);
 
+/* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR]`. */
+int vp_cmd_train(int argc, char** argv);
+
 #endif /* VP_CLI_COMMANDS_H */

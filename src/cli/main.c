@@ -14,6 +14,7 @@ static const command COMMANDS[] = {
     {"bench", vp_cmd_bench, "bench gemm|env|step|backtest   print performance figures"},
     {"data", vp_cmd_data, "data inspect FILE                what the loader sees in a bar file"},
     {"config", vp_cmd_config, "config --defaults | CONFIG       every key with its default, or a config resolved"},
+    {"train", vp_cmd_train, "train CONFIG [key=value ...]     train, validate, keep the best checkpoint"},
 };
 
 static void usage(FILE* f) {

@@ -93,9 +93,10 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m
     v->data = d;
     v->inst = *inst;
     v->begin = span.begin;
-    // Windows of L decisions: the last one's closing open (bar begin + N L) stays inside the span.
-    v->L = (window_bars <= 0 || window_bars > len - 1) ? len - 1 : window_bars;
-    v->n = (len - 1) / v->L;
+    // N windows of about window_bars decisions covering the span; the last one's closing
+    // open (bar begin + N L) stays inside it.
+    v->n = (window_bars <= 0 || window_bars > len - 1) ? 1 : (len - 1) / window_bars;
+    v->L = (len - 1) / v->n;
 
     // The span as a market, N envs whose episodes are the windows, a greedy collector.
     vp_env_market_desc md = {d->bars.n, d->bars.open, d->bars.high, d->bars.low, d->bars.close, d->atr,

@@ -1,0 +1,193 @@
+/* The events a training run writes to metrics.jsonl and its summary.json. Every event but
+ * "timing" is a function of the config, the seed and the backend only, so two runs of
+ * one config give identical lines once the "timing" lines are left out. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "learn/train_report.h"
+#include "vulpes/vulpes.h"
+
+vp_status vp_train_log_run(vp_metrics* m, const vp_trainer* t, int resumed) {
+    const vp_train_data* d = t->data;
+    VP_TRY(vp_metrics_begin(m, "run"));
+    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_int(m, "resumed", resumed));
+    VP_TRY(vp_metrics_str(m, "data", d->source));
+    VP_TRY(vp_metrics_int(m, "bars", d->bars.n));
+    VP_TRY(vp_metrics_int(m, "features", d->n_features));
+    VP_TRY(vp_metrics_int(m, "train_begin_bar", d->split.train.begin));
+    VP_TRY(vp_metrics_int(m, "train_end_bar", d->split.train.end));
+    VP_TRY(vp_metrics_int(m, "val_begin_bar", d->split.val.begin));
+    VP_TRY(vp_metrics_int(m, "val_end_bar", d->split.val.end));
+    VP_TRY(vp_metrics_int(m, "test_begin_bar", d->split.test.begin));
+    VP_TRY(vp_metrics_int(m, "test_end_bar", d->split.test.end));
+    VP_TRY(vp_metrics_num(m, "periods_per_year", d->periods_per_year));
+    VP_TRY(vp_metrics_int(m, "parameters", t->learner.model.n_weights));
+    VP_TRY(vp_metrics_int(m, "n_envs", t->env.n_envs));
+    VP_TRY(vp_metrics_int(m, "warmup_env_steps", t->count.warmup_steps * t->env.n_envs));
+    VP_TRY(vp_metrics_str(m, "backend", vp_backend_name(t->backend)));
+    return vp_metrics_end(m);
+}
+
+vp_status vp_train_log_train(vp_metrics* m, const vp_trainer* t, const vp_train_stats* st) {
+    VP_TRY(vp_metrics_begin(m, "train"));
+    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_int(m, "env_steps", t->count.env_steps));
+    VP_TRY(vp_metrics_int(m, "learner_steps", t->count.learner_steps));
+    VP_TRY(vp_metrics_num(m, "epsilon", st->epsilon));
+    VP_TRY(vp_metrics_num(m, "beta", st->beta));
+    VP_TRY(vp_metrics_num(m, "loss", st->learner[VP_STAT_LOSS]));
+    VP_TRY(vp_metrics_num(m, "loss_c51", st->learner[VP_STAT_C51]));
+    VP_TRY(vp_metrics_num(m, "loss_iqn", st->learner[VP_STAT_IQN]));
+    VP_TRY(vp_metrics_num(m, "grad_norm", st->learner[VP_STAT_GRAD_NORM]));
+    VP_TRY(vp_metrics_num(m, "q_mean", st->learner[VP_STAT_Q_MEAN]));
+    VP_TRY(vp_metrics_num(m, "q_max", st->learner[VP_STAT_Q_MAX]));
+    VP_TRY(vp_metrics_int(m, "nan_steps", (int64_t)st->learner[VP_STAT_NAN_STEPS]));
+    VP_TRY(vp_metrics_int(m, "replay_size", st->replay_size));
+    return vp_metrics_end(m);
+}
+
+vp_status vp_train_log_timing(vp_metrics* m, const vp_trainer* t, const vp_train_timing* tm) {
+    VP_TRY(vp_metrics_begin(m, "timing"));
+    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_num(m, "wall_s", tm->wall_s));
+    VP_TRY(vp_metrics_num(m, "iterations_per_s", tm->iterations_per_s));
+    VP_TRY(vp_metrics_num(m, "env_steps_per_s", tm->env_steps_per_s));
+    VP_TRY(vp_metrics_num(m, "learner_steps_per_s", tm->learner_steps_per_s));
+    return vp_metrics_end(m);
+}
+
+vp_status vp_train_log_eval(vp_metrics* m, const vp_trainer* t, const vp_eval_result* r, int best) {
+    VP_TRY(vp_metrics_begin(m, "eval"));
+    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_num(m, "val_sharpe", r->strategy.sharpe));
+    VP_TRY(vp_metrics_num(m, "val_total_return_frac", r->strategy.total_return));
+    VP_TRY(vp_metrics_num(m, "val_annual_return_frac", r->strategy.annual_return));
+    VP_TRY(vp_metrics_num(m, "val_max_drawdown_frac", r->strategy.max_drawdown));
+    VP_TRY(vp_metrics_num(m, "val_exposure_frac", r->exposure));
+    VP_TRY(vp_metrics_num(m, "val_turnover", r->turnover));
+    VP_TRY(vp_metrics_int(m, "val_ruined_windows", r->ruined));
+    VP_TRY(vp_metrics_num(m, "val_buy_hold_sharpe", r->buy_hold.sharpe));
+    VP_TRY(vp_metrics_int(m, "val_windows", r->windows));
+    VP_TRY(vp_metrics_int(m, "val_window_bars", r->window_bars));
+    VP_TRY(vp_metrics_int(m, "best", best));
+    return vp_metrics_end(m);
+}
+
+vp_status vp_train_log_checkpoint(vp_metrics* m, const vp_trainer* t, const char* file, const char* reason) {
+    VP_TRY(vp_metrics_begin(m, "checkpoint"));
+    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_str(m, "file", file));
+    VP_TRY(vp_metrics_str(m, "reason", reason));
+    return vp_metrics_end(m);
+}
+
+/* ---- summary.json -------------------------------------------------------------------------------- */
+
+/* Adds an evaluation as an object `name` of root. */
+static vp_status add_eval(cJSON* root, const char* name, const vp_eval_result* r) {
+    cJSON* o = cJSON_AddObjectToObject(root, name);
+    VP_REQUIRE(o != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    VP_TRY(vp_metric_json_add(o, "windows", (double)r->windows));
+    VP_TRY(vp_metric_json_add(o, "window_bars", (double)r->window_bars));
+    VP_TRY(vp_metric_json_add(o, "ruined_windows", (double)r->ruined));
+    VP_TRY(vp_metric_json_add(o, "exposure_frac", r->exposure));
+    VP_TRY(vp_metric_json_add(o, "turnover", r->turnover));
+    static const char* names[3] = {"strategy", "buy_and_hold", "flat"};
+    const vp_perf* series[3] = {&r->strategy, &r->buy_hold, &r->flat};
+    for (int i = 0; i < 3; ++i) {
+        cJSON* s = cJSON_AddObjectToObject(o, names[i]);
+        VP_REQUIRE(s != NULL, VP_ERR_OOM, "summary.json: out of memory");
+        VP_TRY(vp_perf_to_json(series[i], s));
+    }
+    return VP_OK;
+}
+
+/* Fills the summary object. */
+static vp_status summary_fill(cJSON* root, const vp_trainer* t, const vp_train_result* res, int finished,
+                              const char* test_params) {
+    VP_REQUIRE(cJSON_AddBoolToObject(root, "finished", finished) != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    cJSON_AddStringToObject(root, "vulpes_version", VP_VERSION_STRING);
+    cJSON_AddStringToObject(root, "backend", vp_backend_name(t->backend));
+    cJSON_AddStringToObject(root, "data", t->data->source);
+    VP_TRY(vp_metric_json_add(root, "iterations", (double)t->count.iteration));
+    VP_TRY(vp_metric_json_add(root, "env_steps", (double)t->count.env_steps));
+    VP_TRY(vp_metric_json_add(root, "learner_steps", (double)t->count.learner_steps));
+    VP_TRY(vp_metric_json_add(root, "periods_per_year", t->data->periods_per_year));
+    cJSON* best = cJSON_AddObjectToObject(root, "best_validation");
+    VP_REQUIRE(best != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    VP_TRY(vp_metric_json_add(best, "iteration", (double)t->best_iteration));
+    VP_TRY(vp_metric_json_add(best, "sharpe", t->best_val_sharpe));
+    cJSON_AddStringToObject(best, "checkpoint", t->best_iteration >= 0 ? "best.safetensors" : "");
+    if (!finished) return VP_OK;
+    VP_TRY(add_eval(root, "final_validation", &res->final_val));
+    VP_TRY(add_eval(root, "test", &res->test));
+    cJSON* tst = cJSON_GetObjectItemCaseSensitive(root, "test");
+    cJSON_AddStringToObject(tst, "parameters", test_params);
+    return VP_OK;
+}
+
+vp_status vp_train_write_summary(const char* path, const vp_trainer* t, const vp_train_result* res, int finished,
+                                 const char* test_params) {
+    cJSON* root = cJSON_CreateObject();
+    VP_REQUIRE(root != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    vp_status s = summary_fill(root, t, res, finished, test_params);
+    char* text = s == VP_OK ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (s != VP_OK) return s;
+    VP_REQUIRE(text != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    size_t n = strlen(text);
+    char* buf = (char*)malloc(n + 2);
+    if (buf) {
+        memcpy(buf, text, n);
+        buf[n] = '\n';
+    }
+    free(text);
+    VP_REQUIRE(buf != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    s = vp_file_write_atomic(path, buf, n + 1);
+    free(buf);
+    return s;
+}
+
+/* ---- resume: metrics.jsonl up to the checkpoint ------------------------------------------------- */
+
+vp_status vp_train_trim_metrics(const char* path, int64_t iteration) {
+    VP_REQUIRE(path != NULL, VP_ERR_INVALID_ARG, "vp_train_trim_metrics: path is NULL");
+    FILE* f = fopen(path, "rb");
+    if (!f) return VP_OK;
+    // Read the whole file.
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char* text = (char*)malloc((size_t)(len > 0 ? len : 0) + 1);
+    size_t got = text ? fread(text, 1, (size_t)(len > 0 ? len : 0), f) : 0;
+    fclose(f);
+    VP_REQUIRE(text != NULL, VP_ERR_OOM, "trimming %s: out of memory", path);
+    text[got] = '\0';
+    char* out = (char*)malloc(got + 1);
+    if (!out) free(text);
+    VP_REQUIRE(out != NULL, VP_ERR_OOM, "trimming %s: out of memory", path);
+    // Keep complete lines whose iteration is at most the checkpoint's.
+    size_t n_out = 0;
+    for (char* line = text; *line;) {
+        char* nl = strchr(line, '\n');
+        if (!nl) break; /* a line cut short by a crash */
+        *nl = '\0';
+        cJSON* j = cJSON_Parse(line);
+        const cJSON* it = j ? cJSON_GetObjectItemCaseSensitive(j, "iteration") : NULL;
+        if (cJSON_IsNumber(it) && (int64_t)it->valuedouble <= iteration) {
+            size_t k = strlen(line);
+            memcpy(out + n_out, line, k);
+            out[n_out + k] = '\n';
+            n_out += k + 1;
+        }
+        cJSON_Delete(j);
+        line = nl + 1;
+    }
+    vp_status s = vp_file_write_atomic(path, out, n_out);
+    free(text);
+    free(out);
+    return s;
+}

@@ -1,0 +1,35 @@
+/* Internal: what a training run writes into its folder besides checkpoints — the events
+ * of metrics.jsonl and summary.json (train_report.c). */
+#ifndef VP_LEARN_TRAIN_REPORT_H
+#define VP_LEARN_TRAIN_REPORT_H
+
+#include "vulpes/train.h"
+
+/* Wall-clock figures of one log interval (kept out of the deterministic events). */
+typedef struct vp_train_timing {
+    double wall_s;             /* seconds since the run (this process) started */
+    double iterations_per_s;   /* over the last log interval */
+    double env_steps_per_s;    /* over the last log interval */
+    double learner_steps_per_s; /* over the last log interval */
+} vp_train_timing;
+
+/* "run": the data, spans and sizes of the run; `resumed` 1 when continuing. */
+vp_status vp_train_log_run(vp_metrics* m, const vp_trainer* t, int resumed);
+
+/* "train": counters, epsilon, beta and the learner's statistics (deterministic). */
+vp_status vp_train_log_train(vp_metrics* m, const vp_trainer* t, const vp_train_stats* st);
+
+/* "timing": wall-clock rates (the only event that differs between identical runs). */
+vp_status vp_train_log_timing(vp_metrics* m, const vp_trainer* t, const vp_train_timing* tm);
+
+/* "eval": a validation's metrics and whether it is the best so far. */
+vp_status vp_train_log_eval(vp_metrics* m, const vp_trainer* t, const vp_eval_result* r, int best);
+
+/* "checkpoint": a checkpoint file written and why ("periodic", "best", "final", "interrupt"). */
+vp_status vp_train_log_checkpoint(vp_metrics* m, const vp_trainer* t, const char* file, const char* reason);
+
+/* Writes DIR/summary.json atomically: counters, final and best validation, the test span. */
+vp_status vp_train_write_summary(const char* path, const vp_trainer* t, const vp_train_result* res, int finished,
+                                 const char* test_params);
+
+#endif /* VP_LEARN_TRAIN_REPORT_H */
