@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds vulpes with CUDA on a GPU machine, runs the CPU tests, the GPU test programs
-# and the benchmarks, and writes every log under $OUT (or ./gpu-out).
+# and the benchmarks; writes logs.tar.gz, summary.txt and bench.jsonl under $OUT (or ./gpu-out).
 # Dependencies missing there (libyaml, cJSON, OpenBLAS headers) come as .deb files in
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
 #   usage: scripts/gpu.sh [all|test|bench|STEP...]   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
+LOGS=$(mktemp -d)
 mkdir -p "$OUT"
 steps=${*:-all}
 root=$PWD/.deps/root
@@ -21,21 +22,36 @@ if [ -d .deps/debs ]; then
   [ -e "$lib/libopenblas.so.0" ] || ln -sf "$lib/openblas-pthread/libopenblas.so.0" "$lib/libopenblas.so.0"
   export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$LOGS/gpu.txt"
 rc=0
-run() { local name=$1; shift; echo "== $name: $*"; "$@" 2>&1 | tee "$OUT/$name.log"; local r=${PIPESTATUS[0]}; echo "== $name exit $r"; [ $r -eq 0 ] || rc=1; }
+run() {
+  local name=$1; shift
+  echo "== $name: $*"
+  "$@" 2>&1 | tee "$LOGS/$name.log"
+  local r=${PIPESTATUS[0]}
+  echo "== $name exit $r"
+  printf '%-28s exit %s\n' "$name" "$r" >> "$LOGS/summary.txt"
+  [ "$r" -eq 0 ] || rc=1
+}
 run build cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DVP_DEPS_DIR="$root" -DCMAKE_CUDA_ARCHITECTURES=90 -DVP_WERROR=ON
 run make cmake --build build-gpu -j "$(nproc)"
 for s in $steps; do
   case $s in
     all|test)
       run ctest ctest --test-dir build-gpu --output-on-failure -j 8
-      for t in build-gpu/test_gpu_*; do [ -x "$t" ] && run "$(basename "$t")" "$t"; done ;;&
+      for t in build-gpu/test_gpu_*; do [ -x "$t" ] && run "$(basename "$t")" "$t"; done
+      run golden_cuda_tf32 build-gpu/test_learner_golden tests/data/golden_small.safetensors --backend cuda
+      run golden_cuda_tf32_nomamba build-gpu/test_learner_golden tests/data/golden_small_nomamba.safetensors --backend cuda
+      run golden_cuda_fp32 build-gpu/test_learner_golden tests/data/golden_small.safetensors --backend cuda --fp32 ;;&
     all|bench)
-      run bench_gemm build-gpu/vulpes bench gemm --backend cuda --json "$OUT/bench.jsonl" ;;
-    all|test|bench) ;;
+      for w in gemm env step; do
+        run "bench_$w" build-gpu/vulpes bench "$w" --backend cuda --json "$OUT/bench.jsonl"
+      done ;;
+    test|bench) ;;
     *) run "$s" $s ;;
   esac
 done
-echo "== summary: rc=$rc"; grep -h "== .* exit" "$OUT"/*.log 2>/dev/null | head -0
+tar czf "$OUT/logs.tar.gz" -C "$LOGS" .
+cp "$LOGS/summary.txt" "$OUT/summary.txt"
+echo "== summary (logs in logs.tar.gz)"; cat "$LOGS/summary.txt"; echo "rc=$rc"
 exit $rc

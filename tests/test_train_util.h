@@ -1,0 +1,157 @@
+/* Helpers of the training tests: a tiny run configuration on a synthetic market, scratch
+ * run folders, and reading files back (whole, or metrics.jsonl filtered by event). */
+#ifndef VP_TEST_TRAIN_UTIL_H
+#define VP_TEST_TRAIN_UTIL_H
+
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vulpes/config.h"
+#include "vulpes/train.h"
+
+/* A run small enough for a test: 1500 bars of the trend market, 8 envs, a 16-wide network,
+ * batch 32, 40 iterations with logs every 5, validations every 10, checkpoints every 15. */
+static const char* VPT_TRAIN_YAML =
+    "data:\n"
+    "  path: \"synth:trend:bars=1500,seed=3\"\n"
+    "split:\n"
+    "  train: 0.6\n"
+    "  val: 0.2\n"
+    "  test: 0.2\n"
+    "features:\n"
+    "  window: 32\n"
+    "instrument:\n"
+    "  tick_size: 0.01\n"
+    "  multiplier: 10\n"
+    "  commission: 0.1\n"
+    "  slippage_ticks: 1\n"
+    "  max_position: 3\n"
+    "  initial_equity: 10000\n"
+    "env:\n"
+    "  n_envs: 7\n"
+    "  episode_bars: 61\n"
+    "model:\n"
+    "  window: 4\n"
+    "  hidden: 16\n"
+    "  mamba_state: 4\n"
+    "  mamba_head_dim: 8\n"
+    "  mamba_conv: 2\n"
+    "  head_hidden: 16\n"
+    "  n_atoms: 11\n"
+    "  iqn_taus: 4\n"
+    "  iqn_target_taus: 5\n"
+    "  iqn_cos: 8\n"
+    "learn:\n"
+    "  batch: 33\n"
+    "  lr: 0.001\n"
+    "replay:\n"
+    "  capacity: 3001\n"
+    "  warmup: 200\n"
+    "  beta_steps: 100\n"
+    "collect:\n"
+    "  epsilon_steps: 50\n"
+    "train:\n"
+    "  iterations: 40\n"
+    "  collect_steps: 2\n"
+    "  train_steps: 1\n"
+    "  eval_every: 10\n"
+    "  checkpoint_every: 15\n"
+    "  log_every: 5\n"
+    "run:\n"
+    "  seed: 7\n"
+    "  backend: cpu\n";
+
+/* The test configuration with `n` overrides "key=value"; returns 0 on failure (printed). */
+static inline int vpt_train_cfg(vp_config* cfg, int n, const char* const* overrides) {
+    vp_config_defaults(cfg);
+    if (vp_config_load_string(cfg, VPT_TRAIN_YAML, "test config") != VP_OK) {
+        fprintf(stderr, "test config: %s\n", vp_last_error());
+        return 0;
+    }
+    for (int i = 0; i < n; ++i)
+        if (vp_config_override(cfg, overrides[i]) != VP_OK) {
+            fprintf(stderr, "override %s: %s\n", overrides[i], vp_last_error());
+            return 0;
+        }
+    if (vp_config_check(cfg) != VP_OK) {
+        fprintf(stderr, "test config: %s\n", vp_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+/* A fresh scratch folder name under the system's temporary folder into out[n]. */
+static inline void vpt_tmp_dir(char* out, size_t n, const char* tag) {
+    const char* base = getenv("TMPDIR");
+    snprintf(out, n, "%s/vulpes-%s-%ld", base && base[0] ? base : "/tmp", tag, (long)getpid());
+}
+
+/* Removes the files a run writes in `dir` and the folder itself. */
+static inline void vpt_rm_run(const char* dir) {
+    static const char* files[] = {"config.yaml", "metrics.jsonl", "last.safetensors", "best.safetensors",
+                                  "summary.json", "last.safetensors.tmp", "best.safetensors.tmp"};
+    char p[1200];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        remove(p);
+    }
+    rmdir(dir);
+}
+
+/* The whole file at dir/name (NUL-terminated, *len its size); NULL when unreadable. Free it. */
+static inline char* vpt_read_file(const char* dir, const char* name, size_t* len) {
+    char p[1200];
+    if (name) snprintf(p, sizeof p, "%s/%s", dir, name);
+    else snprintf(p, sizeof p, "%s", dir);
+    FILE* f = fopen(p, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char* buf = (char*)malloc((size_t)n + 1);
+    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+    fclose(f);
+    if (!buf) return NULL;
+    buf[got] = '\0';
+    if (len) *len = got;
+    return buf;
+}
+
+/* The lines of dir/metrics.jsonl whose event is one of `events` (a "|"-separated list, e.g.
+ * "train|eval"), concatenated; NULL when unreadable. Free it. */
+static inline char* vpt_metrics_lines(const char* dir, const char* events) {
+    char* text = vpt_read_file(dir, "metrics.jsonl", NULL);
+    if (!text) return NULL;
+    char* out = (char*)calloc(strlen(text) + 1, 1);
+    size_t n = 0;
+    for (char* line = text; out && *line;) {
+        char* nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        char ev[64] = "";
+        if (sscanf(line, "{\"event\":\"%63[^\"]\"", ev) == 1) {
+            char want[256];
+            snprintf(want, sizeof want, "|%s|", events);
+            char key[80];
+            snprintf(key, sizeof key, "|%s|", ev);
+            if (strstr(want, key)) {
+                memcpy(out + n, line, len);
+                n += len;
+            }
+        }
+        line += len;
+    }
+    free(text);
+    return out;
+}
+
+/* Number of lines in a text. */
+static inline int vpt_count_lines(const char* s) {
+    int n = 0;
+    for (; s && *s; ++s) n += *s == '\n';
+    return n;
+}
+
+#endif /* VP_TEST_TRAIN_UTIL_H */
