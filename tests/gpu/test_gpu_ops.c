@@ -186,6 +186,23 @@ static void test_softmax(void) {
     }
 }
 
+/* Checks a norm's dx. With one column the exact dx is 0 (LayerNorm: x - mean = 0) or
+ * rstd dy gamma (1 - xhat^2) with xhat = +-1 up to eps (RMSNorm): pure cancellation, so
+ * it is measured against the size of rstd dy gamma instead of against itself. */
+static void check_norm_dx(const char* op, const char* cas, twin* dx, const twin* rs, const twin* dy, const twin* g,
+                          int64_t m, int64_t n) {
+    if (n > 1) {
+        twin_check(op, cas, dx, TOL_FP32);
+        return;
+    }
+    double sc = 0.0;
+    for (int64_t i = 0; i < m; ++i) {
+        double t = (double)((float*)rs->h.data)[i] * ((float*)dy->h.data)[i] * ((float*)g->h.data)[0];
+        sc += t * t;
+    }
+    twin_check_scaled(op, "[m, 1]: vs ||rstd dy gamma||", dx, TOL_FP32, sqrt(sc));
+}
+
 static void test_norms(void) {
     char cas[64];
     for (int r = 0; r < N_ROWS; ++r) {
@@ -209,7 +226,7 @@ static void test_norms(void) {
         twin_poison(&dx), twin_poison(&dg), twin_poison(&db);
         CHECK_OK(vp_layernorm_backward(g_cpu, &dy.h, &x.h, &g.h, &mu.h, &rs.h, &dx.h, &dg.h, &db.h));
         CHECK_OK(vp_layernorm_backward(g_gpu, &dy.d, &x.d, &g.d, &mu.d, &rs.d, &dx.d, &dg.d, &db.d));
-        twin_check("layernorm_bwd dx", cas, &dx, TOL_FP32);
+        check_norm_dx("layernorm_bwd dx", cas, &dx, &rs, &dy, &g, m, n);
         twin_check("layernorm_bwd dgamma", cas, &dg, TOL_FP32);
         twin_check("layernorm_bwd dbeta", cas, &db, TOL_FP32);
         /* RMSNorm forward and backward */
@@ -222,18 +239,7 @@ static void test_norms(void) {
         twin_poison(&dx), twin_poison(&dg);
         CHECK_OK(vp_rmsnorm_backward(g_cpu, &dy.h, &x.h, &g.h, &rs.h, &dx.h, &dg.h));
         CHECK_OK(vp_rmsnorm_backward(g_gpu, &dy.d, &x.d, &g.d, &rs.d, &dx.d, &dg.d));
-        if (n > 1) {
-            twin_check("rmsnorm_bwd dx", cas, &dx, TOL_FP32);
-        } else {
-            /* one column: xhat = +-1 up to eps, so dx = rstd dy gamma (1 - xhat^2) is pure
-             * cancellation; measure it against the size of rstd dy gamma instead */
-            double sc = 0.0;
-            for (int64_t i = 0; i < m; ++i) {
-                double t = (double)((float*)rs.h.data)[i] * ((float*)dy.h.data)[i] * ((float*)g.h.data)[0];
-                sc += t * t;
-            }
-            twin_check_scaled("rmsnorm_bwd dx", "[m, 1]: vs ||rstd dy gamma||", &dx, TOL_FP32, sqrt(sc));
-        }
+        check_norm_dx("rmsnorm_bwd dx", cas, &dx, &rs, &dy, &g, m, n);
         twin_check("rmsnorm_bwd dgamma", cas, &dg, TOL_FP32);
         twin_free(&x), twin_free(&g), twin_free(&be), twin_free(&y), twin_free(&mu), twin_free(&rs);
         twin_free(&dy), twin_free(&dx), twin_free(&dg), twin_free(&db);

@@ -1,0 +1,111 @@
+/* Internal: the backtest's run context shared by its phases — set-up and results
+ * (backtest.c), the encoding and the op path's loop (backtest_loop.c), the fused CUDA path
+ * (backtest_fused.c, backtest_cuda.cu), the trade log (backtest_trades.c) and the curves and
+ * metrics (backtest_curve.c). */
+#ifndef VP_EVAL_BACKTEST_IMPL_H
+#define VP_EVAL_BACKTEST_IMPL_H
+
+#include "eval/backtest_step.h"
+#include "vulpes/backtest.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One run: constants, the market, the windows' state and log in backend memory, and the
+ * host copies the results are assembled from. */
+typedef struct vp_bt_run {
+    vp_backend* b;                 /* where it runs */
+    const vp_model* m;             /* the network (NULL with forced actions) */
+    const vp_tensor* params;       /* [n_weights] its parameters */
+    const vp_backtest_data* data;  /* bars, ATR, features, span */
+    const vp_backtest_cfg* cfg;    /* settings */
+    vp_bt_dims dims;               /* constants of the kernels */
+    int64_t a;                     /* first bar of the span */
+    int64_t n_steps;               /* decisions of the span: b - a - 1 */
+    int64_t n_points;              /* P: sum over windows of steps + 1 */
+    int32_t max_steps;             /* the longest window's steps */
+    vp_env_market market;          /* bars [a, b) in backend memory */
+    vp_buffer dev;                 /* state, windows, log, forced actions, counter */
+    vp_env_state state;            /* [N] per-window env state (backend) */
+    vp_bt_windows win;             /* [N] (backend) */
+    vp_bt_records rec;             /* [P] (backend) */
+    int32_t* scratch;              /* [N, 4] the action a step reads (backend) */
+    int32_t* forced;               /* [n_steps, 4] forced actions (backend) or NULL */
+    vp_tensor counter;             /* [1] i32 step counter (backend) */
+    void* host;                    /* one host block behind the arrays below */
+    vp_env_state h_state;          /* [N] initial state (host) */
+    vp_bt_windows h_win;           /* [N] window table (host; alive read back at the end) */
+    vp_bt_records h_rec;           /* [P] the downloaded log (host) */
+} vp_bt_run;
+
+/* Encodes every decision bar and runs the op path's loop (heads via vp_model_heads, a
+ * graph of steps on CUDA) over all windows; used on the CPU and when the fused path cannot
+ * run. */
+vp_status vp_bt_run_ops(vp_bt_run* r, double* encode_s, double* sequential_s);
+
+/* Whether the fused CUDA path can run this model on this backend (1) or not (0). */
+int vp_bt_fused_fits(const vp_bt_run* r);
+
+/* Encodes every decision bar into the heads' first-layer inputs and runs the fused kernel
+ * (one thread-block cluster per window). */
+vp_status vp_bt_run_fused(vp_bt_run* r, double* encode_s, double* sequential_s);
+
+/* Builds the trades of every window from the downloaded log into out->trades. */
+vp_status vp_bt_trades_build(const vp_bt_run* r, vp_backtest_result* out);
+
+/* Builds the stitched curve, the baselines and the metrics of out (points and trades done). */
+vp_status vp_bt_curve_build(const vp_bt_run* r, vp_backtest_result* out);
+
+/* CPU loop of the prepare step: for every active window, its encoding row into eb [N, H] and
+ * its portfolio into pf [N, 8] (inactive windows get row 0 and their stale portfolio). */
+void vp_bt_cpu_prepare(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
+                       const float* enc /* [n_rows, H] */, const int32_t* counter, float* eb /* [N, H] */,
+                       float* pf /* [N, 8] */);
+
+/* CPU loop of the act step: choices from q [N, A] (or the forced table), step, log. */
+void vp_bt_cpu_act(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
+                   const vp_bt_records* rec, int32_t* scratch, const float* q, const int32_t* forced,
+                   const int32_t* counter);
+
+#ifdef VP_HAVE_CUDA
+/* CUDA launch of the prepare step on `stream` (pointers in device memory). */
+vp_status vp_bt_cuda_prepare(void* stream, const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+                             const vp_bt_windows* w, const float* enc, const int32_t* counter, float* eb, float* pf);
+
+/* CUDA launch of the act step on `stream`. */
+vp_status vp_bt_cuda_act(void* stream, const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+                         const vp_bt_windows* w, const vp_bt_records* rec, int32_t* scratch, const float* q,
+                         const int32_t* forced, const int32_t* counter);
+
+/* The head weights the fused kernel keeps on chip, in device memory. HH head width, Z atoms. */
+typedef struct vp_bt_fused_weights {
+    int hh;              /* HH */
+    int z;               /* Z */
+    float v_min, v_max;  /* C51 support */
+    const float* mv;     /* [HH, 8] W_v1 Wp */
+    const float* ma;     /* [HH, 8] W_a1 Wp */
+    const float* cv;     /* [HH] W_v1 bp + b_v1 */
+    const float* ca;     /* [HH] W_a1 bp + b_a1 */
+    const float* w_v2;   /* [Z, HH] */
+    const float* b_v2;   /* [Z] */
+    const float* w_a2;   /* [A Z, HH] */
+    const float* b_a2;   /* [A Z] */
+    const float* u_v;    /* [n_rows, HH] W_v1 e of every decision row */
+    const float* u_a;    /* [n_rows, HH] W_a1 e of every decision row */
+} vp_bt_fused_weights;
+
+/* Bytes of shared memory one block of the fused kernel needs for the largest branch. */
+size_t vp_bt_fused_smem(const vp_bt_dims* d, int hh, int z);
+
+/* Launches the fused kernel: N clusters of 4 blocks (one block per branch), each running
+ * all the steps of its window. */
+vp_status vp_bt_cuda_fused(void* stream, const vp_bt_dims* d, const vp_bt_fused_weights* fw, const vp_env_bar* bars,
+                           const vp_env_state* s, const vp_bt_windows* w, const vp_bt_records* rec,
+                           const int32_t* forced, int32_t max_steps);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VP_EVAL_BACKTEST_IMPL_H */
