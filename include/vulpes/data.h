@@ -128,6 +128,10 @@ char* vp_time_format_iso(int64_t ms, char* buf, size_t cap);
 /* Days since 1970-01-01 of a proleptic Gregorian civil date (any year, month 1..12, day 1..31). */
 int64_t vp_days_from_civil(int64_t y, int m, int d);
 
+/* The proleptic Gregorian civil date of a count of days since 1970-01-01 (inverse of
+ * vp_days_from_civil); y, m, d must not be NULL. */
+void vp_civil_from_days(int64_t days, int64_t* y, int* m, int* d);
+
 /* ---- indicators ---------------------------------------------------------------------- */
 
 /* Wilder's average true range over `period` bars, causal: out[t] uses bars <= t only.

@@ -16,7 +16,7 @@ int64_t vp_days_from_civil(int64_t y, int m, int d) {
 }
 
 /* The civil date of a day count (inverse of vp_days_from_civil). */
-static void civil_from_days(int64_t z, int64_t* y, int* m, int* d) {
+void vp_civil_from_days(int64_t z, int64_t* y, int* m, int* d) {
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
     int64_t doe = z - era * 146097;
@@ -198,7 +198,7 @@ char* vp_time_format_iso(int64_t ms, char* buf, size_t cap) {
     int64_t rem = ms - days * MS_PER_DAY;
     int64_t y;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
+    vp_civil_from_days(days, &y, &m, &d);
     int hh = (int)(rem / 3600000), mi = (int)(rem / 60000 % 60), ss = (int)(rem / 1000 % 60);
     int milli = (int)(rem % 1000);
     if (milli)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "eval/report_internal.h"
+#include "vulpes/data.h"
 #include "vulpes/report.h"
 
 #define MARGIN_L 84
@@ -14,19 +15,6 @@
 #define X_TICKS 6
 #define MS_PER_DAY 86400000LL
 
-/* Year, month, day of a count of days since 1970-01-01 (proleptic Gregorian). */
-static void civil_from_days(int64_t z, int* y, int* m, int* d) {
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = (int)(yoe + era * 400 + (*m <= 2));
-}
-
 const char* vp_report_format_time(int64_t ms, int with_time, char* buf, size_t n) {
     if (!buf || n == 0) return "";
     // floor division, so times before 1970 land on the right day
@@ -35,11 +23,12 @@ const char* vp_report_format_time(int64_t ms, int with_time, char* buf, size_t n
         rem += MS_PER_DAY;
         days -= 1;
     }
-    int y, m, d;
-    civil_from_days(days, &y, &m, &d);
+    int64_t y;
+    int m, d;
+    vp_civil_from_days(days, &y, &m, &d);
     int minutes = (int)(rem / 60000);
-    if (with_time) snprintf(buf, n, "%04d-%02d-%02d %02d:%02d", y, m, d, minutes / 60, minutes % 60);
-    else snprintf(buf, n, "%04d-%02d-%02d", y, m, d);
+    if (with_time) snprintf(buf, n, "%04lld-%02d-%02d %02d:%02d", (long long)y, m, d, minutes / 60, minutes % 60);
+    else snprintf(buf, n, "%04lld-%02d-%02d", (long long)y, m, d);
     return buf;
 }
 
