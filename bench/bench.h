@@ -33,4 +33,11 @@ int vp_bench_env(vp_backend* b, const vp_bench_opts* o);
 /* `vulpes bench step`: ms per learner step at B = 8192 with its phases and TFLOP/s. */
 int vp_bench_step(vp_backend* b, const vp_bench_opts* o);
 
+/* `vulpes bench train`: collection env steps/s with policy inference, iterations/s and the
+ * time split between collection and learning. */
+int vp_bench_train(vp_backend* b, const vp_bench_opts* o);
+
+/* `vulpes bench backtest`: bars/s of the exact sequential backtest and the segment mode, encode vs steps. */
+int vp_bench_backtest(vp_backend* b, const vp_bench_opts* o);
+
 #endif /* VP_BENCH_H */

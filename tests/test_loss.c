@@ -1,39 +1,19 @@
 /* Tests of the loss kernels on the CPU: the oracle values of issue 4 (C51 projection, IQN
  * quantile Huber), double-DQN selection, mass conservation, tau draws, statistics and
  * argument checks. Gradients are in test_loss_grad.c. */
-#include "learn/loss.h"
-#include "vp_test.h"
+#include "test_loss_util.h"
 
 static vp_backend* g_b;
-
-/* A host tensor view (the CPU backend reads host memory). */
-static vp_tensor t1(void* p, vp_dtype dt, int64_t n) { return vp_tensor_1d(p, dt, VP_MEM_HOST, n); }
-static vp_tensor t2(void* p, vp_dtype dt, int64_t r, int64_t c) { return vp_tensor_2d(p, dt, VP_MEM_HOST, r, c); }
-
-/* Loss dims for `nb` branches of the given sizes. */
-static vp_loss_dims dims(int64_t B, int nb, const int* sizes, int Z, float vmin, float vmax, int N, int M) {
-    vp_model_cfg mc;
-    memset(&mc, 0, sizeof mc);
-    mc.n_branches = nb;
-    for (int i = 0; i < nb; ++i) mc.branch_sizes[i] = sizes[i];
-    mc.n_atoms = Z;
-    mc.v_min = vmin;
-    mc.v_max = vmax;
-    vp_loss_dims d;
-    vp_status s = vp_loss_dims_make(&d, &mc, B, N, M, 1.0f);
-    CHECK(s == VP_OK, "dims: %s", vp_last_error());
-    return d;
-}
 
 /* Issue 4 item 4: supports [[0,2,4,6,8],[1,3,4,5,6]] onto [4, 5, 6, 7, 8]. */
 static void test_project_oracle_supports(void) {
     int sz[1] = {1};
-    vp_loss_dims d = dims(1, 1, sz, 5, 4.0f, 8.0f, 0, 0);
+    vp_loss_dims d = tlu_dims(1, 1, sz, 5, 4.0f, 8.0f, 0, 0);
     float sup[10] = {0, 2, 4, 6, 8, 1, 3, 4, 5, 6};
     float pr[10] = {.1f, .6f, .1f, .1f, .1f, .1f, .2f, .5f, .1f, .1f};
     float out[10];
     const float want[10] = {.8f, 0, .1f, 0, .1f, .8f, .1f, .1f, 0, 0};
-    vp_tensor ts = t2(sup, VP_F32, 2, 5), tp = t2(pr, VP_F32, 2, 5), to = t2(out, VP_F32, 2, 5);
+    vp_tensor ts = tlu_t2(sup, VP_F32, 2, 5), tp = tlu_t2(pr, VP_F32, 2, 5), to = tlu_t2(out, VP_F32, 2, 5);
     CHECK_OK(vp_loss_c51_project(g_b, &d, &ts, &tp, &to));
     for (int i = 0; i < 10; ++i) CHECK_NEAR(out[i], want[i], 1e-6, 0.0);
 }
@@ -44,7 +24,7 @@ static void test_project_oracle_supports(void) {
 static void test_c51_projection_oracles(void) {
     enum { B = 3, Z = 5, NB = 2, A = 5 };
     int sz[NB] = {3, 2};
-    vp_loss_dims d = dims(B, NB, sz, Z, -2.0f, 2.0f, 0, 0);
+    vp_loss_dims d = tlu_dims(B, NB, sz, Z, -2.0f, 2.0f, 0, 0);
     const float p[Z] = {.1f, .2f, .4f, .2f, .1f};
     const float want[B][Z] = {{.03f, .15f, .32f, .32f, .18f}, {.1f, .2f, .4f, .2f, .1f}, {0, 0, .5f, .5f, 0}};
     float reward[B] = {.5f, 0.0f, .5f}, disc[B] = {.9f, 1.0f, 0.0f}, w[B] = {1.0f, 2.0f, 0.5f};
@@ -55,13 +35,12 @@ static void test_c51_projection_oracles(void) {
         lp[e] = -1.0f - 0.1f * (float)(e % 7);
         tlp[e] = logf(p[e % Z]);
     }
-    vp_tensor ta = t2(act, VP_I32, B, NB), tn = t2(next, VP_I32, B, NB), tr = t1(reward, VP_F32, B),
-              td = t1(disc, VP_F32, B), tw = t1(w, VP_F32, B);
-    vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tl = vp_tensor_3d(lp, VP_F32, VP_MEM_HOST, B, A, Z), tt = vp_tensor_3d(tlp, VP_F32, VP_MEM_HOST, B, A, Z);
-    vp_tensor tp = vp_tensor_3d(proj, VP_F32, VP_MEM_HOST, B, NB, Z), tls = t1(loss, VP_F32, B);
-    vp_tensor tg = vp_tensor_3d(dlp, VP_F32, VP_MEM_HOST, B, A, Z);
-    CHECK_OK(vp_loss_c51(g_b, &d, &bt, &tl, &tt, &tp, &tls, &tg));
+    tlu_batch tb;
+    tlu_batch_init(&tb, B, NB, act, next, reward, disc, w);
+    vp_tensor tl = tlu_f3(lp, B, A, Z), tt = tlu_f3(tlp, B, A, Z);
+    vp_tensor tp = tlu_f3(proj, B, NB, Z), tls = tlu_t1(loss, VP_F32, B);
+    vp_tensor tg = tlu_f3(dlp, B, A, Z);
+    CHECK_OK(vp_loss_c51(g_b, &d, &tb.b, &tl, &tt, &tp, &tls, &tg));
     for (int i = 0; i < B; ++i)
         for (int br = 0; br < NB; ++br)
             for (int j = 0; j < Z; ++j) CHECK_NEAR(proj[(i * NB + br) * Z + j], want[i][j], 1e-6, 0.0);
@@ -87,7 +66,7 @@ static void test_c51_projection_oracles(void) {
 static void test_c51_mass_conservation(void) {
     enum { Z = 21, B = 6 };
     int sz[1] = {2};
-    vp_loss_dims d = dims(B, 1, sz, Z, -10.0f, 10.0f, 0, 0);
+    vp_loss_dims d = tlu_dims(B, 1, sz, Z, -10.0f, 10.0f, 0, 0);
     float reward[B] = {2.0f, -3.0f, 0.0f, 25.0f, 0.37f, -1.234f}, disc[B] = {1.0f, 1.0f, 1.0f, 1.0f, 0.97f, 0.5f};
     float w[B] = {1, 1, 1, 1, 1, 1};
     int32_t act[B] = {0, 1, 0, 1, 0, 1}, next[B] = {1, 0, 1, 0, 1, 0};
@@ -99,13 +78,12 @@ static void test_c51_mass_conservation(void) {
         for (int j = 0; j < Z; ++j) tlp[i * Z + j] = (float)(sin(0.7 * (i + 1) * j) - log(s));
     }
     for (int e = 0; e < B * 2 * Z; ++e) lp[e] = -3.0f;
-    vp_tensor ta = t2(act, VP_I32, B, 1), tn = t2(next, VP_I32, B, 1), tr = t1(reward, VP_F32, B),
-              td = t1(disc, VP_F32, B), tw = t1(w, VP_F32, B);
-    vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tl = vp_tensor_3d(lp, VP_F32, VP_MEM_HOST, B, 2, Z), tt = vp_tensor_3d(tlp, VP_F32, VP_MEM_HOST, B, 2, Z);
-    vp_tensor tp = vp_tensor_3d(proj, VP_F32, VP_MEM_HOST, B, 1, Z), tls = t1(loss, VP_F32, B);
-    vp_tensor tg = vp_tensor_3d(dlp, VP_F32, VP_MEM_HOST, B, 2, Z);
-    CHECK_OK(vp_loss_c51(g_b, &d, &bt, &tl, &tt, &tp, &tls, &tg));
+    tlu_batch tb;
+    tlu_batch_init(&tb, B, 1, act, next, reward, disc, w);
+    vp_tensor tl = tlu_f3(lp, B, 2, Z), tt = tlu_f3(tlp, B, 2, Z);
+    vp_tensor tp = tlu_f3(proj, B, 1, Z), tls = tlu_t1(loss, VP_F32, B);
+    vp_tensor tg = tlu_f3(dlp, B, 2, Z);
+    CHECK_OK(vp_loss_c51(g_b, &d, &tb.b, &tl, &tt, &tp, &tls, &tg));
     for (int i = 0; i < B; ++i) {
         double s = 0.0;
         for (int j = 0; j < Z; ++j) s += proj[i * Z + j];
@@ -131,17 +109,16 @@ static void test_c51_mass_conservation(void) {
 /* Issue 4 item 4: theta [0, 1], tau [.25, .75], targets [.5, 2], kappa 1 -> 0.40625. */
 static void test_iqn_oracle(void) {
     int sz[1] = {1};
-    vp_loss_dims d = dims(1, 1, sz, 5, -2.0f, 2.0f, 2, 2);
+    vp_loss_dims d = tlu_dims(1, 1, sz, 5, -2.0f, 2.0f, 2, 2);
     float theta[2] = {0.0f, 1.0f}, tau[2] = {.25f, .75f}, target[2] = {.5f, 2.0f};
     float reward[1] = {0.0f}, disc[1] = {1.0f}, w[1] = {1.0f}, loss[1], dq[2];
     int32_t act[1] = {0}, next[1] = {0};
-    vp_tensor ta = t2(act, VP_I32, 1, 1), tn = t2(next, VP_I32, 1, 1), tr = t1(reward, VP_F32, 1),
-              td = t1(disc, VP_F32, 1), tw = t1(w, VP_F32, 1);
-    vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tq = vp_tensor_3d(theta, VP_F32, VP_MEM_HOST, 1, 2, 1);
-    vp_tensor tt = vp_tensor_3d(target, VP_F32, VP_MEM_HOST, 1, 2, 1);
-    vp_tensor tu = t2(tau, VP_F32, 1, 2), tl = t1(loss, VP_F32, 1), tg = vp_tensor_3d(dq, VP_F32, VP_MEM_HOST, 1, 2, 1);
-    CHECK_OK(vp_loss_iqn(g_b, &d, &bt, &tq, &tt, &tu, &tl, &tg));
+    tlu_batch tb;
+    tlu_batch_init(&tb, 1, 1, act, next, reward, disc, w);
+    vp_tensor tq = tlu_f3(theta, 1, 2, 1);
+    vp_tensor tt = tlu_f3(target, 1, 2, 1);
+    vp_tensor tu = tlu_t2(tau, VP_F32, 1, 2), tl = tlu_t1(loss, VP_F32, 1), tg = tlu_f3(dq, 1, 2, 1);
+    CHECK_OK(vp_loss_iqn(g_b, &d, &tb.b, &tq, &tt, &tu, &tl, &tg));
     CHECK_NEAR(loss[0], 0.40625, 1e-6, 0.0);
     // By hand: d/dtheta0 = -(.25*.5 + .25*1)/2, d/dtheta1 = -(-.25*.5 + .75*1)/2.
     CHECK_NEAR(dq[0], -0.1875, 1e-6, 0.0);
@@ -150,8 +127,8 @@ static void test_iqn_oracle(void) {
     float target2[2] = {0.0f, 1.0f};
     reward[0] = 0.5f;
     disc[0] = 1.5f;
-    vp_tensor tt2 = vp_tensor_3d(target2, VP_F32, VP_MEM_HOST, 1, 2, 1);
-    CHECK_OK(vp_loss_iqn(g_b, &d, &bt, &tq, &tt2, &tu, &tl, &tg));
+    vp_tensor tt2 = tlu_f3(target2, 1, 2, 1);
+    CHECK_OK(vp_loss_iqn(g_b, &d, &tb.b, &tq, &tt2, &tu, &tl, &tg));
     CHECK_NEAR(loss[0], 0.40625, 1e-6, 0.0);
 }
 
@@ -159,13 +136,13 @@ static void test_iqn_oracle(void) {
 static void test_select(void) {
     enum { B = 3, NB = 3, A = 8 };
     int sz[NB] = {3, 1, 4};
-    vp_loss_dims d = dims(B, NB, sz, 5, -1.0f, 1.0f, 0, 0);
+    vp_loss_dims d = tlu_dims(B, NB, sz, 5, -1.0f, 1.0f, 0, 0);
     float q[B * A] = {0.1f, 0.5f, 0.2f, 9.0f, -1.0f, -2.0f, -0.5f, -0.7f,  // 1, 0, 2
                       0.3f, 0.3f, 0.3f, -9.f, 4.0f, 4.0f, 1.0f, 4.0f,      // ties: 0, 0, 0
                       NAN, 2.0f, 1.0f, 0.0f, 0.0f, 1.0f, NAN, 3.0f};       // NaN first: 1, 0, 3
     int32_t a[B * NB];
     const int32_t want[B * NB] = {1, 0, 2, 0, 0, 0, 1, 0, 3};
-    vp_tensor tq = t2(q, VP_F32, B, A), tas = t2(a, VP_I32, B, NB);
+    vp_tensor tq = tlu_t2(q, VP_F32, B, A), tas = tlu_t2(a, VP_I32, B, NB);
     CHECK_OK(vp_loss_select(g_b, &d, &tq, &tas));
     for (int e = 0; e < B * NB; ++e) CHECK(a[e] == want[e], "a*[%d] = %d, expected %d", e, a[e], want[e]);
 }
@@ -174,7 +151,7 @@ static void test_select(void) {
 static void test_bad_action_is_nan(void) {
     enum { B = 2, Z = 3, N = 2 };
     int sz[1] = {2};
-    vp_loss_dims d = dims(B, 1, sz, Z, -1.0f, 1.0f, N, N);
+    vp_loss_dims d = tlu_dims(B, 1, sz, Z, -1.0f, 1.0f, N, N);
     float lp[B * 2 * Z], tlp[B * 2 * Z], proj[B * Z], loss[B], dlp[B * 2 * Z];
     float q[B * N * 2], tq[B * N * 2], taus[B * N], dq[B * N * 2];
     for (int e = 0; e < B * 2 * Z; ++e) lp[e] = tlp[e] = logf(1.0f / Z);
@@ -182,17 +159,16 @@ static void test_bad_action_is_nan(void) {
     for (int e = 0; e < B * N; ++e) taus[e] = 0.3f;
     float reward[B] = {0, 0}, disc[B] = {1, 1}, w[B] = {1, 1};
     int32_t act[B] = {1, 2}, next[B] = {0, 0};
-    vp_tensor ta = t2(act, VP_I32, B, 1), tn = t2(next, VP_I32, B, 1), tr = t1(reward, VP_F32, B),
-              td = t1(disc, VP_F32, B), tw = t1(w, VP_F32, B);
-    vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tl = vp_tensor_3d(lp, VP_F32, VP_MEM_HOST, B, 2, Z), tt = vp_tensor_3d(tlp, VP_F32, VP_MEM_HOST, B, 2, Z);
-    vp_tensor tp = vp_tensor_3d(proj, VP_F32, VP_MEM_HOST, B, 1, Z), tls = t1(loss, VP_F32, B);
-    vp_tensor tg = vp_tensor_3d(dlp, VP_F32, VP_MEM_HOST, B, 2, Z);
-    CHECK_OK(vp_loss_c51(g_b, &d, &bt, &tl, &tt, &tp, &tls, &tg));
+    tlu_batch tb;
+    tlu_batch_init(&tb, B, 1, act, next, reward, disc, w);
+    vp_tensor tl = tlu_f3(lp, B, 2, Z), tt = tlu_f3(tlp, B, 2, Z);
+    vp_tensor tp = tlu_f3(proj, B, 1, Z), tls = tlu_t1(loss, VP_F32, B);
+    vp_tensor tg = tlu_f3(dlp, B, 2, Z);
+    CHECK_OK(vp_loss_c51(g_b, &d, &tb.b, &tl, &tt, &tp, &tls, &tg));
     CHECK(isfinite(loss[0]) && isnan(loss[1]), "c51 losses %g %g", (double)loss[0], (double)loss[1]);
-    vp_tensor tiq = vp_tensor_3d(q, VP_F32, VP_MEM_HOST, B, N, 2), ttq = vp_tensor_3d(tq, VP_F32, VP_MEM_HOST, B, N, 2);
-    vp_tensor tu = t2(taus, VP_F32, B, N), tgq = vp_tensor_3d(dq, VP_F32, VP_MEM_HOST, B, N, 2);
-    CHECK_OK(vp_loss_iqn(g_b, &d, &bt, &tiq, &ttq, &tu, &tls, &tgq));
+    vp_tensor tiq = tlu_f3(q, B, N, 2), ttq = tlu_f3(tq, B, N, 2);
+    vp_tensor tu = tlu_t2(taus, VP_F32, B, N), tgq = tlu_f3(dq, B, N, 2);
+    CHECK_OK(vp_loss_iqn(g_b, &d, &tb.b, &tiq, &ttq, &tu, &tls, &tgq));
     CHECK(isfinite(loss[0]) && isnan(loss[1]), "iqn losses %g %g", (double)loss[0], (double)loss[1]);
 }
 
@@ -201,7 +177,8 @@ static void test_draw_taus(void) {
     enum { R = 37, C = 5 };
     float a[R * C], b2[R * C], c[R * C];
     int32_t step = 0;
-    vp_tensor ts = t1(&step, VP_I32, 1), ta = t2(a, VP_F32, R, C), tb = t2(b2, VP_F32, R, C), tc = t2(c, VP_F32, R, C);
+    vp_tensor ts = tlu_t1(&step, VP_I32, 1), ta = tlu_t2(a, VP_F32, R, C), tb = tlu_t2(b2, VP_F32, R, C);
+    vp_tensor tc = tlu_t2(c, VP_F32, R, C);
     CHECK_OK(vp_loss_draw_taus(g_b, 42, 7, &ts, &ta));
     CHECK_OK(vp_loss_draw_taus(g_b, 42, 7, &ts, &tb));
     step = 1;
@@ -226,11 +203,11 @@ static void test_draw_taus(void) {
 static void test_stats(void) {
     enum { B = 3, A = 2 };
     int sz[1] = {2};
-    vp_loss_dims d = dims(B, 1, sz, 5, -1.0f, 1.0f, 0, 0);
+    vp_loss_dims d = tlu_dims(B, 1, sz, 5, -1.0f, 1.0f, 0, 0);
     float c51[B] = {1.0f, 2.0f, 3.0f}, iqn[B] = {0.5f, 0.25f, 1.0f}, w[B] = {1.0f, 0.5f, 2.0f};
     float q[B * A] = {0.1f, -0.2f, 0.7f, 0.3f, -1.0f, 0.4f}, norm[1] = {12.5f}, st[VP_STAT_COUNT] = {0};
-    vp_tensor tc = t1(c51, VP_F32, B), ti = t1(iqn, VP_F32, B), tw = t1(w, VP_F32, B), tq = t2(q, VP_F32, B, A),
-              tn = t1(norm, VP_F32, 1), ts = t1(st, VP_F32, VP_STAT_COUNT);
+    vp_tensor tc = tlu_t1(c51, VP_F32, B), ti = tlu_t1(iqn, VP_F32, B), tw = tlu_t1(w, VP_F32, B), tq = tlu_t2(q, VP_F32, B, A),
+              tn = tlu_t1(norm, VP_F32, 1), ts = tlu_t1(st, VP_F32, VP_STAT_COUNT);
     CHECK_OK(vp_loss_stats(g_b, &d, &tc, &ti, &tw, &tq, &tn, &ts));
     CHECK_NEAR(st[VP_STAT_C51], (1.0 + 1.0 + 6.0) / 3, 1e-6, 1e-6);
     CHECK_NEAR(st[VP_STAT_IQN], (0.5 + 0.125 + 2.0) / 3, 1e-6, 1e-6);
@@ -254,11 +231,11 @@ static void test_stats(void) {
 /* Bad arguments fail with a message naming the argument. */
 static void test_arg_checks(void) {
     int sz[2] = {3, 2};
-    vp_loss_dims d = dims(2, 2, sz, 5, -1.0f, 1.0f, 0, 0);
+    vp_loss_dims d = tlu_dims(2, 2, sz, 5, -1.0f, 1.0f, 0, 0);
     float q[10];
     int32_t a[4];
     float af[4];
-    vp_tensor tq = t2(q, VP_F32, 2, 5), ta = t2(a, VP_I32, 2, 2), taf = t2(af, VP_F32, 2, 2), tq9 = t2(q, VP_F32, 3, 3);
+    vp_tensor tq = tlu_t2(q, VP_F32, 2, 5), ta = tlu_t2(a, VP_I32, 2, 2), taf = tlu_t2(af, VP_F32, 2, 2), tq9 = tlu_t2(q, VP_F32, 3, 3);
     CHECK_STATUS(vp_loss_select(g_b, &d, &tq, &taf), VP_ERR_INVALID_ARG, "a_star");
     CHECK_STATUS(vp_loss_select(g_b, &d, &tq9, &ta), VP_ERR_SHAPE, "q");
     CHECK_STATUS(vp_loss_select(g_b, NULL, &tq, &ta), VP_ERR_INVALID_ARG, "dims");

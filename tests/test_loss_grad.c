@@ -2,8 +2,8 @@
  * independent float64 reference of total = mean_i w_i loss_i, on small random shapes
  * (odd branch sizes, odd atom and tau counts), with random actions, rewards, discounts
  * (terminals included) and importance weights. */
-#include "learn/loss.h"
-#include "vp_test.h"
+#include "ops_ref.h"
+#include "test_loss_util.h"
 
 enum { B = 5, NB = 3, A = 9, Z = 7, N = 5, M = 3 };
 static const int SIZES[NB] = {3, 2, 4};
@@ -102,14 +102,26 @@ static double ref_iqn_total(const case_data* c, const double* q, double* per_sam
     return total / B;
 }
 
-/* Norm-wise relative error of a float gradient against a double one. */
-static double rel_err(const float* g, const double* r, int n) {
-    double num = 0.0, den = 0.0;
+/* A float64 reference total of the loss, with `x` as the variable. */
+typedef double (*total_fn)(const case_data* c, const double* x, double* per_sample);
+
+/* fd [n] = central differences (step h) of total(c, x) in each element of x [n]; x is
+ * restored. */
+static void central_diff(total_fn total, const case_data* c, double* x, int n, double h, double* fd) {
     for (int e = 0; e < n; ++e) {
-        num += ((double)g[e] - r[e]) * ((double)g[e] - r[e]);
-        den += r[e] * r[e];
+        double x0 = x[e];
+        x[e] = x0 + h;
+        double up = total(c, x, NULL);
+        x[e] = x0 - h;
+        double dn = total(c, x, NULL);
+        x[e] = x0;
+        fd[e] = (up - dn) / (2 * h);
     }
-    return sqrt(num) / (sqrt(den) + 1e-300);
+}
+
+/* Loss dims of the case: NB branches of SIZES, Z atoms on [VMIN, VMAX], N and M taus. */
+static vp_loss_dims case_dims(int n_taus, int n_target_taus) {
+    return tlu_dims(B, NB, SIZES, Z, (float)VMIN, (float)VMAX, n_taus, n_target_taus);
 }
 
 static void test_c51_gradient(void) {
@@ -117,25 +129,13 @@ static void test_c51_gradient(void) {
     make_case(&c);
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_model_cfg mc = {0};
-    mc.n_branches = NB;
-    for (int br = 0; br < NB; ++br) mc.branch_sizes[br] = SIZES[br];
-    mc.n_atoms = Z;
-    mc.v_min = (float)VMIN;
-    mc.v_max = (float)VMAX;
-    vp_loss_dims d;
-    CHECK_OK(vp_loss_dims_make(&d, &mc, B, 0, 0, 1.0f));
+    vp_loss_dims d = case_dims(0, 0);
     static float proj[B * NB * Z], loss[B], dlp[B * A * Z];
-    vp_tensor ta = vp_tensor_2d(c.act, VP_I32, VP_MEM_HOST, B, NB);
-    vp_tensor tn = vp_tensor_2d(c.next, VP_I32, VP_MEM_HOST, B, NB);
-    vp_tensor tr = vp_tensor_1d(c.reward, VP_F32, VP_MEM_HOST, B), td = vp_tensor_1d(c.disc, VP_F32, VP_MEM_HOST, B);
-    vp_tensor tw = vp_tensor_1d(c.w, VP_F32, VP_MEM_HOST, B);
-    vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tl = vp_tensor_3d(c.lp, VP_F32, VP_MEM_HOST, B, A, Z);
-    vp_tensor tt = vp_tensor_3d(c.tlp, VP_F32, VP_MEM_HOST, B, A, Z);
-    vp_tensor tp = vp_tensor_3d(proj, VP_F32, VP_MEM_HOST, B, NB, Z), tls = vp_tensor_1d(loss, VP_F32, VP_MEM_HOST, B);
-    vp_tensor tg = vp_tensor_3d(dlp, VP_F32, VP_MEM_HOST, B, A, Z);
-    CHECK_OK(vp_loss_c51(b, &d, &bt, &tl, &tt, &tp, &tls, &tg));
+    tlu_batch tb;
+    tlu_batch_init(&tb, B, NB, c.act, c.next, c.reward, c.disc, c.w);
+    vp_tensor tl = tlu_f3(c.lp, B, A, Z), tt = tlu_f3(c.tlp, B, A, Z), tp = tlu_f3(proj, B, NB, Z);
+    vp_tensor tls = tlu_t1(loss, VP_F32, B), tg = tlu_f3(dlp, B, A, Z);
+    CHECK_OK(vp_loss_c51(b, &d, &tb.b, &tl, &tt, &tp, &tls, &tg));
     // Per-sample losses against the float64 reference.
     static double x[B * A * Z], fd[B * A * Z];
     double ref[B];
@@ -143,17 +143,8 @@ static void test_c51_gradient(void) {
     ref_c51_total(&c, x, ref);
     for (int i = 0; i < B; ++i) CHECK_NEAR(loss[i], ref[i], 1e-6, 1e-5);
     // Central differences of the reference total, element by element.
-    const double h = 1e-5;
-    for (int e = 0; e < B * A * Z; ++e) {
-        double x0 = x[e];
-        x[e] = x0 + h;
-        double up = ref_c51_total(&c, x, NULL);
-        x[e] = x0 - h;
-        double dn = ref_c51_total(&c, x, NULL);
-        x[e] = x0;
-        fd[e] = (up - dn) / (2 * h);
-    }
-    double err = rel_err(dlp, fd, B * A * Z);
+    central_diff(ref_c51_total, &c, x, B * A * Z, 1e-5, fd);
+    double err = ref_rel_err(dlp, fd, B * A * Z);
     CHECK(err < 1e-5, "c51 gradient relative error %g", err);
     // Projected targets are distributions.
     for (int r = 0; r < B * NB; ++r) {
@@ -169,46 +160,27 @@ static void test_iqn_gradient(void) {
     make_case(&c);
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_model_cfg mc = {0};
-    mc.n_branches = NB;
-    for (int br = 0; br < NB; ++br) mc.branch_sizes[br] = SIZES[br];
-    mc.n_atoms = Z;
-    mc.v_min = (float)VMIN;
-    mc.v_max = (float)VMAX;
-    vp_loss_dims d;
-    CHECK_OK(vp_loss_dims_make(&d, &mc, B, N, M, 1.0f));
+    vp_loss_dims d = case_dims(N, M);
     static float loss[B], dq[B * N * A];
-    vp_tensor ta = vp_tensor_2d(c.act, VP_I32, VP_MEM_HOST, B, NB);
-    vp_tensor tn = vp_tensor_2d(c.next, VP_I32, VP_MEM_HOST, B, NB);
-    vp_tensor tr = vp_tensor_1d(c.reward, VP_F32, VP_MEM_HOST, B), td = vp_tensor_1d(c.disc, VP_F32, VP_MEM_HOST, B);
-    vp_tensor tw = vp_tensor_1d(c.w, VP_F32, VP_MEM_HOST, B);
-    vp_loss_batch bt = {&ta, &tn, &tr, &td, &tw};
-    vp_tensor tq = vp_tensor_3d(c.iqn, VP_F32, VP_MEM_HOST, B, N, A);
-    vp_tensor tt = vp_tensor_3d(c.tiqn, VP_F32, VP_MEM_HOST, B, M, A);
-    vp_tensor tu = vp_tensor_2d(c.taus, VP_F32, VP_MEM_HOST, B, N), tls = vp_tensor_1d(loss, VP_F32, VP_MEM_HOST, B);
-    vp_tensor tg = vp_tensor_3d(dq, VP_F32, VP_MEM_HOST, B, N, A);
-    CHECK_OK(vp_loss_iqn(b, &d, &bt, &tq, &tt, &tu, &tls, &tg));
+    tlu_batch tb;
+    tlu_batch_init(&tb, B, NB, c.act, c.next, c.reward, c.disc, c.w);
+    vp_tensor tq = tlu_f3(c.iqn, B, N, A), tt = tlu_f3(c.tiqn, B, M, A), tu = tlu_t2(c.taus, VP_F32, B, N);
+    vp_tensor tls = tlu_t1(loss, VP_F32, B), tg = tlu_f3(dq, B, N, A);
+    CHECK_OK(vp_loss_iqn(b, &d, &tb.b, &tq, &tt, &tu, &tls, &tg));
     static double x[B * N * A], fd[B * N * A];
     double ref[B];
     for (int e = 0; e < B * N * A; ++e) x[e] = c.iqn[e];
     ref_iqn_total(&c, x, ref);
     for (int i = 0; i < B; ++i) CHECK_NEAR(loss[i], ref[i], 1e-6, 1e-5);
-    const double h = 1e-6;
+    central_diff(ref_iqn_total, &c, x, B * N * A, 1e-6, fd);
     int nonzero = 0;
     for (int e = 0; e < B * N * A; ++e) {
-        double x0 = x[e];
-        x[e] = x0 + h;
-        double up = ref_iqn_total(&c, x, NULL);
-        x[e] = x0 - h;
-        double dn = ref_iqn_total(&c, x, NULL);
-        x[e] = x0;
-        fd[e] = (up - dn) / (2 * h);
         nonzero += fd[e] != 0.0;
         // Heads that were not taken get exactly zero.
         if (fd[e] == 0.0) CHECK(dq[e] == 0.0f, "d_iqn[%d] = %g where the loss does not depend", e, (double)dq[e]);
     }
     CHECK(nonzero == B * N * NB, "%d gradient entries depend on the loss, expected %d", nonzero, B * N * NB);
-    double err = rel_err(dq, fd, B * N * A);
+    double err = ref_rel_err(dq, fd, B * N * A);
     CHECK(err < 1e-5, "iqn gradient relative error %g", err);
     vp_backend_free(b);
 }

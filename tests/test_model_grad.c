@@ -3,33 +3,13 @@
  * finite differences of that reference, tensor by tensor. Small odd shapes: F = 5, P = 3,
  * H = 8 (Mamba2 head dim 4, so 2 heads), N = 3, conv 4, head hidden 6, Z = 7,
  * branches (3, 2), 4 cosines, 3 taus, B = 4; K = 3 (shorter than the conv) and K = 5. */
-#include "model/model_internal.h"
-#include "model_ref.h"
-#include "vp_test.h"
-
-/* Tolerances: float forward vs double reference (norm-wise), analytic vs FD gradient. */
-#define FWD_TOL 1e-5
-#define GRAD_TOL 1e-3
-#define FD_EPS 1e-5
+#include "test_model_util.h"
 
 static vp_model_cfg small_cfg(int use_mamba, int K) {
-    vp_model_cfg c = vp_model_cfg_default();
-    c.n_features = 5;
-    c.n_portfolio = 3;
-    c.window = K;
-    c.hidden = 8;
+    vp_model_cfg c = tmu_cfg((tmu_dims){.F = 5, .P = 3, .K = K, .H = 8, .head_dim = 4, .N = 3, .conv = 4,
+                                        .head_hidden = 6, .Z = 7, .v_min = -2.0f, .v_max = 3.0f, .n_cos = 4,
+                                        .branches = {3, 2}});
     c.use_mamba = use_mamba;
-    c.mamba_state = 3;
-    c.mamba_head_dim = 4;
-    c.mamba_conv = 4;
-    c.head_hidden = 6;
-    c.n_atoms = 7;
-    c.v_min = -2.0f;
-    c.v_max = 3.0f;
-    c.n_branches = 2;
-    c.branch_sizes[0] = 3;
-    c.branch_sizes[1] = 2;
-    c.iqn_cos = 4;
     return c;
 }
 

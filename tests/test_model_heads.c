@@ -1,46 +1,12 @@
 /* Tests of the heads' pieces on the CPU: the dueling combine + log_softmax + Q, and the
  * IQN embedding and head, forward against the double reference and backward (inputs and
  * parameters) against its central finite differences. */
-#include "model/model_internal.h"
-#include "model_ref.h"
-#include "vp_test.h"
-
-/* Tolerances: float forward vs double reference (norm-wise), analytic vs FD gradient. */
-#define FWD_TOL 1e-5
-#define GRAD_TOL 1e-3
-#define FD_EPS 1e-5
-
-/* Compares an analytic gradient (float) with FD, norm-wise; prints the error. */
-static void check_grad(const char* what, const float* an_f, const double* fd, int64_t n) {
-    double* an = ref_alloc(n);
-    ref_from_f32(an, an_f, n);
-    double err = ref_rel_err(an, fd, n), nrm = 0;
-    for (int64_t i = 0; i < n; ++i) nrm += fd[i] * fd[i];
-    CHECK(err < GRAD_TOL && nrm > 1e-12, "%s: ||grad - fd|| / ||fd|| = %.3g (tolerance %g), ||fd||^2 = %.3g", what, err,
-          GRAD_TOL, nrm);
-    fprintf(stderr, "    %-12s grad rel err %.2g\n", what, err);
-    free(an);
-}
+#include "test_model_util.h"
 
 /* Branches (2, 3, 1) (a one-action branch has no advantage left), Z = 5, H = 6. */
 static vp_model_cfg heads_cfg(void) {
-    vp_model_cfg c = vp_model_cfg_default();
-    c.n_features = 3;
-    c.n_portfolio = 2;
-    c.window = 2;
-    c.hidden = 6;
-    c.mamba_head_dim = 3;
-    c.mamba_state = 2;
-    c.head_hidden = 5;
-    c.n_atoms = 5;
-    c.v_min = -1.5f;
-    c.v_max = 2.5f;
-    c.n_branches = 3;
-    c.branch_sizes[0] = 2;
-    c.branch_sizes[1] = 3;
-    c.branch_sizes[2] = 1;
-    c.iqn_cos = 5;
-    return c;
+    return tmu_cfg((tmu_dims){.F = 3, .P = 2, .K = 2, .H = 6, .head_dim = 3, .N = 2, .head_hidden = 5, .Z = 5,
+                              .v_min = -1.5f, .v_max = 2.5f, .n_cos = 5, .branches = {2, 3, 1}});
 }
 
 /* A CPU model and activations of `B` samples and `T` taus. */
@@ -131,9 +97,9 @@ static void test_combine_piece(void) {
     CHECK_OK(vp_model_combine_backward(&r.m, r.a, &wt, B));
     double* fd = ref_alloc(B * A * Z);
     ref_fd(comb_loss, &x, x.v, B * Z, FD_EPS, fd);
-    check_grad("d_v", r.a->d_v.data, fd, B * Z);
+    tmu_check_grad("d_v", r.a->d_v.data, fd, B * Z);
     ref_fd(comb_loss, &x, x.adv, B * A * Z, FD_EPS, fd);
-    check_grad("d_adv", r.a->d_adv.data, fd, B * A * Z);
+    tmu_check_grad("d_adv", r.a->d_adv.data, fd, B * A * Z);
     // adding a constant to one branch's advantages at an atom leaves the logits unchanged
     CHECK_OK(vp_model_combine_forward(&r.m, r.a, B));
     float before = ((float*)r.a->logp.data)[2 * Z + 1];
@@ -204,13 +170,13 @@ static void test_iqn_piece(void) {
     for (int64_t i = 0; i < B * H; ++i) ((float*)r.a->d_h.data)[i] -= 1.0f;
     double* fd = ref_alloc(r.m.n_weights > Q * A ? r.m.n_weights : Q * A);
     ref_fd(iqn_loss, &x, x.h, B * H, FD_EPS, fd);
-    check_grad("iqn d_h", r.a->d_h.data, fd, B * H);
+    tmu_check_grad("iqn d_h", r.a->d_h.data, fd, B * H);
     int checked = 0;
     for (int k = 0; k < r.m.n_params; ++k) {
         const vp_param_info* pi = &r.m.info[k];
         if (strncmp(pi->name, "iqn.", 4) != 0) continue;
         ref_fd(iqn_loss, &x, x.p + pi->offset, pi->numel, FD_EPS, fd);
-        check_grad(pi->name, (float*)r.m.grads.data + pi->offset, fd, pi->numel);
+        tmu_check_grad(pi->name, (float*)r.m.grads.data + pi->offset, fd, pi->numel);
         checked++;
     }
     CHECK(checked == 6, "%d IQN tensors checked, expected 6", checked);

@@ -1,14 +1,7 @@
 /* Tests of the Mamba2 mixer's pieces on the CPU: the scalar oracle of the scan, and the
  * conv + SiLU, scan and gated RMSNorm forwards against the double reference and their
  * backwards (inputs and parameters) against its central finite differences. */
-#include "model/model_internal.h"
-#include "model_ref.h"
-#include "vp_test.h"
-
-/* Tolerances: float forward vs double reference (norm-wise), analytic vs FD gradient. */
-#define FWD_TOL 1e-5
-#define GRAD_TOL 1e-3
-#define FD_EPS 1e-5
+#include "test_model_util.h"
 
 /* Doubles rounded through float, so the reference sees exactly the float inputs. */
 static void round_f32(double* x, int64_t n) {
@@ -20,18 +13,6 @@ static float* to_f32(const double* x, int64_t n) {
     float* f = (float*)calloc((size_t)(n > 0 ? n : 1), sizeof(float));
     ref_to_f32(f, x, n);
     return f;
-}
-
-/* Compares an analytic gradient (float) with FD, norm-wise; prints the error. */
-static void check_grad(const char* what, const float* an_f, const double* fd, int64_t n) {
-    double* an = ref_alloc(n);
-    ref_from_f32(an, an_f, n);
-    double err = ref_rel_err(an, fd, n), nrm = 0;
-    for (int64_t i = 0; i < n; ++i) nrm += fd[i] * fd[i];
-    CHECK(err < GRAD_TOL && nrm > 1e-12, "%s: ||grad - fd|| / ||fd|| = %.3g (tolerance %g), ||fd||^2 = %.3g", what, err,
-          GRAD_TOL, nrm);
-    fprintf(stderr, "    %-14s grad rel err %.2g\n", what, err);
-    free(an);
 }
 
 /* ---- the scalar oracle ------------------------------------------------------------------ */
@@ -133,28 +114,28 @@ static void check_conv(vp_mamba_dims d) {
     float* an = (float*)calloc((size_t)(R * L), sizeof(float));
     for (int64_t r = 0; r < R; ++r)
         for (int64_t j = 0; j < L; ++j) an[r * L + j] = j < CH ? dx[r * L + j] : 0.0f;
-    check_grad("conv d_input", an, fd, R * L);
+    tmu_check_grad("conv d_input", an, fd, R * L);
     float* sum = (float*)calloc((size_t)(CH * CW), sizeof(float));
     for (int64_t b = 0; b < B; ++b)
         for (int64_t i = 0; i < CH * CW; ++i) sum[i] += wp[b * CH * CW + i];
     ref_fd(conv_loss, &c, c.w, CH * CW, FD_EPS, fd);
-    check_grad("conv.w", sum, fd, CH * CW);
+    tmu_check_grad("conv.w", sum, fd, CH * CW);
     memset(sum, 0, sizeof(float) * (size_t)CH);
     for (int64_t b = 0; b < B; ++b)
         for (int64_t i = 0; i < CH; ++i) sum[i] += bp[b * CH + i];
     ref_fd(conv_loss, &c, c.b, CH, FD_EPS, fd);
-    check_grad("conv.b", sum, fd, CH);
+    tmu_check_grad("conv.b", sum, fd, CH);
     free(c.xbcdt), free(c.w), free(c.b), free(c.wxb), free(c.wc);
     free(xbcdt), free(w), free(bias), free(dxb), free(dc), free(xb_pre), free(xb), free(c_pre), free(cc);
     free(out), free(dx), free(wp), free(bp), free(fd), free(an), free(sum);
 }
 
-/* Window longer than the conv, and shorter than it. */
+/* The extents both pieces are checked at: {B, K, H, N, NH, PD, CW}, a window longer than
+ * the conv, and one shorter than it. */
+static const vp_mamba_dims PIECE_DIMS[2] = {{3, 5, 6, 2, 2, 3, 3}, {2, 2, 4, 3, 1, 4, 4}};
+
 static void test_conv_piece(void) {
-    vp_mamba_dims d1 = {3, 5, 6, 2, 2, 3, 3};
-    check_conv(d1);
-    vp_mamba_dims d2 = {2, 2, 4, 3, 1, 4, 4};
-    check_conv(d2);
+    for (int i = 0; i < 2; ++i) check_conv(PIECE_DIMS[i]);
 }
 
 /* ---- scan -------------------------------------------------------------------------------- */
@@ -230,15 +211,15 @@ static void check_scan(vp_mamba_dims d) {
                                        pb));
     double* fd = ref_alloc(R * L);
     ref_fd(scan_loss, &s, s.xb, R * XB, FD_EPS, fd);
-    check_grad("scan d_x,d_B", dxb, fd, R * XB);
+    tmu_check_grad("scan d_x,d_B", dxb, fd, R * XB);
     ref_fd(scan_loss, &s, s.c, B * N, FD_EPS, fd);
-    check_grad("scan d_C", dc, fd, B * N);
+    tmu_check_grad("scan d_C", dc, fd, B * N);
     // raw dt: only the dt columns matter to the scan
     ref_fd(scan_loss, &s, s.xbcdt, R * L, FD_EPS, fd);
     float* an = (float*)calloc((size_t)(R * L), sizeof(float));
     for (int64_t r = 0; r < R; ++r)
         for (int64_t h = 0; h < NH; ++h) an[r * L + H + 2 * N + h] = dx[r * L + H + 2 * N + h];
-    check_grad("scan d_dt", an, fd, R * L);
+    tmu_check_grad("scan d_dt", an, fd, R * L);
     // parameters: per-sample partials summed over the batch
     float* part[3] = {pb, pa, pd};
     double* prm[3] = {s.dtb, s.alog, s.D};
@@ -250,17 +231,14 @@ static void check_scan(vp_mamba_dims d) {
             for (int64_t b = 0; b < B; ++b) sum[h] += part[k][b * NH + h];
         }
         ref_fd(scan_loss, &s, prm[k], NH, FD_EPS, fd);
-        check_grad(nm[k], sum, fd, NH);
+        tmu_check_grad(nm[k], sum, fd, NH);
     }
     for (int i = 0; i < 7; ++i) free(all[i]), free(f[i]);
     free(dt), free(y), free(yr), free(yg), free(dxb), free(dc), free(dx), free(pa), free(pd), free(pb), free(fd), free(an);
 }
 
 static void test_scan_piece(void) {
-    vp_mamba_dims d1 = {3, 5, 6, 2, 2, 3, 3};
-    check_scan(d1);
-    vp_mamba_dims d2 = {2, 2, 4, 3, 1, 4, 4};
-    check_scan(d2);
+    for (int i = 0; i < 2; ++i) check_scan(PIECE_DIMS[i]);
 }
 
 /* ---- gated RMSNorm (through the model's piece functions) ---------------------------------- */
@@ -284,15 +262,8 @@ static double gate_loss(void* p) {
 static void test_gate_piece(void) {
     vp_backend* be = NULL;
     CHECK_OK(vp_backend_cpu_init(&be));
-    vp_model_cfg cfg = vp_model_cfg_default();
-    cfg.n_features = 3;
-    cfg.hidden = 10;
-    cfg.mamba_head_dim = 5;
-    cfg.mamba_state = 2;
-    cfg.window = 2;
-    cfg.head_hidden = 4;
-    cfg.n_atoms = 5;
-    cfg.iqn_cos = 3;
+    vp_model_cfg cfg = tmu_cfg((tmu_dims){.F = 3, .K = 2, .H = 10, .head_dim = 5, .N = 2, .head_hidden = 4, .Z = 5,
+                                          .n_cos = 3});
     vp_model m;
     vp_model_acts* a = NULL;
     CHECK_OK(vp_model_init(&m, be, &cfg, 3));
@@ -320,11 +291,11 @@ static void test_gate_piece(void) {
     CHECK_OK(vp_model_gate_backward(&m, &m.params, a, B));
     double* fd = ref_alloc(B * H);
     ref_fd(gate_loss, &c, c.y, B * H, FD_EPS, fd);
-    check_grad("gate d_y", a->d_y.data, fd, B * H);
+    tmu_check_grad("gate d_y", a->d_y.data, fd, B * H);
     ref_fd(gate_loss, &c, c.z, B * H, FD_EPS, fd);
-    check_grad("gate d_z", a->d_z.data, fd, B * H);
+    tmu_check_grad("gate d_z", a->d_z.data, fd, B * H);
     ref_fd(gate_loss, &c, c.g, H, FD_EPS, fd);
-    check_grad("mamba.norm.g", (float*)m.grads.data + gi->offset, fd, H);
+    tmu_check_grad("mamba.norm.g", (float*)m.grads.data + gi->offset, fd, H);
     free(c.y), free(c.z), free(c.g), free(c.w), free(out), free(got), free(fd);
     vp_model_acts_free(a);
     vp_model_free(&m);

@@ -9,16 +9,14 @@ static vp_backend* g_cpu = NULL;
 
 /* A ring of `n` one-step transitions (bar index = slot) from one env. */
 static vp_replay* filled_ring(vp_replay_cfg c, int n) {
-    vp_replay* r = NULL;
-    CHECK_OK(vp_replay_init(&r, g_cpu, &c));
+    vp_replay* r = rt_ring(g_cpu, c);
     if (!r) return NULL;
     rt_step s = {.E = 1, .P = c.n_portfolio, .NB = c.n_branches};
     for (int t = 0; t < n; ++t) {
         rt_fill_env(&s, 0, t, (float)t);
         s.rew[0] = (float)t;
         s.done[0] = 0;
-        vp_replay_step v = rt_step_view(&s);
-        CHECK_OK(vp_replay_push(r, &v));
+        rt_push(r, &s);
     }
     return r;
 }
@@ -32,6 +30,19 @@ static void set_priorities(vp_replay* r, const float* p, int n) {
     CHECK_OK(vp_replay_update_priorities(r, &ti, &tl));
 }
 
+/* A 4-slot ring (one env, n = 1) holding priorities [1, 2, 3, 4], beta from 0.4 over
+ * `beta_steps` sampling steps. */
+static vp_replay* ring_1234(int64_t beta_steps) {
+    vp_replay_cfg c = rt_cfg(4, 1, 1, 0.99f);
+    c.beta0 = 0.4f;
+    c.beta_steps = beta_steps;
+    vp_replay* r = filled_ring(c, 4);
+    if (!r) return NULL;
+    const float p[4] = {1, 2, 3, 4};
+    set_priorities(r, p, 4);
+    return r;
+}
+
 /* ---- the IS-weight oracle --------------------------------------------------------------------- */
 
 /* Priorities [1, 2, 3, 4] (P(i) = p_i / sum p), beta 0.4: weights (N P(i))^-0.4 over the
@@ -40,13 +51,8 @@ static void test_is_weight_oracle(void) {
     const double oracle[4] = {1.0, 0.757858, 0.644394, 0.574349};
     for (int i = 0; i < 4; ++i) CHECK_NEAR(vp_replay_is_weight((float)(i + 1), 1.0f, 0.4f), oracle[i], 1e-6, 0);
 
-    vp_replay_cfg c = rt_cfg(4, 1, 1, 0.99f);
-    c.beta0 = 0.4f;
-    c.beta_steps = 1000000;
-    vp_replay* r = filled_ring(c, 4);
+    vp_replay* r = ring_1234(1000000);
     if (!r) return;
-    const float p[4] = {1, 2, 3, 4};
-    set_priorities(r, p, 4);
     rt_batch o = {.B = 64, .P = 2, .NB = 3};
     vp_replay_batch v = rt_batch_view(&o);
     CHECK_OK(vp_replay_sample(r, &v));
@@ -187,8 +193,7 @@ static void test_new_items_at_max_priority(void) {
     for (int t = 3; t < 5; ++t) {
         rt_fill_env(&s, 0, t, 0);
         s.done[0] = 0;
-        vp_replay_step v = rt_step_view(&s);
-        CHECK_OK(vp_replay_push(r, &v));
+        rt_push(r, &s);
     }
     vp_replay_fields f;
     CHECK_OK(vp_replay_fields_get(r, &f));
@@ -241,12 +246,8 @@ static void test_beta_schedule(void) {
     CHECK_NEAR(vp_replay_beta(0.4f, 250000, 1000000), 0.55, 1e-7, 0);
 
     /* in the ring: beta of sampling step s, and weights (1/p)^beta with priorities 1..4 */
-    vp_replay_cfg c = rt_cfg(4, 1, 1, 0.99f);
-    c.beta_steps = 10;
-    vp_replay* r = filled_ring(c, 4);
+    vp_replay* r = ring_1234(10);
     if (!r) return;
-    const float p[4] = {1, 2, 3, 4};
-    set_priorities(r, p, 4);
     rt_batch o = {.B = 16, .P = 2, .NB = 3};
     for (int step = 0; step < 12; ++step) {
         vp_replay_batch v = rt_batch_view(&o);
@@ -280,8 +281,7 @@ static void test_uniform_sampling(void) {
     for (int t = 5; t < 13; ++t) {
         rt_fill_env(&s, 0, t, 0);
         s.done[0] = 0;
-        vp_replay_step sv = rt_step_view(&s);
-        CHECK_OK(vp_replay_push(r, &sv));
+        rt_push(r, &s);
     }
     int64_t count[13] = {0};
     o.B = 260;

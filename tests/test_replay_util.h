@@ -70,6 +70,19 @@ static inline vp_replay_cfg rt_cfg(int64_t capacity, int n_envs, int n_step, flo
     return c;
 }
 
+/* A ring on backend `b` with configuration `c`; NULL (and a failed check) when init fails. */
+static inline vp_replay* rt_ring(vp_backend* b, vp_replay_cfg c) {
+    vp_replay* r = NULL;
+    CHECK_OK(vp_replay_init(&r, b, &c));
+    return r;
+}
+
+/* Pushes the host step `s` into `r` (checked). */
+static inline void rt_push(vp_replay* r, rt_step* s) {
+    vp_replay_step v = rt_step_view(s);
+    CHECK_OK(vp_replay_push(r, &v));
+}
+
 /* xorshift64*: a seeded test PRNG. */
 static inline uint64_t rt_next(uint64_t* s) {
     *s ^= *s >> 12;

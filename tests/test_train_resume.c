@@ -95,6 +95,7 @@ static void test_resume_refusals(void) {
     const char* longer[] = {"train.iterations=12"};
     CHECK_OK(run(dir, VP_RUN_RESUME, 0, 1, longer, &r));
     CHECK(r.count.iteration == 12 && !r.interrupted, "resumed to %lld", (long long)r.count.iteration);
+    CHECK_STATUS(run(dir, VP_RUN_RESUME, 0, 1, longer, &r), VP_ERR_INVALID_ARG, "raise train.iterations");
     // No checkpoint to resume from.
     CHECK_STATUS(run(empty, VP_RUN_RESUME, 0, 1, short_run, &r), VP_ERR_IO, "last.safetensors");
     vpt_rm_run(dir), vpt_rm_run(empty);

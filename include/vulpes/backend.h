@@ -16,6 +16,7 @@
 extern "C" {
 #endif
 
+/* An execution context (opaque): CPU or CUDA. */
 typedef struct vp_backend vp_backend;
 
 /* Which implementation a backend is. */
@@ -25,14 +26,14 @@ typedef enum vp_backend_kind {
     VP_BACKEND_KIND_COUNT
 } vp_backend_kind;
 
-/* Creates the CPU backend. */
+/* Creates the CPU backend into *out (freed with vp_backend_free). */
 vp_status vp_backend_cpu_init(vp_backend** out);
 
-/* Creates the CUDA backend on `device`; VP_ERR_UNSUPPORTED when the build has no CUDA
- * or the machine no GPU. */
+/* Creates the CUDA backend on `device` into *out; VP_ERR_UNSUPPORTED when the build has
+ * no CUDA or the machine no GPU. */
 vp_status vp_backend_cuda_init(vp_backend** out, int device);
 
-/* Creates the CUDA backend when a GPU is usable, else the CPU backend. */
+/* Creates the CUDA backend into *out when a GPU is usable, else the CPU backend. */
 vp_status vp_backend_best_init(vp_backend** out);
 
 /* Releases a backend (NULL is a no-op). Arenas made from it must be freed first. */
@@ -53,10 +54,12 @@ vp_mem vp_backend_native_mem(const vp_backend* b);
 /* Waits until all work issued on the backend is done (never call inside a step). */
 vp_status vp_backend_sync(vp_backend* b);
 
-/* Copies host bytes into a tensor of this backend (set-up and tests only). */
+/* Copies `bytes` from host memory src_host [bytes] into tensor dst of this backend
+ * (set-up and tests only). */
 vp_status vp_upload(vp_backend* b, vp_tensor* dst, const void* src_host, size_t bytes);
 
-/* Copies a tensor of this backend into host bytes (set-up, logging and tests only). */
+/* Copies `bytes` of tensor src of this backend into host memory dst_host [bytes] (set-up,
+ * logging and tests only). */
 vp_status vp_download(vp_backend* b, void* dst_host, const vp_tensor* src, size_t bytes);
 
 /* ---- raw memory -------------------------------------------------------------- */
@@ -70,7 +73,7 @@ typedef struct vp_buffer {
     vp_mem mem;   /* kind */
 } vp_buffer;
 
-/* Allocates `bytes` of kind `m` (zero-filled). */
+/* Allocates `bytes` of kind `m` (zero-filled) into *out. */
 vp_status vp_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buffer* out);
 
 /* Frees a buffer made by vp_buffer_alloc (a zeroed buffer is a no-op). */
@@ -78,6 +81,7 @@ void vp_buffer_free(vp_backend* b, vp_buffer* buf);
 
 /* ---- arena: one block per run, bump-allocated, freed at once ----------------- */
 
+/* A bump allocator over one block of backend memory. */
 typedef struct vp_arena {
     vp_backend* backend; /* owner */
     vp_buffer block;     /* the one allocation */
@@ -91,9 +95,9 @@ vp_status vp_arena_init(vp_arena* a, vp_backend* b, vp_mem m, size_t bytes);
 /* Frees the arena's block. */
 void vp_arena_free(vp_arena* a);
 
-/* Takes a 256-byte aligned tensor of the given shape from the arena; fails with
- * VP_ERR_OOM naming `name` when the arena is full. `host_alias` (may be NULL) receives the
- * host pointer for mapped arenas. */
+/* Takes a 256-byte aligned tensor of `dtype` and shape [ndim] from the arena into *out;
+ * fails with VP_ERR_OOM naming `name` when the arena is full. `host_alias` (may be NULL)
+ * receives the host pointer for mapped arenas. */
 vp_status vp_arena_tensor(vp_arena* a, const char* name, vp_dtype dtype, int ndim,
                           const int64_t* shape, vp_tensor* out, void** host_alias);
 
@@ -102,14 +106,15 @@ void vp_arena_reset(vp_arena* a);
 
 /* ---- graphs: a recorded sequence of ops replayed as one launch ---------------- */
 
+/* A captured sequence of ops (opaque): a CUDA graph, or the body itself on the CPU. */
 typedef struct vp_graph vp_graph;
 
 /* Issues the ops that make up the graph; called once at capture on CUDA, at every
  * launch on the CPU. */
 typedef vp_status (*vp_graph_body)(vp_backend* b, void* ctx);
 
-/* Captures `body(b, ctx)` into a graph. On CUDA the body runs inside stream capture,
- * so it must issue only ops (no sync, copy or allocation). */
+/* Captures `body(b, ctx)` into a graph *out. On CUDA the body runs inside stream capture,
+ * so it must issue only ops (no sync, copy or allocation); `ctx` must outlive the graph. */
 vp_status vp_graph_capture(vp_backend* b, vp_graph_body body, void* ctx, vp_graph** out);
 
 /* Replays a captured graph on the backend's stream (asynchronous on CUDA). */
@@ -127,7 +132,7 @@ typedef struct vp_runtime_counters {
     int64_t syncs;   /* synchronisations */
 } vp_runtime_counters;
 
-/* Reads the backend's counters of copies, allocations and syncs since init. */
+/* Reads the backend's counters of copies, allocations and syncs since init into *out. */
 void vp_backend_counters(const vp_backend* b, vp_runtime_counters* out);
 
 #ifdef __cplusplus

@@ -157,6 +157,34 @@ vp_status vp_backtest_write(const vp_backtest_result* r, const vp_backtest_info*
  * the annualisation, the metrics, and the per-window table in the segment mode. */
 vp_status vp_backtest_summary_json(const vp_backtest_result* r, const vp_backtest_info* info, struct cJSON** out);
 
+/* ---- the `vulpes backtest` job: a checkpoint over a bar file --------------------------------- */
+
+/* What to run. The network, instrument, episode length and feature settings come from the
+ * config in the checkpoint's metadata; features and ATR are computed from bars before the
+ * span's end only (warm-up from before the span). */
+typedef struct vp_backtest_job {
+    const char* checkpoint; /* a checkpoint of a training run (best.safetensors, last.safetensors) */
+    const char* data;       /* CSV bar file or synth:KIND[:...] market; NULL: the checkpoint config's data.path */
+    const char* from;       /* first decision bar: ISO date / date-time (first bar at or after it) or a bar
+                               index below 10^8; NULL: the first bar after the feature warm-up */
+    const char* to;         /* end of the span, exclusive, same forms; NULL: the end of the data */
+    const char* out;        /* output folder; NULL: runs/YYYYmmdd-HHMMSS-backtest */
+    int force;              /* 1: reuse a non-empty output folder (its run files are replaced) */
+    int64_t n_windows;      /* 1: exact sequential path; N > 1: segment-parallel (see vp_backtest_cfg) */
+    int fused;              /* see vp_backtest_cfg.fused */
+} vp_backtest_job;
+
+/* Runs a job on backend b: loads the checkpoint and the bars, runs the backtest, writes
+ * config.yaml, metrics.jsonl (one "backtest" event), trades.csv, equity.csv, summary.json and
+ * report.html into the output folder (its path into out_dir[cap]), and leaves the result in
+ * *out (free with vp_backtest_result_free). */
+vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_backtest_result* out, char* out_dir,
+                              size_t cap);
+
+/* Resolves a span bound against bars: a bar index (all digits, below 10^8) as is, else a
+ * time (vp_time_parse forms) as the first bar at or after it (n when none); into *index. */
+vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* index);
+
 #ifdef __cplusplus
 }
 #endif

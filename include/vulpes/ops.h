@@ -15,10 +15,10 @@ extern "C" {
 
 /* ---- fill / copy / convert ----------------------------------------------------- */
 
-/* Sets every element of an f32 tensor to `value`. */
+/* Sets every element of an f32 tensor x (any shape) to `value`. */
 vp_status vp_fill(vp_backend* b, vp_tensor* x, float value);
 
-/* Sets every element of an i32 tensor to `value`. */
+/* Sets every element of an i32 tensor x (any shape) to `value`. */
 vp_status vp_fill_i32(vp_backend* b, vp_tensor* x, int32_t value);
 
 /* dst = src element for element (same dtype, same numel; shapes may differ). */
@@ -73,6 +73,7 @@ vp_status vp_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A,
 
 /* ---- element-wise ----------------------------------------------------------------- */
 
+/* Element-wise functions of vp_unary. */
 typedef enum vp_unary_op {
     VP_UNARY_RELU = 0,  /* max(x, 0) */
     VP_UNARY_SILU,      /* x * sigmoid(x) */
@@ -83,13 +84,15 @@ typedef enum vp_unary_op {
     VP_UNARY_COUNT
 } vp_unary_op;
 
-/* y = f(x) (same numel; y may alias x). NaN in gives NaN out. */
+/* y = f(x) element-wise, x and y f32 of the same numel (y may alias x). NaN in gives NaN
+ * out. */
 vp_status vp_unary(vp_backend* b, vp_unary_op op, const vp_tensor* x, vp_tensor* y);
 
-/* dx = dy * f'(x) (same numel; dx may alias dy). */
+/* dx = dy * f'(x) element-wise, x, dy, dx f32 of the same numel (dx may alias dy). */
 vp_status vp_unary_backward(vp_backend* b, vp_unary_op op, const vp_tensor* x,
                             const vp_tensor* dy, vp_tensor* dx);
 
+/* Element-wise operators of vp_binary. */
 typedef enum vp_binary_op {
     VP_BINARY_ADD = 0, /* a + b */
     VP_BINARY_SUB,     /* a - b */
@@ -97,58 +100,64 @@ typedef enum vp_binary_op {
     VP_BINARY_COUNT
 } vp_binary_op;
 
-/* c = a op b. `b` has a's numel, or numel == cols(a) and is broadcast over a's rows.
+/* c = a op bb, a [m, n] f32; `bb` has a's numel, or n elements broadcast over a's rows;
  * c has a's numel and may alias a. */
 vp_status vp_binary(vp_backend* b, vp_binary_op op, const vp_tensor* a, const vp_tensor* bb,
                     vp_tensor* c);
 
-/* y = alpha * x + beta * y (same numel). With beta == 0, y is not read. */
+/* y = alpha * x + beta * y, x and y f32 of the same numel. With beta == 0, y is not read. */
 vp_status vp_axpby(vp_backend* b, float alpha, const vp_tensor* x, float beta, vp_tensor* y);
 
-/* x *= s[0], with the scalar s ([1], f32) read from the backend's memory. */
+/* x *= s[0] (x f32, any shape), with the scalar s ([1], f32) read from the backend's
+ * memory. */
 vp_status vp_scale_by(vp_backend* b, vp_tensor* x, const vp_tensor* s);
 
 /* ---- softmax ----------------------------------------------------------------------- */
 
-/* y[i, :] = softmax(x[i, :]) over the last dim (y may alias x). */
+/* y[i, :] = softmax(x[i, :]) over the last dim; x, y [m, n] (y may alias x). */
 vp_status vp_softmax(vp_backend* b, const vp_tensor* x, vp_tensor* y);
 
-/* y[i, :] = log_softmax(x[i, :]) (y may alias x). */
+/* y[i, :] = log_softmax(x[i, :]); x, y [m, n] (y may alias x). */
 vp_status vp_log_softmax(vp_backend* b, const vp_tensor* x, vp_tensor* y);
 
-/* dx = y * (dy - sum(dy * y)) per row, given y = softmax(x). */
+/* dx = y * (dy - sum(dy * y)) per row, given y = softmax(x); y, dy, dx [m, n]. */
 vp_status vp_softmax_backward(vp_backend* b, const vp_tensor* y, const vp_tensor* dy,
                               vp_tensor* dx);
 
-/* dx = dy - exp(y) * sum(dy) per row, given y = log_softmax(x). */
+/* dx = dy - exp(y) * sum(dy) per row, given y = log_softmax(x); y, dy, dx [m, n]. */
 vp_status vp_log_softmax_backward(vp_backend* b, const vp_tensor* y, const vp_tensor* dy,
                                   vp_tensor* dx);
 
 /* ---- normalisation ------------------------------------------------------------------ */
 
-/* y = (x - mean) * rstd * gamma + beta per row of x [m, n]; mean, rstd [m] are saved for
- * the backward. rstd = 1 / sqrt(var + eps), var the biased variance. */
+/* y = (x - mean) * rstd * gamma + beta per row of x [m, n]; gamma, beta [n], y [m, n];
+ * mean, rstd [m] are saved for the backward. rstd = 1 / sqrt(var + eps), var the biased
+ * variance. */
 vp_status vp_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma,
                        const vp_tensor* beta, float eps, vp_tensor* y, vp_tensor* mean,
                        vp_tensor* rstd);
 
-/* LayerNorm backward: writes dx [m, n] and (overwrites) dgamma, dbeta [n]. */
+/* LayerNorm backward from dy [m, n] with the forward's x [m, n], gamma [n], mean and
+ * rstd [m]: writes dx [m, n] and (overwrites) dgamma, dbeta [n]. */
 vp_status vp_layernorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tensor* x,
                                 const vp_tensor* gamma, const vp_tensor* mean,
                                 const vp_tensor* rstd, vp_tensor* dx, vp_tensor* dgamma,
                                 vp_tensor* dbeta);
 
-/* y = x * rstd * gamma per row, rstd = 1 / sqrt(mean(x^2) + eps) saved [m]. */
+/* y = x * rstd * gamma per row of x [m, n]; gamma [n], y [m, n]; rstd = 1 / sqrt(mean(x^2)
+ * + eps) saved [m]. */
 vp_status vp_rmsnorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, float eps,
                      vp_tensor* y, vp_tensor* rstd);
 
-/* RMSNorm backward: writes dx [m, n] and (overwrites) dgamma [n]. */
+/* RMSNorm backward from dy [m, n] with the forward's x [m, n], gamma [n] and rstd [m]:
+ * writes dx [m, n] and (overwrites) dgamma [n]. */
 vp_status vp_rmsnorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tensor* x,
                               const vp_tensor* gamma, const vp_tensor* rstd, vp_tensor* dx,
                               vp_tensor* dgamma);
 
 /* ---- reductions (deterministic) ------------------------------------------------------- */
 
+/* Reductions of vp_reduce_rows / _cols / _all. */
 typedef enum vp_reduce_op {
     VP_REDUCE_SUM = 0, /* sum */
     VP_REDUCE_SUMSQ,   /* sum of squares */
@@ -156,13 +165,14 @@ typedef enum vp_reduce_op {
     VP_REDUCE_COUNT
 } vp_reduce_op;
 
-/* out[i] = reduce(x[i, :]) over the last dim; out has rows(x) elements. */
+/* out[i] = reduce(x[i, :]) over the last dim; x [m, n], out [m]. */
 vp_status vp_reduce_rows(vp_backend* b, vp_reduce_op op, const vp_tensor* x, vp_tensor* out);
 
-/* out[j] = reduce(x[:, j]) over the rows; out has cols(x) elements (bias gradients). */
+/* out[j] = reduce(x[:, j]) over the rows; x [m, n], out [n] (bias gradients). */
 vp_status vp_reduce_cols(vp_backend* b, vp_reduce_op op, const vp_tensor* x, vp_tensor* out);
 
-/* out[0] = reduce(all of x); out is [1] f32 in the backend's memory (device or mapped). */
+/* out[0] = reduce(all of x), x f32 of any shape; out is [1] f32 in the backend's memory
+ * (device or mapped). */
 vp_status vp_reduce_all(vp_backend* b, vp_reduce_op op, const vp_tensor* x, vp_tensor* out);
 
 /* ---- gather ----------------------------------------------------------------------------- */
@@ -190,12 +200,13 @@ vp_status vp_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param,
                    const vp_tensor* grad, vp_tensor* m, vp_tensor* v, const vp_tensor* step,
                    const vp_tensor* grad_scale);
 
-/* counter[0] += 1 on the backend ([1] i32). */
+/* counter[0] += 1 on the backend; counter [1] i32. */
 vp_status vp_step_increment(vp_backend* b, vp_tensor* counter);
 
-/* norm[0] = sqrt(sum(x^2)) and coef[0] = min(1, max_norm / (norm + 1e-6)) (PyTorch's
- * clip_grad_norm_), both [1] f32 in backend memory; nothing is read by the host. A NaN
- * norm gives a NaN coef (never a silent 1). */
+/* norm[0] = sqrt(sum(x^2)) over x (f32, any shape, e.g. the flat gradient) and
+ * coef[0] = min(1, max_norm / (norm + 1e-6)) (PyTorch's clip_grad_norm_), both [1] f32 in
+ * backend memory; nothing is read by the host. A NaN norm gives a NaN coef (never a
+ * silent 1). */
 vp_status vp_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, vp_tensor* norm,
                        vp_tensor* coef);
 

@@ -25,6 +25,7 @@ typedef enum vp_dtype {
     VP_DTYPE_COUNT
 } vp_dtype;
 
+/* Most dimensions a tensor may have. */
 #define VP_MAX_DIMS 4
 
 /* A contiguous row-major view: shape[0] is the slowest dimension.
@@ -53,13 +54,13 @@ int64_t vp_tensor_numel(const vp_tensor* t);
 /* Bytes the tensor spans. */
 size_t vp_tensor_bytes(const vp_tensor* t);
 
-/* A 1-D view of n elements. */
+/* A 1-D view [n] of `data`. */
 vp_tensor vp_tensor_1d(void* data, vp_dtype dtype, vp_mem mem, int64_t n);
 
-/* A 2-D view [rows, cols]. */
+/* A 2-D view [rows, cols] of `data`. */
 vp_tensor vp_tensor_2d(void* data, vp_dtype dtype, vp_mem mem, int64_t rows, int64_t cols);
 
-/* A 3-D view [a, b, c]. */
+/* A 3-D view [a, b, c] of `data`. */
 vp_tensor vp_tensor_3d(void* data, vp_dtype dtype, vp_mem mem, int64_t a, int64_t b, int64_t c);
 
 /* Rows of a 2-D (or higher) tensor viewed as a matrix: all leading dims folded into rows. */
@@ -68,7 +69,7 @@ int64_t vp_tensor_rows(const vp_tensor* t);
 /* Last extent (columns of the row-major matrix view). */
 int64_t vp_tensor_cols(const vp_tensor* t);
 
-/* Writes "f32[8192, 256]@device" into buf (size n); returns buf. */
+/* Writes "f32[8192, 256]@device" into buf [n]; returns buf. */
 const char* vp_tensor_describe(const vp_tensor* t, char* buf, size_t n);
 
 #ifdef __cplusplus

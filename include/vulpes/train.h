@@ -94,10 +94,11 @@ typedef struct vp_validator vp_validator;
 /* A backtest of `span` of the run's bars: N = floor((len - 1) / window_bars) windows of
  * L = floor((len - 1) / N) decisions each (window_bars <= 0 or longer than the span: one
  * window over the whole span, the exact sequential path), consecutive, each starting flat,
- * run side by side through the env with epsilon 0 and the same cost model as training
- * (rewards without penalties). features [T, F] in backend memory. */
+ * run side by side through the env with epsilon 0, the same cost model as training and
+ * the run's ruin_fraction (rewards without penalties). features [T, F] in backend memory. */
 vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m, const vp_tensor* features,
-                            const vp_train_data* d, vp_span span, const vp_instrument* inst, int64_t window_bars);
+                            const vp_train_data* d, vp_span span, const vp_instrument* inst, double ruin_fraction,
+                            int64_t window_bars);
 
 /* Frees a validator (NULL is a no-op). */
 void vp_validator_free(vp_validator* v);

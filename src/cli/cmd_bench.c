@@ -15,6 +15,8 @@ static const bench_entry BENCHES[] = {
     {"gemm", vp_bench_gemm, "the learner's GEMM shapes at batch 8192: ms and TFLOP/s"},
     {"env", vp_bench_env, "env steps/s with random actions (4096 and 65536 envs on CUDA): bytes/step, GB/s"},
     {"step", vp_bench_step, "ms per learner step (default model, B = 8192): phases and TFLOP/s"},
+    {"backtest", vp_bench_backtest, "bars/s of the exact backtest and the segments (1M bars on CUDA): encode vs steps"},
+    {"train", vp_bench_train, "collection env steps/s with policy inference; iterations/s, collect/learn split"},
 };
 
 static void usage(FILE* f) {

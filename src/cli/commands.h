@@ -23,4 +23,10 @@ int vp_cmd_config(int argc, char** argv);
 /* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR]`. */
 int vp_cmd_train(int argc, char** argv);
 
+/* `vulpes backtest --checkpoint CK [--data FILE] [--from T0] [--to T1] [options]`. */
+int vp_cmd_backtest(int argc, char** argv);
+
+/* `vulpes walkforward CONFIG [key=value ...] --train-bars N --val-bars N --test-bars N [options]`. */
+int vp_cmd_walkforward(int argc, char** argv);
+
 #endif /* VP_CLI_COMMANDS_H */

@@ -15,6 +15,8 @@ static const command COMMANDS[] = {
     {"data", vp_cmd_data, "data inspect FILE                what the loader sees in a bar file"},
     {"config", vp_cmd_config, "config --defaults | CONFIG       every key with its default, or a config resolved"},
     {"train", vp_cmd_train, "train CONFIG [key=value ...]     train, validate, keep the best checkpoint"},
+    {"backtest", vp_cmd_backtest, "backtest --checkpoint CK [...]   a trained agent over unseen bars: trades, report"},
+    {"walkforward", vp_cmd_walkforward, "walkforward CONFIG [...]         roll train/val/test folds, stitch the tests"},
 };
 
 static void usage(FILE* f) {

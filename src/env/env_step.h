@@ -208,9 +208,8 @@ VP_HD vp_env_view vp_env_begin_episode(const vp_env_params* p, const vp_env_stat
     return v;
 }
 
-/* Writes env i's current observation from its stored state. */
-VP_HD void vp_env_observe_index(const vp_env_params* p, const vp_env_bar* bars, const vp_env_state* s,
-                                const vp_env_outs* o, int64_t i) {
+/* The view of env i's stored state. */
+VP_HD vp_env_view vp_env_view_of(const vp_env_state* s, int64_t i) {
     vp_env_view v;
     v.t = s->t[i];
     v.window_end = s->window_end[i];
@@ -222,6 +221,13 @@ VP_HD void vp_env_observe_index(const vp_env_params* p, const vp_env_bar* bars, 
     v.take_profit = s->take_profit[i];
     v.stop_loss = s->stop_loss[i];
     v.last_size = s->last_size[i];
+    return v;
+}
+
+/* Writes env i's current observation from its stored state. */
+VP_HD void vp_env_observe_index(const vp_env_params* p, const vp_env_bar* bars, const vp_env_state* s,
+                                const vp_env_outs* o, int64_t i) {
+    vp_env_view v = vp_env_view_of(s, i);
     vp_env_write_obs(p, bars, &v, o, i);
 }
 

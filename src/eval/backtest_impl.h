@@ -57,6 +57,19 @@ vp_status vp_bt_trades_build(const vp_bt_run* r, vp_backtest_result* out);
 /* Builds the stitched curve, the baselines and the metrics of out (points and trades done). */
 vp_status vp_bt_curve_build(const vp_bt_run* r, vp_backtest_result* out);
 
+/* Folds the heads' portfolio terms of m's parameters `params` into host out
+ * [M_v (HH x 8), M_a (HH x 8), c_v (HH), c_a (HH)]: M = W1 Wp, c = W1 bp + b1, in double. */
+vp_status vp_bt_fold_heads(const vp_model* m, const vp_tensor* params, float* out /* [2 HH 8 + 2 HH] */);
+
+/* The fused kernel's heads math on the host, for one sample: encoding e [H] and portfolio p
+ * [8] (host) to q [A] (host): hidden units from the folded terms, the second layers, the
+ * dueling logits and Q = sum z e^(l - max) / sum e^(l - max). */
+vp_status vp_bt_fused_reference(const vp_model* m, const vp_tensor* params, const float* e /* [H] */,
+                                const float* p /* [8] */, float* q /* [A] */);
+
+/* v with 15 significant digits, or 17 when 15 do not read back as v, into buf[32]; returns buf. */
+const char* vp_bt_format_exact(double v, char* buf);
+
 /* CPU loop of the prepare step: for every active window, its encoding row into eb [N, H] and
  * its portfolio into pf [N, 8] (inactive windows get row 0 and their stale portfolio). */
 void vp_bt_cpu_prepare(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
@@ -95,14 +108,17 @@ typedef struct vp_bt_fused_weights {
     const float* u_a;    /* [n_rows, HH] W_a1 e of every decision row */
 } vp_bt_fused_weights;
 
-/* Bytes of shared memory one block of the fused kernel needs for the largest branch. */
+/* Bytes of shared memory one block of the fused kernel needs (its largest branch). */
 size_t vp_bt_fused_smem(const vp_bt_dims* d, int hh, int z);
 
-/* Launches the fused kernel: N clusters of 4 blocks (one block per branch), each running
- * all the steps of its window. */
+/* 1 when the current device can launch the fused kernel with `smem` bytes per block
+ * (thread-block clusters: compute capability 9.0 or newer; enough opt-in shared memory). */
+int vp_bt_cuda_fused_supported(size_t smem);
+
+/* Launches the fused kernel on `stream`: one cluster of 4 blocks (a block per branch) per
+ * window, each running all the steps of its window and logging them. */
 vp_status vp_bt_cuda_fused(void* stream, const vp_bt_dims* d, const vp_bt_fused_weights* fw, const vp_env_bar* bars,
-                           const vp_env_state* s, const vp_bt_windows* w, const vp_bt_records* rec,
-                           const int32_t* forced, int32_t max_steps);
+                           const vp_env_state* s, const vp_bt_windows* w, const vp_bt_records* rec);
 #endif
 
 #ifdef __cplusplus

@@ -85,19 +85,22 @@ VP_HD void vp_bt_select(const vp_bt_dims* d, const float* q /* [A] */, int32_t* 
 VP_HD int vp_bt_active(const vp_bt_windows* w, int64_t i, int32_t k) { return w->alive[i] && k < w->steps[i]; }
 
 /* Step k of window i under choices a [4]: the last step of a window goes flat (the
- * environment's window-end close; its stored window end lies one bar beyond, so it never
- * restarts an episode), then the environment's step; the point after it is logged, and a
- * window whose equity reached 0 stops. scratch [N, 4] holds the action the step reads. */
-VP_HD void vp_bt_advance(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
-                         const vp_bt_records* r, int32_t* scratch /* [N, 4] */, int32_t k, int64_t i,
-                         const int32_t* a /* [4] */) {
+ * environment's window-end close; the stored window end lies one bar beyond, so it never
+ * restarts an episode), then the environment's own step; a window whose equity reached 0
+ * stops. scratch [N, 4] holds the action the step reads. */
+VP_HD void vp_bt_step(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
+                      int32_t* scratch /* [N, 4] */, int32_t k, int64_t i, const int32_t* a /* [4] */) {
     int32_t* act = scratch + i * VP_ENV_BRANCHES;
-    const int final_step = k + 1 == w->steps[i];
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) act[br] = a[br];
-    if (final_step) act[0] = VP_ENV_DIR_FLAT;
+    if (k + 1 == w->steps[i]) act[0] = VP_ENV_DIR_FLAT;
     vp_env_outs none = {0, 0, 0, 0};
     vp_env_step_index(&d->env, bars, s, scratch, &none, i);
-    /* log the choice made at the step's bar and the state at the next close */
+    if (!(s->equity[i] > 0.0)) w->alive[i] = 0;
+}
+
+/* Logs step k of window i: the choices a [4] made at its bar, the state at the next close. */
+VP_HD void vp_bt_log(const vp_env_state* s, const vp_bt_windows* w, const vp_bt_records* r, int32_t k, int64_t i,
+                     const int32_t* a /* [4] */) {
     int64_t p = (int64_t)w->offset[i] + k;
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) r->action[p * VP_ENV_BRANCHES + br] = a[br];
     p += 1;
@@ -108,7 +111,6 @@ VP_HD void vp_bt_advance(const vp_bt_dims* d, const vp_env_bar* bars, const vp_e
     r->entry[p] = s->entry[i];
     r->take_profit[p] = s->take_profit[i];
     r->stop_loss[p] = s->stop_loss[i];
-    if (!(s->equity[i] > 0.0)) w->alive[i] = 0;
 }
 
 #endif /* VP_EVAL_BACKTEST_STEP_H */

@@ -34,11 +34,29 @@ vp_status vp_trainer_warmup(vp_trainer* t) {
     return vp_backend_sync(t->backend);
 }
 
+/* Runs, once and eagerly, every op shape of an iteration whose outputs are scratch only
+ * (the policy's forward; the learner's forward, loss and backward, which write activations,
+ * loss buffers and gradients that the next step overwrites), so that first-use set-up (GEMM
+ * plans) happens before the capture. The trained state is left as it was. */
+static vp_status prime(vp_trainer* t) {
+    vp_collector* c = &t->collector;
+    VP_TRY(vp_model_encode(c->model, c->params, c->acts, &c->features, &c->obs_bar, c->n_envs));
+    VP_TRY(vp_model_heads(c->model, c->params, c->acts, NULL, &c->portfolio, NULL, c->n_envs));
+    if (t->cfg.train.train_steps == 0) return VP_OK;
+    VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_FORWARD, &t->batch, NULL));
+    VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_LOSS, &t->batch, NULL));
+    VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_BACKWARD, &t->batch, NULL));
+    return vp_backend_sync(t->backend);
+}
+
 vp_status vp_trainer_iterate(vp_trainer* t, int64_t n) {
     VP_REQUIRE(t != NULL && t->replay != NULL, VP_ERR_INVALID_ARG, "vp_trainer_iterate: trainer is not initialised");
     VP_REQUIRE(n >= 0, VP_ERR_INVALID_ARG, "vp_trainer_iterate: n = %lld", (long long)n);
-    // One capture, then one launch per iteration.
-    if (!t->graph && n > 0) VP_TRY(vp_graph_capture(t->backend, vp_trainer_iteration_body, t, &t->graph));
+    // One capture (after a priming pass), then one launch per iteration.
+    if (!t->graph && n > 0) {
+        VP_TRY(prime(t));
+        VP_TRY(vp_graph_capture(t->backend, vp_trainer_iteration_body, t, &t->graph));
+    }
     const int64_t E = t->cfg.env.n_envs, cs = t->cfg.train.collect_steps, ts = t->cfg.train.train_steps;
     for (int64_t i = 0; i < n; ++i) {
         vp_status s = vp_graph_launch(t->backend, t->graph);

@@ -29,6 +29,7 @@ typedef struct job {
     vp_train_counters at_log;  /* counters at the last log */
     double last_loss;          /* loss of the last log */
     double last_val;           /* Sharpe of the last validation */
+    int64_t nan_steps;         /* non-finite learner steps reported so far */
 } job;
 
 /* DIR/file into out[n] for a folder that is not open yet. */
@@ -61,6 +62,11 @@ static vp_status pick_dir(const vp_config* cfg, const vp_train_opts* o, char* di
     return vp_run_dir_default(dir, n, "runs", name, time(NULL));
 }
 
+/* A progress note (when progress is on). */
+static void note(job* j, const char* msg) {
+    if (j->progress_on) vp_progress_note(&j->prog, msg);
+}
+
 /* Writes the "train" and "timing" events and updates the progress line. */
 static vp_status log_point(job* j) {
     vp_trainer* t = &j->t;
@@ -79,17 +85,22 @@ static vp_status log_point(job* j) {
     j->t_log = now;
     j->at_log = t->count;
     j->last_loss = st.learner[VP_STAT_LOSS];
+    // Non-finite learner steps are counted, not fatal: say so when the count grows.
+    const int64_t nan_steps = (int64_t)st.learner[VP_STAT_NAN_STEPS];
+    if (nan_steps > j->nan_steps) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "warning: %lld learner steps so far had a non-finite loss or gradient (iteration %lld)",
+                 (long long)nan_steps, (long long)t->count.iteration);
+        if (j->progress_on) note(j, msg);
+        else vp_log(VP_LOG_WARN, "%s", msg);
+        j->nan_steps = nan_steps;
+    }
     if (j->progress_on) {
         vp_progress_stats ps = {t->count.iteration, t->count.env_steps, t->count.learner_steps, j->last_loss,
                                 st.epsilon, j->last_val};
         vp_progress_update(&j->prog, &ps, now);
     }
     return VP_OK;
-}
-
-/* A progress note (when progress is on). */
-static void note(job* j, const char* msg) {
-    if (j->progress_on) vp_progress_note(&j->prog, msg);
 }
 
 /* Writes last.safetensors and its event. */
@@ -130,6 +141,9 @@ static vp_status start(job* j, const vp_config* cfg, const char* dir) {
     // Resume: state from last.safetensors (config checked), metrics cut back to it.
     VP_TRY(dir_file(dir, "last.safetensors", path, sizeof path));
     VP_TRY(vp_trainer_load(t, path));
+    VP_REQUIRE(t->count.iteration < cfg->train.iterations, VP_ERR_INVALID_ARG,
+               "%s holds %lld iterations and train.iterations is %lld: raise train.iterations to continue", path,
+               (long long)t->count.iteration, (long long)cfg->train.iterations);
     if (t->best_iteration >= 0) {
         VP_TRY(dir_file(dir, "best.safetensors", path, sizeof path));
         VP_TRY(vp_trainer_load_params(t, path, &t->best_params));
@@ -153,8 +167,8 @@ static vp_status loop(job* j, vp_train_result* out) {
         const int last = it == tc->iterations;
         const int stop = (o->stop && *o->stop) || (o->stop_after > 0 && it >= o->stop_after);
         // The scheduled events of this iteration (none extra on a stop, so a resume matches).
-        if (it % tc->log_every == 0 || last) VP_TRY(log_point(j));
         if ((tc->eval_every > 0 && it % tc->eval_every == 0) || last) VP_TRY(evaluate(j, &out->final_val));
+        if (it % tc->log_every == 0 || last) VP_TRY(log_point(j));
         if (!last && tc->checkpoint_every > 0 && it % tc->checkpoint_every == 0) VP_TRY(save_last(j, "periodic"));
         if (stop && !last) {
             VP_TRY(save_last(j, "interrupt"));
@@ -172,7 +186,7 @@ static vp_status finish(job* j, vp_train_result* out) {
     const vp_tensor* params = t->best_iteration >= 0 ? &t->best_params : &t->learner.model.params;
     vp_validator* test = NULL;
     VP_TRY(vp_validator_init(&test, t->backend, &t->learner.model, &t->features, t->data, t->data->split.test,
-                             &t->parts.instrument, t->cfg.env.episode_bars));
+                             &t->parts.instrument, t->parts.env.ruin_fraction, t->cfg.env.episode_bars));
     vp_status s = vp_validator_run(test, params, &out->test);
     vp_validator_free(test);
     VP_TRY(s);

@@ -79,7 +79,8 @@ static vp_status log_alloc(vp_validator* v) {
 }
 
 vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m, const vp_tensor* features,
-                            const vp_train_data* d, vp_span span, const vp_instrument* inst, int64_t window_bars) {
+                            const vp_train_data* d, vp_span span, const vp_instrument* inst, double ruin_fraction,
+                            int64_t window_bars) {
     VP_REQUIRE(out != NULL && b != NULL && m != NULL && features != NULL && d != NULL && inst != NULL,
                VP_ERR_INVALID_ARG, "vp_validator_init: NULL argument");
     *out = NULL;
@@ -104,6 +105,7 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m
     vp_env_config ec = vp_env_config_default();
     ec.episode_bars = (int32_t)v->L;
     ec.reward_scale = 1.0;
+    ec.ruin_fraction = ruin_fraction;
     vp_collect_cfg cc = {0.0f, 0.0f, 0, 0};
     vp_status s = vp_env_market_init(&v->market, b, &md);
     if (s == VP_OK) s = vp_env_init(&v->env, b, &v->market, inst, &ec, v->n);
@@ -153,7 +155,7 @@ static vp_status score(vp_validator* v, vp_eval_result* out) {
                 r = change / eq;
                 eq += change;
                 pos = v->pos[k * N + w];
-                if (v->done[k * N + w] != 0.0f) {
+                if (v->done[k * N + w] != 0.0f || !(eq > 0.0)) {
                     alive = 0;
                     pos = 0;
                     if (k + 1 < L) ruined++;
@@ -175,10 +177,17 @@ static vp_status score(vp_validator* v, vp_eval_result* out) {
     // Buy-and-hold over the same windows, with the env's timing and costs; flat.
     vp_baseline_costs bc = {(double)v->inst.max_position, v->inst.multiplier, v->inst.commission,
                             v->inst.slippage_ticks * v->inst.tick_size, init};
-    for (int64_t w = 0; w < N; ++w) {
+    vp_status s = VP_OK;
+    for (int64_t w = 0; w < N && s == VP_OK; ++w) {
         int64_t s0 = v->begin + w * L;
-        VP_TRY(vp_baseline_buy_hold(bars->open + s0, bars->close + s0, L + 1, &bc, v->eq));
-        VP_TRY(vp_returns_from_equity(v->eq, L + 1, v->ret + w * L));
+        s = vp_baseline_buy_hold(bars->open + s0, bars->close + s0, L + 1, &bc, v->eq);
+        if (s == VP_OK) s = vp_returns_from_equity(v->eq, L + 1, v->ret + w * L);
+    }
+    if (s != VP_OK) {
+        // A baseline that loses everything (too large a position for the account) is undefined, not fatal.
+        vp_log(VP_LOG_WARN, "validation: buy-and-hold baseline undefined: %s", vp_last_error());
+        vp_clear_error();
+        for (int64_t i = 0; i < N * L; ++i) v->ret[i] = NAN;
     }
     VP_TRY(vp_perf_compute(v->ret, N * L, v->data->periods_per_year, &out->buy_hold));
     memset(v->ret, 0, sizeof(double) * (size_t)(N * L));

@@ -182,11 +182,6 @@ extern "C" vp_status vp_cuda_iqn_mix_backward(vp_backend* be, int64_t B, int T, 
     return VP_OK;
 }
 
-/* ---- the table (positional: the order of vp_mops) ------------------------------------------------ */
+/* ---- the table ------------------------------------------------------------------------------------ */
 
-extern "C" const vp_mops vp_mops_cuda = {
-    vp_cuda_window_index,    vp_cuda_take_last,        vp_cuda_add_last,     vp_cuda_conv_forward,
-    vp_cuda_conv_backward,   vp_cuda_scan_forward,     vp_cuda_scan_backward, vp_cuda_dueling_forward,
-    vp_cuda_dueling_backward, vp_cuda_c51_q,           vp_cuda_iqn_cos,      vp_cuda_iqn_mix_forward,
-    vp_cuda_iqn_mix_backward,
-};
+extern "C" const vp_mops vp_mops_cuda = VP_MOPS_TABLE(vp_cuda);

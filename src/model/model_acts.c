@@ -162,6 +162,22 @@ vp_tensor vp_acts_rows(const vp_tensor* t, int64_t rows) {
     return vp_tensor_2d(t->data, t->dtype, t->mem, rows, vp_tensor_cols(t));
 }
 
+vp_tensor vp_acts_vec(const vp_tensor* t, int64_t n) { return vp_tensor_1d(t->data, t->dtype, t->mem, n); }
+
+vp_trunk_views vp_model_trunk_views(const vp_model_acts* a, int64_t R) {
+    vp_trunk_views v;
+    v.x0 = vp_acts_rows(&a->x0, R);
+    v.a1 = vp_acts_rows(&a->a1, R);
+    v.h1 = vp_acts_rows(&a->h1, R);
+    v.a2 = vp_acts_rows(&a->a2, R);
+    v.h2 = vp_acts_rows(&a->h2, R);
+    v.mean1 = vp_acts_vec(&a->mean1, R);
+    v.rstd1 = vp_acts_vec(&a->rstd1, R);
+    v.mean2 = vp_acts_vec(&a->mean2, R);
+    v.rstd2 = vp_acts_vec(&a->rstd2, R);
+    return v;
+}
+
 /* An empty tensor when the activations are missing or hold no such output. */
 static vp_tensor empty_tensor(void) {
     vp_tensor t;

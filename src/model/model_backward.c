@@ -79,7 +79,7 @@ vp_status vp_model_gate_backward(vp_model* m, const vp_tensor* params, vp_model_
     vp_tensor g = vp_acts_rows(&a->g, batch), d_yn = vp_acts_rows(&a->d_yn, batch);
     vp_tensor d_g = vp_acts_rows(&a->d_g, batch), d_y = vp_acts_rows(&a->d_y, batch);
     vp_tensor d_z = vp_acts_rows(&a->d_z, batch);
-    vp_tensor rstd = vp_tensor_1d(a->rms_rstd.data, VP_F32, a->rms_rstd.mem, batch);
+    vp_tensor rstd = vp_acts_vec(&a->rms_rstd, batch);
     vp_tensor ng = PV(MAMBA_NORM_G), gng = GV(MAMBA_NORM_G);
     // RMSNorm, then g = y * silu(z)
     VP_TRY(vp_rmsnorm_backward(be, &d_yn, &g, &ng, &rstd, &d_g, &gng));
@@ -139,24 +139,19 @@ vp_status vp_model_trunk_backward(vp_model* m, const vp_tensor* params, vp_model
                                   int64_t batch) {
     vp_backend* be = m->backend;
     const int64_t R = batch * vp_model_trunk_steps(&m->cfg);
-    vp_tensor x0 = vp_acts_rows(&a->x0, R), a1 = vp_acts_rows(&a->a1, R), h1 = vp_acts_rows(&a->h1, R);
-    vp_tensor a2 = vp_acts_rows(&a->a2, R), h2 = vp_acts_rows(&a->h2, R);
-    vp_tensor mean1 = vp_tensor_1d(a->mean1.data, VP_F32, a->mean1.mem, R);
-    vp_tensor rstd1 = vp_tensor_1d(a->rstd1.data, VP_F32, a->rstd1.mem, R);
-    vp_tensor mean2 = vp_tensor_1d(a->mean2.data, VP_F32, a->mean2.mem, R);
-    vp_tensor rstd2 = vp_tensor_1d(a->rstd2.data, VP_F32, a->rstd2.mem, R);
+    vp_trunk_views t = vp_model_trunk_views(a, R);
     vp_tensor dx = vp_acts_rows(d_h2, R), da = vp_acts_rows(&a->d_t2, R);
     vp_tensor w1 = PV(TRUNK_W1), g1 = PV(TRUNK_LN1_G), w2 = PV(TRUNK_W2), g2 = PV(TRUNK_LN2_G);
     vp_tensor gw1 = GV(TRUNK_W1), gb1 = GV(TRUNK_B1), gg1 = GV(TRUNK_LN1_G), gbt1 = GV(TRUNK_LN1_B);
     vp_tensor gw2 = GV(TRUNK_W2), gb2 = GV(TRUNK_B2), gg2 = GV(TRUNK_LN2_G), gbt2 = GV(TRUNK_LN2_B);
     // second block: relu, LayerNorm, linear
-    VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &h2, &dx, &dx));
-    VP_TRY(vp_layernorm_backward(be, &dx, &a2, &g2, &mean2, &rstd2, &da, &gg2, &gbt2));
-    VP_TRY(linear_backward(m, &h1, &w2, &da, &gw2, &gb2, &dx, 0.0f));
+    VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &t.h2, &dx, &dx));
+    VP_TRY(vp_layernorm_backward(be, &dx, &t.a2, &g2, &t.mean2, &t.rstd2, &da, &gg2, &gbt2));
+    VP_TRY(linear_backward(m, &t.h1, &w2, &da, &gw2, &gb2, &dx, 0.0f));
     // first block (features need no gradient)
-    VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &h1, &dx, &dx));
-    VP_TRY(vp_layernorm_backward(be, &dx, &a1, &g1, &mean1, &rstd1, &da, &gg1, &gbt1));
-    return linear_backward(m, &x0, &w1, &da, &gw1, &gb1, NULL, 0.0f);
+    VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &t.h1, &dx, &dx));
+    VP_TRY(vp_layernorm_backward(be, &dx, &t.a1, &g1, &t.mean1, &t.rstd1, &da, &gg1, &gbt1));
+    return linear_backward(m, &t.x0, &w1, &da, &gw1, &gb1, NULL, 0.0f);
 }
 
 /* Zeroes the gradients of the IQN head (a backward without d iqn). */

@@ -29,33 +29,28 @@ vp_status vp_model_trunk_forward(const vp_model* m, const vp_tensor* params, vp_
     const vp_model_cfg* c = &m->cfg;
     const int Kt = vp_model_trunk_steps(c);
     const int64_t R = batch * Kt;
-    vp_tensor idx = vp_tensor_1d(a->idx.data, VP_I32, a->idx.mem, R);
-    vp_tensor x0 = vp_acts_rows(&a->x0, R), a1 = vp_acts_rows(&a->a1, R), h1 = vp_acts_rows(&a->h1, R);
-    vp_tensor a2 = vp_acts_rows(&a->a2, R), h2 = vp_acts_rows(&a->h2, R);
-    vp_tensor mean1 = vp_tensor_1d(a->mean1.data, VP_F32, a->mean1.mem, R);
-    vp_tensor rstd1 = vp_tensor_1d(a->rstd1.data, VP_F32, a->rstd1.mem, R);
-    vp_tensor mean2 = vp_tensor_1d(a->mean2.data, VP_F32, a->mean2.mem, R);
-    vp_tensor rstd2 = vp_tensor_1d(a->rstd2.data, VP_F32, a->rstd2.mem, R);
+    vp_tensor idx = vp_acts_vec(&a->idx, R);
+    vp_trunk_views t = vp_model_trunk_views(a, R);
     vp_tensor w1 = PV(TRUNK_W1), b1 = PV(TRUNK_B1), g1 = PV(TRUNK_LN1_G), bt1 = PV(TRUNK_LN1_B);
     vp_tensor w2 = PV(TRUNK_W2), b2 = PV(TRUNK_B2), g2 = PV(TRUNK_LN2_G), bt2 = PV(TRUNK_LN2_B);
     // window rows t-Kt+1..t of every sample, clamped at row 0, gathered from the features
     VP_TRY(a->mops->window_index(be, batch, Kt, (const int32_t*)bar_idx->data, (int32_t*)idx.data));
-    VP_TRY(vp_gather_rows(be, features, &idx, &x0));
+    VP_TRY(vp_gather_rows(be, features, &idx, &t.x0));
     // h1 = relu(LN(W1 f + b1))
-    VP_TRY(linear(m, &x0, &w1, &b1, VP_EPI_BIAS, 0.0f, &a1));
-    VP_TRY(vp_layernorm(be, &a1, &g1, &bt1, c->ln_eps, &h1, &mean1, &rstd1));
-    VP_TRY(vp_unary(be, VP_UNARY_RELU, &h1, &h1));
+    VP_TRY(linear(m, &t.x0, &w1, &b1, VP_EPI_BIAS, 0.0f, &t.a1));
+    VP_TRY(vp_layernorm(be, &t.a1, &g1, &bt1, c->ln_eps, &t.h1, &t.mean1, &t.rstd1));
+    VP_TRY(vp_unary(be, VP_UNARY_RELU, &t.h1, &t.h1));
     // h2 = relu(LN(W2 h1 + b2))
-    VP_TRY(linear(m, &h1, &w2, &b2, VP_EPI_BIAS, 0.0f, &a2));
-    VP_TRY(vp_layernorm(be, &a2, &g2, &bt2, c->ln_eps, &h2, &mean2, &rstd2));
-    return vp_unary(be, VP_UNARY_RELU, &h2, &h2);
+    VP_TRY(linear(m, &t.h1, &w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
+    VP_TRY(vp_layernorm(be, &t.a2, &g2, &bt2, c->ln_eps, &t.h2, &t.mean2, &t.rstd2));
+    return vp_unary(be, VP_UNARY_RELU, &t.h2, &t.h2);
 }
 
 vp_status vp_model_gate_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
     vp_backend* be = m->backend;
     vp_tensor y = vp_acts_rows(&a->y, batch), z = vp_acts_rows(&a->z, batch), sz = vp_acts_rows(&a->sz, batch);
     vp_tensor g = vp_acts_rows(&a->g, batch), yn = vp_acts_rows(&a->yn, batch);
-    vp_tensor rstd = vp_tensor_1d(a->rms_rstd.data, VP_F32, a->rms_rstd.mem, batch);
+    vp_tensor rstd = vp_acts_vec(&a->rms_rstd, batch);
     vp_tensor ng = PV(MAMBA_NORM_G);
     // yn = RMSNorm(y * silu(z)) * g
     VP_TRY(vp_unary(be, VP_UNARY_SILU, &z, &sz));

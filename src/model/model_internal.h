@@ -141,6 +141,19 @@ struct vp_model_acts {
 /* [rows, cols] view of the first rows of a 2-D activation. */
 vp_tensor vp_acts_rows(const vp_tensor* t, int64_t rows);
 
+/* [n] view of the first n elements of an activation. */
+vp_tensor vp_acts_vec(const vp_tensor* t, int64_t n);
+
+/* Views of the trunk's saved activations over R = batch x trunk steps rows. */
+typedef struct vp_trunk_views {
+    vp_tensor x0;                         /* [R, F] gathered feature rows */
+    vp_tensor a1, h1, a2, h2;             /* [R, H] pre-norm and post-relu of both blocks */
+    vp_tensor mean1, rstd1, mean2, rstd2; /* [R] LayerNorm statistics */
+} vp_trunk_views;
+
+/* The trunk views of activations `a` over R rows (model_acts.c). */
+vp_trunk_views vp_model_trunk_views(const vp_model_acts* a, int64_t R);
+
 /* Rows of the trunk per sample: K with Mamba2, 1 without. */
 int vp_model_trunk_steps(const vp_model_cfg* c);
 

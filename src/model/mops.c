@@ -4,21 +4,7 @@
 #include "model/cuda_mops.h"
 #endif
 
-const vp_mops vp_mops_cpu = {
-    .window_index = vp_cpu_window_index,
-    .take_last = vp_cpu_take_last,
-    .add_last = vp_cpu_add_last,
-    .conv_forward = vp_cpu_conv_forward,
-    .conv_backward = vp_cpu_conv_backward,
-    .scan_forward = vp_cpu_scan_forward,
-    .scan_backward = vp_cpu_scan_backward,
-    .dueling_forward = vp_cpu_dueling_forward,
-    .dueling_backward = vp_cpu_dueling_backward,
-    .c51_q = vp_cpu_c51_q,
-    .iqn_cos = vp_cpu_iqn_cos,
-    .iqn_mix_forward = vp_cpu_iqn_mix_forward,
-    .iqn_mix_backward = vp_cpu_iqn_mix_backward,
-};
+const vp_mops vp_mops_cpu = VP_MOPS_TABLE(vp_cpu);
 
 vp_status vp_mops_get(const vp_backend* be, const vp_mops** out) {
     VP_REQUIRE(be != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_mops_get: backend or out is NULL");

@@ -33,78 +33,102 @@ typedef struct vp_branch_map {
     int size[8];            /* choices per branch */
 } vp_branch_map;
 
+/* ---- the kernels: one function type each, the contract beside it ----------------------- */
+
+/* idx[b*K + k] = max(bar[b] - K + 1 + k, 0); bar [B] i32, idx [B*K] i32. */
+typedef vp_status vp_mops_window_index_fn(vp_backend* be, int64_t B, int K, const int32_t* bar, int32_t* idx);
+
+/* dst[b, :] = src[b, K-1, :]; src [B, K, n], dst [B, n]. */
+typedef vp_status vp_mops_take_last_fn(vp_backend* be, int64_t B, int K, int64_t n, const float* src, float* dst);
+
+/* dst[b, K-1, :] += src[b, :]; src [B, n], dst [B, K, n]. */
+typedef vp_status vp_mops_add_last_fn(vp_backend* be, int64_t B, int K, int64_t n, const float* src, float* dst);
+
+/* Causal depthwise conv (+ bias) and SiLU within each window, over the x, B channels
+ * at every step and the C channels at the last step only.
+ * xbcdt [B*K, L]; w [H+2N, CW]; bias [H+2N]; xb_pre (may be NULL), xb [B*K, H+N];
+ * c_pre (may be NULL), c [B, N]. */
+typedef vp_status vp_mops_conv_forward_fn(vp_backend* be, const vp_mamba_dims* d, const float* xbcdt,
+                                          const float* w, const float* bias, float* xb_pre, float* xb,
+                                          float* c_pre, float* c);
+
+/* Conv + SiLU backward. d_xb [B*K, H+N], d_c [B, N] -> d_xbcdt columns [0, H+2N)
+ * (written; dt columns untouched) [B*K, L], per-sample w_part [B, (H+2N)*CW] and
+ * b_part [B, H+2N]; xbcdt, w, xb_pre, c_pre as in the forward. */
+typedef vp_status vp_mops_conv_backward_fn(vp_backend* be, const vp_mamba_dims* d, const float* xbcdt,
+                                           const float* w, const float* xb_pre, const float* c_pre,
+                                           const float* d_xb, const float* d_c, float* d_xbcdt,
+                                           float* w_part, float* b_part);
+
+/* Selective scan, last step's output: dt = softplus(xbcdt[:, dt] + dt_bias) [B*K, NH];
+ * y [B, H] = s_K C + D x_K with s_t = exp(dt_t A) s_{t-1} + dt_t x_t B_t^T per head,
+ * A = -exp(A_log). xb [B*K, H+N], c [B, N], xbcdt [B*K, L], dt_bias/A_log/D [NH]. */
+typedef vp_status vp_mops_scan_forward_fn(vp_backend* be, const vp_mamba_dims* d, const float* xb,
+                                          const float* c, const float* xbcdt, const float* dt_bias,
+                                          const float* A_log, const float* D, float* dt, float* y);
+
+/* Scan backward from d_y [B, H]: d_xb [B*K, H+N], d_c [B, N], the dt columns of
+ * d_xbcdt [B*K, L] (gradient of the raw in_proj dt), and per-sample partials
+ * p_alog, p_d, p_dtb [B, NH] of the A_log, D and dt_bias gradients; the other inputs as
+ * in the forward, dt [B*K, NH] its output. */
+typedef vp_status vp_mops_scan_backward_fn(vp_backend* be, const vp_mamba_dims* d, const float* xb,
+                                           const float* c, const float* xbcdt, const float* dt,
+                                           const float* dt_bias, const float* A_log, const float* D,
+                                           const float* d_y, float* d_xb, float* d_c, float* d_xbcdt,
+                                           float* p_alog, float* p_d, float* p_dtb);
+
+/* logit[b, a, z] = v[b, z] + adv[b, a, z] - mean over a' in branch(a) of adv[b, a', z];
+ * v [B, Z], adv [B, A*Z], logit [B, A*Z]. */
+typedef vp_status vp_mops_dueling_forward_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
+                                             const float* v, const float* adv, float* logit);
+
+/* Its backward: d_logit [B, A*Z] -> d_v [B, Z], d_adv [B, A*Z]. */
+typedef vp_status vp_mops_dueling_backward_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
+                                              const float* d_logit, float* d_v, float* d_adv);
+
+/* q[r] = sum_z support[z] exp(logp[r, z]), support = linspace(v_min, v_max, Z);
+ * logp [rows, Z], q [rows]. */
+typedef vp_status vp_mops_c51_q_fn(vp_backend* be, int64_t rows, int Z, float v_min, float v_max,
+                                   const float* logp, float* q);
+
+/* out[r, i] = cos(tau[r] * float(pi * i)), i = 0..NC-1; tau [rows], out [rows, NC]. */
+typedef vp_status vp_mops_iqn_cos_fn(vp_backend* be, int64_t rows, int NC, const float* tau, float* out);
+
+/* out[b*T + j, :] = h[b, :] * phi[b*T + j, :]; h [B, H], phi/out [B*T, H] (out may
+ * alias phi). */
+typedef vp_status vp_mops_iqn_mix_forward_fn(vp_backend* be, int64_t B, int T, int H, const float* h,
+                                             const float* phi, float* out);
+
+/* Its backward: d_h[b, :] += sum_j d_out[b*T+j, :] phi[b*T+j, :] (accumulated);
+ * d_phi = d_out * h (written; may alias d_out). h [B, H]; phi, d_out, d_phi [B*T, H]. */
+typedef vp_status vp_mops_iqn_mix_backward_fn(vp_backend* be, int64_t B, int T, int H, const float* h,
+                                              const float* phi, const float* d_out, float* d_h,
+                                              float* d_phi);
+
+/* Every kernel by name, in table order: X(arg, name) for each. The table, each backend's
+ * declarations and each backend's table initialiser are generated from this one list. */
+#define VP_MOPS_KERNELS(X, arg)                                                                  \
+    X(arg, window_index) X(arg, take_last) X(arg, add_last) X(arg, conv_forward)                 \
+    X(arg, conv_backward) X(arg, scan_forward) X(arg, scan_backward) X(arg, dueling_forward)     \
+    X(arg, dueling_backward) X(arg, c51_q) X(arg, iqn_cos) X(arg, iqn_mix_forward)                \
+    X(arg, iqn_mix_backward)
+
+#define VP_MOPS_FIELD_(unused, name) vp_mops_##name##_fn* name;
+#define VP_MOPS_DECLARE_(prefix, name) vp_mops_##name##_fn prefix##_##name;
+#define VP_MOPS_ENTRY_(prefix, name) prefix##_##name,
+
+/* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
+#define VP_MOPS_DECLARE(prefix) VP_MOPS_KERNELS(VP_MOPS_DECLARE_, prefix)
+
+/* The initialiser of a table whose kernels are prefix_<kernel> (valid in C and C++). */
+#define VP_MOPS_TABLE(prefix) {VP_MOPS_KERNELS(VP_MOPS_ENTRY_, prefix)}
+
+/* One backend's model kernels. */
 typedef struct vp_mops {
-    /* idx[b*K + k] = max(bar[b] - K + 1 + k, 0); bar [B] i32, idx [B*K] i32. */
-    vp_status (*window_index)(vp_backend* be, int64_t B, int K, const int32_t* bar, int32_t* idx);
-
-    /* dst[b, :] = src[b, K-1, :]; src [B, K, n], dst [B, n]. */
-    vp_status (*take_last)(vp_backend* be, int64_t B, int K, int64_t n, const float* src, float* dst);
-
-    /* dst[b, K-1, :] += src[b, :]; src [B, n], dst [B, K, n]. */
-    vp_status (*add_last)(vp_backend* be, int64_t B, int K, int64_t n, const float* src, float* dst);
-
-    /* Causal depthwise conv (+ bias) and SiLU within each window, over the x, B channels
-     * at every step and the C channels at the last step only.
-     * xbcdt [B*K, L]; w [H+2N, CW]; bias [H+2N]; xb_pre (may be NULL), xb [B*K, H+N];
-     * c_pre (may be NULL), c [B, N]. */
-    vp_status (*conv_forward)(vp_backend* be, const vp_mamba_dims* d, const float* xbcdt,
-                              const float* w, const float* bias, float* xb_pre, float* xb,
-                              float* c_pre, float* c);
-
-    /* Conv + SiLU backward. d_xb [B*K, H+N], d_c [B, N] -> d_xbcdt columns [0, H+2N)
-     * (written; dt columns untouched) [B*K, L], per-sample w_part [B, (H+2N)*CW] and
-     * b_part [B, H+2N]. */
-    vp_status (*conv_backward)(vp_backend* be, const vp_mamba_dims* d, const float* xbcdt,
-                               const float* w, const float* xb_pre, const float* c_pre,
-                               const float* d_xb, const float* d_c, float* d_xbcdt,
-                               float* w_part, float* b_part);
-
-    /* Selective scan, last step's output: dt = softplus(xbcdt[:, dt] + dt_bias) [B*K, NH];
-     * y [B, H] = s_K C + D x_K with s_t = exp(dt_t A) s_{t-1} + dt_t x_t B_t^T per head,
-     * A = -exp(A_log). xb [B*K, H+N], c [B, N], dt_bias/A_log/D [NH]. */
-    vp_status (*scan_forward)(vp_backend* be, const vp_mamba_dims* d, const float* xb,
-                              const float* c, const float* xbcdt, const float* dt_bias,
-                              const float* A_log, const float* D, float* dt, float* y);
-
-    /* Scan backward from d_y [B, H]: d_xb [B*K, H+N], d_c [B, N], the dt columns of
-     * d_xbcdt [B*K, L] (gradient of the raw in_proj dt), and per-sample partials
-     * p_alog, p_d, p_dtb [B, NH] of the A_log, D and dt_bias gradients. */
-    vp_status (*scan_backward)(vp_backend* be, const vp_mamba_dims* d, const float* xb,
-                               const float* c, const float* xbcdt, const float* dt,
-                               const float* dt_bias, const float* A_log, const float* D,
-                               const float* d_y, float* d_xb, float* d_c, float* d_xbcdt,
-                               float* p_alog, float* p_d, float* p_dtb);
-
-    /* logit[b, a, z] = v[b, z] + adv[b, a, z] - mean over a' in branch(a) of adv[b, a', z];
-     * v [B, Z], adv [B, A*Z], logit [B, A*Z]. */
-    vp_status (*dueling_forward)(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
-                                 const float* v, const float* adv, float* logit);
-
-    /* Its backward: d_logit [B, A*Z] -> d_v [B, Z], d_adv [B, A*Z]. */
-    vp_status (*dueling_backward)(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
-                                  const float* d_logit, float* d_v, float* d_adv);
-
-    /* q[r] = sum_z support[z] exp(logp[r, z]), support = linspace(v_min, v_max, Z);
-     * logp [rows, Z], q [rows]. */
-    vp_status (*c51_q)(vp_backend* be, int64_t rows, int Z, float v_min, float v_max,
-                       const float* logp, float* q);
-
-    /* out[r, i] = cos(tau[r] * float(pi * i)), i = 0..NC-1; tau [rows], out [rows, NC]. */
-    vp_status (*iqn_cos)(vp_backend* be, int64_t rows, int NC, const float* tau, float* out);
-
-    /* out[b*T + j, :] = h[b, :] * phi[b*T + j, :]; h [B, H], phi/out [B*T, H] (out may
-     * alias phi). */
-    vp_status (*iqn_mix_forward)(vp_backend* be, int64_t B, int T, int H, const float* h,
-                                 const float* phi, float* out);
-
-    /* Its backward: d_h[b, :] += sum_j d_out[b*T+j, :] phi[b*T+j, :] (accumulated);
-     * d_phi = d_out * h (written; may alias d_out). */
-    vp_status (*iqn_mix_backward)(vp_backend* be, int64_t B, int T, int H, const float* h,
-                                  const float* phi, const float* d_out, float* d_h,
-                                  float* d_phi);
+    VP_MOPS_KERNELS(VP_MOPS_FIELD_, _)
 } vp_mops;
 
-/* The CPU table (cpu_mops.c). */
+/* The CPU table (mops.c). */
 extern const vp_mops vp_mops_cpu;
 
 /* The table for a backend; VP_ERR_UNSUPPORTED when its kind has none. */

@@ -60,34 +60,43 @@ vp_status vp_cpu_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* g
     return VP_OK;
 }
 
+/* The input gradient of both norms, row by row: xhat = (x - mean) * rstd (mean NULL:
+ * zero, RMSNorm), dxhat = dy * gamma, and
+ * dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), the mean(dxhat) term only
+ * when centred (LayerNorm). dy, x, dx [m, n]; gamma [n]; mean, rstd [m]. */
+static void rows_backward(const float* dy, const float* x, const float* g, const float* mu, const float* rs,
+                          int64_t m, int64_t n, float* dx) {
+    for (int64_t i = 0; i < m; ++i) {
+        const float* dyr = dy + i * n;
+        const float* xr = x + i * n;
+        float* dxr = dx + i * n;
+        const float mui = mu ? mu[i] : 0.0f;
+        /* row means of dxhat and of dxhat * xhat */
+        double s1 = 0.0, s2 = 0.0;
+        for (int64_t j = 0; j < n; ++j) {
+            const double dh = (double)dyr[j] * (double)g[j];
+            s1 += dh;
+            s2 += dh * (((double)xr[j] - (double)mui) * (double)rs[i]);
+        }
+        const float m1 = mu ? (float)(s1 / (double)n) : 0.0f, m2 = (float)(s2 / (double)n);
+        /* dx = rstd * (dxhat - m1 - xhat * m2) */
+        for (int64_t j = 0; j < n; ++j) {
+            const float xh = (xr[j] - mui) * rs[i];
+            dxr[j] = rs[i] * (dyr[j] * g[j] - m1 - xh * m2);
+        }
+    }
+}
+
 vp_status vp_cpu_layernorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tensor* x,
                                     const vp_tensor* gamma, const vp_tensor* mean, const vp_tensor* rstd,
                                     vp_tensor* dx, vp_tensor* dgamma, vp_tensor* dbeta) {
     (void)b;
     const int64_t m = vp_tensor_rows(x), n = vp_tensor_cols(x);
-    const float* g = (const float*)gamma->data;   /* [n] */
-    const float* mu = (const float*)mean->data;   /* [m] */
-    const float* rs = (const float*)rstd->data;   /* [m] */
-    const float* dyp = (const float*)dy->data;    /* [m, n] */
-    const float* xp = (const float*)x->data;      /* [m, n] */
-    for (int64_t i = 0; i < m; ++i) {
-        const float* dyr = dyp + i * n;
-        const float* xr = xp + i * n;
-        float* dxr = (float*)dx->data + i * n; /* [n] */
-        /* row means of dxhat = dy * gamma and of dxhat * xhat */
-        double s1 = 0.0, s2 = 0.0;
-        for (int64_t j = 0; j < n; ++j) {
-            const double dh = (double)dyr[j] * (double)g[j];
-            s1 += dh;
-            s2 += dh * (((double)xr[j] - (double)mu[i]) * (double)rs[i]);
-        }
-        const float m1 = (float)(s1 / (double)n), m2 = (float)(s2 / (double)n);
-        /* dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) */
-        for (int64_t j = 0; j < n; ++j) {
-            const float xh = (xr[j] - mu[i]) * rs[i];
-            dxr[j] = rs[i] * (dyr[j] * g[j] - m1 - xh * m2);
-        }
-    }
+    const float* mu = (const float*)mean->data; /* [m] */
+    const float* rs = (const float*)rstd->data; /* [m] */
+    const float* dyp = (const float*)dy->data;  /* [m, n] */
+    const float* xp = (const float*)x->data;    /* [m, n] */
+    rows_backward(dyp, xp, (const float*)gamma->data, mu, rs, m, n, (float*)dx->data);
     param_grads(dyp, xp, mu, rs, m, n, (float*)dgamma->data, (float*)dbeta->data);
     return VP_OK;
 }
@@ -118,21 +127,10 @@ vp_status vp_cpu_rmsnorm_backward(vp_backend* b, const vp_tensor* dy, const vp_t
                                   vp_tensor* dgamma) {
     (void)b;
     const int64_t m = vp_tensor_rows(x), n = vp_tensor_cols(x);
-    const float* g = (const float*)gamma->data; /* [n] */
     const float* rs = (const float*)rstd->data; /* [m] */
     const float* dyp = (const float*)dy->data;  /* [m, n] */
     const float* xp = (const float*)x->data;    /* [m, n] */
-    for (int64_t i = 0; i < m; ++i) {
-        const float* dyr = dyp + i * n;
-        const float* xr = xp + i * n;
-        float* dxr = (float*)dx->data + i * n; /* [n] */
-        /* row mean of dxhat * xhat, dxhat = dy * gamma, xhat = x * rstd */
-        double s = 0.0;
-        for (int64_t j = 0; j < n; ++j) s += (double)dyr[j] * (double)g[j] * ((double)xr[j] * (double)rs[i]);
-        const float m2 = (float)(s / (double)n);
-        /* dx = rstd * (dxhat - xhat * mean(dxhat * xhat)) */
-        for (int64_t j = 0; j < n; ++j) dxr[j] = rs[i] * (dyr[j] * g[j] - (xr[j] * rs[i]) * m2);
-    }
+    rows_backward(dyp, xp, (const float*)gamma->data, NULL, rs, m, n, (float*)dx->data);
     param_grads(dyp, xp, NULL, rs, m, n, (float*)dgamma->data, NULL);
     return VP_OK;
 }

@@ -1,0 +1,202 @@
+/* `vulpes bench train`: collection with policy inference and whole training iterations.
+ *
+ * Collection: env steps per second of vp_collector_step (encode, heads, epsilon-greedy
+ * act, env step, replay push) with the default model, at 4096 and 65536 envs on CUDA
+ * (256 on the CPU, 64 with --quick). Iterations: iterations per second of the captured
+ * iteration graph (1 collection step + 1 learner step) and the time split between its
+ * collection and its learning, each captured and timed alone; default model, 4096 envs,
+ * B = 8192 on CUDA (--quick: 1024 envs, B = 1024); on the CPU the small model of
+ * examples/eurusd.yaml (H 64, 32 envs, B 256). Validation first: a few iterations, finite
+ * statistics, no NaN step, and no copy, allocation or sync across iterations. Timing: a
+ * warm-up launch, then launches between two syncs (host clock), median of 5. On a
+ * synthetic GBM market. Prints a table and JSON lines. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "vulpes/synth.h"
+#include "vulpes/train.h"
+
+#define REPS 5 /* timed launches (median) */
+
+/* Which part of an iteration a graph holds. */
+typedef enum part { PART_ALL = 0, PART_COLLECT, PART_LEARN } part;
+
+typedef struct train_ctx {
+    vp_trainer* t;
+    part what;
+    int reps; /* iterations per launch */
+} train_ctx;
+
+/* `reps` iterations, or only their collection or learning half. */
+static vp_status train_body(vp_backend* b, void* ctx) {
+    train_ctx* c = (train_ctx*)ctx;
+    vp_trainer* t = c->t;
+    for (int r = 0; r < c->reps; ++r) {
+        if (c->what == PART_ALL) {
+            VP_TRY(vp_trainer_iteration_body(b, t));
+            continue;
+        }
+        if (c->what == PART_COLLECT) {
+            VP_TRY(vp_collector_step(&t->collector));
+            continue;
+        }
+        VP_TRY(vp_replay_sample(t->replay, &t->rbatch));
+        VP_TRY(vp_learner_draw_taus(&t->learner, &t->batch));
+        VP_TRY(vp_learner_step(&t->learner, &t->batch, &t->priorities));
+        VP_TRY(vp_replay_update_priorities(t->replay, &t->indices, &t->priorities));
+    }
+    return VP_OK;
+}
+
+static int cmp_double(const void* a, const void* b) {
+    double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
+}
+
+/* Median milliseconds per repetition of a part, as a captured graph. */
+static vp_status time_part(vp_trainer* t, part what, int reps, double* ms) {
+    train_ctx c = {t, what, reps};
+    vp_graph* g = NULL;
+    VP_TRY(vp_graph_capture(t->backend, train_body, &c, &g));
+    double per[REPS];
+    vp_status s = VP_OK;
+    for (int r = 0; r <= REPS && s == VP_OK; ++r) {
+        double t0 = vp_bench_now();
+        s = vp_graph_launch(t->backend, g);
+        if (s == VP_OK) s = vp_backend_sync(t->backend);
+        if (r > 0) per[r - 1] = (vp_bench_now() - t0) * 1e3 / reps; /* launch 0 warms up */
+    }
+    vp_graph_free(g);
+    VP_TRY(s);
+    qsort(per, REPS, sizeof per[0], cmp_double);
+    *ms = per[REPS / 2];
+    return VP_OK;
+}
+
+/* The configuration of one measurement: default model unless `small`. */
+static vp_status bench_cfg(vp_config* c, int64_t n_envs, int64_t batch, int small) {
+    vp_config_defaults(c);
+    c->env.n_envs = n_envs;
+    c->env.episode_bars = 1024;
+    c->learn.batch = batch;
+    c->replay.capacity = 1048576;
+    c->replay.warmup = 4 * batch > n_envs ? 4 * batch : n_envs;
+    c->features.window = 64;
+    if (small) {
+        c->model.hidden = 64, c->model.mamba_head_dim = 32, c->model.head_hidden = 64;
+        c->model.iqn_taus = 16, c->model.iqn_target_taus = 16, c->model.iqn_cos = 32;
+        c->replay.capacity = 65536;
+    }
+    return vp_config_check(c);
+}
+
+/* Builds a trainer, warms it up and checks a few iterations; prints why on failure. */
+static int trainer_ready(vp_trainer* t, vp_backend* b, const vp_config* cfg, const vp_train_data* d) {
+    vp_runtime_counters c0, c1;
+    vp_train_stats st;
+    vp_status s = vp_trainer_init(t, b, cfg, d);
+    if (s == VP_OK) s = vp_trainer_warmup(t);
+    if (s == VP_OK) s = vp_trainer_iterate(t, 1);
+    if (s == VP_OK) s = vp_backend_sync(b);
+    vp_backend_counters(b, &c0);
+    if (s == VP_OK) s = vp_trainer_iterate(t, 3);
+    vp_backend_counters(b, &c1);
+    if (s == VP_OK) s = vp_trainer_stats(t, &st);
+    if (s != VP_OK) {
+        fprintf(stderr, "vulpes bench train: set-up of %lld envs failed: %s\n", (long long)cfg->env.n_envs,
+                vp_last_error());
+        return 0;
+    }
+    if (c1.copies != c0.copies || c1.allocs != c0.allocs || c1.syncs != c0.syncs || !isfinite(st.learner[VP_STAT_LOSS]) ||
+        st.learner[VP_STAT_NAN_STEPS] != 0) {
+        fprintf(stderr, "vulpes bench train: validation failed (copies +%lld, allocs +%lld, syncs +%lld, loss %g, NaN "
+                "steps %g)\n", (long long)(c1.copies - c0.copies), (long long)(c1.allocs - c0.allocs),
+                (long long)(c1.syncs - c0.syncs), (double)st.learner[VP_STAT_LOSS],
+                (double)st.learner[VP_STAT_NAN_STEPS]);
+        return 0;
+    }
+    return 1;
+}
+
+/* Collection figure for n envs; returns 0 on failure. */
+static int bench_collect(vp_backend* b, const vp_train_data* d, int64_t n, int steps, FILE* js) {
+    vp_config cfg;
+    vp_trainer t;
+    double ms = 0;
+    const char* be = vp_backend_get_kind(b) == VP_BACKEND_CUDA ? "cuda" : "cpu";
+    if (bench_cfg(&cfg, n, 256, 0) != VP_OK || !trainer_ready(&t, b, &cfg, d)) return 0;
+    vp_status s = time_part(&t, PART_COLLECT, steps, &ms);
+    vp_trainer_free(&t);
+    if (s != VP_OK) {
+        fprintf(stderr, "vulpes bench train: collection timing failed: %s\n", vp_last_error());
+        return 0;
+    }
+    double eps = (double)n / (ms * 1e-3);
+    printf("%-8s %-10s %8lld %8s %14.4g %12.3f %s\n", be, "collect", (long long)n, "-", eps, ms,
+           "env steps/s with policy inference (default model)");
+    fprintf(js, "{\"bench\":\"train\",\"what\":\"collect\",\"backend\":\"%s\",\"device\":\"%s\",\"n_envs\":%lld,"
+            "\"hidden\":%lld,\"env_steps_per_s\":%.6g,\"ms_per_collect_step\":%.6g}\n", be, vp_backend_name(b),
+            (long long)n, (long long)cfg.model.hidden, eps, ms);
+    return 1;
+}
+
+/* Iteration figure and its collection / learning split; returns 0 on failure. */
+static int bench_iteration(vp_backend* b, const vp_train_data* d, int64_t n, int64_t batch, int small, int reps,
+                           FILE* js) {
+    vp_config cfg;
+    vp_trainer t;
+    double all = 0, col = 0, lrn = 0;
+    const char* be = vp_backend_get_kind(b) == VP_BACKEND_CUDA ? "cuda" : "cpu";
+    if (bench_cfg(&cfg, n, batch, small) != VP_OK || !trainer_ready(&t, b, &cfg, d)) return 0;
+    vp_status s = time_part(&t, PART_ALL, reps, &all);
+    if (s == VP_OK) s = time_part(&t, PART_COLLECT, reps, &col);
+    if (s == VP_OK) s = time_part(&t, PART_LEARN, reps, &lrn);
+    vp_trainer_free(&t);
+    if (s != VP_OK) {
+        fprintf(stderr, "vulpes bench train: iteration timing failed: %s\n", vp_last_error());
+        return 0;
+    }
+    double ips = 1e3 / all, frac = col / (col + lrn);
+    printf("%-8s %-10s %8lld %8lld %14.4g %12.3f collect %.3f ms + learn %.3f ms (%.0f %% collection), H %lld\n", be,
+           "iteration", (long long)n, (long long)batch, ips, all, col, lrn, 100.0 * frac, (long long)cfg.model.hidden);
+    fprintf(js, "{\"bench\":\"train\",\"what\":\"iteration\",\"backend\":\"%s\",\"device\":\"%s\",\"n_envs\":%lld,"
+            "\"batch\":%lld,\"hidden\":%lld,\"collect_steps\":1,\"train_steps\":1,\"iterations_per_s\":%.6g,"
+            "\"ms_per_iteration\":%.6g,\"collect_ms\":%.6g,\"learn_ms\":%.6g,\"collect_frac\":%.4f,"
+            "\"env_steps_per_s\":%.6g}\n", be, vp_backend_name(b), (long long)n, (long long)batch,
+            (long long)cfg.model.hidden, ips, all, col, lrn, frac, (double)n * ips);
+    return 1;
+}
+
+int vp_bench_train(vp_backend* b, const vp_bench_opts* o) {
+    const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
+    // A synthetic market long enough for every episode window.
+    vp_synth_cfg sc = vp_synth_cfg_default(VP_SYNTH_GBM);
+    vp_bars bars;
+    vp_config cfg;
+    vp_train_data d;
+    vp_config_defaults(&cfg);
+    cfg.features.window = 64;
+    if (vp_synth_generate(&sc, o->quick ? 20000 : 200000, &bars, NULL) != VP_OK ||
+        vp_train_data_from_bars(&d, &cfg, &bars) != VP_OK) {
+        fprintf(stderr, "vulpes bench train: market set-up failed: %s\n", vp_last_error());
+        return 1;
+    }
+    FILE* js = vp_bench_json_open(o);
+    printf("train on %s: synthetic GBM market of %lld bars\n", vp_backend_name(b), (long long)d.bars.n);
+    printf("%-8s %-10s %8s %8s %14s %12s %s\n", "backend", "what", "n_envs", "batch", "per second", "ms", "");
+    int ok = 1;
+    const int reps = o->iters > 0 ? o->iters : (cuda ? 50 : 3);
+    if (cuda) {
+        const int64_t envs[2] = {4096, 65536};
+        for (int i = 0; i < 2 && ok; ++i) ok = bench_collect(b, &d, envs[i], reps, js);
+        if (ok) ok = bench_iteration(b, &d, o->quick ? 1024 : 4096, o->quick ? 1024 : 8192, 0, reps, js);
+    } else {
+        ok = bench_collect(b, &d, o->quick ? 64 : 256, reps, js);
+        if (ok) ok = bench_iteration(b, &d, 32, 256, 1, o->quick ? 3 : 10, js);
+    }
+    vp_bench_json_close(js);
+    vp_train_data_free(&d);
+    return ok ? 0 : 1;
+}

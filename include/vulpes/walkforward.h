@@ -1,0 +1,115 @@
+/* vulpes: walk-forward evaluation (SPEC section 7) — train on a fold's train span, select
+ * on its validation span, report on its test span with the exact backtest, roll the fold
+ * forward in time, and stitch the test spans into one out-of-sample equity curve.
+ *
+ * The folder of a walk-forward:
+ *   config.yaml, metrics.jsonl (a "fold" event per finished fold), walkforward.json (the plan:
+ *   fold settings and every fold's spans), equity.csv, trades.csv, summary.json, report.html
+ *   (the stitched curve, the per-fold table, the metrics), and folds/fold_NNN/ per fold:
+ *   config.yaml, metrics.jsonl and best.safetensors of its training, the test backtest's
+ *   trades.csv, equity.csv, summary.json, report.html, and done.json, written last.
+ * A fold folder without done.json is unfinished: a resume (VP_RUN_RESUME) clears it and runs
+ * that fold again from its start, then the ones after; finished folds are read back from
+ * their files. The stitched results are always built from the fold files, so a resumed
+ * walk-forward writes the same bytes as one that ran straight through.
+ *
+ * Folds run one after another. Each is self-contained (its own trainer, data view and
+ * folder) unless warm-started, so they could run side by side on a large GPU. */
+#ifndef VULPES_WALKFORWARD_H
+#define VULPES_WALKFORWARD_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "vulpes/backend.h"
+#include "vulpes/config.h"
+#include "vulpes/metrics.h"
+#include "vulpes/run.h"
+#include "vulpes/split.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How the folds are made. */
+typedef struct vp_wf_cfg {
+    int64_t train_bars;   /* train span of a fold (> 0) */
+    int64_t val_bars;     /* validation span (> 0) */
+    int64_t test_bars;    /* test span (> 0) */
+    int64_t step_bars;    /* bars between folds (>= test_bars; 0: test_bars, so test spans tile) */
+    int64_t embargo_bars; /* unused bars between the spans of a fold (>= 0; < 0: the config's split.embargo) */
+    int anchored;         /* 1: every train span starts at the first usable bar and grows */
+    int warm_start;       /* 1: a fold's training starts from the previous fold's best parameters */
+    int64_t max_folds;    /* 0: every fold that fits; else at most this many (the first ones) */
+} vp_wf_cfg;
+
+/* How a walk-forward runs. */
+typedef struct vp_wf_opts {
+    const char* dir;                    /* the walk-forward folder (required) */
+    vp_run_mode mode;                   /* CREATE (absent or empty folder), FORCE (replace), RESUME */
+    FILE* progress;                     /* a line per fold and validation (NULL: none) */
+    const volatile sig_atomic_t* stop;  /* non-zero: stop between iterations, the fold left unfinished */
+    int64_t stop_after_folds;           /* stop as interrupted once this many folds finished in this call (0: never) */
+    int fused;                          /* the test backtests' CUDA path (see vp_backtest_cfg.fused) */
+} vp_wf_opts;
+
+/* One fold's row of the per-fold table. */
+typedef struct vp_wf_fold {
+    int64_t index;          /* fold number */
+    vp_split split;         /* its train / val / test spans (bar indices) */
+    int64_t test_first_ms;  /* time of the test span's first bar, Unix ms */
+    int64_t test_last_ms;   /* time of its last bar */
+    double val_sharpe;      /* best validation Sharpe (NaN: no validation scored) */
+    int64_t best_iteration; /* iteration of the selected parameters (-1: the final ones) */
+    vp_perf test;           /* the strategy on the test span */
+    vp_perf buy_hold;       /* buy-and-hold on the test span */
+    vp_trade_stats trades;  /* the strategy's trades on the test span */
+    double start_equity;    /* stitched equity at the test span's first bar */
+    double end_equity;      /* stitched equity at its last bar */
+} vp_wf_fold;
+
+/* What a walk-forward produced (host memory, owned; vp_wf_result_free). */
+typedef struct vp_wf_result {
+    char dir[VP_RUN_PATH_MAX];  /* the folder */
+    int64_t n_folds;            /* folds planned */
+    int64_t n_done;             /* folds finished (all of them unless interrupted) */
+    int interrupted;            /* 1: stopped early; a resume continues */
+    vp_wf_fold* folds;          /* [n_done] */
+    int64_t n_curve;            /* points of the stitched test curve */
+    int64_t* bar;               /* [n_curve] bar index of each point */
+    int32_t* fold;              /* [n_curve] fold of each point */
+    double* equity;             /* [n_curve] stitched out-of-sample equity: each fold from the previous one's end */
+    double* benchmark;          /* [n_curve] buy-and-hold per test span, stitched the same way */
+    double* position;           /* [n_curve] contracts held at each close */
+    vp_metrics_summary summary; /* the stitched curve, its baselines and every test trade */
+} vp_wf_result;
+
+/* The defaults: no lengths (they must be set), step = test, the config's embargo, rolling,
+ * from scratch, every fold. */
+vp_wf_cfg vp_wf_cfg_default(void);
+
+/* Makes the folds of n_bars bars with `warmup` bars of feature history reserved at the start,
+ * for cfg and the config's split.embargo; *n_folds receives their number (max_folds
+ * applied), folds (may be NULL) up to cap of them. */
+vp_status vp_wf_plan(const vp_wf_cfg* wf, const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* folds,
+                     int64_t cap, int64_t* n_folds);
+
+/* Reads the fold settings a walk-forward folder was planned with (DIR/walkforward.json). */
+vp_status vp_wf_cfg_load(const char* dir, vp_wf_cfg* out);
+
+/* Runs (or, with opts->mode VP_RUN_RESUME, continues) the walk-forward of cfg's data on
+ * backend b into opts->dir; *out receives the stitched result of the finished folds. */
+vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_cfg* wf, const vp_wf_opts* opts,
+                             vp_wf_result* out);
+
+/* Frees a result's arrays (a zeroed result is a no-op). */
+void vp_wf_result_free(vp_wf_result* r);
+
+/* Prints the per-fold table and the stitched metrics as text. */
+vp_status vp_wf_print(const vp_wf_result* r, FILE* out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_WALKFORWARD_H */

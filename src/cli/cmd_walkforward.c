@@ -1,0 +1,180 @@
+/* `vulpes walkforward CONFIG [key=value ...] --train-bars N --val-bars N --test-bars N
+ * [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start] [--max-folds N] [--out DIR]
+ * [--force]`, or `vulpes walkforward --resume DIR`: resolves the config, traps Ctrl-C, runs
+ * vp_walkforward_run with fold lines on stderr and prints the per-fold table. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/commands.h"
+#include "vulpes/walkforward.h"
+
+/* Most key=value overrides on one command line. */
+#define MAX_OVERRIDES 256
+
+/* Set by the first Ctrl-C: the fold in progress is left unfinished, --resume reruns it. */
+static volatile sig_atomic_t g_stop = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static void usage(FILE* f) {
+    fprintf(f,
+            "usage: vulpes walkforward CONFIG [key=value ...] --train-bars N --val-bars N --test-bars N\n"
+            "                          [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start]\n"
+            "                          [--max-folds N] [--out DIR] [--force] [--no-fused]\n"
+            "       vulpes walkforward [CONFIG] --resume DIR [key=value ...]\n\n"
+            "Rolls folds [train | val | test] through the bars of data.path: each fold trains from scratch\n"
+            "(train.iterations), keeps the parameters with the best validation Sharpe, and runs the exact\n"
+            "backtest on its test span; the test spans are stitched into one out-of-sample curve.\n\n"
+            "  --train-bars N    bars of a fold's train span         --val-bars N   its validation span\n"
+            "  --test-bars N     bars of its test span               --step-bars N  bars between folds (default:\n"
+            "                                                                       the test span, so tests tile)\n"
+            "  --embargo-bars N  unused bars between the spans (default: split.embargo)\n"
+            "  --anchored        every train span starts at the first usable bar and grows\n"
+            "  --warm-start      a fold starts from the previous fold's selected parameters\n"
+            "  --max-folds N     run only the first N folds\n"
+            "  --out DIR         the walk-forward folder (default runs/YYYYmmdd-HHMMSS-walkforward-NAME)\n"
+            "  --force           start over in a non-empty folder\n"
+            "  --resume DIR      continue an interrupted walk-forward at its first unfinished fold (the\n"
+            "                    settings come from DIR/walkforward.json, the config from DIR/config.yaml)\n"
+            "  --no-fused        on CUDA, backtest through the op path instead of the one-kernel path\n\n"
+            "Ctrl-C leaves the fold in progress unfinished; --resume DIR runs it again and goes on.\n");
+}
+
+/* Command-line choices. */
+typedef struct wf_args {
+    const char* config;
+    const char* out;
+    const char* resume;
+    int force, fused, n_over, n_fold_flags;
+    char* over[MAX_OVERRIDES];
+    vp_wf_cfg wf;
+} wf_args;
+
+/* Parses a count flag's value into *v; 0 on a bad value. */
+static int count_arg(const char* flag, const char* text, int64_t* v, int64_t min) {
+    char* end = NULL;
+    long long x = strtoll(text, &end, 10);
+    if (!end || *end != '\0' || x < min) {
+        fprintf(stderr, "vulpes walkforward: %s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
+        return 0;
+    }
+    *v = x;
+    return 1;
+}
+
+/* Parses argv; returns 0, or the exit code of a usage error / --help (-1: help shown). */
+static int parse(int argc, char** argv, wf_args* a) {
+    memset(a, 0, sizeof *a);
+    a->wf = vp_wf_cfg_default();
+    a->fused = 1;
+    static const char* counts[6] = {"--train-bars", "--val-bars", "--test-bars", "--step-bars", "--embargo-bars",
+                                    "--max-folds"};
+    int64_t* dst[6] = {&a->wf.train_bars, &a->wf.val_bars, &a->wf.test_bars, &a->wf.step_bars, &a->wf.embargo_bars,
+                       &a->wf.max_folds};
+    for (int i = 1; i < argc; ++i) {
+        const char* s = argv[i];
+        int done = 0;
+        for (int c = 0; c < 6 && !done; ++c)
+            if (strcmp(s, counts[c]) == 0 && i + 1 < argc) {
+                if (!count_arg(s, argv[++i], dst[c], c < 3 ? 1 : 0)) return 2;
+                a->n_fold_flags++;
+                done = 1;
+            }
+        if (done) continue;
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            usage(stdout);
+            return -1;
+        } else if (strcmp(s, "--anchored") == 0) {
+            a->wf.anchored = 1, a->n_fold_flags++;
+        } else if (strcmp(s, "--warm-start") == 0) {
+            a->wf.warm_start = 1, a->n_fold_flags++;
+        } else if (strcmp(s, "--out") == 0 && i + 1 < argc) {
+            a->out = argv[++i];
+        } else if (strcmp(s, "--resume") == 0 && i + 1 < argc) {
+            a->resume = argv[++i];
+        } else if (strcmp(s, "--force") == 0) {
+            a->force = 1;
+        } else if (strcmp(s, "--no-fused") == 0) {
+            a->fused = 0;
+        } else if (s[0] != '-' && strchr(s, '=') != NULL && a->n_over < MAX_OVERRIDES) {
+            a->over[a->n_over++] = argv[i];
+        } else if (s[0] != '-' && !a->config) {
+            a->config = s;
+        } else {
+            fprintf(stderr, "vulpes walkforward: unexpected argument '%s'\n\n", s);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (a->resume && (a->out || a->force || a->n_fold_flags)) {
+        fprintf(stderr, "vulpes walkforward: --resume continues its folder with its own folds; --out, --force and "
+                "the fold flags do not apply\n");
+        return 2;
+    }
+    if (!a->resume && (!a->config || !a->wf.train_bars || !a->wf.val_bars || !a->wf.test_bars)) {
+        fprintf(stderr, "vulpes walkforward: CONFIG, --train-bars, --val-bars and --test-bars are required\n\n");
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+int vp_cmd_walkforward(int argc, char** argv) {
+    wf_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc != 0) return rc < 0 ? 0 : rc;
+
+    // config (the folder's on a resume) and fold settings; the folder
+    char cfg_path[1100], dir[1100];
+    if (a.config) snprintf(cfg_path, sizeof cfg_path, "%s", a.config);
+    else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
+    vp_config cfg;
+    if (vp_config_resolve(&cfg, cfg_path, a.n_over, a.over) != VP_OK) return vp_cli_fail("in the configuration");
+    if (a.resume && vp_wf_cfg_load(a.resume, &a.wf) != VP_OK) return vp_cli_fail("resuming the walk-forward");
+    if (a.resume) {
+        snprintf(dir, sizeof dir, "%s", a.resume);
+    } else if (a.out) {
+        snprintf(dir, sizeof dir, "%s", a.out);
+    } else {
+        char name[300], base[256];
+        snprintf(name, sizeof name, "walkforward-%s", vp_run_name_from_path(cfg_path, base, sizeof base));
+        if (vp_run_dir_default(dir, sizeof dir, "runs", name, time(NULL)) != VP_OK) return vp_cli_fail("naming the folder");
+    }
+    static const char* backends[VP_RUN_BACKEND_COUNT] = {"auto", "cpu", "cuda"};
+    vp_backend* b = vp_cli_backend(backends[cfg.run.backend]);
+    if (!b) return 1;
+
+    // Ctrl-C: the fold in progress stops between iterations; a second one ends the process
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+
+    vp_wf_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), stderr, &g_stop, 0,
+                    a.fused};
+    fprintf(stderr, "vulpes walkforward: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
+    vp_wf_result r;
+    vp_status s = vp_walkforward_run(&cfg, b, &a.wf, &o, &r);
+    vp_backend_free(b);
+    if (s != VP_OK) {
+        vp_wf_result_free(&r);
+        return vp_cli_fail("in the walk-forward");
+    }
+    if (r.n_done > 0) vp_wf_print(&r, stdout);
+    printf("\nwalk-forward folder: %s\n", dir);
+    const int interrupted = r.interrupted;
+    if (interrupted)
+        fprintf(stderr, "vulpes walkforward: stopped after %lld of %lld folds; continue with: vulpes walkforward "
+                "--resume %s\n", (long long)r.n_done, (long long)r.n_folds, dir);
+    vp_wf_result_free(&r);
+    return interrupted ? 130 : 0;
+}

@@ -1,0 +1,206 @@
+/* The `vulpes backtest` job: the config and parameters from a checkpoint, the bars, the
+ * span from --from / --to, features and ATR computed the way training computes them over
+ * the bars before the span's end only, the backtest, and the output folder. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vulpes/backtest.h"
+#include "vulpes/checkpoint.h"
+#include "vulpes/features.h"
+#include "vulpes/ops.h"
+#include "vulpes/run.h"
+#include "vulpes/train.h"
+
+vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* index) {
+    VP_REQUIRE(bars != NULL && text != NULL && index != NULL && text[0] != '\0', VP_ERR_INVALID_ARG,
+               "vp_backtest_bar_of: NULL or empty argument");
+    // a bar index: digits only, below 10^8 (Unix seconds start there)
+    size_t n = strlen(text), digits = 0;
+    while (digits < n && isdigit((unsigned char)text[digits])) ++digits;
+    if (digits == n && n <= 8) {
+        *index = strtoll(text, NULL, 10);
+        VP_REQUIRE(*index <= bars->n, VP_ERR_INVALID_ARG, "bar %s is beyond the %lld bars of the data", text,
+                   (long long)bars->n);
+        return VP_OK;
+    }
+    // a time: the first bar at or after it
+    int64_t ms = 0;
+    VP_REQUIRE(vp_time_parse(text, n, &ms, NULL), VP_ERR_INVALID_ARG,
+               "'%s' is neither a bar index nor a time (2017-06-01, 2017-06-01T12:00, Unix seconds)", text);
+    int64_t lo = 0, hi = bars->n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (bars->time_ms[mid] < ms) lo = mid + 1;
+        else hi = mid;
+    }
+    *index = lo;
+    return VP_OK;
+}
+
+/* Everything a job holds, freed by job_free. */
+typedef struct job_state {
+    vp_checkpoint* ck;
+    vp_config cfg;
+    vp_bars all;          /* every bar of the data */
+    vp_train_data td;     /* bars [0, b) with features, ATR */
+    vp_train_parts parts; /* instrument, model, ... from the config */
+    vp_model model;
+    int model_on;
+    vp_buffer feat_buf;   /* device copy of the features (CUDA) */
+    vp_span span;
+} job_state;
+
+static void job_free(job_state* j, vp_backend* b) {
+    if (j->model_on) vp_model_free(&j->model);
+    if (j->feat_buf.dev) vp_buffer_free(b, &j->feat_buf);
+    vp_train_data_free(&j->td);
+    vp_bars_free(&j->all);
+    vp_checkpoint_close(j->ck);
+}
+
+/* The config of the training run, from the checkpoint's metadata. */
+static vp_status load_config(job_state* j, const char* path) {
+    VP_TRY(vp_checkpoint_open(&j->ck, path));
+    const char* yaml = vp_checkpoint_meta(j->ck, "config");
+    VP_REQUIRE(yaml != NULL, VP_ERR_PARSE, "checkpoint %s has no config in its metadata", path);
+    vp_config_defaults(&j->cfg);
+    VP_TRY(vp_config_load_string(&j->cfg, yaml, "the checkpoint's config"));
+    return vp_config_check(&j->cfg);
+}
+
+/* All bars of the data: a CSV file, or a synthetic market generated as training does. */
+static vp_status load_bars(job_state* j, const char* data) {
+    if (strncmp(data, "synth:", 6) != 0) {
+        vp_load_opts lo = vp_load_opts_default();
+        lo.skip_bad_rows = j->cfg.data.skip_bad_rows ? 1 : 0;
+        return vp_bars_load_csv(data, &lo, &j->all, NULL);
+    }
+    vp_config c = j->cfg;
+    snprintf(c.data.path, sizeof c.data.path, "%s", data);
+    vp_train_data d;
+    VP_TRY(vp_train_data_load(&d, &c));
+    j->all = d.bars;
+    memset(&d.bars, 0, sizeof d.bars);
+    vp_train_data_free(&d);
+    return VP_OK;
+}
+
+/* The span from --from / --to (defaults: after the warm-up, to the end). */
+static vp_status resolve_span(job_state* j, const vp_backtest_job* job) {
+    vp_feature_cfg fc = vp_feature_cfg_default();
+    fc.norm_window = (int)j->cfg.features.window;
+    int64_t warm = vp_features_warmup(&fc);
+    if (warm < j->cfg.model.window) warm = j->cfg.model.window;
+    j->span.begin = warm < j->all.n ? warm : 0;
+    j->span.end = j->all.n;
+    if (job->from) VP_TRY(vp_backtest_bar_of(&j->all, job->from, &j->span.begin));
+    if (job->to) VP_TRY(vp_backtest_bar_of(&j->all, job->to, &j->span.end));
+    VP_REQUIRE(j->span.end - j->span.begin >= 2, VP_ERR_INVALID_ARG,
+               "the span [%lld, %lld) of the %lld bars holds fewer than 2 bars", (long long)j->span.begin,
+               (long long)j->span.end, (long long)j->all.n);
+    if (j->span.begin < warm)
+        vp_log(VP_LOG_WARN, "backtest: the span starts at bar %lld, before the %lld bars of feature warm-up: its "
+               "first features see less history than training's", (long long)j->span.begin, (long long)warm);
+    return VP_OK;
+}
+
+/* Features and ATR of bars [0, b) only, by training's own code; the parts of the run. */
+static vp_status prepare_data(job_state* j, vp_backend* b) {
+    const int64_t e = j->span.end;
+    vp_bars head;
+    VP_TRY(vp_bars_alloc(&head, e));
+    memcpy(head.time_ms, j->all.time_ms, sizeof(int64_t) * (size_t)e);
+    memcpy(head.open, j->all.open, sizeof(double) * (size_t)e);
+    memcpy(head.high, j->all.high, sizeof(double) * (size_t)e);
+    memcpy(head.low, j->all.low, sizeof(double) * (size_t)e);
+    memcpy(head.close, j->all.close, sizeof(double) * (size_t)e);
+    memcpy(head.volume, j->all.volume, sizeof(double) * (size_t)e);
+    vp_status s = vp_train_data_from_bars(&j->td, &j->cfg, &head);
+    vp_bars_free(&head);
+    if (s != VP_OK) return vp_error_context(s, "features of bars [0, %lld)", (long long)e);
+    return vp_train_parts_make(&j->cfg, j->td.n_features, &j->parts);
+}
+
+/* The network with the checkpoint's parameters. */
+static vp_status load_model(job_state* j, vp_backend* b) {
+    VP_TRY(vp_model_init(&j->model, b, &j->parts.learner.model, j->parts.learner.seed));
+    j->model_on = 1;
+    j->model.precision = j->parts.precision;
+    for (int i = 0; i < j->model.n_params; ++i) {
+        vp_ckpt_item it = {j->model.info[i].name, vp_model_param_view(&j->model, &j->model.params, &j->model.info[i])};
+        VP_TRY(vp_checkpoint_read(b, j->ck, &it));
+    }
+    return VP_OK;
+}
+
+/* The output folder: config.yaml and a "backtest" event in metrics.jsonl. */
+static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_backtest_result* r, char* dir,
+                          size_t cap) {
+    if (job->out) snprintf(dir, cap, "%s", job->out);
+    else VP_TRY(vp_run_dir_default(dir, cap, "runs", "backtest", time(NULL)));
+    vp_run run;
+    VP_TRY(vp_run_open(&run, dir, job->force ? VP_RUN_FORCE : VP_RUN_CREATE, &j->cfg));
+    vp_metrics* m = &run.metrics;
+    vp_status s = vp_metrics_begin(m, "backtest");
+    if (s == VP_OK) s = vp_metrics_str(m, "checkpoint", job->checkpoint);
+    if (s == VP_OK) s = vp_metrics_int(m, "first_bar", r->span.begin);
+    if (s == VP_OK) s = vp_metrics_int(m, "end_bar", r->span.end);
+    if (s == VP_OK) s = vp_metrics_int(m, "n_windows", r->n_windows);
+    if (s == VP_OK) s = vp_metrics_num(m, "sharpe_ratio", r->summary.strategy.sharpe);
+    if (s == VP_OK) s = vp_metrics_num(m, "total_return_frac", r->summary.strategy.total_return);
+    if (s == VP_OK) s = vp_metrics_num(m, "encode_s", r->encode_s);
+    if (s == VP_OK) s = vp_metrics_num(m, "sequential_s", r->sequential_s);
+    if (s == VP_OK) s = vp_metrics_end(m);
+    vp_run_close(&run);
+    return s;
+}
+
+vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_backtest_result* out, char* out_dir,
+                              size_t cap) {
+    VP_REQUIRE(b != NULL && job != NULL && job->checkpoint != NULL && out != NULL && out_dir != NULL && cap > 0,
+               VP_ERR_INVALID_ARG, "vp_backtest_job_run: NULL argument");
+    memset(out, 0, sizeof *out);
+    out_dir[0] = '\0';
+    job_state j;
+    memset(&j, 0, sizeof j);
+    // checkpoint, bars, span, features of the bars before the span's end, network
+    vp_status s = load_config(&j, job->checkpoint);
+    const char* data = job->data ? job->data : j.cfg.data.path;
+    if (s == VP_OK) s = load_bars(&j, data);
+    if (s == VP_OK) s = resolve_span(&j, job);
+    if (s == VP_OK) s = prepare_data(&j, b);
+    if (s == VP_OK) s = load_model(&j, b);
+    vp_tensor feat = vp_tensor_2d(j.td.features, VP_F32, VP_MEM_HOST, j.span.end, j.td.n_features);
+    if (s == VP_OK && vp_backend_get_kind(b) != VP_BACKEND_CPU) {
+        const size_t bytes = sizeof(float) * (size_t)(j.span.end * j.td.n_features);
+        s = vp_buffer_alloc(b, vp_backend_native_mem(b), bytes, &j.feat_buf);
+        feat = vp_tensor_2d(j.feat_buf.dev, VP_F32, vp_backend_native_mem(b), j.span.end, j.td.n_features);
+        if (s == VP_OK) s = vp_upload(b, &feat, j.td.features, bytes);
+    }
+
+    // the backtest, annualised over the bars it may read
+    vp_backtest_cfg c = vp_backtest_cfg_default();
+    if (s == VP_OK) {
+        c.instrument = j.parts.instrument;
+        c.episode_bars = j.parts.env.episode_bars;
+        c.n_windows = job->n_windows > 0 ? job->n_windows : 1;
+        c.fused = job->fused;
+        s = vp_annual_measure(j.td.bars.time_ms, j.td.bars.n, &c.annual);
+    }
+    vp_backtest_data d = {&j.td.bars, j.td.atr, &feat, j.span};
+    if (s == VP_OK) s = vp_backtest_run(b, &j.model, &j.model.params, &d, &c, out);
+
+    // the folder and its files
+    char* yaml = NULL;
+    if (s == VP_OK) s = open_out(&j, job, out, out_dir, cap);
+    if (s == VP_OK) s = vp_config_to_yaml(&j.cfg, &yaml);
+    if (s == VP_OK) {
+        vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars};
+        s = vp_backtest_write(out, &info, out_dir);
+    }
+    free(yaml);
+    job_free(&j, b);
+    return s;
+}

@@ -1,0 +1,286 @@
+/* The walk-forward job: the folds, the folder (new, replaced or resumed), the fold loop,
+ * and the stitched results of the finished folds. */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "eval/walkforward_impl.h"
+
+vp_wf_cfg vp_wf_cfg_default(void) {
+    vp_wf_cfg c;
+    memset(&c, 0, sizeof c);
+    c.embargo_bars = -1;
+    return c;
+}
+
+vp_status vp_wf_plan(const vp_wf_cfg* wf, const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* folds,
+                     int64_t cap, int64_t* n_folds) {
+    VP_REQUIRE(wf != NULL && cfg != NULL && n_folds != NULL, VP_ERR_INVALID_ARG, "vp_wf_plan: NULL argument");
+    VP_REQUIRE(wf->max_folds >= 0, VP_ERR_INVALID_ARG, "walk-forward: max folds %lld (>= 0)",
+               (long long)wf->max_folds);
+    vp_walkforward_cfg w = {wf->train_bars, wf->val_bars, wf->test_bars, wf->step_bars > 0 ? wf->step_bars : wf->test_bars,
+                            wf->embargo_bars >= 0 ? wf->embargo_bars : cfg->split.embargo, warmup, wf->anchored};
+    vp_status s = vp_walkforward_make(n_bars, &w, folds, cap, n_folds);
+    if (s != VP_OK) return vp_error_context(s, "walk-forward folds of %lld bars", (long long)n_bars);
+    if (wf->max_folds > 0 && *n_folds > wf->max_folds) *n_folds = wf->max_folds;
+    return VP_OK;
+}
+
+/* ---- helpers shared by the walk-forward's files ----------------------------------------------- */
+
+vp_status vp_wf_fold_dir(const vp_wf_ctx* c, int64_t k, char* out, size_t n) {
+    VP_REQUIRE(snprintf(out, n, "%s/folds/fold_%03lld", c->opts->dir, (long long)k) < (int)n, VP_ERR_INVALID_ARG,
+               "walk-forward folder path '%s' is too long", c->opts->dir);
+    return VP_OK;
+}
+
+vp_status vp_wf_fold_file(const vp_wf_ctx* c, int64_t k, const char* file, char* out, size_t n) {
+    char dir[VP_RUN_PATH_MAX];
+    VP_TRY(vp_wf_fold_dir(c, k, dir, sizeof dir));
+    VP_REQUIRE(snprintf(out, n, "%s/%s", dir, file) < (int)n, VP_ERR_INVALID_ARG, "path %s/%s is too long", dir, file);
+    return VP_OK;
+}
+
+int vp_wf_fold_is_done(const vp_wf_ctx* c, int64_t k) {
+    char path[VP_RUN_PATH_MAX];
+    struct stat st;
+    return vp_wf_fold_file(c, k, "done.json", path, sizeof path) == VP_OK && stat(path, &st) == 0;
+}
+
+int vp_wf_csv_fields(char* line, char** fields, int cap) {
+    int n = 0;
+    char* p = line;
+    while (n < cap) {
+        fields[n++] = p;
+        char* comma = strchr(p, ',');
+        if (!comma) break;
+        *comma = '\0';
+        p = comma + 1;
+    }
+    char* nl = strpbrk(fields[n - 1], "\r\n");
+    if (nl) *nl = '\0';
+    return n;
+}
+
+/* ---- the folder ----------------------------------------------------------------------------------- */
+
+/* walkforward.json's text: the settings and every fold's spans (compared on a resume). */
+static vp_status plan_text(const vp_wf_ctx* c, char** out) {
+    cJSON* root = cJSON_CreateObject();
+    VP_REQUIRE(root != NULL, VP_ERR_OOM, "walkforward.json: out of memory");
+    const vp_wf_cfg* w = c->wf;
+    cJSON_AddNumberToObject(root, "train_bars", (double)w->train_bars);
+    cJSON_AddNumberToObject(root, "val_bars", (double)w->val_bars);
+    cJSON_AddNumberToObject(root, "test_bars", (double)w->test_bars);
+    cJSON_AddNumberToObject(root, "step_bars", (double)(w->step_bars > 0 ? w->step_bars : w->test_bars));
+    cJSON_AddNumberToObject(root, "embargo_bars", (double)(w->embargo_bars >= 0 ? w->embargo_bars : c->cfg->split.embargo));
+    cJSON_AddBoolToObject(root, "anchored", w->anchored);
+    cJSON_AddBoolToObject(root, "warm_start", w->warm_start);
+    cJSON_AddNumberToObject(root, "max_folds", (double)w->max_folds);
+    cJSON_AddNumberToObject(root, "warmup_bars", (double)c->data.warmup);
+    cJSON_AddNumberToObject(root, "n_bars", (double)c->data.bars.n);
+    cJSON_AddStringToObject(root, "data", c->data.source);
+    cJSON* arr = cJSON_AddArrayToObject(root, "folds");
+    for (int64_t k = 0; k < c->n_folds; ++k) {
+        const vp_split* s = &c->folds[k];
+        cJSON* f = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, f);
+        cJSON_AddNumberToObject(f, "fold", (double)k);
+        const vp_span* sp[3] = {&s->train, &s->val, &s->test};
+        static const char* names[3] = {"train", "val", "test"};
+        for (int i = 0; i < 3; ++i) {
+            const double be[2] = {(double)sp[i]->begin, (double)sp[i]->end};
+            cJSON_AddItemToObject(f, names[i], cJSON_CreateDoubleArray(be, 2));
+        }
+    }
+    *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    VP_REQUIRE(*out != NULL, VP_ERR_OOM, "walkforward.json: out of memory");
+    return VP_OK;
+}
+
+vp_status vp_wf_cfg_load(const char* dir, vp_wf_cfg* out) {
+    VP_REQUIRE(dir != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_wf_cfg_load: NULL argument");
+    char path[VP_RUN_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/walkforward.json", dir);
+    FILE* f = fopen(path, "rb");
+    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot read %s (is %s a walk-forward folder?)", path, dir);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char* text = n > 0 ? (char*)calloc(1, (size_t)n + 1) : NULL;
+    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
+    fclose(f);
+    cJSON* root = got == (size_t)n && text ? cJSON_Parse(text) : NULL;
+    free(text);
+    VP_REQUIRE(root != NULL, VP_ERR_PARSE, "%s is not JSON", path);
+    // every setting must be there
+    static const char* keys[8] = {"train_bars", "val_bars",  "test_bars", "step_bars",
+                                  "embargo_bars", "anchored", "warm_start", "max_folds"};
+    double v[8];
+    for (int i = 0; i < 8; ++i) {
+        const cJSON* it = cJSON_GetObjectItemCaseSensitive(root, keys[i]);
+        if (!cJSON_IsNumber(it) && !cJSON_IsBool(it)) {
+            cJSON_Delete(root);
+            VP_FAIL(VP_ERR_PARSE, "%s has no %s", path, keys[i]);
+        }
+        v[i] = cJSON_IsBool(it) ? (cJSON_IsTrue(it) ? 1.0 : 0.0) : it->valuedouble;
+    }
+    cJSON_Delete(root);
+    *out = vp_wf_cfg_default();
+    out->train_bars = (int64_t)v[0], out->val_bars = (int64_t)v[1], out->test_bars = (int64_t)v[2];
+    out->step_bars = (int64_t)v[3], out->embargo_bars = (int64_t)v[4], out->anchored = (int)v[5];
+    out->warm_start = (int)v[6], out->max_folds = (int64_t)v[7];
+    return VP_OK;
+}
+
+/* Removes the files of a folder and the folder (one level: the fold folders hold files only). */
+static void remove_flat_dir(const char* dir) {
+    DIR* d = opendir(dir);
+    if (!d) return;
+    struct dirent* e;
+    char p[VP_RUN_PATH_MAX + 300];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
+        remove(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* Removes DIR/folds/fold_* (a forced start over). */
+static void remove_folds(const vp_wf_ctx* c) {
+    char root[VP_RUN_PATH_MAX + 8], p[VP_RUN_PATH_MAX + 300];
+    snprintf(root, sizeof root, "%s/folds", c->opts->dir);
+    DIR* d = opendir(root);
+    if (!d) return;
+    struct dirent* e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "fold_", 5) != 0) continue;
+        if (snprintf(p, sizeof p, "%s/%s", root, e->d_name) >= (int)sizeof p) continue;
+        remove_flat_dir(p);
+    }
+    closedir(d);
+}
+
+/* A resume's checks: the folder's config equals cfg (run.* aside) and its plan the same folds. */
+static vp_status check_resume(const vp_wf_ctx* c, const char* plan) {
+    char path[VP_RUN_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/config.yaml", c->opts->dir);
+    vp_config old;
+    vp_config_defaults(&old);
+    VP_TRY(vp_config_load_file(&old, path));
+    old.run = c->cfg->run;
+    const vp_config_key* k = vp_config_diff(&old, c->cfg);
+    VP_REQUIRE(k == NULL, VP_ERR_INVALID_ARG, "cannot resume the walk-forward in %s: %s differs from its config.yaml",
+               c->opts->dir, k ? k->name : "");
+    snprintf(path, sizeof path, "%s/walkforward.json", c->opts->dir);
+    FILE* f = fopen(path, "rb");
+    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot resume the walk-forward in %s: no walkforward.json", c->opts->dir);
+    size_t n = strlen(plan) + 2;
+    char* text = (char*)calloc(1, n + 1);
+    size_t got = text ? fread(text, 1, n, f) : 0;
+    fclose(f);
+    int same = text && got == strlen(plan) + 1 && strncmp(text, plan, got - 1) == 0;
+    free(text);
+    VP_REQUIRE(same, VP_ERR_INVALID_ARG, "cannot resume the walk-forward in %s: its walkforward.json plans other folds "
+               "(other lengths, step, embargo or data); --force starts over", c->opts->dir);
+    return VP_OK;
+}
+
+/* Opens the folder per opts->mode and writes (or checks) the plan. */
+static vp_status open_dir(vp_wf_ctx* c) {
+    char* plan = NULL;
+    VP_TRY(plan_text(c, &plan));
+    vp_run run;
+    vp_status s = VP_OK;
+    if (c->opts->mode == VP_RUN_RESUME) s = check_resume(c, plan);
+    if (s == VP_OK) s = vp_run_open(&run, c->opts->dir, c->opts->mode, c->cfg);
+    if (s == VP_OK) vp_run_close(&run);
+    if (s == VP_OK && c->opts->mode != VP_RUN_RESUME) {
+        char path[VP_RUN_PATH_MAX + 32];
+        remove_folds(c);
+        snprintf(path, sizeof path, "%s/walkforward.json", c->opts->dir);
+        size_t n = strlen(plan);
+        plan[n] = '\n';
+        s = vp_file_write_atomic(path, plan, n + 1);
+    }
+    free(plan);
+    char folds[VP_RUN_PATH_MAX + 8];
+    snprintf(folds, sizeof folds, "%s/folds", c->opts->dir);
+    if (s == VP_OK && mkdir(folds, 0777) != 0 && access(folds, F_OK) != 0)
+        s = vp_set_error(VP_ERR_IO, VP_WHERE, "cannot make folder %s", folds);
+    return s;
+}
+
+/* ---- the run ---------------------------------------------------------------------------------------- */
+
+void vp_wf_result_free(vp_wf_result* r) {
+    if (!r) return;
+    free(r->folds);
+    free(r->bar);
+    free(r->fold);
+    free(r->equity);
+    free(r->benchmark);
+    free(r->position);
+    memset(r, 0, sizeof *r);
+}
+
+/* The fold loop: finished folds are skipped, the first unfinished one and the rest run. */
+static vp_status run_folds(vp_wf_ctx* c, vp_wf_result* out) {
+    int64_t k = 0;
+    for (; k < c->n_folds; ++k) {
+        if (vp_wf_fold_is_done(c, k)) continue;
+        if (c->opts->stop_after_folds > 0 && c->done_this_call >= c->opts->stop_after_folds) break;
+        int stopped = 0;
+        VP_TRY(vp_wf_fold_run(c, k, &stopped));
+        if (stopped) break;
+        c->done_this_call++;
+    }
+    out->interrupted = k < c->n_folds;
+    out->n_done = k;
+    return VP_OK;
+}
+
+vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_cfg* wf, const vp_wf_opts* opts,
+                             vp_wf_result* out) {
+    VP_REQUIRE(cfg != NULL && b != NULL && wf != NULL && opts != NULL && opts->dir != NULL && out != NULL,
+               VP_ERR_INVALID_ARG, "vp_walkforward_run: NULL argument");
+    memset(out, 0, sizeof *out);
+    snprintf(out->dir, sizeof out->dir, "%s", opts->dir);
+    VP_TRY(vp_config_check(cfg));
+    vp_wf_ctx c;
+    memset(&c, 0, sizeof c);
+    c.cfg = cfg, c.b = b, c.wf = wf, c.opts = opts;
+
+    // data, the folds, the folder; then every unfinished fold and the stitched result
+    vp_status s = vp_train_data_load(&c.data, cfg);
+    if (s == VP_OK) s = vp_annual_measure(c.data.bars.time_ms, c.data.bars.n, &c.annual);
+    if (s == VP_OK) s = vp_wf_plan(wf, cfg, c.data.bars.n, c.data.warmup, NULL, 0, &c.n_folds);
+    if (s == VP_OK) {
+        c.folds = (vp_split*)calloc((size_t)c.n_folds, sizeof(vp_split));
+        int64_t n = 0;
+        s = c.folds ? vp_wf_plan(wf, cfg, c.data.bars.n, c.data.warmup, c.folds, c.n_folds, &n)
+                    : vp_set_error(VP_ERR_OOM, VP_WHERE, "walk-forward: %lld folds", (long long)c.n_folds);
+    }
+    if (s == VP_OK) s = vp_config_to_yaml(cfg, &c.config_yaml);
+    if (s == VP_OK) s = open_dir(&c);
+    out->n_folds = c.n_folds;
+    if (s == VP_OK) s = run_folds(&c, out);
+    const int64_t n_done = out->n_done;
+    const int interrupted = out->interrupted;
+    if (s == VP_OK && n_done > 0) s = vp_wf_stitch(&c, n_done, out);
+    out->n_done = n_done, out->interrupted = interrupted, out->n_folds = c.n_folds;
+    if (s == VP_OK && n_done > 0) s = vp_wf_write(&c, out);
+    free(c.folds);
+    free(c.config_yaml);
+    vp_train_data_free(&c.data);
+    if (s != VP_OK) return vp_error_context(s, "walk-forward in %s", opts->dir);
+    return VP_OK;
+}

@@ -1,0 +1,213 @@
+/* The stitched out-of-sample result of a walk-forward, read back from the finished folds'
+ * files (done.json, equity.csv, trades.csv — numbers there read back bit for bit): each
+ * fold's test curve starts from the previous fold's ending equity, the per-fold rows, and
+ * the metrics of the whole curve with its baselines and every test trade. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval/walkforward_impl.h"
+
+/* One fold's test span as read back. */
+typedef struct fold_read {
+    int64_t n;         /* points */
+    int64_t* bar;      /* [n] */
+    double* eq;        /* [n] equity from initial */
+    double* bh;        /* [n] buy-and-hold from initial */
+    double* pos;       /* [n] contracts */
+    int64_t n_tr;      /* trades */
+    vp_trade* tr;      /* [n_tr] */
+    int64_t cap, cap_tr; /* capacities */
+} fold_read;
+
+static void fold_read_free(fold_read* f) {
+    free(f->bar);
+    free(f->eq);
+    free(f->bh);
+    free(f->pos);
+    free(f->tr);
+    memset(f, 0, sizeof *f);
+}
+
+/* The lines of a CSV file after its header, one call of `row` per line; fails on a short row. */
+static vp_status read_rows(const char* path, int min_fields, vp_status (*row)(void* ctx, char** fl, int n), void* ctx) {
+    FILE* f = fopen(path, "r");
+    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot read %s", path);
+    char line[1024];
+    char* fl[32];
+    int64_t ln = 0;
+    vp_status s = VP_OK;
+    while (s == VP_OK && fgets(line, sizeof line, f)) {
+        if (ln++ == 0) continue;
+        int n = vp_wf_csv_fields(line, fl, 32);
+        if (n < min_fields) s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s line %lld: %d fields", path, (long long)ln, n);
+        else s = row(ctx, fl, n);
+    }
+    fclose(f);
+    return s;
+}
+
+/* Appends one equity.csv row (time,bar,window,equity,position,drawdown,buy_hold_equity,...). */
+static vp_status equity_row(void* ctx, char** fl, int n) {
+    (void)n;
+    fold_read* f = (fold_read*)ctx;
+    if (f->n == f->cap) {
+        size_t cap = (size_t)(f->cap = f->cap ? 2 * f->cap : 64);
+        f->bar = (int64_t*)realloc(f->bar, cap * sizeof(int64_t));
+        f->eq = (double*)realloc(f->eq, cap * sizeof(double));
+        f->bh = (double*)realloc(f->bh, cap * sizeof(double));
+        f->pos = (double*)realloc(f->pos, cap * sizeof(double));
+        VP_REQUIRE(f->bar && f->eq && f->bh && f->pos, VP_ERR_OOM, "walk-forward: fold curve");
+    }
+    f->bar[f->n] = strtoll(fl[1], NULL, 10);
+    f->eq[f->n] = strtod(fl[3], NULL);
+    f->pos[f->n] = strtod(fl[4], NULL);
+    f->bh[f->n] = strtod(fl[6], NULL);
+    f->n++;
+    return VP_OK;
+}
+
+/* Appends one trades.csv row's pnl, costs and bars held. */
+static vp_status trade_row(void* ctx, char** fl, int n) {
+    (void)n;
+    fold_read* f = (fold_read*)ctx;
+    if (f->n_tr == f->cap_tr) {
+        f->cap_tr = f->cap_tr ? 2 * f->cap_tr : 64;
+        f->tr = (vp_trade*)realloc(f->tr, (size_t)f->cap_tr * sizeof(vp_trade));
+        VP_REQUIRE(f->tr != NULL, VP_ERR_OOM, "walk-forward: fold trades");
+    }
+    f->tr[f->n_tr].pnl = strtod(fl[9], NULL);
+    f->tr[f->n_tr].costs = strtod(fl[10], NULL);
+    f->tr[f->n_tr].bars_held = strtoll(fl[11], NULL, 10);
+    f->n_tr++;
+    return VP_OK;
+}
+
+/* done.json of fold k: the selection, and the test span it was planned with. */
+static vp_status read_done(const vp_wf_ctx* c, int64_t k, vp_wf_fold* row) {
+    char path[VP_RUN_PATH_MAX];
+    VP_TRY(vp_wf_fold_file(c, k, "done.json", path, sizeof path));
+    FILE* f = fopen(path, "rb");
+    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot read %s", path);
+    char text[4096] = {0};
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    cJSON* root = n ? cJSON_Parse(text) : NULL;
+    VP_REQUIRE(root != NULL, VP_ERR_PARSE, "%s is not JSON", path);
+    const cJSON* vs = cJSON_GetObjectItemCaseSensitive(root, "val_sharpe_ratio");
+    const cJSON* bi = cJSON_GetObjectItemCaseSensitive(root, "best_iteration");
+    const cJSON* te = cJSON_GetObjectItemCaseSensitive(root, "test");
+    row->val_sharpe = cJSON_IsNumber(vs) ? vs->valuedouble
+                      : cJSON_IsString(vs) ? (strcmp(vs->valuestring, "inf") == 0 ? INFINITY : -INFINITY)
+                                           : NAN;
+    row->best_iteration = cJSON_IsNumber(bi) ? (int64_t)bi->valuedouble : -1;
+    const int same = cJSON_GetArraySize(te) == 2 &&
+                     (int64_t)cJSON_GetArrayItem(te, 0)->valuedouble == c->folds[k].test.begin &&
+                     (int64_t)cJSON_GetArrayItem(te, 1)->valuedouble == c->folds[k].test.end;
+    cJSON_Delete(root);
+    VP_REQUIRE(same, VP_ERR_STATE, "%s was written for another test span than the plan's", path);
+    return VP_OK;
+}
+
+/* Fold k's curve and trades, and its row of the table (metrics of its own test span). */
+static vp_status read_fold(const vp_wf_ctx* c, int64_t k, fold_read* f, vp_wf_fold* row) {
+    char path[VP_RUN_PATH_MAX];
+    row->index = k;
+    row->split = c->folds[k];
+    row->test_first_ms = c->data.bars.time_ms[row->split.test.begin];
+    row->test_last_ms = c->data.bars.time_ms[row->split.test.end - 1];
+    VP_TRY(read_done(c, k, row));
+    VP_TRY(vp_wf_fold_file(c, k, "equity.csv", path, sizeof path));
+    VP_TRY(read_rows(path, 7, equity_row, f));
+    VP_TRY(vp_wf_fold_file(c, k, "trades.csv", path, sizeof path));
+    VP_TRY(read_rows(path, 13, trade_row, f));
+    VP_REQUIRE(f->n == vp_span_len(c->folds[k].test) && f->bar[0] == c->folds[k].test.begin, VP_ERR_STATE,
+               "fold %lld: equity.csv holds %lld points from bar %lld, the plan %lld from bar %lld", (long long)k,
+               (long long)f->n, (long long)(f->n ? f->bar[0] : -1), (long long)vp_span_len(c->folds[k].test),
+               (long long)c->folds[k].test.begin);
+    // the fold's own metrics: strategy and buy-and-hold returns, trades
+    const double ppy = c->annual.periods_per_year;
+    double* ret = (double*)malloc(sizeof(double) * (size_t)f->n);
+    VP_REQUIRE(ret != NULL, VP_ERR_OOM, "walk-forward: fold returns");
+    vp_status s = vp_returns_from_equity(f->eq, f->n, ret);
+    if (s == VP_OK) s = vp_perf_compute(ret, f->n - 1, ppy, &row->test);
+    if (s == VP_OK) s = vp_returns_from_equity(f->bh, f->n, ret);
+    if (s == VP_OK) s = vp_perf_compute(ret, f->n - 1, ppy, &row->buy_hold);
+    if (s == VP_OK)
+        s = vp_trade_stats_compute(f->tr, f->n_tr, f->pos, f->n, c->cfg->instrument.max_position, ppy, &row->trades);
+    free(ret);
+    return s;
+}
+
+/* Grows the result's arrays to hold n points. */
+static vp_status grow(vp_wf_result* r, int64_t n) {
+    r->bar = (int64_t*)realloc(r->bar, sizeof(int64_t) * (size_t)n);
+    r->fold = (int32_t*)realloc(r->fold, sizeof(int32_t) * (size_t)n);
+    r->equity = (double*)realloc(r->equity, sizeof(double) * (size_t)n);
+    r->benchmark = (double*)realloc(r->benchmark, sizeof(double) * (size_t)n);
+    r->position = (double*)realloc(r->position, sizeof(double) * (size_t)n);
+    VP_REQUIRE(r->bar && r->fold && r->equity && r->benchmark && r->position, VP_ERR_OOM,
+               "walk-forward: stitched curve of %lld points", (long long)n);
+    return VP_OK;
+}
+
+/* The summary of the stitched curve: pooled returns, buy-and-hold, flat, every trade. */
+static vp_status summarize(const vp_wf_ctx* c, vp_wf_result* r, const vp_trade* tr, int64_t n_tr) {
+    const int64_t n = r->n_curve;
+    const double ppy = c->annual.periods_per_year;
+    double* ret = (double*)calloc((size_t)n, sizeof(double));
+    VP_REQUIRE(ret != NULL, VP_ERR_OOM, "walk-forward: stitched returns");
+    r->summary.annual = c->annual;
+    vp_status s = vp_returns_from_equity(r->equity, n, ret);
+    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.strategy);
+    if (s == VP_OK) s = vp_returns_from_equity(r->benchmark, n, ret);
+    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.buy_hold);
+    if (s == VP_OK) memset(ret, 0, sizeof(double) * (size_t)n);
+    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.flat);
+    if (s == VP_OK)
+        s = vp_trade_stats_compute(tr, n_tr, r->position, n, c->cfg->instrument.max_position, ppy, &r->summary.trades);
+    free(ret);
+    return s;
+}
+
+vp_status vp_wf_stitch(const vp_wf_ctx* c, int64_t n_done, vp_wf_result* r) {
+    r->folds = (vp_wf_fold*)calloc((size_t)n_done, sizeof(vp_wf_fold));
+    VP_REQUIRE(r->folds != NULL, VP_ERR_OOM, "walk-forward: %lld fold rows", (long long)n_done);
+    vp_trade* all = NULL;
+    int64_t n_all = 0;
+    double eq_end = c->cfg->instrument.initial_equity, bh_end = eq_end;
+    vp_status s = VP_OK;
+    for (int64_t k = 0; s == VP_OK && k < n_done; ++k) {
+        fold_read f;
+        memset(&f, 0, sizeof f);
+        vp_wf_fold* row = &r->folds[k];
+        s = read_fold(c, k, &f, row);
+        if (s == VP_OK) s = grow(r, r->n_curve + f.n);
+        // the fold's curve scaled to start where the previous one ended
+        for (int64_t j = 0; s == VP_OK && j < f.n; ++j) {
+            const int64_t o = r->n_curve + j;
+            r->bar[o] = f.bar[j];
+            r->fold[o] = (int32_t)k;
+            r->equity[o] = eq_end * (f.eq[j] / f.eq[0]);
+            r->benchmark[o] = bh_end * (f.bh[j] / f.bh[0]);
+            r->position[o] = f.pos[j];
+        }
+        if (s == VP_OK) {
+            row->start_equity = r->equity[r->n_curve];
+            r->n_curve += f.n;
+            eq_end = row->end_equity = r->equity[r->n_curve - 1];
+            bh_end = r->benchmark[r->n_curve - 1];
+            vp_trade* grown = (vp_trade*)realloc(all, sizeof(vp_trade) * (size_t)(n_all + f.n_tr + 1));
+            s = grown ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "walk-forward: trades");
+            if (grown) all = grown;
+            if (s == VP_OK && f.n_tr) memcpy(all + n_all, f.tr, sizeof(vp_trade) * (size_t)f.n_tr);
+            n_all += f.n_tr;
+        }
+        fold_read_free(&f);
+    }
+    if (s == VP_OK) s = summarize(c, r, all, n_all);
+    free(all);
+    return s;
+}

@@ -1,0 +1,99 @@
+/* Helpers shared by the backtest and walk-forward tests: a synthetic market with its
+ * features and ATR on the CPU backend, a tiny network, result comparisons. */
+#ifndef VP_TEST_BACKTEST_UTIL_H
+#define VP_TEST_BACKTEST_UTIL_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "vulpes/backtest.h"
+#include "vulpes/features.h"
+#include "vulpes/synth.h"
+
+/* Bars, ATR(14) and the feature matrix of a synthetic market (host memory, read in place by
+ * the CPU backend). */
+typedef struct vpt_market {
+    vp_bars bars;        /* [n] */
+    double* atr;         /* [n] */
+    float* feat;         /* [n, F] */
+    int F;               /* feature columns */
+    vp_tensor features;  /* view of feat */
+} vpt_market;
+
+/* A mean-reverting market of n hourly bars (seed `seed`) with features over a 64-bar window. */
+static inline int vpt_market_make(vpt_market* m, int64_t n, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    vp_synth_cfg sc = vp_synth_cfg_default(VP_SYNTH_OU);
+    sc.seed = seed;
+    sc.sigma = 0.004;
+    if (vp_synth_generate(&sc, n, &m->bars, NULL) != VP_OK) return 0;
+    vp_feature_cfg fc = vp_feature_cfg_default();
+    fc.norm_window = 64;
+    m->F = vp_features_count(&fc);
+    m->atr = (double*)malloc(sizeof(double) * (size_t)n);
+    m->feat = (float*)malloc(sizeof(float) * (size_t)(n * m->F));
+    if (!m->atr || !m->feat) return 0;
+    if (vp_atr(&m->bars, 14, m->atr) != VP_OK) return 0;
+    if (vp_features_compute(&m->bars, &fc, m->feat, n * m->F) != VP_OK) return 0;
+    m->features = vp_tensor_2d(m->feat, VP_F32, VP_MEM_HOST, n, m->F);
+    return 1;
+}
+
+/* Frees what vpt_market_make made. */
+static inline void vpt_market_free(vpt_market* m) {
+    vp_bars_free(&m->bars);
+    free(m->atr);
+    free(m->feat);
+    memset(m, 0, sizeof *m);
+}
+
+/* A tiny network: H 16, two Mamba2 heads of 8, a window of 4 bars, 11 atoms. */
+static inline vp_model_cfg vpt_tiny_model(int F) {
+    vp_model_cfg c = vp_model_cfg_default();
+    c.n_features = F;
+    c.window = 4;
+    c.hidden = 16;
+    c.mamba_head_dim = 8;
+    c.mamba_state = 4;
+    c.head_hidden = 16;
+    c.n_atoms = 11;
+    c.iqn_cos = 8;
+    return c;
+}
+
+/* The instrument of the synthetic market (price near 100): tick 0.01, 10 a point, 4 contracts. */
+static inline vp_instrument vpt_instrument(void) {
+    vp_instrument in = {0.01, 10.0, 0.5, 1.0, 4, 100000.0};
+    return in;
+}
+
+/* Whether two results hold the same bits: points, curves, trades and the summary. */
+static inline int vpt_results_equal(const vp_backtest_result* a, const vp_backtest_result* b) {
+    if (a->n_points != b->n_points || a->n_curve != b->n_curve || a->n_trades != b->n_trades) return 0;
+    const size_t P = (size_t)a->n_points, C = (size_t)a->n_curve;
+    if (memcmp(a->equity, b->equity, P * sizeof(double)) || memcmp(a->cash, b->cash, P * sizeof(double)) ||
+        memcmp(a->position, b->position, P * sizeof(int32_t)) || memcmp(a->action, b->action, 4 * P * sizeof(int32_t)))
+        return 0;
+    if (memcmp(a->curve_equity, b->curve_equity, C * sizeof(double)) ||
+        memcmp(a->curve_drawdown, b->curve_drawdown, C * sizeof(double)) ||
+        memcmp(a->curve_benchmark, b->curve_benchmark, C * sizeof(double)))
+        return 0;
+    if (a->n_trades && memcmp(a->trades, b->trades, (size_t)a->n_trades * sizeof(vp_bt_trade))) return 0;
+    const vp_perf* pa[3] = {&a->summary.strategy, &a->summary.buy_hold, &a->summary.flat};
+    const vp_perf* pb[3] = {&b->summary.strategy, &b->summary.buy_hold, &b->summary.flat};
+    for (int i = 0; i < 3; ++i) {
+        const double va[9] = {pa[i]->total_return, pa[i]->annual_return, pa[i]->annual_volatility, pa[i]->sharpe,
+                              pa[i]->sortino, pa[i]->downside_risk, pa[i]->max_drawdown, pa[i]->calmar,
+                              (double)pa[i]->n_valid};
+        const double vb[9] = {pb[i]->total_return, pb[i]->annual_return, pb[i]->annual_volatility, pb[i]->sharpe,
+                              pb[i]->sortino, pb[i]->downside_risk, pb[i]->max_drawdown, pb[i]->calmar,
+                              (double)pb[i]->n_valid};
+        if (memcmp(va, vb, sizeof va)) return 0;
+    }
+    const vp_trade_stats *ta = &a->summary.trades, *tb = &b->summary.trades;
+    const double sa[6] = {ta->net_pnl, ta->costs, ta->hit_rate, ta->exposure, ta->turnover, ta->avg_holding_bars};
+    const double sb[6] = {tb->net_pnl, tb->costs, tb->hit_rate, tb->exposure, tb->turnover, tb->avg_holding_bars};
+    return memcmp(sa, sb, sizeof sa) == 0;
+}
+
+#endif /* VP_TEST_BACKTEST_UTIL_H */
