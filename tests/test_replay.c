@@ -92,7 +92,7 @@ static void test_nstep_gamma_099(void) {
     vp_replay_free(r);
 }
 
-/* done as f32 (as vp_env_step writes it: 0 running, 1 terminal, 2 truncated) gives the same
+/* done as f32 (the dtype vp_env_step writes; codes 0 running, 1 terminal, 2 truncated) gives the same
  * ring as the i32 codes. */
 static void test_done_as_float(void) {
     vp_replay_cfg c = rt_cfg(9, 2, 3, 0.5f);

@@ -76,6 +76,7 @@ typedef enum vp_learner_phase {
     VP_PHASE_COUNT
 } vp_learner_phase;
 
+/* A learner's step buffers (opaque): activations and loss scratch. */
 typedef struct vp_learner_scratch vp_learner_scratch;
 
 /* The learner: online network, target parameters, optimiser state and step scratch. */
@@ -111,8 +112,9 @@ vp_status vp_learner_batch_init(vp_learner* l, vp_batch* batch);
  * backend (no host round trip). */
 vp_status vp_learner_draw_taus(vp_learner* l, vp_batch* batch);
 
-/* One learner step on `batch`; priorities ([B] f32, backend memory, may be NULL) receives
- * each sample's C51 loss. Ops only: capturable into a graph. */
+/* One learner step on `batch` (tensors as vp_batch says); priorities ([B] f32, backend
+ * memory, may be NULL) receives each sample's C51 loss. Ops only: capturable into a
+ * graph. */
 vp_status vp_learner_step(vp_learner* l, const vp_batch* batch, vp_tensor* priorities);
 
 /* Runs one phase of a step (benchmarks time them apart); the phases run in order make

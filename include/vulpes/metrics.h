@@ -26,6 +26,7 @@
 extern "C" {
 #endif
 
+/* cJSON's node type (the JSON writers below build or fill one). */
 struct cJSON;
 
 /* ---- annualisation ------------------------------------------------------------------------ */

@@ -18,6 +18,7 @@
 extern "C" {
 #endif
 
+/* Most action branches a model may have. */
 #define VP_MAX_BRANCHES 8
 
 /* Architecture; vp_model_cfg_default fills SPEC's defaults. */
@@ -82,7 +83,7 @@ typedef struct vp_param_info {
 typedef struct vp_model {
     vp_model_cfg cfg;         /* architecture */
     vp_backend* backend;      /* where it computes */
-    int n_params;             /* entries in `params_info` */
+    int n_params;             /* entries in `info` */
     vp_param_info* info;      /* [n_params] the table */
     int64_t n_weights;        /* elements in the flat buffers */
     vp_buffer param_buf;      /* storage of `params` */
@@ -108,13 +109,14 @@ vp_status vp_model_init_params(const vp_model* m, vp_tensor* flat, uint64_t seed
 /* Finds a parameter by name; NULL when absent. */
 const vp_param_info* vp_model_find_param(const vp_model* m, const char* name);
 
-/* A view of one parameter inside a flat buffer (params, grads, optimiser moments). */
+/* A view of parameter p ([out, in] or [n]) inside a flat buffer [n_weights] (params,
+ * grads, optimiser moments). */
 vp_tensor vp_model_param_view(const vp_model* m, const vp_tensor* flat, const vp_param_info* p);
 
 /* Activations of one batch: everything forward keeps for backward, and the outputs. */
 typedef struct vp_model_acts vp_model_acts;
 
-/* Makes activations for batches of up to `batch` samples and `n_taus` IQN samples
+/* Makes activations *out for batches of up to `batch` samples and `n_taus` IQN samples
  * (0: no IQN head); `for_backward` 0 keeps only what a forward needs. */
 vp_status vp_model_acts_init(vp_model_acts** out, const vp_model* m, int64_t batch, int n_taus,
                              int for_backward);
@@ -126,37 +128,45 @@ void vp_model_acts_free(vp_model_acts* a);
 size_t vp_model_acts_bytes(const vp_model_acts* a);
 
 /* Forward of `batch` samples (vp_model_encode then vp_model_heads) with parameters
- * `params` ([n_weights], the online or the target buffer). features [T, F] is the whole feature matrix; bar_idx [batch] (i32) the
- * decision bar t of each sample, whose window is rows t-K+1..t (rows below 0 read row 0);
- * portfolio [batch, P]; taus [batch, n_taus] in (0, 1) or NULL to skip the IQN head. */
+ * `params` ([n_weights], the online or the target buffer). features [T, F] is the whole
+ * feature matrix; bar_idx [batch] (i32) the decision bar t of each sample, whose window
+ * is rows t-K+1..t (rows below 0 read row 0); portfolio [batch, P]; taus [batch, n_taus]
+ * in (0, 1) or NULL to skip the IQN head. */
 vp_status vp_model_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                            const vp_tensor* features, const vp_tensor* bar_idx,
                            const vp_tensor* portfolio, const vp_tensor* taus, int64_t batch);
 
-/* Market part of the forward (SPEC 4.1-4.2: trunk, then Mamba2 or the last bar): writes
- * the encoding e [batch, H] into the activations (vp_model_encoding). Needs no portfolio. */
+/* Market part of the forward (SPEC 4.1-4.2: trunk, then Mamba2 or the last bar) with
+ * params [n_weights], features [T, F] and bar_idx [batch] i32 as in vp_model_forward:
+ * writes the encoding e [batch, H] into the activations (vp_model_encoding). Needs no
+ * portfolio. */
 vp_status vp_model_encode(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                           const vp_tensor* features, const vp_tensor* bar_idx, int64_t batch);
 
 /* Encoding of the last vp_model_encode: [batch, H] view into the activations. */
 vp_tensor vp_model_encoding(const vp_model_acts* a);
 
-/* Portfolio projection and heads (SPEC 4.3-4.5) from encodings `enc` [>= batch, H] (NULL:
- * the activations' own, from the last vp_model_encode); portfolio [batch, P]; taus
- * [batch, n_taus] or NULL. A backward after this needs enc == NULL (the encoder's
+/* Portfolio projection and heads (SPEC 4.3-4.5) with params [n_weights] from encodings
+ * `enc` [>= batch, H] (NULL: the activations' own, from the last vp_model_encode);
+ * portfolio [batch, P]; taus [batch, n_taus] or NULL. A backward after this needs enc == NULL (the encoder's
  * activations are kept only then); with an outside `enc` only the heads are forward. */
 vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                          const vp_tensor* enc, const vp_tensor* portfolio, const vp_tensor* taus,
                          int64_t batch);
 
-/* Outputs of the last forward (views into the activations):
- * log_probs [batch, A, Z] C51 log-probabilities per action head,
- * q [batch, A] expected values sum_z z p, iqn [batch, n_taus, A] quantile values. */
+/* Outputs of the last forward, as views into the activations (an empty tensor, data
+ * NULL, when a is NULL or holds no such output): */
+
+/* log_probs [batch, A, Z]: C51 log-probabilities per action head. */
 vp_tensor vp_model_log_probs(const vp_model_acts* a);
+
+/* q [batch, A]: expected values sum_z z p per action head. */
 vp_tensor vp_model_q(const vp_model_acts* a);
+
+/* iqn [batch, n_taus, A]: quantile values (the forward's taus). */
 vp_tensor vp_model_iqn(const vp_model_acts* a);
 
-/* Backward of the last forward with parameters `params`: given d log_probs
+/* Backward of the last forward with parameters `params` [n_weights]: given d log_probs
  * [batch, A, Z] and d iqn [batch, n_taus, A] (NULL when no IQN), writes m->grads
  * (overwritten, not accumulated; padding between tensors stays zero). Needs activations
  * made with for_backward = 1 and a forward whose encoding was the activations' own. */

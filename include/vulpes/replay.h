@@ -69,9 +69,10 @@ vp_status vp_replay_cfg_check(const vp_replay_cfg* c);
 /* Bytes of backend memory a ring with this configuration takes (0 for a bad config). */
 size_t vp_replay_bytes(const vp_replay_cfg* c);
 
+/* A replay ring (opaque) on one backend. */
 typedef struct vp_replay vp_replay;
 
-/* Makes a ring on backend `b` (allocates everything it will ever use). */
+/* Makes a ring *out on backend `b` (allocates everything it will ever use). */
 vp_status vp_replay_init(vp_replay** out, vp_backend* b, const vp_replay_cfg* cfg);
 
 /* Releases a ring (NULL is a no-op). */
@@ -145,7 +146,7 @@ typedef struct vp_replay_fields {
     vp_tensor priority;       /* [C] f32 stored p (already ^alpha); 0 for empty slots */
 } vp_replay_fields;
 
-/* Fills `out` with views of the ring's arrays. */
+/* Fills `out` with views of the ring's arrays (valid until the ring is freed). */
 vp_status vp_replay_fields_get(const vp_replay* r, vp_replay_fields* out);
 
 /* Counters kept in backend memory. */

@@ -14,10 +14,10 @@
 
 /* Four 32-bit random words. */
 typedef struct vp_u32x4 {
-    uint32_t v[4];
+    uint32_t v[4]; /* the words */
 } vp_u32x4;
 
-/* High and low halves of a 32x32 -> 64 bit product. */
+/* The 32x32 -> 64 bit product a * b: returns the low half and writes the high half to *hi. */
 VP_HD uint32_t vp_mulhilo32(uint32_t a, uint32_t b, uint32_t* hi) {
     uint64_t p = (uint64_t)a * (uint64_t)b;
     *hi = (uint32_t)(p >> 32);

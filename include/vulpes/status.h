@@ -11,8 +11,9 @@
 extern "C" {
 #endif
 
+/* What a call returned: VP_OK or the kind of failure. */
 typedef enum vp_status {
-    VP_OK = 0,
+    VP_OK = 0,            /* success */
     VP_ERR_INVALID_ARG,   /* a NULL pointer, a bad value or a bad enum */
     VP_ERR_SHAPE,         /* tensor shapes do not fit the operation */
     VP_ERR_DEVICE,        /* a buffer lives where the backend cannot read it */
@@ -51,11 +52,12 @@ vp_status vp_error_context(vp_status s, const char* fmt, ...)
 #endif
     ;
 
+/* Severity of a log message. */
 typedef enum vp_log_level {
-    VP_LOG_DEBUG = 0,
-    VP_LOG_INFO,
-    VP_LOG_WARN,
-    VP_LOG_ERROR,
+    VP_LOG_DEBUG = 0, /* detail for developers */
+    VP_LOG_INFO,      /* progress worth knowing */
+    VP_LOG_WARN,      /* something a user should look at (a counted numerical warning) */
+    VP_LOG_ERROR,     /* a failure being reported */
     VP_LOG_LEVEL_COUNT
 } vp_log_level;
 
@@ -65,13 +67,14 @@ typedef void (*vp_log_fn)(vp_log_level level, const char* msg, void* user);
 /* Sets the log callback (NULL restores the default: stderr, VP_LOG_WARN and above). */
 void vp_log_set_callback(vp_log_fn fn, void* user);
 
-/* Sends a formatted message to the log callback. */
+/* Sends a formatted message of `level` to the log callback. */
 void vp_log(vp_log_level level, const char* fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
+/* The text of a macro's expansion (VP_STR_(__LINE__) -> "42"). */
 #define VP_STR2_(x) #x
 #define VP_STR_(x) VP_STR2_(x)
 /* "file:line" of the call site. */
