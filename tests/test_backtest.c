@@ -174,6 +174,39 @@ static void test_files(void) {
     vp_backend_free(b);
 }
 
+/* A small account wiped out: long 2 contracts at 101, the close of bar 2 at 90 marks the
+ * equity at 1000 - 10100 - 5 + 9000 = -105; the window stops there with a ruin exit (and
+ * buy-and-hold, ruined the same way, does not break the metrics). */
+static void test_ruin(void) {
+    fixture f;
+    fixture_init(&f);
+    f.bars.low[2] = 89.0, f.bars.close[2] = 90.0;
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    vp_backtest_cfg c = hand_cfg();
+    int32_t hold[NB - 1][4];
+    for (int i = 0; i < NB - 1; ++i) hold[i][0] = 2, hold[i][1] = 3, hold[i][2] = 0, hold[i][3] = 0;
+    c.forced_actions = &hold[0][0];
+    c.instrument.initial_equity = 1000.0;
+    vp_backtest_data d = {&f.bars, f.atr, NULL, {0, NB}};
+    vp_backtest_result r;
+    CHECK_OK(vp_backtest_run(b, NULL, NULL, &d, &c, &r));
+    CHECK(r.n_points == 3 && r.windows[0].ruined && r.windows[0].last == 2, "%lld points, ruined %d",
+          (long long)r.n_points, r.windows[0].ruined);
+    CHECK(r.n_points == 3 && r.equity[1] == 1000.0 - 10105.0 + 10150.0 && r.equity[2] == -105.0, "equity %.17g",
+          r.n_points == 3 ? r.equity[2] : 0.0);
+    CHECK(r.n_trades == 1 && r.trades[0].reason == VP_EXIT_RUIN && r.trades[0].exit_bar == 2 &&
+              r.trades[0].exit_price == 90.0 && r.trades[0].pnl == -1105.0,
+          "ruin trade: %lld trades", (long long)r.n_trades);
+    // the curve holds the ruined equity after the stop; the metrics see the loss
+    CHECK(r.n_curve == NB && r.curve_equity[NB - 1] == -105.0 && r.curve_position[NB - 1] == 0.0, "curve end %.17g",
+          r.curve_equity[NB - 1]);
+    CHECK(r.summary.strategy.total_return < -1.0, "total return %g", r.summary.strategy.total_return);
+    vp_backtest_result_free(&r);
+    vp_bars_free(&f.bars);
+    vp_backend_free(b);
+}
+
 static void test_bad_args(void) {
     fixture f;
     fixture_init(&f);
@@ -206,6 +239,7 @@ static void test_bad_args(void) {
 int main(void) {
     RUN_TEST(test_hand_path);
     RUN_TEST(test_files);
+    RUN_TEST(test_ruin);
     RUN_TEST(test_bad_args);
     return vpt_finish();
 }

@@ -147,6 +147,16 @@ static void test_walkforward_and_resume(void) {
     CHECK_OK(vp_walkforward_run(&cfg, be, &w, &ob, &rb));
     check_result(&rb, warm);
     for (int i = 2; i < 5; ++i) CHECK(same_file(a, b, top[i]), "%s differs after the resume", top[i]);
+    // one "fold" event per finished fold, in both folders
+    for (int i = 0; i < 2; ++i) {
+        char mp[400];
+        snprintf(mp, sizeof mp, "%s/metrics.jsonl", i ? b : a);
+        char* text = slurp(mp);
+        int n = 0;
+        for (const char* q = text; q && (q = strstr(q, "{\"event\":\"fold\",\"fold\":")); ++q) ++n;
+        CHECK(n == FOLDS, "%s: %d fold events", mp, n);
+        free(text);
+    }
     CHECK(same_file(a, b, "folds/fold_001/equity.csv") && same_file(a, b, "folds/fold_002/trades.csv"),
           "fold files differ after the resume");
     CHECK(memcmp(ra.equity, rb.equity, sizeof(double) * (size_t)ra.n_curve) == 0, "stitched curves differ");

@@ -134,8 +134,8 @@ typedef struct vp_backtest_result {
 /* Runs model `m` with parameters `params` ([n_weights], backend memory; both may be NULL
  * when cfg->forced_actions is set) over data->span on backend b, into *out (free with
  * vp_backtest_result_free, also after a failure). */
-vp_status vp_backtest_run(vp_backend* b, const vp_model* m, const vp_tensor* params, const vp_backtest_data* data,
-                          const vp_backtest_cfg* cfg, vp_backtest_result* out);
+vp_status vp_backtest_run(vp_backend* b, const vp_model* m, const vp_tensor* params /* [n_weights] */,
+                          const vp_backtest_data* data, const vp_backtest_cfg* cfg, vp_backtest_result* out);
 
 /* Frees a result's arrays and zeroes it (a zeroed result is a no-op). */
 void vp_backtest_result_free(vp_backtest_result* r);

@@ -55,6 +55,7 @@ typedef enum vp_run_precision {
  *   doc     one line */
 #define VP_CFG_INF INFINITY
 
+/* [data] the bar file. */
 #define VP_CFG_KEYS_data(X)                                                                 \
     X(data, path, STRING, "", 0, 0, "[]", NULL,                                            \
       "CSV file of bars (time, open, high, low, close, volume), relative to the working "  \
@@ -62,16 +63,19 @@ typedef enum vp_run_precision {
     X(data, skip_bad_rows, BOOL, false, 0, 1, "[]", NULL,                                  \
       "drop and count rows that break a validation rule instead of failing")
 
+/* [split] the train / val / test split by time. */
 #define VP_CFG_KEYS_split(X)                                                                \
     X(split, train, FLOAT, 0.7, 0, 1, "(]", NULL, "fraction of the bars, oldest first, used for training") \
     X(split, val, FLOAT, 0.15, 0, 1, "[)", NULL, "fraction after the training span used for validation")  \
     X(split, test, FLOAT, 0.15, 0, 1, "[)", NULL, "fraction after the validation span held out for test") \
     X(split, embargo, INT, 0, 0, VP_CFG_INF, "[)", NULL, "bars left out between consecutive spans")
 
+/* [features] feature normalisation. */
 #define VP_CFG_KEYS_features(X)                                                             \
     X(features, window, INT, 256, 2, VP_CFG_INF, "[)", NULL,                               \
       "bars in the trailing window of the rolling z-score normalisation")
 
+/* [instrument] the traded contract. */
 #define VP_CFG_KEYS_instrument(X)                                                           \
     X(instrument, tick_size, FLOAT, 0.01, 0, VP_CFG_INF, "()", NULL, "smallest price increment") \
     X(instrument, multiplier, FLOAT, 1.0, 0, VP_CFG_INF, "()", NULL,                       \
@@ -85,6 +89,7 @@ typedef enum vp_run_precision {
     X(instrument, initial_equity, FLOAT, 100000.0, 0, VP_CFG_INF, "()", NULL,              \
       "account equity at the start of every episode and backtest")
 
+/* [env] episodes and rewards. */
 #define VP_CFG_KEYS_env(X)                                                                  \
     X(env, n_envs, INT, 4096, 1, VP_CFG_INF, "[)", NULL, "environments stepped together")  \
     X(env, episode_bars, INT, 1024, 2, VP_CFG_INF, "[)", NULL,                             \
@@ -98,6 +103,7 @@ typedef enum vp_run_precision {
     X(env, turnover_penalty, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                        \
       "weight of the contracts traded (as a fraction of max_position) subtracted from the reward")
 
+/* [model] the agent network (SPEC section 4). */
 #define VP_CFG_KEYS_model(X)                                                                \
     X(model, window, INT, 8, 1, 4096, "[]", NULL, "bars seen per decision (K)")            \
     X(model, hidden, INT, 256, 1, 65536, "[]", NULL, "trunk width (H)")                    \
@@ -116,6 +122,7 @@ typedef enum vp_run_precision {
       "IQN quantile samples of the target network")                                        \
     X(model, iqn_cos, INT, 64, 1, 4096, "[]", NULL, "cosine features of the IQN tau embedding")
 
+/* [learn] the learner step: optimiser, target network, returns. */
 #define VP_CFG_KEYS_learn(X)                                                                \
     X(learn, batch, INT, 8192, 1, VP_CFG_INF, "[)", NULL, "transitions per learner step (B)") \
     X(learn, lr, FLOAT, 1e-4, 0, VP_CFG_INF, "()", NULL, "AdamW learning rate")            \
@@ -129,6 +136,7 @@ typedef enum vp_run_precision {
     X(learn, gamma, FLOAT, 0.99, 0, 1, "[]", NULL, "discount per step")                    \
     X(learn, n_step, INT, 3, 1, 256, "[]", NULL, "steps in the n-step return")
 
+/* [replay] the replay ring and prioritised sampling. */
 #define VP_CFG_KEYS_replay(X)                                                               \
     X(replay, capacity, INT, 1048576, 1, VP_CFG_INF, "[)", NULL, "transitions the replay ring holds") \
     X(replay, prioritized, BOOL, true, 0, 1, "[]", NULL, "prioritised sampling; false: uniform") \
@@ -139,12 +147,14 @@ typedef enum vp_run_precision {
     X(replay, warmup, INT, 65536, 1, VP_CFG_INF, "[)", NULL,                               \
       "transitions collected before the first learner step")
 
+/* [collect] exploration while collecting. */
 #define VP_CFG_KEYS_collect(X)                                                              \
     X(collect, epsilon_start, FLOAT, 1.0, 0, 1, "[]", NULL, "exploration rate at the start") \
     X(collect, epsilon_end, FLOAT, 0.05, 0, 1, "[]", NULL, "exploration rate after annealing") \
     X(collect, epsilon_steps, INT, 10000, 0, VP_CFG_INF, "[)", NULL,                       \
       "collection steps (each steps all n_envs envs) over which epsilon anneals linearly")
 
+/* [train] the training loop. */
 #define VP_CFG_KEYS_train(X)                                                                \
     X(train, iterations, INT, 20000, 1, VP_CFG_INF, "[)", NULL,                            \
       "iterations of collect + learner steps")                                             \
@@ -158,6 +168,7 @@ typedef enum vp_run_precision {
     X(train, log_every, INT, 100, 1, VP_CFG_INF, "[)", NULL,                               \
       "iterations between metrics.jsonl lines")
 
+/* [run] seed, backend and run folder. */
 #define VP_CFG_KEYS_run(X)                                                                  \
     X(run, seed, INT, 1, 0, VP_CFG_INF, "[)", NULL,                                       \
       "seed of every random draw (same seed, config and backend: same numbers)")           \
@@ -176,6 +187,8 @@ typedef enum vp_run_precision {
     S(train) S(run)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
+
+/* The C type of a key of each KIND, and one struct vp_config_SECTION per section. */
 #define VP_CFG_FIELD_INT(name) int64_t name;
 #define VP_CFG_FIELD_FLOAT(name) double name;
 #define VP_CFG_FIELD_BOOL(name) bool name;
@@ -185,6 +198,8 @@ typedef enum vp_run_precision {
 #define VP_CFG_SECTION_STRUCT_(sec) \
     typedef struct vp_config_##sec { VP_CFG_KEYS_##sec(VP_CFG_FIELD_) } vp_config_##sec;
 VP_CONFIG_SECTIONS(VP_CFG_SECTION_STRUCT_)
+
+/* One member per section in vp_config. */
 #define VP_CFG_MEMBER_(sec) vp_config_##sec sec;
 
 /* A whole configuration: one sub-struct per section, one field per key. */
@@ -268,8 +283,8 @@ vp_status vp_config_load_file(vp_config* cfg, const char* path);
  * messages). */
 vp_status vp_config_load_string(vp_config* cfg, const char* yaml, const char* name);
 
-/* Defaults, then the file at `path` (NULL: none), then `n_overrides` "key=value" strings,
- * then vp_config_check. */
+/* Defaults, then the file at `path` (NULL: none), then the "key=value" strings
+ * overrides [n_overrides] in order, then vp_config_check. */
 vp_status vp_config_resolve(vp_config* cfg, const char* path, int n_overrides, char* const* overrides);
 
 /* How vp_config_print writes a configuration. */

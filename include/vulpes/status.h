@@ -83,7 +83,8 @@ void vp_log(vp_log_level level, const char* fmt, ...)
 /* Returns from the enclosing function with an error status and message. */
 #define VP_FAIL(status, ...) return vp_set_error((status), VP_WHERE, __VA_ARGS__)
 
-/* Fails with VP_ERR_INVALID_ARG naming the condition when `cond` is false. */
+/* Returns `status` with the formatted message from the enclosing function when `cond` is
+ * false. */
 #define VP_REQUIRE(cond, status, ...)                                                    \
     do {                                                                                 \
         if (!(cond)) return vp_set_error((status), VP_WHERE, __VA_ARGS__);               \

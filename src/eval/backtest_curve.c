@@ -26,6 +26,10 @@ static vp_baseline_costs hold_costs(const vp_bt_run* r) {
     return bc;
 }
 
+void vp_bt_baseline_returns(const double* eq, int64_t n, double* ret) {
+    for (int64_t t = 1; t < n; ++t) ret[t - 1] = eq[t - 1] > 0.0 ? eq[t] / eq[t - 1] - 1.0 : 0.0;
+}
+
 /* Every window's returns into ret [P] (window w's at its offset, n_points - 1 of them), its
  * buy-and-hold returns into bret [P], and both windows' metrics. */
 static vp_status window_returns(const vp_bt_run* r, vp_backtest_result* out, double* ret, double* bret, double* tmp) {
@@ -37,7 +41,7 @@ static vp_status window_returns(const vp_bt_run* r, vp_backtest_result* out, dou
         VP_TRY(vp_returns_from_equity(out->equity + x->offset, x->n_points, ret + x->offset));
         VP_TRY(vp_perf_compute(ret + x->offset, x->n_points - 1, ppy, &x->perf));
         VP_TRY(vp_baseline_buy_hold(bars->open + x->begin, bars->close + x->begin, x->n_points, &bc, tmp));
-        VP_TRY(vp_returns_from_equity(tmp, x->n_points, bret + x->offset));
+        vp_bt_baseline_returns(tmp, x->n_points, bret + x->offset);
         VP_TRY(vp_perf_compute(bret + x->offset, x->n_points - 1, ppy, &x->buy_hold));
     }
     return VP_OK;

@@ -67,6 +67,10 @@ vp_status vp_bt_fold_heads(const vp_model* m, const vp_tensor* params, float* ou
 vp_status vp_bt_fused_reference(const vp_model* m, const vp_tensor* params, const float* e /* [H] */,
                                 const float* p /* [8] */, float* q /* [A] */);
 
+/* Returns of a baseline's equity curve eq [n] into ret [n-1]: once its equity is not positive
+ * the baseline holds nothing more (returns 0); the return into that point is kept. */
+void vp_bt_baseline_returns(const double* eq /* [n] */, int64_t n, double* ret /* [n-1] */);
+
 /* v with 15 significant digits, or 17 when 15 do not read back as v, into buf[32]; returns buf. */
 const char* vp_bt_format_exact(double v, char* buf);
 

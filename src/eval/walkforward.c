@@ -232,6 +232,29 @@ void vp_wf_result_free(vp_wf_result* r) {
     memset(r, 0, sizeof *r);
 }
 
+/* Appends a "fold" event for finished fold k to DIR/metrics.jsonl. */
+static vp_status log_fold(const vp_wf_ctx* c, int64_t k, const vp_wf_brief* b) {
+    char path[VP_RUN_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", c->opts->dir);
+    vp_metrics m;
+    VP_TRY(vp_metrics_open(&m, path, 1));
+    const vp_split* s = &c->folds[k];
+    vp_status st = vp_metrics_begin(&m, "fold");
+    if (st == VP_OK) st = vp_metrics_int(&m, "fold", k);
+    if (st == VP_OK) st = vp_metrics_int(&m, "train_begin_bar", s->train.begin);
+    if (st == VP_OK) st = vp_metrics_int(&m, "val_begin_bar", s->val.begin);
+    if (st == VP_OK) st = vp_metrics_int(&m, "test_begin_bar", s->test.begin);
+    if (st == VP_OK) st = vp_metrics_int(&m, "test_end_bar", s->test.end);
+    if (st == VP_OK) st = vp_metrics_int(&m, "best_iteration", b->best_iteration);
+    if (st == VP_OK) st = vp_metrics_num(&m, "val_sharpe", b->val_sharpe);
+    if (st == VP_OK) st = vp_metrics_num(&m, "test_sharpe", b->test_sharpe);
+    if (st == VP_OK) st = vp_metrics_num(&m, "test_total_return_frac", b->test_return);
+    if (st == VP_OK) st = vp_metrics_int(&m, "test_trades", b->test_trades);
+    if (st == VP_OK) st = vp_metrics_end(&m);
+    vp_metrics_close(&m);
+    return st;
+}
+
 /* The fold loop: finished folds are skipped, the first unfinished one and the rest run. */
 static vp_status run_folds(vp_wf_ctx* c, vp_wf_result* out) {
     int64_t k = 0;
@@ -239,8 +262,10 @@ static vp_status run_folds(vp_wf_ctx* c, vp_wf_result* out) {
         if (vp_wf_fold_is_done(c, k)) continue;
         if (c->opts->stop_after_folds > 0 && c->done_this_call >= c->opts->stop_after_folds) break;
         int stopped = 0;
-        VP_TRY(vp_wf_fold_run(c, k, &stopped));
+        vp_wf_brief brief;
+        VP_TRY(vp_wf_fold_run(c, k, &stopped, &brief));
         if (stopped) break;
+        VP_TRY(log_fold(c, k, &brief));
         c->done_this_call++;
     }
     out->interrupted = k < c->n_folds;

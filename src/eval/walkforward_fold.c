@@ -23,6 +23,7 @@ typedef struct fold_job {
     vp_trainer t;
     vp_run run;           /* the fold's folder and metrics.jsonl */
     int run_open;
+    vp_wf_brief* brief;   /* the fold's figures for the caller */
 } fold_job;
 
 /* Empties the fold's folder (a fold left unfinished runs again from its start). */
@@ -155,18 +156,26 @@ static vp_status test(fold_job* f) {
     if (s == VP_OK) s = vp_run_path(&f->run, "best.safetensors", ck, sizeof ck);
     vp_backtest_info info = {title, ck, f->view.source, f->c->config_yaml, &f->view.bars};
     if (s == VP_OK) s = vp_backtest_write(&r, &info, f->run.dir);
-    if (s == VP_OK)
+    if (s == VP_OK) {
         say(f, "test Sharpe %.3f, total return %.2f %%", r.summary.strategy.sharpe,
             100.0 * r.summary.strategy.total_return);
+        vp_wf_brief* b = f->brief;
+        b->val_sharpe = t->best_val_sharpe;
+        b->best_iteration = t->best_iteration;
+        b->test_sharpe = r.summary.strategy.sharpe;
+        b->test_return = r.summary.strategy.total_return;
+        b->test_trades = r.n_trades;
+    }
     vp_backtest_result_free(&r);
     return s;
 }
 
-vp_status vp_wf_fold_run(vp_wf_ctx* c, int64_t k, int* stopped) {
+vp_status vp_wf_fold_run(vp_wf_ctx* c, int64_t k, int* stopped, vp_wf_brief* brief) {
     fold_job f;
     memset(&f, 0, sizeof f);
     f.c = c;
     f.k = k;
+    f.brief = brief;
     *stopped = 0;
     // the fold's view of the data, its folder emptied and opened
     f.view = c->data;

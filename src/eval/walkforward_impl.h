@@ -30,10 +30,19 @@ vp_status vp_wf_fold_file(const vp_wf_ctx* c, int64_t k, const char* file, char*
 /* Whether fold k has its done marker. */
 int vp_wf_fold_is_done(const vp_wf_ctx* c, int64_t k);
 
+/* What a finished fold reports to the walk-forward's metrics.jsonl. */
+typedef struct vp_wf_brief {
+    double val_sharpe;      /* best validation Sharpe (NaN: none) */
+    int64_t best_iteration; /* its iteration (-1: the final parameters) */
+    double test_sharpe;     /* Sharpe of the test span */
+    double test_return;     /* total return of the test span */
+    int64_t test_trades;    /* trades on the test span */
+} vp_wf_brief;
+
 /* Trains fold k from scratch (or from fold k-1's best parameters), selects on validation,
- * backtests the test span and writes the fold's folder, done.json last. *stopped is set when
- * a stop request left the fold unfinished. */
-vp_status vp_wf_fold_run(vp_wf_ctx* c, int64_t k, int* stopped);
+ * backtests the test span and writes the fold's folder, done.json last; *brief receives its
+ * figures. *stopped is set when a stop request left the fold unfinished. */
+vp_status vp_wf_fold_run(vp_wf_ctx* c, int64_t k, int* stopped, vp_wf_brief* brief);
 
 /* Reads folds 0 .. n_done-1 back from their folders and stitches their test spans into *out. */
 vp_status vp_wf_stitch(const vp_wf_ctx* c, int64_t n_done, vp_wf_result* out);
