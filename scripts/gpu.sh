@@ -44,7 +44,7 @@ for s in $steps; do
       run golden_cuda_tf32_nomamba build-gpu/test_learner_golden tests/data/golden_small_nomamba.safetensors --backend cuda
       run golden_cuda_fp32 build-gpu/test_learner_golden tests/data/golden_small.safetensors --backend cuda --fp32 ;;&
     all|bench)
-      for w in gemm env step train; do
+      for w in gemm env step train backtest; do
         run "bench_$w" build-gpu/vulpes bench "$w" --backend cuda --json "$OUT/bench.jsonl"
       done ;;
     test|bench) ;;

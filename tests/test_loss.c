@@ -37,10 +37,7 @@ static void test_c51_projection_oracles(void) {
     }
     tlu_batch tb;
     tlu_batch_init(&tb, B, NB, act, next, reward, disc, w);
-    vp_tensor tl = tlu_f3(lp, B, A, Z), tt = tlu_f3(tlp, B, A, Z);
-    vp_tensor tp = tlu_f3(proj, B, NB, Z), tls = tlu_t1(loss, VP_F32, B);
-    vp_tensor tg = tlu_f3(dlp, B, A, Z);
-    CHECK_OK(vp_loss_c51(g_b, &d, &tb.b, &tl, &tt, &tp, &tls, &tg));
+    tlu_c51(g_b, &d, &tb.b, B, A, NB, Z, lp, tlp, proj, loss, dlp);
     for (int i = 0; i < B; ++i)
         for (int br = 0; br < NB; ++br)
             for (int j = 0; j < Z; ++j) CHECK_NEAR(proj[(i * NB + br) * Z + j], want[i][j], 1e-6, 0.0);
@@ -80,10 +77,7 @@ static void test_c51_mass_conservation(void) {
     for (int e = 0; e < B * 2 * Z; ++e) lp[e] = -3.0f;
     tlu_batch tb;
     tlu_batch_init(&tb, B, 1, act, next, reward, disc, w);
-    vp_tensor tl = tlu_f3(lp, B, 2, Z), tt = tlu_f3(tlp, B, 2, Z);
-    vp_tensor tp = tlu_f3(proj, B, 1, Z), tls = tlu_t1(loss, VP_F32, B);
-    vp_tensor tg = tlu_f3(dlp, B, 2, Z);
-    CHECK_OK(vp_loss_c51(g_b, &d, &tb.b, &tl, &tt, &tp, &tls, &tg));
+    tlu_c51(g_b, &d, &tb.b, B, 2, 1, Z, lp, tlp, proj, loss, dlp);
     for (int i = 0; i < B; ++i) {
         double s = 0.0;
         for (int j = 0; j < Z; ++j) s += proj[i * Z + j];
@@ -161,13 +155,10 @@ static void test_bad_action_is_nan(void) {
     int32_t act[B] = {1, 2}, next[B] = {0, 0};
     tlu_batch tb;
     tlu_batch_init(&tb, B, 1, act, next, reward, disc, w);
-    vp_tensor tl = tlu_f3(lp, B, 2, Z), tt = tlu_f3(tlp, B, 2, Z);
-    vp_tensor tp = tlu_f3(proj, B, 1, Z), tls = tlu_t1(loss, VP_F32, B);
-    vp_tensor tg = tlu_f3(dlp, B, 2, Z);
-    CHECK_OK(vp_loss_c51(g_b, &d, &tb.b, &tl, &tt, &tp, &tls, &tg));
+    tlu_c51(g_b, &d, &tb.b, B, 2, 1, Z, lp, tlp, proj, loss, dlp);
     CHECK(isfinite(loss[0]) && isnan(loss[1]), "c51 losses %g %g", (double)loss[0], (double)loss[1]);
     vp_tensor tiq = tlu_f3(q, B, N, 2), ttq = tlu_f3(tq, B, N, 2);
-    vp_tensor tu = tlu_t2(taus, VP_F32, B, N), tgq = tlu_f3(dq, B, N, 2);
+    vp_tensor tu = tlu_t2(taus, VP_F32, B, N), tgq = tlu_f3(dq, B, N, 2), tls = tlu_t1(loss, VP_F32, B);
     CHECK_OK(vp_loss_iqn(g_b, &d, &tb.b, &tiq, &ttq, &tu, &tls, &tgq));
     CHECK(isfinite(loss[0]) && isnan(loss[1]), "iqn losses %g %g", (double)loss[0], (double)loss[1]);
 }

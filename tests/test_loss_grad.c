@@ -133,9 +133,7 @@ static void test_c51_gradient(void) {
     static float proj[B * NB * Z], loss[B], dlp[B * A * Z];
     tlu_batch tb;
     tlu_batch_init(&tb, B, NB, c.act, c.next, c.reward, c.disc, c.w);
-    vp_tensor tl = tlu_f3(c.lp, B, A, Z), tt = tlu_f3(c.tlp, B, A, Z), tp = tlu_f3(proj, B, NB, Z);
-    vp_tensor tls = tlu_t1(loss, VP_F32, B), tg = tlu_f3(dlp, B, A, Z);
-    CHECK_OK(vp_loss_c51(b, &d, &tb.b, &tl, &tt, &tp, &tls, &tg));
+    tlu_c51(b, &d, &tb.b, B, A, NB, Z, c.lp, c.tlp, proj, loss, dlp);
     // Per-sample losses against the float64 reference.
     static double x[B * A * Z], fd[B * A * Z];
     double ref[B];

@@ -56,4 +56,13 @@ static inline void tlu_batch_init(tlu_batch* t, int64_t B, int NB, int32_t* act,
     t->b = b;
 }
 
+/* vp_loss_c51 on host arrays, checked: online and target log-probs lp, tlp [B, A, Z],
+ * projected targets proj [B, NB, Z], per-sample loss [B], gradient dlp [B, A, Z]. */
+static inline void tlu_c51(vp_backend* be, const vp_loss_dims* d, const vp_loss_batch* bt, int64_t B, int A, int NB,
+                           int Z, float* lp, float* tlp, float* proj, float* loss, float* dlp) {
+    vp_tensor tl = tlu_f3(lp, B, A, Z), tt = tlu_f3(tlp, B, A, Z), tp = tlu_f3(proj, B, NB, Z);
+    vp_tensor tls = tlu_t1(loss, VP_F32, B), tg = tlu_f3(dlp, B, A, Z);
+    CHECK_OK(vp_loss_c51(be, d, bt, &tl, &tt, &tp, &tls, &tg));
+}
+
 #endif /* VP_TEST_LOSS_UTIL_H */
