@@ -153,6 +153,10 @@ typedef struct vp_backtest_info {
  * absent), each atomically. */
 vp_status vp_backtest_write(const vp_backtest_result* r, const vp_backtest_info* info, const char* dir);
 
+/* Writes trades.csv, equity.csv and report.html into folder `dir` (made when absent), each
+ * atomically: what vp_backtest_write writes but summary.json, for a caller with its own. */
+vp_status vp_backtest_write_files(const vp_backtest_result* r, const vp_backtest_info* info, const char* dir);
+
 /* Writes only summary.json's object into *out (cJSON*, caller deletes): the span, the mode,
  * the annualisation, the metrics, and the per-window table in the segment mode. */
 vp_status vp_backtest_summary_json(const vp_backtest_result* r, const vp_backtest_info* info, struct cJSON** out);
@@ -184,6 +188,18 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_back
 /* Resolves a span bound against bars: a bar index (all digits, below 10^8) as is, else a
  * time (vp_time_parse forms) as the first bar at or after it (n when none); into *index. */
 vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* index);
+
+/* ---- the end of a training run --------------------------------------------------------------- */
+
+struct vp_trainer;
+
+/* A vp_train_finish_fn (vulpes/train.h) for vp_train_opts.finish: the exact sequential
+ * backtest of the run's test span with `params` (in memory: the trainer's model, features, ATR
+ * and instrument, annualised over all its bars); writes trades.csv, equity.csv and report.html
+ * into run_dir and adds vp_backtest_summary_json's object to `summary` (cJSON*) as
+ * "test_backtest". ctx: NULL, or a vp_metrics_summary* that receives the metrics. */
+vp_status vp_backtest_train_finish(void* ctx, const struct vp_trainer* t, const vp_tensor* params /* [n_weights] */,
+                                   const char* run_dir, struct cJSON* summary);
 
 #ifdef __cplusplus
 }

@@ -181,10 +181,29 @@ typedef enum vp_run_precision {
     X(run, precision, ENUM, "tf32", 0, 0, "[]", "fp32|tf32|bf16",                          \
       "GEMM arithmetic on the GPU (the CPU always computes in FP32)")
 
+/* [walkforward] fold layout of `vulpes walkforward` (its flags of the same names override). */
+#define VP_CFG_KEYS_walkforward(X)                                                          \
+    X(walkforward, train_bars, INT, 0, 0, VP_CFG_INF, "[)", NULL,                         \
+      "bars of each fold's train span (vulpes walkforward needs it > 0)")                  \
+    X(walkforward, val_bars, INT, 0, 0, VP_CFG_INF, "[)", NULL,                           \
+      "bars of each fold's validation span (vulpes walkforward needs it > 0)")             \
+    X(walkforward, test_bars, INT, 0, 0, VP_CFG_INF, "[)", NULL,                          \
+      "bars of each fold's test span (vulpes walkforward needs it > 0)")                   \
+    X(walkforward, step_bars, INT, 0, 0, VP_CFG_INF, "[)", NULL,                          \
+      "bars between the starts of consecutive folds; 0: test_bars, so test spans tile")    \
+    X(walkforward, embargo_bars, INT, -1, -1, VP_CFG_INF, "[)", NULL,                     \
+      "bars left out between the spans of a fold; -1: split.embargo")                      \
+    X(walkforward, anchored, BOOL, false, 0, 1, "[]", NULL,                                \
+      "every train span starts at the first usable bar and grows fold by fold")            \
+    X(walkforward, warm_start, BOOL, false, 0, 1, "[]", NULL,                              \
+      "a fold starts training from the previous fold's selected parameters")               \
+    X(walkforward, max_folds, INT, 0, 0, VP_CFG_INF, "[)", NULL,                          \
+      "at most this many folds, the first ones; 0: every fold that fits")
+
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \
     S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(replay) S(collect) \
-    S(train) S(run)
+    S(train) S(walkforward) S(run)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
 

@@ -194,6 +194,16 @@ vp_status vp_trainer_load_params(vp_trainer* t, const char* path, vp_tensor* dst
 
 /* ---- the whole job ------------------------------------------------------------------------------ */
 
+struct cJSON;
+
+/* A step added to the end of a finished run (vp_train_opts.finish), after the test span's
+ * validation score and before summary.json is written: `params` ([n_weights], backend memory)
+ * are the parameters the test span is scored with, `run_dir` the run folder, `summary`
+ * summary.json's object, to which it adds keys (never replaces them). The layers above learn
+ * plug in here: vp_backtest_train_finish (vulpes/backtest.h) writes the exact backtest. */
+typedef vp_status (*vp_train_finish_fn)(void* ctx, const vp_trainer* t, const vp_tensor* params, const char* run_dir,
+                                        struct cJSON* summary);
+
 /* How vp_train_run reports and when it stops. */
 typedef struct vp_train_opts {
     FILE* progress;                      /* progress lines (NULL: none) */
@@ -204,6 +214,8 @@ typedef struct vp_train_opts {
     vp_run_mode mode;                    /* VP_RUN_CREATE, VP_RUN_FORCE or VP_RUN_RESUME */
     const char* run_dir;                 /* the run folder (resume: required; else NULL: run.out or runs/...) */
     const char* config_path;             /* names the default run folder (may be NULL) */
+    vp_train_finish_fn finish;           /* run at the end of a finished run, not an interrupted one (NULL: none) */
+    void* finish_ctx;                    /* finish's first argument */
 } vp_train_opts;
 
 /* Defaults: no progress, no stop flag, VP_RUN_CREATE. */
@@ -221,7 +233,7 @@ typedef struct vp_train_result {
 } vp_train_result;
 
 /* Trains under cfg on backend b: data, run folder (config.yaml, metrics.jsonl), warm-up,
- * the loop with logs, validations and checkpoints, then the test span and summary.json.
+ * the loop with logs, validations and checkpoints, then the test span, opts->finish and summary.json.
  * With opts->mode VP_RUN_RESUME it continues the run in opts->run_dir from last.safetensors. */
 vp_status vp_train_run(const vp_config* cfg, vp_backend* b, const vp_train_opts* opts, vp_train_result* out);
 

@@ -89,6 +89,9 @@ typedef struct vp_wf_result {
  * from scratch, every fold. */
 vp_wf_cfg vp_wf_cfg_default(void);
 
+/* The fold settings of a resolved config's walkforward section. */
+vp_wf_cfg vp_wf_cfg_from_config(const vp_config_walkforward* c);
+
 /* Makes the folds of n_bars bars with `warmup` bars of feature history reserved at the start,
  * for cfg and the config's split.embargo; *n_folds receives their number (max_folds
  * applied), folds (may be NULL) up to cap of them. */

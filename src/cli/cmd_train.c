@@ -1,6 +1,7 @@
 /* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR]`: resolves the
  * config, picks the backend, traps Ctrl-C and runs vp_train_run with the progress line on
- * stderr; prints the run folder at the end. */
+ * stderr and the exact backtest of the test span as its finishing step (vp_backtest_train_finish:
+ * the CLI joins eval to learn, which knows only the hook); prints the run folder at the end. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "vulpes/backtest.h"
 #include "vulpes/train.h"
 
 /* Most key=value overrides on one command line. */
@@ -29,7 +31,9 @@ static void usage(FILE* f) {
             "       vulpes train [CONFIG] --resume DIR [key=value ...]\n\n"
             "Trains on the bars of data.path (a CSV file, or synth:KIND[:key=value,...]), validates every\n"
             "train.eval_every iterations, keeps best.safetensors and last.safetensors in the run folder\n"
-            "(--out DIR, run.out, else runs/YYYYmmdd-HHMMSS-NAME) and prints the folder at the end.\n\n"
+            "(--out DIR, run.out, else runs/YYYYmmdd-HHMMSS-NAME); at the end backtests the test span\n"
+            "with the best parameters (trades.csv, equity.csv, report.html, summary.json) and prints the\n"
+            "folder.\n\n"
             "  --out DIR      the run folder (must be absent or empty)\n"
             "  --force        reuse a run folder, removing the files of the old run\n"
             "  --resume DIR   continue the run in DIR from its last.safetensors (CONFIG defaults to\n"
@@ -92,8 +96,8 @@ static int parse(int argc, char** argv, train_args* a) {
     return 0;
 }
 
-/* One line per outcome on stderr. */
-static void report(const vp_train_result* r) {
+/* One line per outcome on stderr; `exact` the exact backtest of the test span (finished runs). */
+static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
     if (!isnan(r->best_val_sharpe))
         fprintf(stderr, "best validation Sharpe %.3f at iteration %lld\n", r->best_val_sharpe,
                 (long long)r->best_iteration);
@@ -102,6 +106,9 @@ static void report(const vp_train_result* r) {
             "buy & hold Sharpe %.3f\n", r->best_iteration >= 0 ? "best parameters" : "final parameters",
             (long long)r->test.windows, (long long)r->test.window_bars, r->test.strategy.sharpe,
             100.0 * r->test.strategy.total_return, 100.0 * r->test.strategy.max_drawdown, r->test.buy_hold.sharpe);
+    fprintf(stderr, "test span, exact backtest: Sharpe %.3f, total return %.2f %%, max drawdown %.2f %%, %lld trades; "
+            "buy & hold Sharpe %.3f (report.html)\n", exact->strategy.sharpe, 100.0 * exact->strategy.total_return,
+            100.0 * exact->strategy.max_drawdown, (long long)exact->trades.n_trades, exact->buy_hold.sharpe);
 }
 
 int vp_cmd_train(int argc, char** argv) {
@@ -135,12 +142,16 @@ int vp_cmd_train(int argc, char** argv) {
     o.mode = a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE);
     o.run_dir = a.resume;
     o.config_path = cfg_path;
+    vp_metrics_summary exact;
+    memset(&exact, 0, sizeof exact);
+    o.finish = vp_backtest_train_finish;
+    o.finish_ctx = &exact;
     fprintf(stderr, "vulpes train: %s on %s\n", cfg.data.path, vp_backend_name(b));
     vp_train_result r;
     vp_status s = vp_train_run(&cfg, b, &o, &r);
     vp_backend_free(b);
     if (s != VP_OK) return vp_cli_fail("training");
-    report(&r);
+    report(&r, &exact);
     if (r.interrupted) {
         fprintf(stderr, "vulpes train: interrupted at iteration %lld; %s/last.safetensors holds the run.\n"
                 "continue with: vulpes train %s --resume %s\n", (long long)r.count.iteration, r.run_dir, cfg_path,

@@ -1,4 +1,4 @@
-/* `vulpes walkforward CONFIG [key=value ...] --train-bars N --val-bars N --test-bars N
+/* `vulpes walkforward CONFIG [key=value ...] [--train-bars N --val-bars N --test-bars N]
  * [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start] [--max-folds N] [--out DIR]
  * [--force]`, or `vulpes walkforward --resume DIR`: resolves the config, traps Ctrl-C, runs
  * vp_walkforward_run with fold lines on stderr and prints the per-fold table. */
@@ -25,13 +25,14 @@ static void on_sigint(int sig) {
 
 static void usage(FILE* f) {
     fprintf(f,
-            "usage: vulpes walkforward CONFIG [key=value ...] --train-bars N --val-bars N --test-bars N\n"
+            "usage: vulpes walkforward CONFIG [key=value ...] [--train-bars N] [--val-bars N] [--test-bars N]\n"
             "                          [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start]\n"
             "                          [--max-folds N] [--out DIR] [--force] [--no-fused]\n"
             "       vulpes walkforward [CONFIG] --resume DIR [key=value ...]\n\n"
             "Rolls folds [train | val | test] through the bars of data.path: each fold trains from scratch\n"
             "(train.iterations), keeps the parameters with the best validation Sharpe, and runs the exact\n"
-            "backtest on its test span; the test spans are stitched into one out-of-sample curve.\n\n"
+            "backtest on its test span; the test spans are stitched into one out-of-sample curve.\n"
+            "The fold layout is the config's walkforward section; each flag below overrides its key.\n\n"
             "  --train-bars N    bars of a fold's train span         --val-bars N   its validation span\n"
             "  --test-bars N     bars of its test span               --step-bars N  bars between folds (default:\n"
             "                                                                       the test span, so tests tile)\n"
@@ -53,6 +54,8 @@ typedef struct wf_args {
     const char* out;
     const char* resume;
     int force, fused, n_over, n_fold_flags;
+    int given[6];                /* which count flags were given (they override the config) */
+    int anchored_flag, warm_flag; /* --anchored / --warm-start given */
     char* over[MAX_OVERRIDES];
     vp_wf_cfg wf;
 } wf_args;
@@ -85,6 +88,7 @@ static int parse(int argc, char** argv, wf_args* a) {
             if (strcmp(s, counts[c]) == 0 && i + 1 < argc) {
                 if (!count_arg(s, argv[++i], dst[c], c < 3 ? 1 : 0)) return 2;
                 a->n_fold_flags++;
+                a->given[c] = 1;
                 done = 1;
             }
         if (done) continue;
@@ -92,9 +96,9 @@ static int parse(int argc, char** argv, wf_args* a) {
             usage(stdout);
             return -1;
         } else if (strcmp(s, "--anchored") == 0) {
-            a->wf.anchored = 1, a->n_fold_flags++;
+            a->wf.anchored = 1, a->n_fold_flags++, a->anchored_flag = 1;
         } else if (strcmp(s, "--warm-start") == 0) {
-            a->wf.warm_start = 1, a->n_fold_flags++;
+            a->wf.warm_start = 1, a->n_fold_flags++, a->warm_flag = 1;
         } else if (strcmp(s, "--out") == 0 && i + 1 < argc) {
             a->out = argv[++i];
         } else if (strcmp(s, "--resume") == 0 && i + 1 < argc) {
@@ -118,8 +122,8 @@ static int parse(int argc, char** argv, wf_args* a) {
                 "the fold flags do not apply\n");
         return 2;
     }
-    if (!a->resume && (!a->config || !a->wf.train_bars || !a->wf.val_bars || !a->wf.test_bars)) {
-        fprintf(stderr, "vulpes walkforward: CONFIG, --train-bars, --val-bars and --test-bars are required\n\n");
+    if (!a->resume && !a->config) {
+        fprintf(stderr, "vulpes walkforward: CONFIG is required\n\n");
         usage(stderr);
         return 2;
     }
@@ -138,6 +142,22 @@ int vp_cmd_walkforward(int argc, char** argv) {
     vp_config cfg;
     if (vp_config_resolve(&cfg, cfg_path, a.n_over, a.over) != VP_OK) return vp_cli_fail("in the configuration");
     if (a.resume && vp_wf_cfg_load(a.resume, &a.wf) != VP_OK) return vp_cli_fail("resuming the walk-forward");
+    if (!a.resume) {
+        // the config's walkforward section, then the flags given on the command line
+        vp_wf_cfg f = vp_wf_cfg_from_config(&cfg.walkforward);
+        int64_t* flags[6] = {&a.wf.train_bars, &a.wf.val_bars, &a.wf.test_bars, &a.wf.step_bars, &a.wf.embargo_bars,
+                             &a.wf.max_folds};
+        int64_t* from[6] = {&f.train_bars, &f.val_bars, &f.test_bars, &f.step_bars, &f.embargo_bars, &f.max_folds};
+        for (int c = 0; c < 6; ++c)
+            if (!a.given[c]) *flags[c] = *from[c];
+        if (!a.anchored_flag) a.wf.anchored = f.anchored;
+        if (!a.warm_flag) a.wf.warm_start = f.warm_start;
+        if (a.wf.train_bars <= 0 || a.wf.val_bars <= 0 || a.wf.test_bars <= 0) {
+            fprintf(stderr, "vulpes walkforward: the fold lengths are missing: set walkforward.train_bars, val_bars "
+                    "and test_bars in %s (or --train-bars, --val-bars, --test-bars)\n", cfg_path);
+            return 2;
+        }
+    }
     if (a.resume) {
         snprintf(dir, sizeof dir, "%s", a.resume);
     } else if (a.out) {

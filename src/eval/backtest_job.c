@@ -1,6 +1,8 @@
 /* The `vulpes backtest` job: the config and parameters from a checkpoint, the bars, the
  * span from --from / --to, features and ATR computed the way training computes them over
- * the bars before the span's end only, the backtest, and the output folder. */
+ * the bars before the span's end only, the backtest, and the output folder. Also the end of a
+ * training run: the test span backtested from the trainer's memory (vp_backtest_train_finish). */
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,4 +205,39 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_back
     free(yaml);
     job_free(&j, b);
     return s;
+}
+
+/* ---- the end of a training run: the test span, from the trainer's memory ------------------- */
+
+vp_status vp_backtest_train_finish(void* ctx, const vp_trainer* t, const vp_tensor* params, const char* run_dir,
+                                   cJSON* summary) {
+    VP_REQUIRE(t != NULL && params != NULL && run_dir != NULL && summary != NULL, VP_ERR_INVALID_ARG,
+               "vp_backtest_train_finish: NULL argument");
+    const vp_train_data* td = t->data;
+    // the exact path over the test span with the run's costs, annualised over all its bars
+    vp_backtest_cfg c = vp_backtest_cfg_default();
+    c.instrument = t->parts.instrument;
+    c.episode_bars = t->parts.env.episode_bars;
+    VP_TRY(vp_annual_measure(td->bars.time_ms, td->bars.n, &c.annual));
+    vp_backtest_data d = {&td->bars, td->atr, &t->features, td->split.test};
+    vp_backtest_result r;
+    vp_status s = vp_backtest_run(t->backend, &t->learner.model, params, &d, &c, &r);
+    // the files beside the run's own, and the summary's "test_backtest" object
+    char* yaml = NULL;
+    cJSON* obj = NULL;
+    if (s == VP_OK) s = vp_config_to_yaml(&t->cfg, &yaml);
+    const char* ck = t->best_iteration >= 0 ? "best.safetensors" : "last.safetensors";
+    vp_backtest_info info = {"training run: test span", ck, td->source, yaml, &td->bars};
+    if (s == VP_OK) s = vp_backtest_write_files(&r, &info, run_dir);
+    if (s == VP_OK) s = vp_backtest_summary_json(&r, &info, &obj);
+    if (s == VP_OK && !cJSON_AddItemToObject(summary, "test_backtest", obj)) {
+        cJSON_Delete(obj);
+        s = vp_set_error(VP_ERR_OOM, VP_WHERE, "summary.json: out of memory");
+    }
+    if (s == VP_OK && ctx) *(vp_metrics_summary*)ctx = r.summary;
+    free(yaml);
+    vp_backtest_result_free(&r);
+    if (s != VP_OK) return vp_error_context(s, "exact backtest of the test span [%lld, %lld)",
+                                            (long long)td->split.test.begin, (long long)td->split.test.end);
+    return VP_OK;
 }

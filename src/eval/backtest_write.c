@@ -157,17 +157,15 @@ static vp_status write_summary(const vp_backtest_result* r, const vp_backtest_in
     return s;
 }
 
-vp_status vp_backtest_write(const vp_backtest_result* r, const vp_backtest_info* info, const char* dir) {
+vp_status vp_backtest_write_files(const vp_backtest_result* r, const vp_backtest_info* info, const char* dir) {
     VP_REQUIRE(r != NULL && info != NULL && dir != NULL && r->n_curve >= 1, VP_ERR_INVALID_ARG,
-               "vp_backtest_write: NULL argument or empty result");
+               "vp_backtest_write_files: NULL argument or empty result");
     char path[VP_RUN_PATH_MAX];
     VP_TRY(make_dir(dir));
     VP_TRY(join(dir, "trades.csv", path, sizeof path));
     VP_TRY(write_trades(r, info, path));
     VP_TRY(join(dir, "equity.csv", path, sizeof path));
     VP_TRY(write_equity(r, path));
-    VP_TRY(join(dir, "summary.json", path, sizeof path));
-    VP_TRY(write_summary(r, info, path));
     // the page: the stitched curve against buy-and-hold, the metrics, the config
     vp_report rep;
     memset(&rep, 0, sizeof rep);
@@ -181,4 +179,13 @@ vp_status vp_backtest_write(const vp_backtest_result* r, const vp_backtest_info*
     rep.config_text = info->config_text;
     VP_TRY(join(dir, "report.html", path, sizeof path));
     return vp_report_write(path, &rep);
+}
+
+vp_status vp_backtest_write(const vp_backtest_result* r, const vp_backtest_info* info, const char* dir) {
+    VP_REQUIRE(r != NULL && info != NULL && dir != NULL && r->n_curve >= 1, VP_ERR_INVALID_ARG,
+               "vp_backtest_write: NULL argument or empty result");
+    VP_TRY(vp_backtest_write_files(r, info, dir));
+    char path[VP_RUN_PATH_MAX];
+    VP_TRY(join(dir, "summary.json", path, sizeof path));
+    return write_summary(r, info, path);
 }

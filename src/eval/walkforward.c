@@ -18,6 +18,19 @@ vp_wf_cfg vp_wf_cfg_default(void) {
     return c;
 }
 
+vp_wf_cfg vp_wf_cfg_from_config(const vp_config_walkforward* c) {
+    vp_wf_cfg w = vp_wf_cfg_default();
+    w.train_bars = c->train_bars;
+    w.val_bars = c->val_bars;
+    w.test_bars = c->test_bars;
+    w.step_bars = c->step_bars;
+    w.embargo_bars = c->embargo_bars;
+    w.anchored = c->anchored ? 1 : 0;
+    w.warm_start = c->warm_start ? 1 : 0;
+    w.max_folds = c->max_folds;
+    return w;
+}
+
 vp_status vp_wf_plan(const vp_wf_cfg* wf, const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* folds,
                      int64_t cap, int64_t* n_folds) {
     VP_REQUIRE(wf != NULL && cfg != NULL && n_folds != NULL, VP_ERR_INVALID_ARG, "vp_wf_plan: NULL argument");

@@ -129,14 +129,21 @@ static vp_status summary_fill(cJSON* root, const vp_trainer* t, const vp_train_r
     return VP_OK;
 }
 
-vp_status vp_train_write_summary(const char* path, const vp_trainer* t, const vp_train_result* res, int finished,
-                                 const char* test_params) {
+vp_status vp_train_summary_json(const vp_trainer* t, const vp_train_result* res, int finished,
+                                const char* test_params, cJSON** out) {
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "summary.json: out of memory");
     vp_status s = summary_fill(root, t, res, finished, test_params);
-    char* text = s == VP_OK ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (s != VP_OK) return s;
+    if (s != VP_OK) {
+        cJSON_Delete(root);
+        return s;
+    }
+    *out = root;
+    return VP_OK;
+}
+
+vp_status vp_train_summary_write(const char* path, const cJSON* root) {
+    char* text = cJSON_Print(root);
     VP_REQUIRE(text != NULL, VP_ERR_OOM, "summary.json: out of memory");
     size_t n = strlen(text);
     char* buf = (char*)malloc(n + 2);
@@ -146,8 +153,17 @@ vp_status vp_train_write_summary(const char* path, const vp_trainer* t, const vp
     }
     free(text);
     VP_REQUIRE(buf != NULL, VP_ERR_OOM, "summary.json: out of memory");
-    s = vp_file_write_atomic(path, buf, n + 1);
+    vp_status s = vp_file_write_atomic(path, buf, n + 1);
     free(buf);
+    return s;
+}
+
+vp_status vp_train_write_summary(const char* path, const vp_trainer* t, const vp_train_result* res, int finished,
+                                 const char* test_params) {
+    cJSON* root = NULL;
+    VP_TRY(vp_train_summary_json(t, res, finished, test_params, &root));
+    vp_status s = vp_train_summary_write(path, root);
+    cJSON_Delete(root);
     return s;
 }
 

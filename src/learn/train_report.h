@@ -28,6 +28,16 @@ vp_status vp_train_log_eval(vp_metrics* m, const vp_trainer* t, const vp_eval_re
 /* "checkpoint": a checkpoint file written and why ("periodic", "best", "final", "interrupt"). */
 vp_status vp_train_log_checkpoint(vp_metrics* m, const vp_trainer* t, const char* file, const char* reason);
 
+struct cJSON;
+
+/* summary.json's object into *out (cJSON*, caller deletes): counters, final and best
+ * validation, the test span (the last two when `finished`). */
+vp_status vp_train_summary_json(const vp_trainer* t, const vp_train_result* res, int finished,
+                                const char* test_params, struct cJSON** out);
+
+/* Writes a summary object to `path` atomically, indented, with a final newline. */
+vp_status vp_train_summary_write(const char* path, const struct cJSON* root);
+
 /* Writes DIR/summary.json atomically: counters, final and best validation, the test span. */
 vp_status vp_train_write_summary(const char* path, const vp_trainer* t, const vp_train_result* res, int finished,
                                  const char* test_params);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "learn/train_report.h"
 #include "vulpes/ops.h"
 
@@ -151,6 +153,13 @@ static vp_status start(job* j, const vp_config* cfg, const char* dir) {
     VP_TRY(dir_file(dir, "metrics.jsonl", path, sizeof path));
     VP_TRY(vp_train_trim_metrics(path, t->count.iteration));
     VP_TRY(vp_run_open(&j->run, dir, VP_RUN_RESUME, NULL));
+    // The test-span files of an earlier finish describe a selection the continued run may
+    // replace: gone until this run finishes (an interrupted run has none).
+    static const char* stale[] = {"trades.csv", "equity.csv", "report.html"};
+    for (size_t i = 0; i < sizeof stale / sizeof stale[0]; ++i) {
+        VP_TRY(run_file(j, stale[i], path, sizeof path));
+        remove(path);
+    }
     VP_TRY(run_file(j, "config.yaml", path, sizeof path));
     VP_TRY(vp_config_write_yaml(cfg, path));
     return vp_train_log_run(&j->run.metrics, t, 1);
@@ -180,7 +189,8 @@ static vp_status loop(job* j, vp_train_result* out) {
 }
 
 /* After the last iteration: the test span with the best parameters (the final ones when no
- * validation scored). */
+ * validation scored), the caller's finishing step (the exact backtest's files under `vulpes
+ * train`), then summary.json, written also when that step fails. */
 static vp_status finish(job* j, vp_train_result* out) {
     vp_trainer* t = &j->t;
     const vp_tensor* params = t->best_iteration >= 0 ? &t->best_params : &t->learner.model.params;
@@ -190,9 +200,16 @@ static vp_status finish(job* j, vp_train_result* out) {
     vp_status s = vp_validator_run(test, params, &out->test);
     vp_validator_free(test);
     VP_TRY(s);
+    cJSON* root = NULL;
+    VP_TRY(vp_train_summary_json(t, out, 1, t->best_iteration >= 0 ? "best" : "final", &root));
+    // The finishing step adds its keys to the summary.
+    if (j->opts->finish) s = j->opts->finish(j->opts->finish_ctx, t, params, j->run.dir, root);
     char path[VP_RUN_PATH_MAX];
-    VP_TRY(run_file(j, "summary.json", path, sizeof path));
-    return vp_train_write_summary(path, t, out, 1, t->best_iteration >= 0 ? "best" : "final");
+    vp_status w = run_file(j, "summary.json", path, sizeof path);
+    if (w == VP_OK) w = vp_train_summary_write(path, root);
+    cJSON_Delete(root);
+    if (s != VP_OK) return vp_error_context(s, "the end of the run (summary.json written without it)");
+    return w;
 }
 
 vp_status vp_train_run(const vp_config* cfg, vp_backend* b, const vp_train_opts* opts, vp_train_result* out) {
