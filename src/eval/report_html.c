@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "eval/report_internal.h"
 #include "vulpes/report.h"
 #include "vulpes/run.h"

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "eval/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 
 #define PERF_FIELD(key, label, unit, member) {key, label, unit, offsetof(vp_perf, member), 0}
 #define TRADE_FIELD(key, label, unit, member, is_int) {key, label, unit, offsetof(vp_trade_stats, member), is_int}

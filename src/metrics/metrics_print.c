@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "eval/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "vulpes/metrics.h"
 
 #define LABEL_W 36

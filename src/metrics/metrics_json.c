@@ -3,7 +3,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
-#include "eval/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "vulpes/metrics.h"
 
 vp_status vp_metric_json_add(cJSON* obj, const char* key, double v) {

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "eval/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "vulpes/metrics.h"
 
 double vp_metric_ratio(double num, double den) {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "vulpes/metrics.h"
 
 #define MS_PER_DAY 86400000.0

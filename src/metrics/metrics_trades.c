@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "eval/metrics_internal.h"
+#include "metrics/metrics_internal.h"
 #include "vulpes/metrics.h"
 
 vp_status vp_trade_stats_compute(const vp_trade* trades, int64_t n_trades, const double* positions, int64_t n_bars,
