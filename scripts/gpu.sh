@@ -42,7 +42,8 @@ for s in $steps; do
       for t in build-gpu/test_gpu_*; do [ -x "$t" ] && run "$(basename "$t")" "$t"; done
       run golden_cuda_tf32 build-gpu/test_learner_golden tests/data/golden_small.safetensors --backend cuda
       run golden_cuda_tf32_nomamba build-gpu/test_learner_golden tests/data/golden_small_nomamba.safetensors --backend cuda
-      run golden_cuda_fp32 build-gpu/test_learner_golden tests/data/golden_small.safetensors --backend cuda --fp32 ;;&
+      run golden_cuda_fp32 build-gpu/test_learner_golden tests/data/golden_small.safetensors --backend cuda --fp32
+      run train_jobs bash scripts/gpu_train_check.sh build-gpu /tmp/vp-jobs "$LOGS" ;;&
     all|bench)
       for w in gemm env step train backtest; do
         run "bench_$w" build-gpu/vulpes bench "$w" --backend cuda --json "$OUT/bench.jsonl"
