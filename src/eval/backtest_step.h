@@ -47,17 +47,8 @@ typedef struct vp_bt_records {
  * time left, and entries 2 (bars held) and 6 (time left) capped at 1. */
 VP_HD void vp_bt_portfolio(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s,
                            const vp_bt_windows* w, int64_t i, float* out /* [8] */) {
-    vp_env_view v;
-    v.t = s->t[i];
+    vp_env_view v = vp_env_view_of(s, i);
     v.window_end = w->last[i];
-    v.position = s->position[i];
-    v.bars_held = s->bars_held[i];
-    v.equity = s->equity[i];
-    v.peak = s->peak[i];
-    v.entry = s->entry[i];
-    v.take_profit = s->take_profit[i];
-    v.stop_loss = s->stop_loss[i];
-    v.last_size = s->last_size[i];
     vp_env_portfolio(&d->env, bars, &v, out);
     out[2] = out[2] > 1.0f ? 1.0f : out[2];
     out[6] = out[6] > 1.0f ? 1.0f : out[6];
