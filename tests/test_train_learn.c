@@ -3,10 +3,20 @@
  * before costs), a short training run of the default architecture at small dimensions
  * (Mamba2 over 4 bars, H = 32) must give a greedy agent whose test-span Sharpe beats
  * buy-and-hold and flat by a clear margin, after costs (slippage and commission on every
- * fill). The test span is scored twice: by the run (segments of episode_bars) and along
- * the exact sequential path from best.safetensors. The untrained network is scored too, so
- * the margin is the training's doing. Seeds: market 11, run 1 (runs 1-5 on markets 11-15
- * all clear the margin; see docs/train.md). */
+ * fill), and that holds a position a fair share of the time. The test span is scored twice:
+ * by the run (segments of episode_bars) and along the exact sequential path from
+ * best.safetensors. The untrained network is scored too, so the margin is the training's
+ * doing. Seeds: market 11, run 1 (runs 1-9 on markets 11-15 all clear the margin, under
+ * every OpenBLAS kernel and thread count tried; see docs/train.md).
+ *
+ * The run must learn whatever the rounding: another sgemm kernel or thread count gives
+ * another trajectory. Two choices make it so. The discount is 0.9: a bar's reward at full
+ * size has a spread of about 1 (reward_scale 500) and the edge earns about 0.3, so the
+ * discounted return (mean about 3, spread about 2.3) fits the C51 support [-5, 5]; at 0.99
+ * its spread alone is about 7, the one-bar difference between actions drowns in it, and
+ * some trajectories stay near flat for the whole run (best checkpoint: the first, with 1 %
+ * exposure). Two learner steps per iteration (8 samples per collected transition) form the
+ * policy by the first validation, so the best checkpoint is not an under-trained one. */
 #include <math.h>
 
 #include "test_train_util.h"
@@ -49,6 +59,7 @@ static const char* LEARN_YAML =
     "  batch: 64\n"
     "  lr: 0.001\n"
     "  tau: 0.01\n"
+    "  gamma: 0.9\n"
     "replay:\n"
     "  capacity: 20000\n"
     "  warmup: 1000\n"
@@ -56,7 +67,8 @@ static const char* LEARN_YAML =
     "collect:\n"
     "  epsilon_steps: 1500\n"
     "train:\n"
-    "  iterations: 3000\n"
+    "  iterations: 2000\n"
+    "  train_steps: 2\n"
     "  eval_every: 250\n"
     "  checkpoint_every: 0\n"
     "  log_every: 250\n"
@@ -120,10 +132,13 @@ static void test_learns_the_trend(void) {
     snprintf(ckpt, sizeof ckpt, "%s/best.safetensors", dir);
     CHECK(r.best_iteration > 0 && exact_test(b, &cfg, ckpt, &ex), "exact path: %s", vp_last_error());
     CHECK(exact_test(b, &cfg, NULL, &un), "untrained: %s", vp_last_error());
-    fprintf(stderr, "  exact path, 1 x %lld bars: agent Sharpe %.2f, buy & hold %.2f; untrained network %.2f\n",
-            (long long)ex.window_bars, ex.strategy.sharpe, ex.buy_hold.sharpe, un.strategy.sharpe);
+    fprintf(stderr, "  exact path, 1 x %lld bars: agent Sharpe %.2f (exposure %.2f), buy & hold %.2f; untrained "
+            "network %.2f\n", (long long)ex.window_bars, ex.strategy.sharpe, ex.exposure, ex.buy_hold.sharpe,
+            un.strategy.sharpe);
     CHECK(ex.windows == 1 && ex.strategy.sharpe > 5.0 && ex.strategy.sharpe > ex.buy_hold.sharpe + 5.0,
           "exact path: agent %.2f vs buy & hold %.2f", ex.strategy.sharpe, ex.buy_hold.sharpe);
+    CHECK(ex.exposure > 0.2 && ex.ruined == 0, "exact path: exposure %.2f, ruined %lld", ex.exposure,
+          (long long)ex.ruined);
     CHECK(isnan(un.strategy.sharpe) || un.strategy.sharpe < ex.strategy.sharpe - 5.0,
           "untrained network Sharpe %.2f vs trained %.2f", un.strategy.sharpe, ex.strategy.sharpe);
     vpt_rm_run(dir);
