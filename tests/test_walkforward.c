@@ -109,7 +109,7 @@ static void test_walkforward_and_resume(void) {
     vp_wf_cfg w = fold_cfg();
 
     // straight through
-    vp_wf_opts oa = {a, VP_RUN_CREATE, NULL, NULL, 0, 1};
+    vp_wf_opts oa = {a, VP_RUN_CREATE, NULL, NULL, 0, 1, 1};
     vp_wf_result ra;
     CHECK_OK(vp_walkforward_run(&cfg, be, &w, &oa, &ra));
     // warm-up: the features' longest look-back plus the normalisation window, before the first fold
@@ -131,7 +131,7 @@ static void test_walkforward_and_resume(void) {
         }
 
     // interrupted: one fold, then a stop during the second (left without done.json), then resumed
-    vp_wf_opts ob = {b, VP_RUN_CREATE, NULL, NULL, 1, 1};
+    vp_wf_opts ob = {b, VP_RUN_CREATE, NULL, NULL, 1, 1, 1};
     vp_wf_result rb;
     CHECK_OK(vp_walkforward_run(&cfg, be, &w, &ob, &rb));
     CHECK(rb.interrupted && rb.n_done == 1 && rb.n_curve == TEST, "first call: %lld folds", (long long)rb.n_done);

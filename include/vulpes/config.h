@@ -198,7 +198,9 @@ typedef enum vp_run_precision {
     X(walkforward, warm_start, BOOL, false, 0, 1, "[]", NULL,                              \
       "a fold starts training from the previous fold's selected parameters")               \
     X(walkforward, max_folds, INT, 0, 0, VP_CFG_INF, "[)", NULL,                          \
-      "at most this many folds, the first ones; 0: every fold that fits")
+      "at most this many folds, the first ones; 0: every fold that fits")                 \
+    X(walkforward, parallel, INT, 1, 1, VP_CFG_INF, "[)", NULL,                            \
+      "folds trained at once (each on its own backend stream); 1: one after another")
 
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \

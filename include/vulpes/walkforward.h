@@ -13,8 +13,11 @@
  * their files. The stitched results are always built from the fold files, so a resumed
  * walk-forward writes the same bytes as one that ran straight through.
  *
- * Folds run one after another. Each is self-contained (its own trainer, data view and
- * folder) unless warm-started, so they could run side by side on a large GPU. */
+ * Each fold is self-contained (its own trainer, data view and folder) unless warm-started, so
+ * up to vp_wf_opts.parallel folds run at once, each in its own thread on its own backend (on
+ * CUDA its own stream and cuBLASLt handle), the number lowered to what free device memory
+ * holds; a warm start runs them one after another. The results are the same bytes whatever
+ * the number: the fold events, the per-fold table and the stitched curve follow fold order. */
 #ifndef VULPES_WALKFORWARD_H
 #define VULPES_WALKFORWARD_H
 
@@ -52,6 +55,7 @@ typedef struct vp_wf_opts {
     const volatile sig_atomic_t* stop;  /* non-zero: stop between iterations, the fold left unfinished */
     int64_t stop_after_folds;           /* stop as interrupted once this many folds finished in this call (0: never) */
     int fused;                          /* the test backtests' CUDA path (see vp_backtest_cfg.fused) */
+    int64_t parallel;                   /* folds trained at once (0: the config's walkforward.parallel) */
 } vp_wf_opts;
 
 /* One fold's row of the per-fold table. */

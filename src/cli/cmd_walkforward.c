@@ -1,6 +1,6 @@
 /* `vulpes walkforward CONFIG [key=value ...] [--train-bars N --val-bars N --test-bars N]
- * [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start] [--max-folds N] [--out DIR]
- * [--force]`, or `vulpes walkforward --resume DIR`: resolves the config, traps Ctrl-C, runs
+ * [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start] [--max-folds N] [--parallel N]
+ * [--out DIR] [--force]`, or `vulpes walkforward --resume DIR`: resolves the config, traps Ctrl-C, runs
  * vp_walkforward_run with fold lines on stderr and prints the per-fold table. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
@@ -27,8 +27,8 @@ static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes walkforward CONFIG [key=value ...] [--train-bars N] [--val-bars N] [--test-bars N]\n"
             "                          [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start]\n"
-            "                          [--max-folds N] [--out DIR] [--force] [--no-fused]\n"
-            "       vulpes walkforward [CONFIG] --resume DIR [key=value ...]\n\n"
+            "                          [--max-folds N] [--parallel N] [--out DIR] [--force] [--no-fused]\n"
+            "       vulpes walkforward [CONFIG] --resume DIR [--parallel N] [key=value ...]\n\n"
             "Rolls folds [train | val | test] through the bars of data.path: each fold trains from scratch\n"
             "(train.iterations), keeps the parameters with the best validation Sharpe, and runs the exact\n"
             "backtest on its test span; the test spans are stitched into one out-of-sample curve.\n"
@@ -40,6 +40,8 @@ static void usage(FILE* f) {
             "  --anchored        every train span starts at the first usable bar and grows\n"
             "  --warm-start      a fold starts from the previous fold's selected parameters\n"
             "  --max-folds N     run only the first N folds\n"
+            "  --parallel N      train up to N folds at once, each on its own backend (walkforward.parallel;\n"
+            "                    fewer when free GPU memory holds fewer; 1 with --warm-start); same results\n"
             "  --out DIR         the walk-forward folder (default runs/YYYYmmdd-HHMMSS-walkforward-NAME)\n"
             "  --force           start over in a non-empty folder\n"
             "  --resume DIR      continue an interrupted walk-forward at its first unfinished fold (the\n"
@@ -54,6 +56,7 @@ typedef struct wf_args {
     const char* out;
     const char* resume;
     int force, fused, n_over, n_fold_flags;
+    int64_t parallel;            /* --parallel N (0: the config's walkforward.parallel) */
     int given[6];                /* which count flags were given (they override the config) */
     int anchored_flag, warm_flag; /* --anchored / --warm-start given */
     char* over[MAX_OVERRIDES];
@@ -99,6 +102,8 @@ static int parse(int argc, char** argv, wf_args* a) {
             a->wf.anchored = 1, a->n_fold_flags++, a->anchored_flag = 1;
         } else if (strcmp(s, "--warm-start") == 0) {
             a->wf.warm_start = 1, a->n_fold_flags++, a->warm_flag = 1;
+        } else if (strcmp(s, "--parallel") == 0 && i + 1 < argc) {
+            if (!count_arg(s, argv[++i], &a->parallel, 1)) return 2;
         } else if (strcmp(s, "--out") == 0 && i + 1 < argc) {
             a->out = argv[++i];
         } else if (strcmp(s, "--resume") == 0 && i + 1 < argc) {
@@ -180,7 +185,7 @@ int vp_cmd_walkforward(int argc, char** argv) {
     sigaction(SIGINT, &sa, NULL);
 
     vp_wf_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), stderr, &g_stop, 0,
-                    a.fused};
+                    a.fused, a.parallel > 0 ? a.parallel : cfg.walkforward.parallel};
     fprintf(stderr, "vulpes walkforward: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
     vp_wf_result r;
     vp_status s = vp_walkforward_run(&cfg, b, &a.wf, &o, &r);

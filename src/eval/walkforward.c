@@ -190,6 +190,7 @@ static vp_status check_resume(const vp_wf_ctx* c, const char* plan) {
     vp_config_defaults(&old);
     VP_TRY(vp_config_load_file(&old, path));
     old.run = c->cfg->run;
+    old.walkforward.parallel = c->cfg->walkforward.parallel; // how many at once does not change the folds
     const vp_config_key* k = vp_config_diff(&old, c->cfg);
     VP_REQUIRE(k == NULL, VP_ERR_INVALID_ARG, "cannot resume the walk-forward in %s: %s differs from its config.yaml",
                c->opts->dir, k ? k->name : "");
@@ -268,19 +269,28 @@ static vp_status log_fold(const vp_wf_ctx* c, int64_t k, const vp_wf_brief* b) {
     return st;
 }
 
-/* The fold loop: finished folds are skipped, the first unfinished one and the rest run. */
+/* The fold loop: finished folds are skipped, the unfinished ones run (up to opts->parallel at
+ * once); the folds finished by this call are logged in fold order, and the finished prefix
+ * (folds 0 .. n_done-1) is what the stitched result covers. */
 static vp_status run_folds(vp_wf_ctx* c, vp_wf_result* out) {
+    unsigned char* finished = (unsigned char*)calloc((size_t)c->n_folds + 1, 1);
+    vp_wf_brief* briefs = (vp_wf_brief*)calloc((size_t)c->n_folds + 1, sizeof(vp_wf_brief));
+    vp_status s = finished && briefs ? VP_OK
+                                     : vp_set_error(VP_ERR_OOM, VP_WHERE, "walk-forward: %lld folds", (long long)c->n_folds);
+    if (s == VP_OK) s = vp_wf_pool_run(c, finished, briefs);
+    // the fold events, also of the folds that finished before a failure
+    vp_status ls = VP_OK;
+    for (int64_t k = 0; k < c->n_folds && finished && briefs && ls == VP_OK; ++k)
+        if (finished[k]) {
+            ls = log_fold(c, k, &briefs[k]);
+            c->done_this_call++;
+        }
+    free(finished);
+    free(briefs);
+    VP_TRY(s);
+    VP_TRY(ls);
     int64_t k = 0;
-    for (; k < c->n_folds; ++k) {
-        if (vp_wf_fold_is_done(c, k)) continue;
-        if (c->opts->stop_after_folds > 0 && c->done_this_call >= c->opts->stop_after_folds) break;
-        int stopped = 0;
-        vp_wf_brief brief;
-        VP_TRY(vp_wf_fold_run(c, k, &stopped, &brief));
-        if (stopped) break;
-        VP_TRY(log_fold(c, k, &brief));
-        c->done_this_call++;
-    }
+    while (k < c->n_folds && vp_wf_fold_is_done(c, k)) ++k;
     out->interrupted = k < c->n_folds;
     out->n_done = k;
     return VP_OK;
@@ -296,6 +306,8 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_cf
     vp_wf_ctx c;
     memset(&c, 0, sizeof c);
     c.cfg = cfg, c.b = b, c.wf = wf, c.opts = opts;
+    c.fold_cfg = *cfg;
+    c.fold_cfg.walkforward.parallel = 1;
 
     // data, the folds, the folder; then every unfinished fold and the stitched result
     vp_status s = vp_train_data_load(&c.data, cfg);

@@ -18,6 +18,7 @@
 /* What a fold works with. */
 typedef struct fold_job {
     vp_wf_ctx* c;
+    vp_backend* b;        /* this fold's backend (its own when folds run in parallel) */
     int64_t k;
     vp_train_data view;   /* the shared data with this fold's split (owns nothing) */
     vp_trainer t;
@@ -47,6 +48,8 @@ __attribute__((format(printf, 2, 3)))
 static void say(const fold_job* f, const char* fmt, ...) {
     FILE* out = f->c->opts->progress;
     if (!out) return;
+    // one whole line even when folds run in parallel
+    flockfile(out);
     fprintf(out, "fold %lld/%lld: ", (long long)(f->k + 1), (long long)f->c->n_folds);
     va_list ap;
     va_start(ap, fmt);
@@ -54,6 +57,7 @@ static void say(const fold_job* f, const char* fmt, ...) {
     va_end(ap);
     fputc('\n', out);
     fflush(out);
+    funlockfile(out);
 }
 
 /* A validation of the online parameters; a new best is kept and saved. */
@@ -100,7 +104,7 @@ static vp_status train(fold_job* f, int* stopped) {
             VP_TRY(vp_train_log_train(&f->run.metrics, t, &st));
         }
         if ((tc->eval_every > 0 && it % tc->eval_every == 0) || last) VP_TRY(evaluate(f));
-        if (stop && *stop && !last) {
+        if (((stop && *stop) || f->c->halt) && !last) {
             *stopped = 1;
             return VP_OK;
         }
@@ -170,10 +174,11 @@ static vp_status test(fold_job* f) {
     return s;
 }
 
-vp_status vp_wf_fold_run(vp_wf_ctx* c, int64_t k, int* stopped, vp_wf_brief* brief) {
+vp_status vp_wf_fold_run(vp_wf_ctx* c, vp_backend* b, int64_t k, int* stopped, vp_wf_brief* brief) {
     fold_job f;
     memset(&f, 0, sizeof f);
     f.c = c;
+    f.b = b;
     f.k = k;
     f.brief = brief;
     *stopped = 0;
@@ -187,9 +192,9 @@ vp_status vp_wf_fold_run(vp_wf_ctx* c, int64_t k, int* stopped, vp_wf_brief* bri
     say(&f, "train bars %lld..%lld, validation %lld..%lld, test %lld..%lld", (long long)s->train.begin,
         (long long)s->train.end - 1, (long long)s->val.begin, (long long)s->val.end - 1, (long long)s->test.begin,
         (long long)s->test.end - 1);
-    vp_status st = vp_run_open(&f.run, dir, VP_RUN_FORCE, c->cfg);
+    vp_status st = vp_run_open(&f.run, dir, VP_RUN_FORCE, &c->fold_cfg);
     f.run_open = st == VP_OK;
-    if (st == VP_OK) st = vp_trainer_init(&f.t, c->b, c->cfg, &f.view);
+    if (st == VP_OK) st = vp_trainer_init(&f.t, b, &c->fold_cfg, &f.view);
     if (st == VP_OK) st = train(&f, stopped);
     if (st == VP_OK && !*stopped) st = test(&f);
     if (st == VP_OK && !*stopped) st = write_done(&f);
