@@ -25,7 +25,7 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$LOGS/gpu.txt"
 rc=0
 run() {
-  local name=$1; shift
+  local name=${1//\//_}; shift
   echo "== $name: $*"
   "$@" 2>&1 | tee "$LOGS/$name.log"
   local r=${PIPESTATUS[0]}
@@ -43,7 +43,8 @@ for s in $steps; do
       run golden_cuda_tf32 build-gpu/test_learner_golden tests/data/golden_small.safetensors --backend cuda
       run golden_cuda_tf32_nomamba build-gpu/test_learner_golden tests/data/golden_small_nomamba.safetensors --backend cuda
       run golden_cuda_fp32 build-gpu/test_learner_golden tests/data/golden_small.safetensors --backend cuda --fp32
-      run train_jobs bash scripts/gpu_train_check.sh build-gpu /tmp/vp-jobs "$LOGS" ;;&
+      run train_jobs bash scripts/gpu_train_check.sh build-gpu /tmp/vp-jobs "$LOGS"
+      run wf_parallel bash scripts/gpu_wf_parallel.sh build-gpu /tmp/vp-wf ;;&
     all|bench)
       for w in gemm env step train backtest; do
         run "bench_$w" build-gpu/vulpes bench "$w" --backend cuda --json "$OUT/bench.jsonl"

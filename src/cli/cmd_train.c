@@ -17,14 +17,6 @@
 /* Most key=value overrides on one command line. */
 #define MAX_OVERRIDES 256
 
-/* Set by the first Ctrl-C; the loop checkpoints and stops between iterations. */
-static volatile sig_atomic_t g_stop = 0;
-
-static void on_sigint(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
-
 static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes train CONFIG [key=value ...] [--out DIR] [--force]\n"
@@ -122,23 +114,17 @@ int vp_cmd_train(int argc, char** argv) {
     else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
     vp_config cfg;
     if (vp_config_resolve(&cfg, cfg_path, a.n_over, a.over) != VP_OK) return vp_cli_fail("in the configuration");
-    static const char* backends[VP_RUN_BACKEND_COUNT] = {"auto", "cpu", "cuda"};
-    vp_backend* b = vp_cli_backend(backends[cfg.run.backend]);
+    vp_backend* b = vp_cli_backend_for(&cfg);
     if (!b) return 1;
 
     // Ctrl-C: checkpoint and stop between iterations; a second one ends the process at once.
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    vp_cli_trap_sigint();
 
     vp_train_opts o = vp_train_opts_default();
     o.progress = stderr;
     o.progress_tty = isatty(fileno(stderr));
     o.progress_interval_s = o.progress_tty ? 0.25 : 10.0;
-    o.stop = &g_stop;
+    o.stop = &vp_cli_stop;
     o.mode = a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE);
     o.run_dir = a.resume;
     o.config_path = cfg_path;

@@ -15,14 +15,6 @@
 /* Most key=value overrides on one command line. */
 #define MAX_OVERRIDES 256
 
-/* Set by the first Ctrl-C: the fold in progress is left unfinished, --resume reruns it. */
-static volatile sig_atomic_t g_stop = 0;
-
-static void on_sigint(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
-
 static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes walkforward CONFIG [key=value ...] [--train-bars N] [--val-bars N] [--test-bars N]\n"
@@ -172,19 +164,13 @@ int vp_cmd_walkforward(int argc, char** argv) {
         snprintf(name, sizeof name, "walkforward-%s", vp_run_name_from_path(cfg_path, base, sizeof base));
         if (vp_run_dir_default(dir, sizeof dir, "runs", name, time(NULL)) != VP_OK) return vp_cli_fail("naming the folder");
     }
-    static const char* backends[VP_RUN_BACKEND_COUNT] = {"auto", "cpu", "cuda"};
-    vp_backend* b = vp_cli_backend(backends[cfg.run.backend]);
+    vp_backend* b = vp_cli_backend_for(&cfg);
     if (!b) return 1;
 
     // Ctrl-C: the fold in progress stops between iterations; a second one ends the process
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    vp_cli_trap_sigint();
 
-    vp_wf_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), stderr, &g_stop, 0,
+    vp_wf_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), stderr, &vp_cli_stop, 0,
                     a.fused, a.parallel > 0 ? a.parallel : cfg.walkforward.parallel};
     fprintf(stderr, "vulpes walkforward: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
     vp_wf_result r;

@@ -2,6 +2,8 @@
 #ifndef VP_CLI_COMMANDS_H
 #define VP_CLI_COMMANDS_H
 
+#include <signal.h>
+
 #include "vulpes/vulpes.h"
 
 /* `vulpes bench WHAT [options]`. */
@@ -13,6 +15,16 @@ int vp_cmd_data(int argc, char** argv);
 /* Parses "--backend cpu|cuda|auto" style choices and creates the backend; prints the error
  * and returns NULL on failure. */
 vp_backend* vp_cli_backend(const char* choice);
+
+/* Set by the first Ctrl-C after vp_cli_trap_sigint; long jobs stop between iterations. */
+extern volatile sig_atomic_t vp_cli_stop;
+
+/* Installs the Ctrl-C handler: the first sets vp_cli_stop, a second ends the process. */
+void vp_cli_trap_sigint(void);
+
+/* Creates the backend a resolved config asks for (run.backend); NULL after printing the
+ * error. */
+vp_backend* vp_cli_backend_for(const vp_config* cfg);
 
 /* Prints the library's last error to stderr with a prefix, returns exit code 1. */
 int vp_cli_fail(const char* what);

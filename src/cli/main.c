@@ -1,4 +1,6 @@
 /* vulpes: the command-line tool. Turns library statuses into messages and exit codes. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +46,27 @@ vp_backend* vp_cli_backend(const char* choice) {
         return NULL;
     }
     return b;
+}
+
+volatile sig_atomic_t vp_cli_stop = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    vp_cli_stop = 1;
+}
+
+void vp_cli_trap_sigint(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+vp_backend* vp_cli_backend_for(const vp_config* cfg) {
+    static const char* backends[VP_RUN_BACKEND_COUNT] = {"auto", "cpu", "cuda"};
+    return vp_cli_backend(backends[cfg->run.backend]);
 }
 
 int vp_cli_fail(const char* what) {
