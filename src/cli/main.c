@@ -13,7 +13,7 @@ typedef struct command {
 } command;
 
 static const command COMMANDS[] = {
-    {"bench", vp_cmd_bench, "bench gemm|env|step|backtest   print performance figures"},
+    {"bench", vp_cmd_bench, "bench WHAT                       gemm, env, step, train, backtest figures"},
     {"data", vp_cmd_data, "data inspect FILE                what the loader sees in a bar file"},
     {"config", vp_cmd_config, "config --defaults | CONFIG       every key with its default, or a config resolved"},
     {"train", vp_cmd_train, "train CONFIG [key=value ...]     train, validate, keep the best checkpoint"},
