@@ -94,7 +94,7 @@ static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
         fprintf(stderr, "best validation Sharpe %.3f at iteration %lld\n", r->best_val_sharpe,
                 (long long)r->best_iteration);
     if (r->interrupted) return;
-    fprintf(stderr, "test span (%s, %lld x %lld bars): Sharpe %.3f, total return %.2f %%, max drawdown %.2f %%; "
+    fprintf(stderr, "test span, validator's estimate (%s, %lld x %lld bars): Sharpe %.3f, total return %.2f %%, max drawdown %.2f %%; "
             "buy & hold Sharpe %.3f\n", r->best_iteration >= 0 ? "best parameters" : "final parameters",
             (long long)r->test.windows, (long long)r->test.window_bars, r->test.strategy.sharpe,
             100.0 * r->test.strategy.total_return, 100.0 * r->test.strategy.max_drawdown, r->test.buy_hold.sharpe);
