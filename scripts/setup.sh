@@ -2,7 +2,7 @@
 # Installs the Debian/Ubuntu packages vulpes builds against, when they are missing.
 # Safe to run again: it installs nothing that is already there.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libopenblas-dev libyaml-dev libcjson-dev libzstd-dev chromium)
+pkgs=(build-essential cmake pkg-config python3 python3-venv libopenblas-dev libyaml-dev libcjson-dev libzstd-dev chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
