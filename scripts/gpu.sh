@@ -3,7 +3,7 @@
 # and the benchmarks; writes logs.tar.gz, summary.txt and bench.jsonl under $OUT (or ./gpu-out).
 # Dependencies missing there (libyaml, cJSON, OpenBLAS headers) come as .deb files in
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
-#   usage: scripts/gpu.sh [all|test|bench|STEP...]   (default: all)
+#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|PROGRAM...]   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -50,6 +50,7 @@ for s in $steps; do
         run "bench_$w" build-gpu/vulpes bench "$w" --backend cuda --json "$OUT/bench.jsonl"
       done ;;
     test|bench) ;;
+    bench-*) run "$s" build-gpu/vulpes bench "${s#bench-}" --backend cuda --json "$OUT/bench.jsonl" ;;
     *) run "$s" $s ;;
   esac
 done

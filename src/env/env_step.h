@@ -150,7 +150,9 @@ VP_HD int32_t vp_env_start(const vp_env_params* p, int64_t i, uint32_t episode) 
     return (int32_t)(p->begin + (int64_t)off);
 }
 
-/* Writes the 8-float portfolio vector of one env (docs/env.md). */
+/* Writes the 8-float portfolio vector of one env (docs/env.md). Bars held and time left are
+ * in episode lengths, capped at 1: training never shows more, and a longer window (a
+ * validation or backtest span) must not feed the network values it has not seen. */
 VP_HD void vp_env_portfolio(const vp_env_params* p, const vp_env_bar* bars, const vp_env_view* v,
                             float* out /* [8] */) {
     double c = bars[v->t].close, atr = bars[v->t].atr;
@@ -165,11 +167,13 @@ VP_HD void vp_env_portfolio(const vp_env_params* p, const vp_env_bar* bars, cons
     }
     out[0] = vp_env_f32(vp_env_mul((double)pos, p->inv_max_position));
     out[1] = vp_env_f32(upnl);
-    out[2] = vp_env_f32(vp_env_mul((double)v->bars_held, p->inv_episode_bars));
+    double held = vp_env_mul((double)v->bars_held, p->inv_episode_bars);
+    double left = vp_env_mul((double)(v->window_end - v->t), p->inv_episode_bars);
+    out[2] = vp_env_f32(held < 1.0 ? held : 1.0);
     out[3] = vp_env_f32(vp_env_div(vp_env_sub(v->peak, v->equity), v->peak));
     out[4] = vp_env_f32(d_tp);
     out[5] = vp_env_f32(d_sl);
-    out[6] = vp_env_f32(vp_env_mul((double)(v->window_end - v->t), p->inv_episode_bars));
+    out[6] = vp_env_f32(left < 1.0 ? left : 1.0);
     out[7] = v->last_size;
 }
 

@@ -44,14 +44,12 @@ typedef struct vp_bt_records {
 } vp_bt_records;
 
 /* Writes window i's portfolio vector: the environment's, with the true window end for the
- * time left, and entries 2 (bars held) and 6 (time left) capped at 1. */
+ * time left (the environment caps bars held and time left at one episode length). */
 VP_HD void vp_bt_portfolio(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s,
                            const vp_bt_windows* w, int64_t i, float* out /* [8] */) {
     vp_env_view v = vp_env_view_of(s, i);
     v.window_end = w->last[i];
     vp_env_portfolio(&d->env, bars, &v, out);
-    out[2] = out[2] > 1.0f ? 1.0f : out[2];
-    out[6] = out[6] > 1.0f ? 1.0f : out[6];
 }
 
 /* The greedy choice of each branch from a Q row: the argmax over the branch's heads, ties
