@@ -299,14 +299,14 @@ vp_status vp_env_state_get(const vp_env* e, vp_env_state* host) {
     return transfer_state(e, host, 1);
 }
 
-/* Checks one env of a host state: bars inside the span, levels and money sane. */
+/* Checks one env of a host state: bars inside the span, levels and money sane. A window may
+ * be longer than an episode (a validation window; the portfolio vector caps time left). */
 static vp_status check_env_state(const vp_env* e, const vp_env_state* h, int64_t i) {
     const vp_env_market* m = e->market;
     int32_t t = h->t[i], w = h->window_end[i];
-    VP_REQUIRE(t >= m->begin && t < w && w < m->end && w - t <= e->config.episode_bars, VP_ERR_INVALID_ARG,
-               "vp_env_state_set: env %lld has t %d, window_end %d (need begin %lld <= t < window_end < end %lld, "
-               "window_end - t <= %d)", (long long)i, (int)t, (int)w, (long long)m->begin, (long long)m->end,
-               (int)e->config.episode_bars);
+    VP_REQUIRE(t >= m->begin && t < w && w < m->end, VP_ERR_INVALID_ARG,
+               "vp_env_state_set: env %lld has t %d, window_end %d (need begin %lld <= t < window_end < end %lld)",
+               (long long)i, (int)t, (int)w, (long long)m->begin, (long long)m->end);
     VP_REQUIRE(h->position[i] >= -e->instrument.max_position && h->position[i] <= e->instrument.max_position &&
                    h->bars_held[i] >= 0,
                VP_ERR_INVALID_ARG, "vp_env_state_set: env %lld has position %d, bars_held %d (max_position %d)",

@@ -102,8 +102,12 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m
     // The span as a market, N envs whose episodes are the windows, a greedy collector.
     vp_env_market_desc md = {d->bars.n, d->bars.open, d->bars.high, d->bars.low, d->bars.close, d->atr,
                              span.begin, span.end, features};
+    // The env's episode is the training one (window_bars), so time left and bars held reach
+    // the network in training episode lengths, capped at 1, as in training and the exact
+    // backtest; a window is longer (L >= window_bars). A span shorter than one episode has
+    // only its own length to measure them in.
     vp_env_config ec = vp_env_config_default();
-    ec.episode_bars = (int32_t)v->L;
+    ec.episode_bars = (int32_t)(window_bars >= 1 && window_bars <= v->L ? window_bars : v->L);
     ec.reward_scale = 1.0;
     ec.ruin_fraction = ruin_fraction;
     vp_collect_cfg cc = {0.0f, 0.0f, 0, 0};
