@@ -45,22 +45,9 @@ static int write_checkpoint(vp_backend* b, const vp_config* cfg, const char* pat
     return ok;
 }
 
-/* The whole file at path (caller frees), or NULL. */
-static char* slurp(const char* path) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char* s = (char*)calloc(1, (size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* Whether two files have the same bytes; with cut, up to the first occurrence of cut. */
 static int same_file(const char* a, const char* b, const char* cut) {
-    char *x = slurp(a), *y = slurp(b);
+    char *x = vpt_slurp(a, NULL), *y = vpt_slurp(b, NULL);
     int same = 0;
     if (x && y) {
         char* cx = cut ? strstr(x, cut) : NULL;

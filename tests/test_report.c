@@ -13,23 +13,6 @@
 #define H_MS 3600000LL
 #define T0_MS 1483308000000LL /* 2017-01-01 22:00 UTC */
 
-/* The whole file at path as a NUL-terminated string (caller frees), or NULL. */
-static char* slurp(const char* path) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char* s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* Occurrences of needle in s. */
 static int count_of(const char* s, const char* needle) {
     int n = 0;
@@ -191,7 +174,7 @@ static void test_report_content(void) {
     synth_make(&s, 100003);
     snprintf(path, sizeof path, "%s/report.html", dir);
     CHECK_OK(vp_report_write(path, &s.rep));
-    char* html = slurp(path);
+    char* html = vpt_slurp(path, NULL);
     char tmp[620];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CHECK(html != NULL && !file_exists(tmp), "report missing or .tmp left behind");
@@ -245,7 +228,7 @@ static void test_report_minimal_and_errors(void) {
     const double e1[1] = {100.0};
     vp_report r = {NULL, 1, t1, e1, NULL, NULL, NULL, NULL, 0, NULL};
     CHECK_OK(vp_report_write(path, &r));
-    char* html = slurp(path);
+    char* html = vpt_slurp(path, NULL);
     CHECK(html && strstr(html, "<h1>vulpes report</h1>") && strstr(html, "(no config given)") &&
               count_of(html, "<svg") == 2 && !strstr(html, "Walk-forward") && !strstr(html, "<h2>Metrics"),
           "minimal page wrong");
@@ -264,7 +247,7 @@ static void test_report_minimal_and_errors(void) {
     CHECK_STATUS(vp_report_write(path, &bad), VP_ERR_INVALID_ARG, "folds is NULL");
     char tmp[620];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    html = slurp(path);
+    html = vpt_slurp(path, NULL);
     CHECK(html && strstr(html, "<h1>vulpes report</h1>") && !file_exists(tmp), "old report disturbed");
     free(html);
     snprintf(tmp, sizeof tmp, "%s/no/such/folder/report.html", dir);

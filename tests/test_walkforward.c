@@ -35,25 +35,12 @@ static vp_wf_cfg fold_cfg(void) {
     return w;
 }
 
-/* The whole file at path (caller frees), or NULL. */
-static char* slurp(const char* path) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char* s = (char*)calloc(1, (size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* Whether DIR1/file and DIR2/file hold the same non-empty bytes. */
 static int same_file(const char* d1, const char* d2, const char* file) {
     char p1[512], p2[512];
     snprintf(p1, sizeof p1, "%s/%s", d1, file);
     snprintf(p2, sizeof p2, "%s/%s", d2, file);
-    char *a = slurp(p1), *b = slurp(p2);
+    char *a = vpt_slurp(p1, NULL), *b = vpt_slurp(p2, NULL);
     int same = a && b && a[0] && strcmp(a, b) == 0;
     free(a);
     free(b);
@@ -151,7 +138,7 @@ static void test_walkforward_and_resume(void) {
     for (int i = 0; i < 2; ++i) {
         char mp[400];
         snprintf(mp, sizeof mp, "%s/metrics.jsonl", i ? b : a);
-        char* text = slurp(mp);
+        char* text = vpt_slurp(mp, NULL);
         int n = 0;
         for (const char* q = text; q && (q = strstr(q, "{\"event\":\"fold\",\"fold\":")); ++q) ++n;
         CHECK(n == FOLDS, "%s: %d fold events", mp, n);
@@ -183,7 +170,7 @@ static void test_walkforward_and_resume(void) {
     CHECK_OK(vp_walkforward_run(&cfg, be, &w3, &oa, &rb));
     CHECK(rb.n_done == 2, "warm start: %lld folds", (long long)rb.n_done);
     snprintf(fd, sizeof fd, "%s/folds/fold_001/done.json", a);
-    char* done = slurp(fd);
+    char* done = vpt_slurp(fd, NULL);
     CHECK(done && strstr(done, "\"warm_start\":\ttrue"), "fold 1 not warm-started: %s", done ? done : "(none)");
     CHECK(!exists(a, "folds/fold_002"), "the forced run left an old fold folder");
     free(done);

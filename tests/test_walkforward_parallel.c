@@ -42,16 +42,7 @@ static vp_wf_cfg fold_cfg(void) {
 static char* slurp(const char* dir, const char* file, long* size) {
     char p[600];
     snprintf(p, sizeof p, "%s/%s", dir, file);
-    FILE* f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char* s = (char*)calloc(1, (size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = -1;
-    fclose(f);
-    if (size) *size = n;
-    return s;
+    return vpt_slurp(p, size);
 }
 
 /* Whether D1/FILE and D2/FILE hold the same non-empty bytes (binary files too). */

@@ -152,21 +152,6 @@ vp_status vp_wf_cfg_load(const char* dir, vp_wf_cfg* out) {
     return VP_OK;
 }
 
-/* Removes the files of a folder and the folder (one level: the fold folders hold files only). */
-static void remove_flat_dir(const char* dir) {
-    DIR* d = opendir(dir);
-    if (!d) return;
-    struct dirent* e;
-    char p[VP_RUN_PATH_MAX + 300];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
-        remove(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 /* Removes DIR/folds/fold_* (a forced start over). */
 static void remove_folds(const vp_wf_ctx* c) {
     char root[VP_RUN_PATH_MAX + 8], p[VP_RUN_PATH_MAX + 300];
@@ -177,7 +162,8 @@ static void remove_folds(const vp_wf_ctx* c) {
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "fold_", 5) != 0) continue;
         if (snprintf(p, sizeof p, "%s/%s", root, e->d_name) >= (int)sizeof p) continue;
-        remove_flat_dir(p);
+        vp_wf_empty_dir(p);
+        rmdir(p);
     }
     closedir(d);
 }

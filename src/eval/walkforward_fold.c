@@ -27,8 +27,7 @@ typedef struct fold_job {
     vp_wf_brief* brief;   /* the fold's figures for the caller */
 } fold_job;
 
-/* Empties the fold's folder (a fold left unfinished runs again from its start). */
-static void clear_dir(const char* dir) {
+void vp_wf_empty_dir(const char* dir) {
     DIR* d = opendir(dir);
     if (!d) return;
     struct dirent* e;
@@ -187,7 +186,7 @@ vp_status vp_wf_fold_run(vp_wf_ctx* c, vp_backend* b, int64_t k, int* stopped, v
     f.view.split = c->folds[k];
     char dir[VP_RUN_PATH_MAX];
     VP_TRY(vp_wf_fold_dir(c, k, dir, sizeof dir));
-    clear_dir(dir);
+    vp_wf_empty_dir(dir);  // a fold left unfinished runs again from its start
     const vp_split* s = &c->folds[k];
     say(&f, "train bars %lld..%lld, validation %lld..%lld, test %lld..%lld", (long long)s->train.begin,
         (long long)s->train.end - 1, (long long)s->val.begin, (long long)s->val.end - 1, (long long)s->test.begin,

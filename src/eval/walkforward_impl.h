@@ -24,6 +24,9 @@ typedef struct vp_wf_ctx {
     _Atomic int halt;          /* set when a fold failed: the folds in progress stop, no more start */
 } vp_wf_ctx;
 
+/* Removes the files of a folder, one level deep (fold folders hold files only). */
+void vp_wf_empty_dir(const char* dir);
+
 /* DIR/folds/fold_NNN into out[n]. */
 vp_status vp_wf_fold_dir(const vp_wf_ctx* c, int64_t k, char* out, size_t n);
 
