@@ -46,13 +46,13 @@ static int model_make(vp_backend* b, int F, const float* ref, vp_model* m, float
 
 /* Runs one backtest of [a, a + n) in `windows` windows; 0 on failure (printed). */
 static int run(vp_backend* b, const vp_model* m, const vpt_market* mk, const vp_tensor* feat, int64_t a, int64_t n,
-               int64_t windows, int fused, vp_backtest_result* r) {
-    vp_backtest_cfg c = vp_backtest_cfg_default();
+               int64_t windows, int fused, vp_rollout_result* r) {
+    vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument = vpt_instrument();
     c.episode_bars = 1024;
     c.n_windows = windows;
     c.fused = fused;
-    vp_backtest_data d = {&mk->bars, mk->atr, feat, {a, a + n}};
+    vp_rollout_data d = {&mk->bars, mk->atr, feat, {a, a + n}};
     if (vp_backtest_run(b, m, &m->params, &d, &c, r) == VP_OK) return 1;
     fprintf(stderr, "vulpes bench backtest: %lld bars in %lld windows failed: %s\n", (long long)n, (long long)windows,
             vp_last_error());
@@ -60,7 +60,7 @@ static int run(vp_backend* b, const vp_model* m, const vpt_market* mk, const vp_
 }
 
 /* The number of leading points on which two runs agree (choices, position, equity bits). */
-static int64_t agree(const vp_backtest_result* x, const vp_backtest_result* y) {
+static int64_t agree(const vp_rollout_result* x, const vp_rollout_result* y) {
     int64_t k = 0, n = x->n_points < y->n_points ? x->n_points : y->n_points;
     while (k < n && x->equity[k] == y->equity[k] && x->position[k] == y->position[k] &&
            memcmp(x->action + 4 * k, y->action + 4 * k, 16) == 0)
@@ -73,10 +73,10 @@ static int validate(vp_backend* b, const vp_model* m, const vpt_market* mk, cons
                     int64_t n) {
     const int64_t a = mk->bars.n - n;
     if (vp_backend_get_kind(b) == VP_BACKEND_CPU) {
-        vp_backtest_result r;
+        vp_rollout_result r;
         int ok = run(b, m, mk, feat, a, n, 1, 1, &r) && isfinite(r.equity[r.n_points - 1]) && r.n_trades > 0;
         if (!ok) fprintf(stderr, "vulpes bench backtest: the CPU validation run is not sane\n");
-        vp_backtest_result_free(&r);
+        vp_rollout_result_free(&r);
         return ok;
     }
     vp_backend* cpu = NULL;
@@ -87,7 +87,7 @@ static int validate(vp_backend* b, const vp_model* m, const vpt_market* mk, cons
     const vp_precision keep = gm->precision;
     gm->precision = VP_PREC_FP32;
     for (int windows = 1; ok && windows <= 8; windows *= 8) {
-        vp_backtest_result want, got;
+        vp_rollout_result want, got;
         ok = run(cpu, &cm, mk, &mk->features, a, n, windows, 0, &want);
         for (int fused = 1; ok && fused >= 0; --fused) {
             ok = run(b, gm, mk, feat, a, n, windows, fused, &got);
@@ -99,9 +99,9 @@ static int validate(vp_backend* b, const vp_model* m, const vpt_market* mk, cons
             }
             if (ok) printf("validated: %s path, %d window(s), %lld bars, %lld trades equal to the CPU's\n", got.path,
                            windows, (long long)n, (long long)got.n_trades);
-            vp_backtest_result_free(&got);
+            vp_rollout_result_free(&got);
         }
-        vp_backtest_result_free(&want);
+        vp_rollout_result_free(&want);
     }
     gm->precision = keep;
     vp_model_free(&cm);
@@ -112,9 +112,9 @@ static int validate(vp_backend* b, const vp_model* m, const vpt_market* mk, cons
 /* Times one configuration after a warm-up and prints its row and JSON line; 0 on failure. */
 static int timed(vp_backend* b, const vp_model* m, const vpt_market* mk, const vp_tensor* feat, int64_t n,
                  int64_t windows, int fused, FILE* js) {
-    vp_backtest_result r;
+    vp_rollout_result r;
     if (!run(b, m, mk, feat, mk->bars.n - 2048, 2048, windows < 64 ? windows : 64, fused, &r)) return 0;
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     if (!run(b, m, mk, feat, mk->bars.n - n, n, windows, fused, &r)) return 0;
     const double steps = (double)(n - 1), seq = steps / r.sequential_s, total = steps / (r.encode_s + r.sequential_s);
     const double us_step = 1e6 * r.sequential_s / ceil(steps / (double)windows);
@@ -128,7 +128,7 @@ static int timed(vp_backend* b, const vp_model* m, const vpt_market* mk, const v
             vp_backend_get_kind(b) == VP_BACKEND_CUDA ? "cuda" : "cpu", vp_backend_name(b), mode, r.path,
             (long long)n, (long long)windows, r.encode_s, r.sequential_s, seq, total, us_step, m->cfg.hidden,
             (long long)r.n_trades);
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     return 1;
 }
 

@@ -43,8 +43,8 @@ static void fixture_init(fixture* f) {
 }
 
 /* E-mini-like: tick 0.25, $50 a point, $2.5 a contract, 1 tick of slippage, 2 contracts. */
-static vp_backtest_cfg hand_cfg(void) {
-    vp_backtest_cfg c = vp_backtest_cfg_default();
+static vp_rollout_cfg hand_cfg(void) {
+    vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument.max_position = 2;
     c.episode_bars = 16;
     c.forced_actions = &ACTS[0][0];
@@ -56,9 +56,9 @@ static void test_hand_path(void) {
     fixture_init(&f);
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_backtest_cfg c = hand_cfg();
-    vp_backtest_data d = {&f.bars, f.atr, NULL, {0, NB}};
-    vp_backtest_result r;
+    vp_rollout_cfg c = hand_cfg();
+    vp_rollout_data d = {&f.bars, f.atr, NULL, {0, NB}};
+    vp_rollout_result r;
     CHECK_OK(vp_backtest_run(b, NULL, NULL, &d, &c, &r));
     // equity at each close, worked out step by step in ACTS' comments (all exact in binary)
     static const double eq[NB] = {100000, 100045, 100080, 100197.5, 100247.5, 100100, 100195, 100205, 100202.5};
@@ -90,7 +90,7 @@ static void test_hand_path(void) {
     CHECK(r.n_trades == 5, "%lld trades", (long long)r.n_trades);
     double sum = 0.0;
     for (int i = 0; i < 5 && r.n_trades == 5; ++i) {
-        const vp_bt_trade* t = &r.trades[i];
+        const vp_rollout_trade* t = &r.trades[i];
         CHECK(t->side == T[i].side && t->size == T[i].size && t->entry_bar == T[i].eb && t->exit_bar == T[i].xb,
               "trade %d: side %d size %d bars %lld..%lld", i, t->side, t->size, (long long)t->entry_bar,
               (long long)t->exit_bar);
@@ -111,7 +111,7 @@ static void test_hand_path(void) {
     // buy-and-hold: 2 contracts bought at 101 (open 1 + slippage), sold at 99 (open 8 - slippage)
     CHECK_NEAR(r.curve_benchmark[NB - 1], 100000.0 + 2 * (99.0 - 101.0) * 50.0 - 4 * 2.5, 1e-9, 0);
     CHECK(r.summary.annual.periods_per_year == 252.0, "ppy %g", r.summary.annual.periods_per_year);
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     vp_bars_free(&f.bars);
     vp_backend_free(b);
 }
@@ -131,9 +131,9 @@ static void test_files(void) {
     fixture_init(&f);
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_backtest_cfg c = hand_cfg();
-    vp_backtest_data d = {&f.bars, f.atr, NULL, {0, NB}};
-    vp_backtest_result r;
+    vp_rollout_cfg c = hand_cfg();
+    vp_rollout_data d = {&f.bars, f.atr, NULL, {0, NB}};
+    vp_rollout_result r;
     CHECK_OK(vp_backtest_run(b, NULL, NULL, &d, &c, &r));
     char dir[256], sub[300], path[400], line[512];
     CHECK(tdu_mkdtemp(dir, sizeof dir) != NULL, "temporary folder");
@@ -169,7 +169,7 @@ static void test_files(void) {
     CHECK(read_line(path, 0, line, sizeof line), "report.html");
     CHECK(tdu_count_entries(sub) == 4, "%d files in the output folder", tdu_count_entries(sub));
     tdu_rmtree(dir);
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     vp_bars_free(&f.bars);
     vp_backend_free(b);
 }
@@ -183,13 +183,13 @@ static void test_ruin(void) {
     f.bars.low[2] = 89.0, f.bars.close[2] = 90.0;
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_backtest_cfg c = hand_cfg();
+    vp_rollout_cfg c = hand_cfg();
     int32_t hold[NB - 1][4];
     for (int i = 0; i < NB - 1; ++i) hold[i][0] = 2, hold[i][1] = 3, hold[i][2] = 0, hold[i][3] = 0;
     c.forced_actions = &hold[0][0];
     c.instrument.initial_equity = 1000.0;
-    vp_backtest_data d = {&f.bars, f.atr, NULL, {0, NB}};
-    vp_backtest_result r;
+    vp_rollout_data d = {&f.bars, f.atr, NULL, {0, NB}};
+    vp_rollout_result r;
     CHECK_OK(vp_backtest_run(b, NULL, NULL, &d, &c, &r));
     CHECK(r.n_points == 3 && r.windows[0].ruined && r.windows[0].last == 2, "%lld points, ruined %d",
           (long long)r.n_points, r.windows[0].ruined);
@@ -202,7 +202,7 @@ static void test_ruin(void) {
     CHECK(r.n_curve == NB && r.curve_equity[NB - 1] == -105.0 && r.curve_position[NB - 1] == 0.0, "curve end %.17g",
           r.curve_equity[NB - 1]);
     CHECK(r.summary.strategy.total_return < -1.0, "total return %g", r.summary.strategy.total_return);
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     vp_bars_free(&f.bars);
     vp_backend_free(b);
 }
@@ -212,9 +212,9 @@ static void test_bad_args(void) {
     fixture_init(&f);
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_backtest_cfg c = hand_cfg();
-    vp_backtest_result r;
-    vp_backtest_data d = {&f.bars, f.atr, NULL, {3, 4}};
+    vp_rollout_cfg c = hand_cfg();
+    vp_rollout_result r;
+    vp_rollout_data d = {&f.bars, f.atr, NULL, {3, 4}};
     CHECK_STATUS(vp_backtest_run(b, NULL, NULL, &d, &c, &r), VP_ERR_INVALID_ARG, "at least 2");
     d.span = (vp_span){0, NB + 1};
     CHECK_STATUS(vp_backtest_run(b, NULL, NULL, &d, &c, &r), VP_ERR_INVALID_ARG, "span");
@@ -231,7 +231,7 @@ static void test_bad_args(void) {
     vp_clear_error();
     CHECK(vp_backtest_run(b, NULL, NULL, &d, &c, &r) != VP_OK && strstr(vp_last_error(), "bar") != NULL,
           "bad bar accepted: %s", vp_last_error());
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     vp_bars_free(&f.bars);
     vp_backend_free(b);
 }

@@ -3,7 +3,7 @@
  * from W1 e + c + M p, second layers, dueling logits, Q = sum z e^(l - max) / sum
  * e^(l - max)) against the model's own heads (vp_model_heads), on random encodings and
  * portfolios, at several sizes (odd ones included). */
-#include "eval/backtest_impl.h"
+#include "rollout/rollout_impl.h"
 #include "vp_test.h"
 #include "vulpes/rng.h"
 
@@ -28,23 +28,17 @@ static void check_size(int hidden, int head_hidden, int atoms, uint64_t seed) {
         vp_tensor et = vp_tensor_2d(e, VP_F32, VP_MEM_HOST, 1, hidden), pt = vp_tensor_2d(p, VP_F32, VP_MEM_HOST, 1, 8);
         CHECK_OK(vp_model_heads(&m, &m.params, acts, &et, &pt, NULL, 1));
         memcpy(want, vp_model_q(acts).data, sizeof(float) * (size_t)A);
-        CHECK_OK(vp_bt_fused_reference(&m, &m.params, e, p, got));
+        CHECK_OK(vp_ro_fused_reference(&m, &m.params, e, p, got));
         for (int a = 0; a < A; ++a) {
             // Q lives on the support [-10, 10]: errors are measured against its width
             double d = fabs((double)got[a] - want[a]) / (double)(c.v_max - c.v_min);
             worst = d > worst ? d : worst;
         }
         // the greedy choices agree (the Q gaps are far above float rounding here)
-        vp_bt_dims dims;
-        memset(&dims, 0, sizeof dims);
-        for (int br = 0, off = 0; br < 4; ++br) {
-            dims.size[br] = c.branch_sizes[br];
-            dims.offset[br] = off;
-            off += c.branch_sizes[br];
-        }
+        const vp_action_layout lay = vp_action_layout_env();
         int32_t aw[4], ag[4];
-        vp_bt_select(&dims, want, aw);
-        vp_bt_select(&dims, got, ag);
+        vp_action_greedy(&lay, want, aw);
+        vp_action_greedy(&lay, got, ag);
         same_choice += memcmp(aw, ag, sizeof aw) == 0;
     }
     CHECK(worst < 1e-6, "H %d, HH %d, Z %d: largest Q difference %g of the support's width", hidden, head_hidden,
@@ -72,7 +66,7 @@ static void test_fold(void) {
     vp_model m;
     CHECK_OK(vp_model_init(&m, b, &c, 7));
     float out[2 * 9 * 8 + 2 * 9];
-    CHECK_OK(vp_bt_fold_heads(&m, &m.params, out));
+    CHECK_OK(vp_ro_fold_heads(&m, &m.params, out));
     const float* pw = (const float*)m.params.data + vp_model_find_param(&m, "port.w")->offset;
     const float* pb = (const float*)m.params.data + vp_model_find_param(&m, "port.b")->offset;
     const char* w1n[2] = {"c51.v1.w", "c51.a1.w"}, *b1n[2] = {"c51.v1.b", "c51.a1.b"};

@@ -90,7 +90,7 @@ static void test_job(void) {
     const char* data[3] = {csv_a, csv_b, csv_b};
     const char* from[3] = {"400", "400", from_t};
     const char* to[3] = {"760", "760", to_t};
-    vp_backtest_result r[3];
+    vp_rollout_result r[3];
     for (int k = 0; k < 3; ++k) {
         snprintf(out[k], sizeof out[k], "%s/out%d", dir, k);
         vp_backtest_job job = {ck, data[k], from[k], to[k], out[k], 0, 1, 1};
@@ -115,22 +115,22 @@ static void test_job(void) {
     CHECK(same_file(path[0], path[1], "\"backtest\""), "summary.json differs");
     // an existing folder is refused without force, reused with it
     vp_backtest_job again = {ck, csv_a, "400", "760", out[0], 0, 1, 1};
-    vp_backtest_result r4;
+    vp_rollout_result r4;
     char got[400];
     CHECK(vp_backtest_job_run(b, &again, &r4, got, sizeof got) != VP_OK, "non-empty folder reused without force");
-    vp_backtest_result_free(&r4);
+    vp_rollout_result_free(&r4);
     again.force = 1;
     again.n_windows = 3;
     CHECK_OK(vp_backtest_job_run(b, &again, &r4, got, sizeof got));
     CHECK(r4.n_windows == 3 && r4.span.end == TO, "segments %lld", (long long)r4.n_windows);
-    vp_backtest_result_free(&r4);
+    vp_rollout_result_free(&r4);
     // bounds: a time after the last bar is the end, a bad bound names itself
     int64_t idx = -1;
     CHECK_OK(vp_backtest_bar_of(&mk.bars, "2100-01-01", &idx));
     CHECK(idx == NBARS, "index %lld", (long long)idx);
     CHECK_STATUS(vp_backtest_bar_of(&mk.bars, "yesterday", &idx), VP_ERR_INVALID_ARG, "yesterday");
     CHECK_STATUS(vp_backtest_bar_of(&mk.bars, "901", &idx), VP_ERR_INVALID_ARG, "beyond");
-    for (int k = 0; k < 3; ++k) vp_backtest_result_free(&r[k]);
+    for (int k = 0; k < 3; ++k) vp_rollout_result_free(&r[k]);
     vpt_market_free(&mk);
     vp_backend_free(b);
     tdu_rmtree(dir);

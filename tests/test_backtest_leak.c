@@ -35,13 +35,13 @@ static void tamper(const vpt_market* src, vpt_market* dst, int64_t from, int poi
 
 /* A backtest of [a, b) of a market in n windows. */
 static vp_status run(vp_backend* b, const vp_model* m, const vpt_market* mk, int64_t a, int64_t e, int64_t n_win,
-                     vp_backtest_result* out) {
-    vp_backtest_cfg c = vp_backtest_cfg_default();
+                     vp_rollout_result* out) {
+    vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument = vpt_instrument();
     c.episode_bars = 40;
     c.n_windows = n_win;
     c.encode_chunk = 64;
-    vp_backtest_data d = {&mk->bars, mk->atr, &mk->features, {a, e}};
+    vp_rollout_data d = {&mk->bars, mk->atr, &mk->features, {a, e}};
     return vp_backtest_run(b, m, &m->params, &d, &c, out);
 }
 
@@ -56,21 +56,21 @@ static void test_nothing_read_at_or_after_end(void) {
     CHECK_OK(vp_model_init(&m, b, &mc, 13));
     const int64_t modes[2] = {1, 6};
     for (int i = 0; i < 2; ++i) {
-        vp_backtest_result r1, r2;
+        vp_rollout_result r1, r2;
         CHECK_OK(run(b, &m, &mk, A0, B0, modes[i], &r1));
         CHECK_OK(run(b, &m, &bad, A0, B0, modes[i], &r2));
         CHECK(r1.n_trades > 5 && r1.summary.trades.exposure > 0.3, "%lld trades, exposure %g: the test would prove "
               "little", (long long)r1.n_trades, r1.summary.trades.exposure);
         CHECK(vpt_results_equal(&r1, &r2), "%lld windows: poisoned bars from %d on changed the result",
               (long long)modes[i], B0);
-        vp_backtest_result_free(&r1);
-        vp_backtest_result_free(&r2);
+        vp_rollout_result_free(&r1);
+        vp_rollout_result_free(&r2);
     }
     // the poison is real: one bar more and the run refuses the bars
-    vp_backtest_result r3;
+    vp_rollout_result r3;
     vp_clear_error();
     CHECK(run(b, &m, &bad, A0, B0 + 1, 1, &r3) != VP_OK, "a poisoned bar inside the span was accepted");
-    vp_backtest_result_free(&r3);
+    vp_rollout_result_free(&r3);
     vp_model_free(&m);
     vp_backend_free(b);
     vpt_market_free(&bad);
@@ -85,7 +85,7 @@ static void test_decision_uses_past_only(void) {
     vp_model m;
     vp_model_cfg mc = vpt_tiny_model(mk.F);
     CHECK_OK(vp_model_init(&m, b, &mc, 10));
-    vp_backtest_result base;
+    vp_rollout_result base;
     CHECK_OK(run(b, &m, &mk, A0, B0, 1, &base));
     // many decision bars t: everything after t changed, nothing at or before t may move
     CHECK(base.summary.trades.exposure > 0.3, "exposure %g: the portfolio path is hardly exercised",
@@ -94,7 +94,7 @@ static void test_decision_uses_past_only(void) {
     for (int64_t t = A0; t < B0 - 1; t += 13, ++runs) {
         vpt_market alt;
         tamper(&mk, &alt, t + 1, 0);
-        vp_backtest_result r;
+        vp_rollout_result r;
         CHECK_OK(run(b, &m, &alt, A0, B0, 1, &r));
         const int64_t k = t - A0;  // point of bar t
         int same = r.n_points == base.n_points;
@@ -108,11 +108,11 @@ static void test_decision_uses_past_only(void) {
         for (int64_t j = k + 1; r.n_points == base.n_points && j < r.n_points; ++j)
             later |= r.equity[j] != base.equity[j] || memcmp(r.action + j * 4, base.action + j * 4, 16) != 0;
         changed_later += later;
-        vp_backtest_result_free(&r);
+        vp_rollout_result_free(&r);
         vpt_market_free(&alt);
     }
     CHECK(changed_later == runs, "the changes after t reached only %d runs", changed_later);
-    vp_backtest_result_free(&base);
+    vp_rollout_result_free(&base);
     vp_model_free(&m);
     vp_backend_free(b);
     vpt_market_free(&mk);

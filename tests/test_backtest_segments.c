@@ -25,8 +25,8 @@ static int32_t* random_actions(int64_t a, int64_t b, uint64_t seed) {
 }
 
 /* Checks that window w of `seg` equals the sequential result `one` of that window alone. */
-static void check_window(const vp_backtest_result* seg, int64_t w, const vp_backtest_result* one) {
-    const vp_bt_window* x = &seg->windows[w];
+static void check_window(const vp_rollout_result* seg, int64_t w, const vp_rollout_result* one) {
+    const vp_rollout_window* x = &seg->windows[w];
     CHECK(one->n_points == x->n_points, "window %lld: %lld points alone, %lld in the segment run", (long long)w,
           (long long)one->n_points, (long long)x->n_points);
     if (one->n_points != x->n_points) return;
@@ -41,9 +41,9 @@ static void check_window(const vp_backtest_result* seg, int64_t w, const vp_back
     // the window's trades, in order
     int64_t n = 0;
     for (int64_t i = 0; i < seg->n_trades; ++i) {
-        const vp_bt_trade* t = &seg->trades[i];
+        const vp_rollout_trade* t = &seg->trades[i];
         if (t->window != w) continue;
-        vp_bt_trade u = *t;
+        vp_rollout_trade u = *t;
         u.window = 0;
         CHECK(n < one->n_trades && memcmp(&u, &one->trades[n], sizeof u) == 0, "window %lld trade %lld differs",
               (long long)w, (long long)n);
@@ -55,10 +55,10 @@ static void check_window(const vp_backtest_result* seg, int64_t w, const vp_back
 }
 
 /* Runs the span in n windows, then each window alone, and compares. */
-static void compare_modes(vp_backend* b, const vp_model* m, const vpt_market* mk, vp_backtest_cfg c, int64_t n_win,
+static void compare_modes(vp_backend* b, const vp_model* m, const vpt_market* mk, vp_rollout_cfg c, int64_t n_win,
                           int64_t* trades) {
-    vp_backtest_data d = {&mk->bars, mk->atr, &mk->features, {A0, B0}};
-    vp_backtest_result seg;
+    vp_rollout_data d = {&mk->bars, mk->atr, &mk->features, {A0, B0}};
+    vp_rollout_result seg;
     c.n_windows = n_win;
     CHECK_OK(vp_backtest_run(b, m, m ? &m->params : NULL, &d, &c, &seg));
     // the windows tile the span's steps: consecutive, sharing their boundary bars
@@ -66,7 +66,7 @@ static void compare_modes(vp_backend* b, const vp_model* m, const vpt_market* mk
     CHECK(seg.n_windows == n_win && seg.windows[0].begin == A0 && seg.windows[n_win - 1].last == B0 - 1,
           "window ends %lld .. %lld", (long long)seg.windows[0].begin, (long long)seg.windows[n_win - 1].last);
     for (int64_t w = 0; w < n_win; ++w) {
-        const vp_bt_window* x = &seg.windows[w];
+        const vp_rollout_window* x = &seg.windows[w];
         CHECK(x->begin == A0 + w * steps / n_win && x->last == A0 + (w + 1) * steps / n_win && !x->ruined,
               "window %lld is bars %lld .. %lld", (long long)w, (long long)x->begin, (long long)x->last);
     }
@@ -75,25 +75,25 @@ static void compare_modes(vp_backend* b, const vp_model* m, const vpt_market* mk
     // each window alone, through the sequential path (forced actions indexed from its first bar)
     c.n_windows = 1;
     for (int64_t w = 0; w < n_win; ++w) {
-        const vp_bt_window* x = &seg.windows[w];
-        vp_backtest_data dw = d;
+        const vp_rollout_window* x = &seg.windows[w];
+        vp_rollout_data dw = d;
         dw.span = (vp_span){x->begin, x->last + 1};
-        vp_backtest_cfg cw = c;
+        vp_rollout_cfg cw = c;
         if (c.forced_actions) cw.forced_actions = c.forced_actions + (x->begin - A0) * 4;
-        vp_backtest_result one;
+        vp_rollout_result one;
         CHECK_OK(vp_backtest_run(b, m, m ? &m->params : NULL, &dw, &cw, &one));
         check_window(&seg, w, &one);
-        vp_backtest_result_free(&one);
+        vp_rollout_result_free(&one);
     }
     // the stitched curve: each window continues from the previous one's ending equity
     for (int64_t w = 1; w < n_win; ++w) {
-        const vp_bt_window* x = &seg.windows[w];
+        const vp_rollout_window* x = &seg.windows[w];
         const double ratio = seg.equity[x->offset + x->n_points - 1] / seg.equity[x->offset];
         const double got = seg.curve_equity[x->last - A0] / seg.curve_equity[x->begin - A0];
         CHECK_NEAR(got, ratio, 0, 1e-12);
     }
     *trades = seg.n_trades;
-    vp_backtest_result_free(&seg);
+    vp_rollout_result_free(&seg);
 }
 
 static void test_forced(void) {
@@ -101,7 +101,7 @@ static void test_forced(void) {
     CHECK(vpt_market_make(&mk, NBARS, 11), "market");
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_backtest_cfg c = vp_backtest_cfg_default();
+    vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument = vpt_instrument();
     c.episode_bars = 64;
     int32_t* acts = random_actions(A0, B0, 5);
@@ -124,7 +124,7 @@ static void test_model(void) {
     vp_model m;
     vp_model_cfg mc = vpt_tiny_model(mk.F);
     CHECK_OK(vp_model_init(&m, b, &mc, 3));
-    vp_backtest_cfg c = vp_backtest_cfg_default();
+    vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument = vpt_instrument();
     c.episode_bars = 48;
     c.encode_chunk = 37;  // odd chunks: the encoding must not depend on them

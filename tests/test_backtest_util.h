@@ -68,7 +68,7 @@ static inline vp_instrument vpt_instrument(void) {
 }
 
 /* Whether two results hold the same bits: points, curves, trades and the summary. */
-static inline int vpt_results_equal(const vp_backtest_result* a, const vp_backtest_result* b) {
+static inline int vpt_results_equal(const vp_rollout_result* a, const vp_rollout_result* b) {
     if (a->n_points != b->n_points || a->n_curve != b->n_curve || a->n_trades != b->n_trades) return 0;
     const size_t P = (size_t)a->n_points, C = (size_t)a->n_curve;
     if (memcmp(a->equity, b->equity, P * sizeof(double)) || memcmp(a->cash, b->cash, P * sizeof(double)) ||
@@ -78,7 +78,7 @@ static inline int vpt_results_equal(const vp_backtest_result* a, const vp_backte
         memcmp(a->curve_drawdown, b->curve_drawdown, C * sizeof(double)) ||
         memcmp(a->curve_benchmark, b->curve_benchmark, C * sizeof(double)))
         return 0;
-    if (a->n_trades && memcmp(a->trades, b->trades, (size_t)a->n_trades * sizeof(vp_bt_trade))) return 0;
+    if (a->n_trades && memcmp(a->trades, b->trades, (size_t)a->n_trades * sizeof(vp_rollout_trade))) return 0;
     const vp_perf* pa[3] = {&a->summary.strategy, &a->summary.buy_hold, &a->summary.flat};
     const vp_perf* pb[3] = {&b->summary.strategy, &b->summary.buy_hold, &b->summary.flat};
     for (int i = 0; i < 3; ++i) {

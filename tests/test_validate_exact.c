@@ -35,12 +35,12 @@ static void compare(int64_t begin, int64_t end, int32_t episode, uint64_t seed) 
           (long long)ev.window_bars);
 
     // The exact backtest of the same span with the same episode length.
-    vp_backtest_cfg c = vp_backtest_cfg_default();
+    vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument = in;
     c.episode_bars = episode;
     CHECK_OK(vp_annual_given(d.periods_per_year, &c.annual));
-    vp_backtest_data bd = {&mk.bars, mk.atr, &mk.features, span};
-    vp_backtest_result r;
+    vp_rollout_data bd = {&mk.bars, mk.atr, &mk.features, span};
+    vp_rollout_result r;
     CHECK_OK(vp_backtest_run(b, &m, &m.params, &bd, &c, &r));
 
     // Same path: the same total return and Sharpe (rewards pass through float: 1e-6).
@@ -48,7 +48,7 @@ static void compare(int64_t begin, int64_t end, int32_t episode, uint64_t seed) 
     CHECK(r.summary.trades.n_trades > 0, "seed %llu: the network never traded", (unsigned long long)seed);
     CHECK_NEAR(ev.strategy.total_return, x->total_return, 1e-6, 0.0);
     CHECK_NEAR(ev.strategy.sharpe, x->sharpe, 1e-4, 1e-4);
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     vp_model_free(&m);
     vpt_market_free(&mk);
     vp_backend_free(b);

@@ -144,6 +144,10 @@ typedef struct vp_baseline_costs {
 vp_status vp_baseline_buy_hold(const double* open /* [n] */, const double* close /* [n] */, int64_t n,
                                const vp_baseline_costs* c, double* equity /* [n] */);
 
+/* Returns of a baseline's equity curve eq [n] into ret [n-1]: once its equity is not positive
+ * the baseline holds nothing more (returns 0); the return into that point is kept. */
+void vp_baseline_returns(const double* eq /* [n] */, int64_t n, double* ret /* [n-1] */);
+
 /* Flat baseline: equity[t] = initial_equity (no position, no costs). */
 vp_status vp_baseline_flat(int64_t n, double initial_equity, double* equity /* [n] */);
 

@@ -54,7 +54,7 @@ typedef struct vp_wf_opts {
     FILE* progress;                     /* a line per fold and validation (NULL: none) */
     const volatile sig_atomic_t* stop;  /* non-zero: stop between iterations, the fold left unfinished */
     int64_t stop_after_folds;           /* stop as interrupted once this many folds finished in this call (0: never) */
-    int fused;                          /* the test backtests' CUDA path (see vp_backtest_cfg.fused) */
+    int fused;                          /* the test backtests' CUDA path (see vp_rollout_cfg.fused) */
     int64_t parallel;                   /* folds trained at once (0: the config's walkforward.parallel) */
 } vp_wf_opts;
 

@@ -75,7 +75,7 @@ int vp_cmd_backtest(int argc, char** argv) {
     }
     vp_backend* b = vp_cli_backend(backend);
     if (!b) return 1;
-    vp_backtest_result r;
+    vp_rollout_result r;
     char dir[1024];
     vp_status s = vp_backtest_job_run(b, &job, &r, dir, sizeof dir);
     if (s == VP_OK) {
@@ -87,7 +87,7 @@ int vp_cmd_backtest(int argc, char** argv) {
         s = vp_metrics_print(&r.summary, stdout);
         printf("\noutput folder: %s\n", dir);
     }
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     vp_backend_free(b);
     return s == VP_OK ? 0 : vp_cli_fail("in the backtest");
 }

@@ -138,7 +138,7 @@ static vp_status load_model(job_state* j, vp_backend* b) {
 }
 
 /* The output folder: config.yaml and a "backtest" event in metrics.jsonl. */
-static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_backtest_result* r, char* dir,
+static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_rollout_result* r, char* dir,
                           size_t cap) {
     if (job->out) snprintf(dir, cap, "%s", job->out);
     else VP_TRY(vp_run_dir_default(dir, cap, "runs", "backtest", time(NULL)));
@@ -159,7 +159,7 @@ static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_bac
     return s;
 }
 
-vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_backtest_result* out, char* out_dir,
+vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_rollout_result* out, char* out_dir,
                               size_t cap) {
     VP_REQUIRE(b != NULL && job != NULL && job->checkpoint != NULL && out != NULL && out_dir != NULL && cap > 0,
                VP_ERR_INVALID_ARG, "vp_backtest_job_run: NULL argument");
@@ -183,7 +183,7 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_back
     }
 
     // the backtest, annualised over the bars it may read
-    vp_backtest_cfg c = vp_backtest_cfg_default();
+    vp_rollout_cfg c = vp_rollout_cfg_default();
     if (s == VP_OK) {
         c.instrument = j.parts.instrument;
         c.episode_bars = j.parts.env.episode_bars;
@@ -191,7 +191,7 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_back
         c.fused = job->fused;
         s = vp_annual_measure(j.td.bars.time_ms, j.td.bars.n, &c.annual);
     }
-    vp_backtest_data d = {&j.td.bars, j.td.atr, &feat, j.span};
+    vp_rollout_data d = {&j.td.bars, j.td.atr, &feat, j.span};
     if (s == VP_OK) s = vp_backtest_run(b, &j.model, &j.model.params, &d, &c, out);
 
     // the folder and its files
@@ -215,12 +215,12 @@ vp_status vp_backtest_train_finish(void* ctx, const vp_trainer* t, const vp_tens
                "vp_backtest_train_finish: NULL argument");
     const vp_train_data* td = t->data;
     // the exact path over the test span with the run's costs, annualised over all its bars
-    vp_backtest_cfg c = vp_backtest_cfg_default();
+    vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument = t->parts.instrument;
     c.episode_bars = t->parts.env.episode_bars;
     VP_TRY(vp_annual_measure(td->bars.time_ms, td->bars.n, &c.annual));
-    vp_backtest_data d = {&td->bars, td->atr, &t->features, td->split.test};
-    vp_backtest_result r;
+    vp_rollout_data d = {&td->bars, td->atr, &t->features, td->split.test};
+    vp_rollout_result r;
     vp_status s = vp_backtest_run(t->backend, &t->learner.model, params, &d, &c, &r);
     // the files beside the run's own, and the summary's "test_backtest" object
     char* yaml = NULL;
@@ -236,7 +236,7 @@ vp_status vp_backtest_train_finish(void* ctx, const vp_trainer* t, const vp_tens
     }
     if (s == VP_OK && ctx) *(vp_metrics_summary*)ctx = r.summary;
     free(yaml);
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     if (s != VP_OK) return vp_error_context(s, "exact backtest of the test span [%lld, %lld)",
                                             (long long)td->split.test.begin, (long long)td->split.test.end);
     return VP_OK;

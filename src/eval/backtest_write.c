@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "eval/backtest_impl.h"
+#include "eval/eval_impl.h"
+#include "vulpes/backtest.h"
+#include "vulpes/data.h"
 #include "vulpes/report.h"
 #include "vulpes/run.h"
 
@@ -43,33 +45,33 @@ static const char* bar_time(const vp_backtest_info* info, int64_t i, char* buf) 
     return buf;
 }
 
-const char* vp_bt_format_exact(double v, char* buf) {
+const char* vp_eval_format_exact(double v, char* buf) {
     snprintf(buf, 32, "%.15g", v);
     if (strtod(buf, NULL) != v) snprintf(buf, 32, "%.17g", v);
     return buf;
 }
 
 /* trades.csv: one row per closed trade. */
-static vp_status write_trades(const vp_backtest_result* r, const vp_backtest_info* info, const char* path) {
+static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info* info, const char* path) {
     vp_atomic_file f;
     VP_TRY(vp_atomic_file_open(&f, path));
     fprintf(f.f, "window,side,size,entry_time,entry_bar,entry_price,exit_time,exit_bar,exit_price,pnl,costs,"
                  "bars_held,exit_reason\n");
     char t0[32], t1[32], x[4][32];
     for (int64_t i = 0; i < r->n_trades; ++i) {
-        const vp_bt_trade* t = &r->trades[i];
+        const vp_rollout_trade* t = &r->trades[i];
         fprintf(f.f, "%d,%s,%d,%s,%lld,%s,%s,%lld,%s,%s,%s,%lld,%s\n", (int)t->window, t->side > 0 ? "long" : "short",
                 (int)t->size, bar_time(info, t->entry_bar, t0), (long long)t->entry_bar,
-                vp_bt_format_exact(t->entry_price, x[0]), bar_time(info, t->exit_bar, t1), (long long)t->exit_bar,
-                vp_bt_format_exact(t->exit_price, x[1]), vp_bt_format_exact(t->pnl, x[2]),
-                vp_bt_format_exact(t->costs, x[3]), (long long)t->bars_held, vp_exit_reason_name(t->reason));
+                vp_eval_format_exact(t->entry_price, x[0]), bar_time(info, t->exit_bar, t1), (long long)t->exit_bar,
+                vp_eval_format_exact(t->exit_price, x[1]), vp_eval_format_exact(t->pnl, x[2]),
+                vp_eval_format_exact(t->costs, x[3]), (long long)t->bars_held, vp_exit_reason_name(t->reason));
     }
     return vp_atomic_file_commit(&f);
 }
 
 /* equity.csv: one row per bar of the span — the stitched curve, its drawdown, the position,
  * buy-and-hold, and the choices decided at the bar (-1: none). */
-static vp_status write_equity(const vp_backtest_result* r, const char* path) {
+static vp_status write_equity(const vp_rollout_result* r, const char* path) {
     vp_atomic_file f;
     VP_TRY(vp_atomic_file_open(&f, path));
     fprintf(f.f, "time,bar,window,equity,position,drawdown,buy_hold_equity,direction,size,take_profit,stop_loss\n");
@@ -79,12 +81,12 @@ static vp_status write_equity(const vp_backtest_result* r, const char* path) {
         const int64_t bar = r->span.begin + j;
         // the window deciding at this bar (the last one at the final bar)
         while (w + 1 < r->n_windows && r->windows[w + 1].begin <= bar) ++w;
-        const vp_bt_window* x = &r->windows[w];
+        const vp_rollout_window* x = &r->windows[w];
         const int64_t k = bar - x->begin;
         const int32_t* a = k + 1 < x->n_points ? r->action + (x->offset + k) * 4 : NULL;
         fprintf(f.f, "%s,%lld,%lld,%s,%.0f,%s,%s,%d,%d,%d,%d\n", vp_time_format_iso(r->curve_time_ms[j], tb, 32),
-                (long long)bar, (long long)w, vp_bt_format_exact(r->curve_equity[j], e0), r->curve_position[j],
-                vp_bt_format_exact(r->curve_drawdown[j], e1), vp_bt_format_exact(r->curve_benchmark[j], e2),
+                (long long)bar, (long long)w, vp_eval_format_exact(r->curve_equity[j], e0), r->curve_position[j],
+                vp_eval_format_exact(r->curve_drawdown[j], e1), vp_eval_format_exact(r->curve_benchmark[j], e2),
                 a ? a[0] : -1, a ? a[1] : -1, a ? a[2] : -1, a ? a[3] : -1);
     }
     return vp_atomic_file_commit(&f);
@@ -101,7 +103,7 @@ static void add_span(cJSON* obj, const char* key, const vp_backtest_info* info, 
     cJSON_AddNumberToObject(s, "n_bars", (double)(b1 - b0 + 1));
 }
 
-vp_status vp_backtest_summary_json(const vp_backtest_result* r, const vp_backtest_info* info, cJSON** out) {
+vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest_info* info, cJSON** out) {
     VP_REQUIRE(r != NULL && info != NULL && out != NULL && r->n_windows >= 1, VP_ERR_INVALID_ARG,
                "vp_backtest_summary_json: NULL argument or empty result");
     cJSON* root = NULL;
@@ -125,7 +127,7 @@ vp_status vp_backtest_summary_json(const vp_backtest_result* r, const vp_backtes
     if (r->n_windows > 1) {
         cJSON* ws = cJSON_AddArrayToObject(root, "windows");
         for (int64_t w = 0; w < r->n_windows; ++w) {
-            const vp_bt_window* x = &r->windows[w];
+            const vp_rollout_window* x = &r->windows[w];
             cJSON* o = cJSON_CreateObject();
             cJSON_AddItemToArray(ws, o);
             cJSON_AddNumberToObject(o, "window", (double)w);
@@ -144,7 +146,7 @@ vp_status vp_backtest_summary_json(const vp_backtest_result* r, const vp_backtes
 }
 
 /* summary.json, indented. */
-static vp_status write_summary(const vp_backtest_result* r, const vp_backtest_info* info, const char* path) {
+static vp_status write_summary(const vp_rollout_result* r, const vp_backtest_info* info, const char* path) {
     cJSON* root = NULL;
     VP_TRY(vp_backtest_summary_json(r, info, &root));
     char* text = cJSON_Print(root);
@@ -157,7 +159,7 @@ static vp_status write_summary(const vp_backtest_result* r, const vp_backtest_in
     return s;
 }
 
-vp_status vp_backtest_write_files(const vp_backtest_result* r, const vp_backtest_info* info, const char* dir) {
+vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir) {
     VP_REQUIRE(r != NULL && info != NULL && dir != NULL && r->n_curve >= 1, VP_ERR_INVALID_ARG,
                "vp_backtest_write_files: NULL argument or empty result");
     char path[VP_RUN_PATH_MAX];
@@ -181,7 +183,7 @@ vp_status vp_backtest_write_files(const vp_backtest_result* r, const vp_backtest
     return vp_report_write(path, &rep);
 }
 
-vp_status vp_backtest_write(const vp_backtest_result* r, const vp_backtest_info* info, const char* dir) {
+vp_status vp_backtest_write(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir) {
     VP_REQUIRE(r != NULL && info != NULL && dir != NULL && r->n_curve >= 1, VP_ERR_INVALID_ARG,
                "vp_backtest_write: NULL argument or empty result");
     VP_TRY(vp_backtest_write_files(r, info, dir));

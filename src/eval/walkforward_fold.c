@@ -146,13 +146,13 @@ static vp_status write_done(const fold_job* f) {
 static vp_status test(fold_job* f) {
     vp_trainer* t = &f->t;
     const vp_tensor* params = &t->best_params;
-    vp_backtest_cfg bc = vp_backtest_cfg_default();
+    vp_rollout_cfg bc = vp_rollout_cfg_default();
     bc.instrument = t->parts.instrument;
     bc.episode_bars = t->parts.env.episode_bars;
     bc.fused = f->c->opts->fused;
     bc.annual = f->c->annual;
-    vp_backtest_data d = {&f->view.bars, f->view.atr, &t->features, f->view.split.test};
-    vp_backtest_result r;
+    vp_rollout_data d = {&f->view.bars, f->view.atr, &t->features, f->view.split.test};
+    vp_rollout_result r;
     vp_status s = vp_backtest_run(t->backend, &t->learner.model, params, &d, &bc, &r);
     char title[64], ck[VP_RUN_PATH_MAX];
     snprintf(title, sizeof title, "walk-forward fold %lld: test", (long long)f->k);
@@ -169,7 +169,7 @@ static vp_status test(fold_job* f) {
         b->test_return = r.summary.strategy.total_return;
         b->test_trades = r.n_trades;
     }
-    vp_backtest_result_free(&r);
+    vp_rollout_result_free(&r);
     return s;
 }
 

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/backtest_impl.h"
+#include "eval/eval_impl.h"
+#include "vulpes/backtest.h"
+#include "vulpes/data.h"
 #include "eval/walkforward_impl.h"
 
 /* One fold's test span as read back. */
@@ -134,7 +136,7 @@ static vp_status read_fold(const vp_wf_ctx* c, int64_t k, fold_read* f, vp_wf_fo
     VP_REQUIRE(ret != NULL, VP_ERR_OOM, "walk-forward: fold returns");
     vp_status s = vp_returns_from_equity(f->eq, f->n, ret);
     if (s == VP_OK) s = vp_perf_compute(ret, f->n - 1, ppy, &row->test);
-    if (s == VP_OK) vp_bt_baseline_returns(f->bh, f->n, ret);
+    if (s == VP_OK) vp_baseline_returns(f->bh, f->n, ret);
     if (s == VP_OK) s = vp_perf_compute(ret, f->n - 1, ppy, &row->buy_hold);
     if (s == VP_OK)
         s = vp_trade_stats_compute(f->tr, f->n_tr, f->pos, f->n, c->cfg->instrument.max_position, ppy, &row->trades);
@@ -163,7 +165,7 @@ static vp_status summarize(const vp_wf_ctx* c, vp_wf_result* r, const vp_trade* 
     r->summary.annual = c->annual;
     vp_status s = vp_returns_from_equity(r->equity, n, ret);
     if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.strategy);
-    if (s == VP_OK) vp_bt_baseline_returns(r->benchmark, n, ret);
+    if (s == VP_OK) vp_baseline_returns(r->benchmark, n, ret);
     if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.buy_hold);
     if (s == VP_OK) memset(ret, 0, sizeof(double) * (size_t)n);
     if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.flat);

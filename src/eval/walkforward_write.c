@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/backtest_impl.h"
+#include "eval/eval_impl.h"
+#include "vulpes/backtest.h"
+#include "vulpes/data.h"
 #include "eval/walkforward_impl.h"
 #include "vulpes/report.h"
 
@@ -28,8 +30,8 @@ static vp_status write_equity(const vp_wf_ctx* c, const vp_wf_result* r, const d
     fprintf(f.f, "time,bar,fold,equity,position,drawdown,buy_hold_equity\n");
     for (int64_t j = 0; j < r->n_curve; ++j)
         fprintf(f.f, "%s,%lld,%d,%s,%.0f,%s,%s\n", vp_time_format_iso(c->data.bars.time_ms[r->bar[j]], tb, 32),
-                (long long)r->bar[j], (int)r->fold[j], vp_bt_format_exact(r->equity[j], e[0]), r->position[j],
-                vp_bt_format_exact(dd[j], e[1]), vp_bt_format_exact(r->benchmark[j], e[2]));
+                (long long)r->bar[j], (int)r->fold[j], vp_eval_format_exact(r->equity[j], e[0]), r->position[j],
+                vp_eval_format_exact(dd[j], e[1]), vp_eval_format_exact(r->benchmark[j], e[2]));
     return vp_atomic_file_commit(&f);
 }
 

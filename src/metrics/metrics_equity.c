@@ -77,3 +77,7 @@ vp_status vp_drawdown_series(const double* equity, int64_t n, double* drawdown) 
     }
     return VP_OK;
 }
+
+void vp_baseline_returns(const double* eq, int64_t n, double* ret) {
+    for (int64_t t = 1; t < n; ++t) ret[t - 1] = eq[t - 1] > 0.0 ? eq[t] / eq[t - 1] - 1.0 : 0.0;
+}

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/backtest_impl.h"
+#include "rollout/rollout_impl.h"
 #include "vulpes/ops.h"
 #include "vulpes/run.h"
 #ifdef VP_HAVE_CUDA
@@ -13,33 +13,33 @@
 #endif
 
 /* Steps per captured graph on CUDA (the CPU runs one step per launch). */
-#define VP_BT_GRAPH_STEPS 64
+#define VP_RO_GRAPH_STEPS 64
 
 /* ---- CPU loops ------------------------------------------------------------------------------- */
 
-void vp_bt_cpu_prepare(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
+void vp_ro_cpu_prepare(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
                        const float* enc, const int32_t* counter, float* eb, float* pf) {
     const int32_t k = counter[0];
     for (int64_t i = 0; i < d->n_windows; ++i) {
-        if (!vp_bt_active(w, i, k)) continue;
+        if (!vp_ro_active(w, i, k)) continue;
         memcpy(eb + i * d->hidden, enc + (int64_t)s->t[i] * d->hidden, sizeof(float) * (size_t)d->hidden);
-        vp_bt_portfolio(d, bars, s, w, i, pf + i * VP_ENV_PORTFOLIO);
+        vp_ro_portfolio(d, bars, s, w, i, pf + i * VP_ENV_PORTFOLIO);
     }
 }
 
-void vp_bt_cpu_act(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
-                   const vp_bt_records* rec, int32_t* scratch, const float* q, const int32_t* forced,
+void vp_ro_cpu_act(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
+                   const vp_ro_records* rec, int32_t* scratch, const float* q, const int32_t* forced,
                    const int32_t* counter) {
     const int32_t k = counter[0];
     for (int64_t i = 0; i < d->n_windows; ++i) {
-        if (!vp_bt_active(w, i, k)) continue;
+        if (!vp_ro_active(w, i, k)) continue;
         int32_t a[VP_ENV_BRANCHES];
         if (d->forced)
             memcpy(a, forced + (int64_t)s->t[i] * VP_ENV_BRANCHES, sizeof a);
         else
-            vp_bt_select(d, q + i * d->n_actions, a);
-        vp_bt_step(d, bars, s, w, scratch, k, i, a);
-        vp_bt_log(s, w, rec, k, i, a);
+            vp_action_greedy(&d->layout, q + i * d->layout.n_heads, a);
+        vp_ro_step(d, bars, s, w, scratch, k, i, a);
+        vp_ro_log(s, w, rec, k, i, a);
     }
 }
 
@@ -47,8 +47,8 @@ void vp_bt_cpu_act(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_sta
 
 /* What a step of the op path works on. */
 typedef struct ops_ctx {
-    vp_bt_run* r;
-    vp_model_acts* acts; /* heads of N windows */
+    vp_ro_run* r;
+    vp_policy_work* work; /* the policy's scores of N windows */
     vp_tensor enc;       /* [n_rows, H] encodings */
     vp_tensor eb;        /* [N, H] this step's rows */
     vp_tensor pf;        /* [N, 8] this step's portfolios */
@@ -57,16 +57,16 @@ typedef struct ops_ctx {
 
 /* Prepare and act on the run's backend. */
 static vp_status prepare(ops_ctx* c) {
-    vp_bt_run* r = c->r;
+    vp_ro_run* r = c->r;
     const vp_env_bar* bars = r->market.bars;
     const int32_t* k = (const int32_t*)r->counter.data;
     if (vp_backend_get_kind(r->b) == VP_BACKEND_CPU) {
-        vp_bt_cpu_prepare(&r->dims, bars, &r->state, &r->win, (const float*)c->enc.data, k, (float*)c->eb.data,
+        vp_ro_cpu_prepare(&r->dims, bars, &r->state, &r->win, (const float*)c->enc.data, k, (float*)c->eb.data,
                           (float*)c->pf.data);
         return VP_OK;
     }
 #ifdef VP_HAVE_CUDA
-    return vp_bt_cuda_prepare(vp_cuda_backend_stream(r->b), &r->dims, bars, &r->state, &r->win,
+    return vp_ro_cuda_prepare(vp_cuda_backend_stream(r->b), &r->dims, bars, &r->state, &r->win,
                               (const float*)c->enc.data, k, (float*)c->eb.data, (float*)c->pf.data);
 #else
     VP_FAIL(VP_ERR_UNSUPPORTED, "vp_backtest_run: backend %s is not supported by this build", vp_backend_name(r->b));
@@ -74,15 +74,15 @@ static vp_status prepare(ops_ctx* c) {
 }
 
 static vp_status act(ops_ctx* c, const float* q) {
-    vp_bt_run* r = c->r;
+    vp_ro_run* r = c->r;
     const vp_env_bar* bars = r->market.bars;
     const int32_t* k = (const int32_t*)r->counter.data;
     if (vp_backend_get_kind(r->b) == VP_BACKEND_CPU) {
-        vp_bt_cpu_act(&r->dims, bars, &r->state, &r->win, &r->rec, r->scratch, q, r->forced, k);
+        vp_ro_cpu_act(&r->dims, bars, &r->state, &r->win, &r->rec, r->scratch, q, r->forced, k);
         return VP_OK;
     }
 #ifdef VP_HAVE_CUDA
-    return vp_bt_cuda_act(vp_cuda_backend_stream(r->b), &r->dims, bars, &r->state, &r->win, &r->rec, r->scratch, q,
+    return vp_ro_cuda_act(vp_cuda_backend_stream(r->b), &r->dims, bars, &r->state, &r->win, &r->rec, r->scratch, q,
                           r->forced, k);
 #else
     VP_FAIL(VP_ERR_UNSUPPORTED, "vp_backtest_run: backend %s is not supported by this build", vp_backend_name(r->b));
@@ -92,13 +92,14 @@ static vp_status act(ops_ctx* c, const float* q) {
 /* Graph body: `steps` steps of every window, each ending with the counter's increment. */
 static vp_status steps_body(vp_backend* b, void* ctx) {
     ops_ctx* c = (ops_ctx*)ctx;
-    vp_bt_run* r = c->r;
+    vp_ro_run* r = c->r;
     for (int j = 0; j < c->steps; ++j) {
         const float* q = NULL;
-        if (r->m) {
+        if (r->pol) {
+            vp_tensor scores;
             VP_TRY(prepare(c));
-            VP_TRY(vp_model_heads(r->m, r->params, c->acts, &c->eb, &c->pf, NULL, r->dims.n_windows));
-            q = (const float*)vp_model_q(c->acts).data;
+            VP_TRY(vp_policy_score(r->pol, c->work, &c->eb, &c->pf, r->dims.n_windows, &scores));
+            q = (const float*)scores.data;
         }
         VP_TRY(act(c, q));
         VP_TRY(vp_step_increment(b, &r->counter));
@@ -107,15 +108,15 @@ static vp_status steps_body(vp_backend* b, void* ctx) {
 }
 
 /* The encodings of every decision bar a .. b-2 into enc [n_rows, H], chunk by chunk. */
-static vp_status encode_all(vp_bt_run* r, vp_tensor* enc) {
+static vp_status encode_all(vp_ro_run* r, vp_tensor* enc) {
     const int64_t n = r->n_steps, chunk = r->cfg->encode_chunk < n ? r->cfg->encode_chunk : n;
-    const int64_t H = r->m->cfg.hidden;
-    vp_model_acts* acts = NULL;
+    const int64_t H = r->pol->enc_dim;
+    vp_policy_work* work = NULL;
     vp_buffer ibuf;
     memset(&ibuf, 0, sizeof ibuf);
     int32_t* idx = (int32_t*)malloc(sizeof(int32_t) * (size_t)chunk);
     vp_status s = idx ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "vp_backtest_run: %lld bar indices", (long long)chunk);
-    if (s == VP_OK) s = vp_model_acts_init(&acts, r->m, chunk, 0, 0);
+    if (s == VP_OK) s = vp_policy_work_init(r->pol, chunk, &work);
     if (s == VP_OK) s = vp_buffer_alloc(r->b, vp_backend_native_mem(r->b), sizeof(int32_t) * (size_t)chunk, &ibuf);
     for (int64_t r0 = 0; s == VP_OK && r0 < n; r0 += chunk) {
         // bar indices of the chunk, then the market part of the network, then its rows
@@ -123,9 +124,9 @@ static vp_status encode_all(vp_bt_run* r, vp_tensor* enc) {
         for (int64_t j = 0; j < nb; ++j) idx[j] = (int32_t)(r->a + r0 + j);
         vp_tensor it = vp_tensor_1d(ibuf.dev, VP_I32, ibuf.mem, nb);
         s = vp_upload(r->b, &it, idx, sizeof(int32_t) * (size_t)nb);
-        if (s == VP_OK) s = vp_model_encode(r->m, r->params, acts, r->data->features, &it, nb);
+        vp_tensor e;
+        if (s == VP_OK) s = vp_policy_encode(r->pol, work, r->data->features, &it, nb, &e);
         if (s == VP_OK) {
-            vp_tensor e = vp_model_encoding(acts);
             vp_tensor src = vp_tensor_2d(e.data, VP_F32, e.mem, nb, H);
             vp_tensor dst = vp_tensor_2d((float*)enc->data + r0 * H, VP_F32, enc->mem, nb, H);
             s = vp_copy(r->b, &src, &dst);
@@ -134,12 +135,12 @@ static vp_status encode_all(vp_bt_run* r, vp_tensor* enc) {
         if (s == VP_OK) s = vp_backend_sync(r->b);
     }
     if (ibuf.dev) vp_buffer_free(r->b, &ibuf);
-    vp_model_acts_free(acts);
+    vp_policy_work_free(r->pol, work);
     free(idx);
     return s;
 }
 
-vp_status vp_bt_run_ops(vp_bt_run* r, double* encode_s, double* sequential_s) {
+vp_status vp_ro_run_ops(vp_ro_run* r, double* encode_s, double* sequential_s) {
     ops_ctx c;
     memset(&c, 0, sizeof c);
     c.r = r;
@@ -151,8 +152,8 @@ vp_status vp_bt_run_ops(vp_bt_run* r, double* encode_s, double* sequential_s) {
     double t0 = vp_clock_s();
 
     // Encodings of all decision bars, then the heads' buffers for N windows.
-    if (r->m) {
-        const int64_t H = r->m->cfg.hidden, n = r->n_steps;
+    if (r->pol) {
+        const int64_t H = r->pol->enc_dim, n = r->n_steps;
         vp_mem mem = vp_backend_native_mem(r->b);
         size_t enc_b = ((size_t)(n * H) * 4 + 255) / 256 * 256, eb_b = ((size_t)(N * H) * 4 + 255) / 256 * 256;
         s = vp_buffer_alloc(r->b, mem, enc_b + eb_b + (size_t)N * VP_ENV_PORTFOLIO * 4, &buf);
@@ -162,21 +163,21 @@ vp_status vp_bt_run_ops(vp_bt_run* r, double* encode_s, double* sequential_s) {
             c.pf = vp_tensor_2d((char*)buf.dev + enc_b + eb_b, VP_F32, mem, N, VP_ENV_PORTFOLIO);
             s = encode_all(r, &c.enc);
         }
-        if (s == VP_OK) s = vp_model_acts_init(&c.acts, r->m, N, 0, 0);
+        if (s == VP_OK) s = vp_policy_work_init(r->pol, N, &c.work);
     }
     if (s == VP_OK) s = vp_backend_sync(r->b);
     double t1 = vp_clock_s();
 
     // The windows side by side: a graph of several steps, launched until the longest is done.
     const int cpu = vp_backend_get_kind(r->b) == VP_BACKEND_CPU;
-    c.steps = cpu ? 1 : (r->max_steps < VP_BT_GRAPH_STEPS ? r->max_steps : VP_BT_GRAPH_STEPS);
+    c.steps = cpu ? 1 : (r->max_steps < VP_RO_GRAPH_STEPS ? r->max_steps : VP_RO_GRAPH_STEPS);
     if (s == VP_OK) s = vp_graph_capture(r->b, steps_body, &c, &g);
     for (int64_t k = 0; s == VP_OK && k < r->max_steps; k += c.steps) s = vp_graph_launch(r->b, g);
     if (s == VP_OK) s = vp_backend_sync(r->b);
     double t2 = vp_clock_s();
 
     vp_graph_free(g);
-    vp_model_acts_free(c.acts);
+    vp_policy_work_free(r->pol, c.work);
     if (buf.dev) vp_buffer_free(r->b, &buf);
     *encode_s = t1 - t0;
     *sequential_s = t2 - t1;

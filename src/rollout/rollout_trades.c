@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/backtest_impl.h"
+#include "rollout/rollout_impl.h"
 
 /* A trade being built. */
 typedef struct open_trade {
     int active;          /* a position is open */
-    vp_bt_trade t;       /* fields known so far */
+    vp_rollout_trade t;       /* fields known so far */
     double in_qty;       /* contracts bought (long) or sold (short) to open and add */
     double in_value;     /* sum of |q| x price of those fills */
     double out_qty;      /* contracts of the closing fills */
@@ -19,8 +19,8 @@ typedef struct open_trade {
 
 /* The trades of one run being collected. */
 typedef struct trade_log {
-    const vp_bt_run* r;
-    vp_backtest_result* out;
+    const vp_ro_run* r;
+    vp_rollout_result* out;
     int64_t cap;
     open_trade cur;
 } trade_log;
@@ -67,9 +67,9 @@ static void close_cur(trade_log* L, int64_t bar, vp_exit_reason reason) {
 /* Replays step k of window w (points p -> p + 1) and logs its fills; fails when the
  * replay disagrees with the logged state. */
 static vp_status replay_step(trade_log* L, int64_t w, int64_t k, int64_t p, int final_step) {
-    const vp_bt_run* r = L->r;
+    const vp_ro_run* r = L->r;
     const vp_env_params* ep = &r->dims.env;
-    const vp_bt_records* h = &r->h_rec;
+    const vp_ro_records* h = &r->h_rec;
     const int64_t t = r->h_state.t[w] + k, bar = r->a + t; /* decision bar */
     const vp_bars* bars = r->data->bars;
     const double o = bars->open[bar + 1], hi = bars->high[bar + 1], lo = bars->low[bar + 1];
@@ -127,17 +127,17 @@ static vp_status replay_step(trade_log* L, int64_t w, int64_t k, int64_t p, int 
     return VP_OK;
 }
 
-vp_status vp_bt_trades_build(const vp_bt_run* r, vp_backtest_result* out) {
+vp_status vp_ro_trades_build(const vp_ro_run* r, vp_rollout_result* out) {
     trade_log L;
     memset(&L, 0, sizeof L);
     L.r = r;
     L.out = out;
     L.cap = out->n_points;
     out->n_trades = 0;
-    out->trades = (vp_bt_trade*)calloc((size_t)L.cap, sizeof(vp_bt_trade));
+    out->trades = (vp_rollout_trade*)calloc((size_t)L.cap, sizeof(vp_rollout_trade));
     VP_REQUIRE(out->trades != NULL, VP_ERR_OOM, "backtest trade log: %lld trades", (long long)L.cap);
     for (int64_t w = 0; w < out->n_windows; ++w) {
-        const vp_bt_window* x = &out->windows[w];
+        const vp_rollout_window* x = &out->windows[w];
         const int64_t p0 = r->h_win.offset[w], steps = r->h_win.steps[w];
         L.cur.active = 0;
         for (int64_t k = 0; k + 1 < x->n_points; ++k) VP_TRY(replay_step(&L, w, k, p0 + k, k + 1 == steps));

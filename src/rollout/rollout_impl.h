@@ -5,8 +5,8 @@
 #ifndef VP_EVAL_BACKTEST_IMPL_H
 #define VP_EVAL_BACKTEST_IMPL_H
 
-#include "eval/backtest_step.h"
-#include "vulpes/backtest.h"
+#include "rollout/rollout_step.h"
+#include "vulpes/rollout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,13 +14,14 @@ extern "C" {
 
 /* One run: constants, the market, the windows' state and log in backend memory, and the
  * host copies the results are assembled from. */
-typedef struct vp_bt_run {
+typedef struct vp_ro_run {
     vp_backend* b;                 /* where it runs */
-    const vp_model* m;             /* the network (NULL with forced actions) */
-    const vp_tensor* params;       /* [n_weights] its parameters */
-    const vp_backtest_data* data;  /* bars, ATR, features, span */
-    const vp_backtest_cfg* cfg;    /* settings */
-    vp_bt_dims dims;               /* constants of the kernels */
+    const vp_policy* pol;          /* the policy (NULL with forced actions) */
+    const vp_model* m;             /* the DQN network behind pol, for the fused path (else NULL) */
+    const vp_tensor* params;       /* [n_weights] its parameters (with m) */
+    const vp_rollout_data* data;  /* bars, ATR, features, span */
+    const vp_rollout_cfg* cfg;    /* settings */
+    vp_ro_dims dims;               /* constants of the kernels */
     int64_t a;                     /* first bar of the span */
     int64_t n_steps;               /* decisions of the span: b - a - 1 */
     int64_t n_points;              /* P: sum over windows of steps + 1 */
@@ -28,75 +29,68 @@ typedef struct vp_bt_run {
     vp_env_market market;          /* bars [a, b) in backend memory */
     vp_buffer dev;                 /* state, windows, log, forced actions, counter */
     vp_env_state state;            /* [N] per-window env state (backend) */
-    vp_bt_windows win;             /* [N] (backend) */
-    vp_bt_records rec;             /* [P] (backend) */
+    vp_ro_windows win;             /* [N] (backend) */
+    vp_ro_records rec;             /* [P] (backend) */
     int32_t* scratch;              /* [N, 4] the action a step reads (backend) */
     int32_t* forced;               /* [n_steps, 4] forced actions (backend) or NULL */
     vp_tensor counter;             /* [1] i32 step counter (backend) */
     void* host;                    /* one host block behind the arrays below */
     vp_env_state h_state;          /* [N] initial state (host) */
-    vp_bt_windows h_win;           /* [N] window table (host; alive read back at the end) */
-    vp_bt_records h_rec;           /* [P] the downloaded log (host) */
-} vp_bt_run;
+    vp_ro_windows h_win;           /* [N] window table (host; alive read back at the end) */
+    vp_ro_records h_rec;           /* [P] the downloaded log (host) */
+} vp_ro_run;
 
 /* Encodes every decision bar and runs the op path's loop (heads via vp_model_heads, a
  * graph of steps on CUDA) over all windows; used on the CPU and when the fused path cannot
  * run. */
-vp_status vp_bt_run_ops(vp_bt_run* r, double* encode_s, double* sequential_s);
+vp_status vp_ro_run_ops(vp_ro_run* r, double* encode_s, double* sequential_s);
 
 /* Whether the fused CUDA path can run this model on this backend (1) or not (0). */
-int vp_bt_fused_fits(const vp_bt_run* r);
+int vp_ro_fused_fits(const vp_ro_run* r);
 
 /* Encodes every decision bar into the heads' first-layer inputs and runs the fused kernel
  * (one thread-block cluster per window). */
-vp_status vp_bt_run_fused(vp_bt_run* r, double* encode_s, double* sequential_s);
+vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s);
 
 /* Builds the trades of every window from the downloaded log into out->trades. */
-vp_status vp_bt_trades_build(const vp_bt_run* r, vp_backtest_result* out);
+vp_status vp_ro_trades_build(const vp_ro_run* r, vp_rollout_result* out);
 
 /* Builds the stitched curve, the baselines and the metrics of out (points and trades done). */
-vp_status vp_bt_curve_build(const vp_bt_run* r, vp_backtest_result* out);
+vp_status vp_ro_curve_build(const vp_ro_run* r, vp_rollout_result* out);
 
 /* Folds the heads' portfolio terms of m's parameters `params` into host out
  * [M_v (HH x 8), M_a (HH x 8), c_v (HH), c_a (HH)]: M = W1 Wp, c = W1 bp + b1, in double. */
-vp_status vp_bt_fold_heads(const vp_model* m, const vp_tensor* params, float* out /* [2 HH 8 + 2 HH] */);
+vp_status vp_ro_fold_heads(const vp_model* m, const vp_tensor* params, float* out /* [2 HH 8 + 2 HH] */);
 
 /* The fused kernel's heads math on the host, for one sample: encoding e [H] and portfolio p
  * [8] (host) to q [A] (host): hidden units from the folded terms, the second layers, the
  * dueling logits and Q = sum z e^(l - max) / sum e^(l - max). */
-vp_status vp_bt_fused_reference(const vp_model* m, const vp_tensor* params, const float* e /* [H] */,
+vp_status vp_ro_fused_reference(const vp_model* m, const vp_tensor* params, const float* e /* [H] */,
                                 const float* p /* [8] */, float* q /* [A] */);
-
-/* Returns of a baseline's equity curve eq [n] into ret [n-1]: once its equity is not positive
- * the baseline holds nothing more (returns 0); the return into that point is kept. */
-void vp_bt_baseline_returns(const double* eq /* [n] */, int64_t n, double* ret /* [n-1] */);
-
-/* v with 15 significant digits, or 17 when 15 do not read back as v, into buf[32]; returns buf. */
-const char* vp_bt_format_exact(double v, char* buf);
 
 /* CPU loop of the prepare step: for every active window, its encoding row into eb [N, H] and
  * its portfolio into pf [N, 8] (inactive windows get row 0 and their stale portfolio). */
-void vp_bt_cpu_prepare(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
+void vp_ro_cpu_prepare(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
                        const float* enc /* [n_rows, H] */, const int32_t* counter, float* eb /* [N, H] */,
                        float* pf /* [N, 8] */);
 
 /* CPU loop of the act step: choices from q [N, A] (or the forced table), step, log. */
-void vp_bt_cpu_act(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
-                   const vp_bt_records* rec, int32_t* scratch, const float* q, const int32_t* forced,
+void vp_ro_cpu_act(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
+                   const vp_ro_records* rec, int32_t* scratch, const float* q, const int32_t* forced,
                    const int32_t* counter);
 
 #ifdef VP_HAVE_CUDA
 /* CUDA launch of the prepare step on `stream` (pointers in device memory). */
-vp_status vp_bt_cuda_prepare(void* stream, const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s,
-                             const vp_bt_windows* w, const float* enc, const int32_t* counter, float* eb, float* pf);
+vp_status vp_ro_cuda_prepare(void* stream, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+                             const vp_ro_windows* w, const float* enc, const int32_t* counter, float* eb, float* pf);
 
 /* CUDA launch of the act step on `stream`. */
-vp_status vp_bt_cuda_act(void* stream, const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s,
-                         const vp_bt_windows* w, const vp_bt_records* rec, int32_t* scratch, const float* q,
+vp_status vp_ro_cuda_act(void* stream, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+                         const vp_ro_windows* w, const vp_ro_records* rec, int32_t* scratch, const float* q,
                          const int32_t* forced, const int32_t* counter);
 
 /* The head weights the fused kernel keeps on chip, in device memory. HH head width, Z atoms. */
-typedef struct vp_bt_fused_weights {
+typedef struct vp_ro_fused_weights {
     int hh;              /* HH */
     int z;               /* Z */
     float v_min, v_max;  /* C51 support */
@@ -110,19 +104,19 @@ typedef struct vp_bt_fused_weights {
     const float* b_a2;   /* [A Z] */
     const float* u_v;    /* [n_rows, HH] W_v1 e of every decision row */
     const float* u_a;    /* [n_rows, HH] W_a1 e of every decision row */
-} vp_bt_fused_weights;
+} vp_ro_fused_weights;
 
 /* Bytes of shared memory one block of the fused kernel needs (its largest branch). */
-size_t vp_bt_fused_smem(const vp_bt_dims* d, int hh, int z);
+size_t vp_ro_fused_smem(const vp_ro_dims* d, int hh, int z);
 
 /* 1 when the current device can launch the fused kernel with `smem` bytes per block
  * (thread-block clusters: compute capability 9.0 or newer; enough opt-in shared memory). */
-int vp_bt_cuda_fused_supported(size_t smem);
+int vp_ro_cuda_fused_supported(size_t smem);
 
 /* Launches the fused kernel on `stream`: one cluster of 4 blocks (a block per branch) per
  * window, each running all the steps of its window and logging them. */
-vp_status vp_bt_cuda_fused(void* stream, const vp_bt_dims* d, const vp_bt_fused_weights* fw, const vp_env_bar* bars,
-                           const vp_env_state* s, const vp_bt_windows* w, const vp_bt_records* rec);
+vp_status vp_ro_cuda_fused(void* stream, const vp_ro_dims* d, const vp_ro_fused_weights* fw, const vp_env_bar* bars,
+                           const vp_env_state* s, const vp_ro_windows* w, const vp_ro_records* rec);
 #endif
 
 #ifdef __cplusplus

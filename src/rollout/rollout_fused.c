@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/backtest_impl.h"
+#include "rollout/rollout_impl.h"
 #include "vulpes/ops.h"
 #include "vulpes/run.h"
 #ifdef VP_HAVE_CUDA
@@ -21,7 +21,7 @@ static vp_status fetch(const vp_model* m, const vp_tensor* params, const char* n
     return vp_download(m->backend, dst, &v, sizeof(float) * (size_t)p->numel);
 }
 
-vp_status vp_bt_fold_heads(const vp_model* m, const vp_tensor* params, float* out) {
+vp_status vp_ro_fold_heads(const vp_model* m, const vp_tensor* params, float* out) {
     const int H = m->cfg.hidden, HH = m->cfg.head_hidden, P = VP_ENV_PORTFOLIO;
     const size_t nw = (size_t)H * (P + 1) + 2 * (size_t)HH * (H + 1);
     float* h = (float*)malloc(sizeof(float) * nw);
@@ -50,17 +50,17 @@ vp_status vp_bt_fold_heads(const vp_model* m, const vp_tensor* params, float* ou
     return s;
 }
 
-vp_status vp_bt_fused_reference(const vp_model* m, const vp_tensor* params, const float* e, const float* p,
+vp_status vp_ro_fused_reference(const vp_model* m, const vp_tensor* params, const float* e, const float* p,
                                 float* q) {
     const int H = m->cfg.hidden, HH = m->cfg.head_hidden, Z = m->cfg.n_atoms, A = vp_model_cfg_actions(&m->cfg);
     const int P = VP_ENV_PORTFOLIO;
     const size_t n = 2 * (size_t)HH * (P + 1) + 2 * (size_t)HH * H + (size_t)(Z + A * Z) * (HH + 1) + 2 * HH +
                      (size_t)(Z + A * Z);
     float* buf = (float*)malloc(sizeof(float) * n);
-    VP_REQUIRE(buf != NULL, VP_ERR_OOM, "vp_bt_fused_reference: host memory");
+    VP_REQUIRE(buf != NULL, VP_ERR_OOM, "vp_ro_fused_reference: host memory");
     float *folded = buf, *w1 = folded + 2 * HH * (P + 1), *w2 = w1 + 2 * (size_t)HH * H;
     float *b2 = w2 + (size_t)(Z + A * Z) * HH, *hid = b2 + Z + A * Z, *out = hid + 2 * HH;
-    vp_status s = vp_bt_fold_heads(m, params, folded);
+    vp_status s = vp_ro_fold_heads(m, params, folded);
     if (s == VP_OK) s = fetch(m, params, "c51.v1.w", w1);
     if (s == VP_OK) s = fetch(m, params, "c51.a1.w", w1 + (size_t)HH * H);
     if (s == VP_OK) s = fetch(m, params, "c51.v2.w", w2);
@@ -110,34 +110,34 @@ vp_status vp_bt_fused_reference(const vp_model* m, const vp_tensor* params, cons
 }
 
 #ifndef VP_HAVE_CUDA
-int vp_bt_fused_fits(const vp_bt_run* r) {
+int vp_ro_fused_fits(const vp_ro_run* r) {
     (void)r;
     return 0;
 }
 
-vp_status vp_bt_run_fused(vp_bt_run* r, double* encode_s, double* sequential_s) {
+vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s) {
     (void)r, (void)encode_s, (void)sequential_s;
     VP_FAIL(VP_ERR_UNSUPPORTED, "vp_backtest_run: the fused path needs a CUDA build");
 }
 #else
 
 /* A parameter's view by name (the model's table), into *out. */
-static vp_status param(const vp_bt_run* r, const char* name, vp_tensor* out) {
+static vp_status param(const vp_ro_run* r, const char* name, vp_tensor* out) {
     const vp_param_info* p = vp_model_find_param(r->m, name);
     VP_REQUIRE(p != NULL, VP_ERR_STATE, "vp_backtest_run: the model has no parameter %s", name);
     *out = vp_model_param_view(r->m, r->params, p);
     return VP_OK;
 }
 
-int vp_bt_fused_fits(const vp_bt_run* r) {
+int vp_ro_fused_fits(const vp_ro_run* r) {
     if (!r->m || vp_backend_get_kind(r->b) != VP_BACKEND_CUDA) return 0;
     const vp_model_cfg* c = &r->m->cfg;
     if (2 * c->head_hidden > 1024 || c->n_atoms < 2) return 0;
-    return vp_bt_cuda_fused_supported(vp_bt_fused_smem(&r->dims, c->head_hidden, c->n_atoms));
+    return vp_ro_cuda_fused_supported(vp_ro_fused_smem(&r->dims, c->head_hidden, c->n_atoms));
 }
 
 /* u_v = e W_v1^T and u_a = e W_a1^T [n_rows, HH] for every decision bar, chunk by chunk. */
-static vp_status encode_terms(const vp_bt_run* r, float* u_v, float* u_a) {
+static vp_status encode_terms(const vp_ro_run* r, float* u_v, float* u_a) {
     const int64_t n = r->n_steps, chunk = r->cfg->encode_chunk < n ? r->cfg->encode_chunk : n;
     const int64_t H = r->m->cfg.hidden, HH = r->m->cfg.head_hidden;
     vp_tensor wv, wa;
@@ -174,7 +174,7 @@ static vp_status encode_terms(const vp_bt_run* r, float* u_v, float* u_a) {
     return s;
 }
 
-vp_status vp_bt_run_fused(vp_bt_run* r, double* encode_s, double* sequential_s) {
+vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s) {
     const vp_model_cfg* c = &r->m->cfg;
     const int64_t HH = c->head_hidden, P = VP_ENV_PORTFOLIO, n = r->n_steps;
     const size_t u_bytes = ((size_t)(n * HH) * 4 + 255) / 256 * 256, c_bytes = (size_t)(2 * HH * (P + 1)) * 4;
@@ -186,12 +186,12 @@ vp_status vp_bt_run_fused(vp_bt_run* r, double* encode_s, double* sequential_s) 
     float* consts = (float*)((char*)buf.dev + 2 * u_bytes);
 
     // Encodings into first-layer terms, the folded constants, the weights' views.
-    vp_bt_fused_weights fw;
+    vp_ro_fused_weights fw;
     memset(&fw, 0, sizeof fw);
     vp_tensor v2w, v2b, a2w, a2b;
     vp_status s = encode_terms(r, u_v, u_a);
     float* folded = (float*)malloc(c_bytes);
-    if (s == VP_OK) s = folded ? vp_bt_fold_heads(r->m, r->params, folded)
+    if (s == VP_OK) s = folded ? vp_ro_fold_heads(r->m, r->params, folded)
                                : vp_set_error(VP_ERR_OOM, VP_WHERE, "vp_backtest_run: folded head terms");
     vp_tensor ct = vp_tensor_1d(consts, VP_F32, VP_MEM_DEVICE, (int64_t)(c_bytes / 4));
     if (s == VP_OK) s = vp_upload(r->b, &ct, folded, c_bytes);
@@ -219,7 +219,7 @@ vp_status vp_bt_run_fused(vp_bt_run* r, double* encode_s, double* sequential_s) 
 
     // Every window's steps in one launch.
     if (s == VP_OK)
-        s = vp_bt_cuda_fused(vp_cuda_backend_stream(r->b), &r->dims, &fw, r->market.bars, &r->state, &r->win, &r->rec);
+        s = vp_ro_cuda_fused(vp_cuda_backend_stream(r->b), &r->dims, &fw, r->market.bars, &r->state, &r->win, &r->rec);
     if (s == VP_OK) s = vp_backend_sync(r->b);
     double t2 = vp_clock_s();
     vp_buffer_free(r->b, &buf);

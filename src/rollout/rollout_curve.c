@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/backtest_impl.h"
+#include "rollout/rollout_impl.h"
 
 /* The window holding step j of the span (s_w <= j < s_{w+1}); the last window for j = steps. */
-static int64_t window_of(const vp_backtest_result* out, int64_t j) {
+static int64_t window_of(const vp_rollout_result* out, int64_t j) {
     int64_t lo = 0, hi = out->n_windows - 1;
     const int64_t bar = out->span.begin + j;
     while (lo < hi) {
@@ -19,36 +19,32 @@ static int64_t window_of(const vp_backtest_result* out, int64_t j) {
 }
 
 /* Buy-and-hold's costs: the instrument's, max_position contracts. */
-static vp_baseline_costs hold_costs(const vp_bt_run* r) {
+static vp_baseline_costs hold_costs(const vp_ro_run* r) {
     const vp_instrument* in = &r->cfg->instrument;
     vp_baseline_costs bc = {(double)in->max_position, in->multiplier, in->commission,
                             in->slippage_ticks * in->tick_size, in->initial_equity};
     return bc;
 }
 
-void vp_bt_baseline_returns(const double* eq, int64_t n, double* ret) {
-    for (int64_t t = 1; t < n; ++t) ret[t - 1] = eq[t - 1] > 0.0 ? eq[t] / eq[t - 1] - 1.0 : 0.0;
-}
-
 /* Every window's returns into ret [P] (window w's at its offset, n_points - 1 of them), its
  * buy-and-hold returns into bret [P], and both windows' metrics. */
-static vp_status window_returns(const vp_bt_run* r, vp_backtest_result* out, double* ret, double* bret, double* tmp) {
+static vp_status window_returns(const vp_ro_run* r, vp_rollout_result* out, double* ret, double* bret, double* tmp) {
     const vp_baseline_costs bc = hold_costs(r);
     const double ppy = r->cfg->annual.periods_per_year;
     const vp_bars* bars = r->data->bars;
     for (int64_t w = 0; w < out->n_windows; ++w) {
-        vp_bt_window* x = &out->windows[w];
+        vp_rollout_window* x = &out->windows[w];
         VP_TRY(vp_returns_from_equity(out->equity + x->offset, x->n_points, ret + x->offset));
         VP_TRY(vp_perf_compute(ret + x->offset, x->n_points - 1, ppy, &x->perf));
         VP_TRY(vp_baseline_buy_hold(bars->open + x->begin, bars->close + x->begin, x->n_points, &bc, tmp));
-        vp_bt_baseline_returns(tmp, x->n_points, bret + x->offset);
+        vp_baseline_returns(tmp, x->n_points, bret + x->offset);
         VP_TRY(vp_perf_compute(bret + x->offset, x->n_points - 1, ppy, &x->buy_hold));
     }
     return VP_OK;
 }
 
 /* The stitched curve's arrays, allocated. */
-static vp_status curve_alloc(vp_backtest_result* out, int64_t n) {
+static vp_status curve_alloc(vp_rollout_result* out, int64_t n) {
     out->n_curve = n;
     out->curve_time_ms = (int64_t*)malloc(sizeof(int64_t) * (size_t)n);
     out->curve_equity = (double*)malloc(sizeof(double) * (size_t)n);
@@ -61,7 +57,7 @@ static vp_status curve_alloc(vp_backtest_result* out, int64_t n) {
     return VP_OK;
 }
 
-vp_status vp_bt_curve_build(const vp_bt_run* r, vp_backtest_result* out) {
+vp_status vp_ro_curve_build(const vp_ro_run* r, vp_rollout_result* out) {
     const int64_t P = out->n_points, n = r->n_steps + 1;
     const double init = r->cfg->instrument.initial_equity, ppy = r->cfg->annual.periods_per_year;
     double* work = (double*)malloc(sizeof(double) * (size_t)(2 * P + 3 * n));
@@ -79,15 +75,15 @@ vp_status vp_bt_curve_build(const vp_bt_run* r, vp_backtest_result* out) {
 
     // Pooled returns: step j belongs to one window; after a ruin the window holds nothing.
     for (int64_t j = 0; j + 1 < n; ++j) {
-        const vp_bt_window* x = &out->windows[window_of(out, j)];
+        const vp_rollout_window* x = &out->windows[window_of(out, j)];
         const int64_t k = out->span.begin + j - x->begin;
         pooled[j] = k + 1 < x->n_points ? ret[x->offset + k] : 0.0;
         bpooled[j] = k + 1 < x->n_points ? bret[x->offset + k] : 0.0;
     }
     // The chained curves: one window is its own curve, several are chained by their returns.
-    const vp_bt_window* w0 = &out->windows[0];
+    const vp_rollout_window* w0 = &out->windows[0];
     for (int64_t j = 0; j < n; ++j) {
-        const vp_bt_window* x = &out->windows[window_of(out, j)];
+        const vp_rollout_window* x = &out->windows[window_of(out, j)];
         const int64_t k = out->span.begin + j - x->begin;
         out->curve_time_ms[j] = r->data->bars->time_ms[out->span.begin + j];
         out->curve_position[j] = k < x->n_points ? (double)out->position[x->offset + k] : 0.0;

@@ -15,17 +15,17 @@
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
-#include "eval/backtest_impl.h"
+#include "rollout/rollout_impl.h"
 
 namespace cg = cooperative_groups;
 
 /* Threads of the fused kernel's blocks (a hidden unit each: 2 HH <= this) and of the act kernel's. */
-#define VP_BT_FUSED_THREADS 1024
-#define VP_BT_ACT_THREADS 64
+#define VP_RO_FUSED_THREADS 1024
+#define VP_RO_ACT_THREADS 64
 /* Second-layer rows a warp of the fused kernel reduces at once (independent shuffle chains). */
-#define VP_BT_FUSED_ROWS 4
+#define VP_RO_FUSED_ROWS 4
 /* The largest action branch (the size branch). */
-#define VP_BT_MAX_CHOICES VP_ENV_SIZE_CHOICES
+#define VP_RO_MAX_CHOICES VP_ENV_SIZE_CHOICES
 
 /* Float offsets of the fused kernel's dynamic shared memory. */
 typedef struct fused_layout {
@@ -47,11 +47,11 @@ __host__ __device__ static fused_layout fused_layout_of(int hh, int z) {
     L.ca = o, o += hh;
     L.wv2 = o, o += z * hh;
     L.bv2 = o, o += z;
-    L.wa2 = o, o += VP_BT_MAX_CHOICES * z * hh;
-    L.ba2 = o, o += VP_BT_MAX_CHOICES * z;
+    L.wa2 = o, o += VP_RO_MAX_CHOICES * z * hh;
+    L.ba2 = o, o += VP_RO_MAX_CHOICES * z;
     L.hid = o, o += 2 * hh;
     L.val = o, o += z;
-    L.adv = o, o += VP_BT_MAX_CHOICES * z;
+    L.adv = o, o += VP_RO_MAX_CHOICES * z;
     L.pf = o, o += 8;
     L.qv = o, o += 8;
     L.total = o;
@@ -61,31 +61,31 @@ __host__ __device__ static fused_layout fused_layout_of(int hh, int z) {
 /* ---- op path kernels -------------------------------------------------------------------------- */
 
 /* Window blockIdx.x: its encoding row into eb, its portfolio (thread 0) into pf. */
-__global__ void vp_bt_prepare_kernel(vp_bt_dims d, const vp_env_bar* __restrict__ bars, vp_env_state s,
-                                     vp_bt_windows w, const float* __restrict__ enc, const int32_t* __restrict__ counter,
+__global__ void vp_ro_prepare_kernel(vp_ro_dims d, const vp_env_bar* __restrict__ bars, vp_env_state s,
+                                     vp_ro_windows w, const float* __restrict__ enc, const int32_t* __restrict__ counter,
                                      float* __restrict__ eb, float* __restrict__ pf) {
     const int64_t i = blockIdx.x;
-    if (!vp_bt_active(&w, i, counter[0])) return;
+    if (!vp_ro_active(&w, i, counter[0])) return;
     const float* row = enc + (int64_t)s.t[i] * d.hidden;
     for (int j = threadIdx.x; j < d.hidden; j += blockDim.x) eb[i * d.hidden + j] = row[j];
-    if (threadIdx.x == 0) vp_bt_portfolio(&d, bars, &s, &w, i, pf + i * VP_ENV_PORTFOLIO);
+    if (threadIdx.x == 0) vp_ro_portfolio(&d, bars, &s, &w, i, pf + i * VP_ENV_PORTFOLIO);
 }
 
 /* Window i: the choice (greedy or forced), the step and its log. */
-__global__ void vp_bt_act_kernel(vp_bt_dims d, const vp_env_bar* __restrict__ bars, vp_env_state s, vp_bt_windows w,
-                                 vp_bt_records rec, int32_t* __restrict__ scratch, const float* __restrict__ q,
+__global__ void vp_ro_act_kernel(vp_ro_dims d, const vp_env_bar* __restrict__ bars, vp_env_state s, vp_ro_windows w,
+                                 vp_ro_records rec, int32_t* __restrict__ scratch, const float* __restrict__ q,
                                  const int32_t* __restrict__ forced, const int32_t* __restrict__ counter) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= d.n_windows) return;
     const int32_t k = counter[0];
-    if (!vp_bt_active(&w, i, k)) return;
+    if (!vp_ro_active(&w, i, k)) return;
     int32_t a[VP_ENV_BRANCHES];
     if (d.forced)
         for (int br = 0; br < VP_ENV_BRANCHES; ++br) a[br] = forced[(int64_t)s.t[i] * VP_ENV_BRANCHES + br];
     else
-        vp_bt_select(&d, q + i * d.n_actions, a);
-    vp_bt_step(&d, bars, &s, &w, scratch, k, i, a);
-    vp_bt_log(&s, &w, &rec, k, i, a);
+        vp_action_greedy(&d.layout, q + i * d.layout.n_heads, a);
+    vp_ro_step(&d, bars, &s, &w, scratch, k, i, a);
+    vp_ro_log(&s, &w, &rec, k, i, a);
 }
 
 /* ---- the fused kernel ------------------------------------------------------------------------- */
@@ -109,14 +109,14 @@ __device__ __forceinline__ void bt_load(float* dst, const float* __restrict__ sr
     for (int i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
 }
 
-/* Second layers, a warp per VP_BT_FUSED_ROWS rows: rows [0, z) are V's (on v1, into val),
+/* Second layers, a warp per VP_RO_FUSED_ROWS rows: rows [0, z) are V's (on v1, into val),
  * rows [z, z + S z) the branch's advantages (on ah, into adv); lanes split the HH inputs. */
 __device__ __forceinline__ void bt_rows(float* sm, const fused_layout& L, int hh, int z, int S) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, R = z + S * z;
-    for (int r0 = warp * VP_BT_FUSED_ROWS; r0 < R; r0 += nw * VP_BT_FUSED_ROWS) {
-        float acc[VP_BT_FUSED_ROWS];
+    for (int r0 = warp * VP_RO_FUSED_ROWS; r0 < R; r0 += nw * VP_RO_FUSED_ROWS) {
+        float acc[VP_RO_FUSED_ROWS];
 #pragma unroll
-        for (int q = 0; q < VP_BT_FUSED_ROWS; ++q) {
+        for (int q = 0; q < VP_RO_FUSED_ROWS; ++q) {
             const int row = r0 + q;
             acc[q] = 0.0f;
             if (row >= R) continue;
@@ -128,12 +128,12 @@ __device__ __forceinline__ void bt_rows(float* sm, const fused_layout& L, int hh
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
 #pragma unroll
-            for (int q = 0; q < VP_BT_FUSED_ROWS; ++q) acc[q] += __shfl_xor_sync(0xffffffffu, acc[q], o);
-        if (lane < VP_BT_FUSED_ROWS && r0 + lane < R) {
+            for (int q = 0; q < VP_RO_FUSED_ROWS; ++q) acc[q] += __shfl_xor_sync(0xffffffffu, acc[q], o);
+        if (lane < VP_RO_FUSED_ROWS && r0 + lane < R) {
             const int row = r0 + lane;
             float v = acc[0];
 #pragma unroll
-            for (int q = 1; q < VP_BT_FUSED_ROWS; ++q) v = lane == q ? acc[q] : v;
+            for (int q = 1; q < VP_RO_FUSED_ROWS; ++q) v = lane == q ? acc[q] : v;
             if (row < z) sm[L.val + row] = v + sm[L.bv2 + row];
             else sm[L.adv + row - z] = v + sm[L.ba2 + row - z];
         }
@@ -142,7 +142,7 @@ __device__ __forceinline__ void bt_rows(float* sm, const fused_layout& L, int hh
 
 /* Q of each action of the branch, a warp each: Q = sum_z z p_z with p the softmax of the
  * dueling logits over the atoms, as sum_z z e^(l - max) / sum_z e^(l - max). */
-__device__ __forceinline__ void bt_q(float* sm, const fused_layout& L, const vp_bt_fused_weights& fw, int S) {
+__device__ __forceinline__ void bt_q(float* sm, const fused_layout& L, const vp_ro_fused_weights& fw, int S) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, z = fw.z;
     const float dz = (fw.v_max - fw.v_min) / (float)(z - 1);
     if (warp >= S) return;
@@ -162,9 +162,9 @@ __device__ __forceinline__ void bt_q(float* sm, const fused_layout& L, const vp_
     if (lane == 0) sm[L.qv + warp] = sq / se;
 }
 
-__global__ void __launch_bounds__(VP_BT_FUSED_THREADS)
-    vp_bt_fused_kernel(vp_bt_dims d, vp_bt_fused_weights fw, const vp_env_bar* __restrict__ bars, vp_env_state gs,
-                       vp_bt_windows gw, vp_bt_records rec) {
+__global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
+    vp_ro_fused_kernel(vp_ro_dims d, vp_ro_fused_weights fw, const vp_env_bar* __restrict__ bars, vp_env_state gs,
+                       vp_ro_windows gw, vp_ro_records rec) {
     extern __shared__ float sm[];
     __shared__ double sd[6];                          /* cash, equity, peak, entry, take-profit, stop-loss */
     __shared__ int32_t si[5];                         /* t, window end, position, bars held, episode */
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(VP_BT_FUSED_THREADS)
     cg::cluster_group cluster = cg::this_cluster();
     const int br = (int)cluster.block_rank(), tid = threadIdx.x;
     const int64_t win = blockIdx.x / VP_ENV_BRANCHES;
-    const int hh = fw.hh, z = fw.z, S = d.size[br];
+    const int hh = fw.hh, z = fw.z, S = d.layout.size[br];
     const fused_layout L = fused_layout_of(hh, z);
 
     // weights on chip: both streams' portfolio terms, V's second layer, this branch's A rows
@@ -185,8 +185,8 @@ __global__ void __launch_bounds__(VP_BT_FUSED_THREADS)
     bt_load(sm + L.ca, fw.ca, hh);
     bt_load(sm + L.wv2, fw.w_v2, z * hh);
     bt_load(sm + L.bv2, fw.b_v2, z);
-    bt_load(sm + L.wa2, fw.w_a2 + (int64_t)d.offset[br] * z * hh, S * z * hh);
-    bt_load(sm + L.ba2, fw.b_a2 + (int64_t)d.offset[br] * z, S * z);
+    bt_load(sm + L.wa2, fw.w_a2 + (int64_t)d.layout.offset[br] * z * hh, S * z * hh);
+    bt_load(sm + L.ba2, fw.b_a2 + (int64_t)d.layout.offset[br] * z, S * z);
     // the window's state, this block's own copy
     if (tid == 0) {
         si[0] = gs.t[win], si[1] = gs.window_end[win], si[2] = gs.position[win], si[3] = gs.bars_held[win];
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(VP_BT_FUSED_THREADS)
     }
     vp_env_state ls = {&si[0], &si[1], &si[2], &si[3], (uint32_t*)&si[4], &sd[0], &sd[1], &sd[2], &sd[3], &sd[4],
                        &sd[5], &s_last};
-    vp_bt_windows lw = {&ws[0], &ws[1], &ws[2], &ws[3]};
+    vp_ro_windows lw = {&ws[0], &ws[1], &ws[2], &ws[3]};
     __syncthreads();
 
     // thread j < 2 HH owns hidden unit j (v1, then ah); its market term of the first row, prefetched
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(VP_BT_FUSED_THREADS)
     for (int32_t k = 0; ws[3] && k < ws[0]; ++k) {
         const int64_t t = si[0];
         // portfolio of the state at bar t
-        if (tid == 0) vp_bt_portfolio(&d, bars, &ls, &lw, 0, sm + L.pf);
+        if (tid == 0) vp_ro_portfolio(&d, bars, &ls, &lw, 0, sm + L.pf);
         __syncthreads();
         // hidden units: relu(W1 e + W1 bp + b1 + (W1 Wp) p); the next row's term prefetched
         float un = 0.0f;
@@ -227,12 +227,7 @@ __global__ void __launch_bounds__(VP_BT_FUSED_THREADS)
         __syncthreads();
         // the branch's greedy choice, into every block of the cluster
         if (tid == 0) {
-            int best = 0;
-            float bv = sm[L.qv];
-            for (int j = 1; j < S; ++j) {
-                const float v = sm[L.qv + j];
-                if (v == v && (bv != bv || v > bv)) best = j, bv = v;
-            }
+            const int best = vp_action_argmax(sm + L.qv, S);
             for (int r = 0; r < VP_ENV_BRANCHES; ++r) *cluster.map_shared_rank(&choice[k & 1][br], r) = best;
         }
         cluster.sync();
@@ -240,8 +235,8 @@ __global__ void __launch_bounds__(VP_BT_FUSED_THREADS)
         if (tid == 0) {
             int32_t a[VP_ENV_BRANCHES];
             for (int b = 0; b < VP_ENV_BRANCHES; ++b) a[b] = choice[k & 1][b];
-            vp_bt_step(&d, bars, &ls, &lw, scratch, k, 0, a);
-            if (br == 0) vp_bt_log(&ls, &lw, &rec, k, 0, a);
+            vp_ro_step(&d, bars, &ls, &lw, scratch, k, 0, a);
+            if (br == 0) vp_ro_log(&ls, &lw, &rec, k, 0, a);
         }
         u = un;
         __syncthreads();
@@ -253,41 +248,41 @@ __global__ void __launch_bounds__(VP_BT_FUSED_THREADS)
 
 /* ---- launchers -------------------------------------------------------------------------------- */
 
-extern "C" vp_status vp_bt_cuda_prepare(void* stream, const vp_bt_dims* d, const vp_env_bar* bars,
-                                        const vp_env_state* s, const vp_bt_windows* w, const float* enc,
+extern "C" vp_status vp_ro_cuda_prepare(void* stream, const vp_ro_dims* d, const vp_env_bar* bars,
+                                        const vp_env_state* s, const vp_ro_windows* w, const float* enc,
                                         const int32_t* counter, float* eb, float* pf) {
     VP_REQUIRE(d != NULL && bars != NULL && s != NULL && w != NULL && enc != NULL && counter != NULL && eb != NULL &&
                    pf != NULL,
-               VP_ERR_INVALID_ARG, "vp_bt_cuda_prepare: NULL argument");
+               VP_ERR_INVALID_ARG, "vp_ro_cuda_prepare: NULL argument");
     VP_REQUIRE(d->n_windows >= 1 && d->n_windows <= INT32_MAX && d->hidden >= 1, VP_ERR_INVALID_ARG,
-               "vp_bt_cuda_prepare: %lld windows of width %d", (long long)d->n_windows, d->hidden);
-    vp_bt_prepare_kernel<<<(unsigned)d->n_windows, 128, 0, (cudaStream_t)stream>>>(*d, bars, *s, *w, enc, counter, eb,
+               "vp_ro_cuda_prepare: %lld windows of width %d", (long long)d->n_windows, d->hidden);
+    vp_ro_prepare_kernel<<<(unsigned)d->n_windows, 128, 0, (cudaStream_t)stream>>>(*d, bars, *s, *w, enc, counter, eb,
                                                                                    pf);
-    VP_CUDA_CHECK_LAUNCH("vp_bt_prepare_kernel");
+    VP_CUDA_CHECK_LAUNCH("vp_ro_prepare_kernel");
     return VP_OK;
 }
 
-extern "C" vp_status vp_bt_cuda_act(void* stream, const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s,
-                                    const vp_bt_windows* w, const vp_bt_records* rec, int32_t* scratch, const float* q,
+extern "C" vp_status vp_ro_cuda_act(void* stream, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+                                    const vp_ro_windows* w, const vp_ro_records* rec, int32_t* scratch, const float* q,
                                     const int32_t* forced, const int32_t* counter) {
     VP_REQUIRE(d != NULL && bars != NULL && s != NULL && w != NULL && rec != NULL && scratch != NULL &&
                    counter != NULL && (d->forced ? forced != NULL : q != NULL),
-               VP_ERR_INVALID_ARG, "vp_bt_cuda_act: NULL argument");
-    VP_REQUIRE(d->n_windows >= 1 && d->n_windows <= INT32_MAX, VP_ERR_INVALID_ARG, "vp_bt_cuda_act: %lld windows",
+               VP_ERR_INVALID_ARG, "vp_ro_cuda_act: NULL argument");
+    VP_REQUIRE(d->n_windows >= 1 && d->n_windows <= INT32_MAX, VP_ERR_INVALID_ARG, "vp_ro_cuda_act: %lld windows",
                (long long)d->n_windows);
-    unsigned grid = (unsigned)((d->n_windows + VP_BT_ACT_THREADS - 1) / VP_BT_ACT_THREADS);
-    vp_bt_act_kernel<<<grid, VP_BT_ACT_THREADS, 0, (cudaStream_t)stream>>>(*d, bars, *s, *w, *rec, scratch, q, forced,
+    unsigned grid = (unsigned)((d->n_windows + VP_RO_ACT_THREADS - 1) / VP_RO_ACT_THREADS);
+    vp_ro_act_kernel<<<grid, VP_RO_ACT_THREADS, 0, (cudaStream_t)stream>>>(*d, bars, *s, *w, *rec, scratch, q, forced,
                                                                             counter);
-    VP_CUDA_CHECK_LAUNCH("vp_bt_act_kernel");
+    VP_CUDA_CHECK_LAUNCH("vp_ro_act_kernel");
     return VP_OK;
 }
 
-extern "C" size_t vp_bt_fused_smem(const vp_bt_dims* d, int hh, int z) {
+extern "C" size_t vp_ro_fused_smem(const vp_ro_dims* d, int hh, int z) {
     (void)d;
     return (size_t)fused_layout_of(hh, z).total * sizeof(float);
 }
 
-extern "C" int vp_bt_cuda_fused_supported(size_t smem) {
+extern "C" int vp_ro_cuda_fused_supported(size_t smem) {
     int dev = 0, major = 0, optin = 0, cluster = 0;
     if (cudaGetDevice(&dev) != cudaSuccess) return 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
@@ -297,24 +292,24 @@ extern "C" int vp_bt_cuda_fused_supported(size_t smem) {
     return major >= 9 && cluster && smem + 1024 <= (size_t)optin;
 }
 
-extern "C" vp_status vp_bt_cuda_fused(void* stream, const vp_bt_dims* d, const vp_bt_fused_weights* fw,
-                                      const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
-                                      const vp_bt_records* rec) {
+extern "C" vp_status vp_ro_cuda_fused(void* stream, const vp_ro_dims* d, const vp_ro_fused_weights* fw,
+                                      const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
+                                      const vp_ro_records* rec) {
     VP_REQUIRE(d != NULL && fw != NULL && bars != NULL && s != NULL && w != NULL && rec != NULL, VP_ERR_INVALID_ARG,
-               "vp_bt_cuda_fused: NULL argument");
-    VP_REQUIRE(fw->hh >= 1 && 2 * fw->hh <= VP_BT_FUSED_THREADS && fw->z >= 2, VP_ERR_INVALID_ARG,
-               "vp_bt_cuda_fused: head width %d (1 .. %d) or %d atoms", fw->hh, VP_BT_FUSED_THREADS / 2, fw->z);
+               "vp_ro_cuda_fused: NULL argument");
+    VP_REQUIRE(fw->hh >= 1 && 2 * fw->hh <= VP_RO_FUSED_THREADS && fw->z >= 2, VP_ERR_INVALID_ARG,
+               "vp_ro_cuda_fused: head width %d (1 .. %d) or %d atoms", fw->hh, VP_RO_FUSED_THREADS / 2, fw->z);
     VP_REQUIRE(d->n_windows >= 1 && d->n_windows <= INT32_MAX / VP_ENV_BRANCHES, VP_ERR_INVALID_ARG,
-               "vp_bt_cuda_fused: %lld windows", (long long)d->n_windows);
+               "vp_ro_cuda_fused: %lld windows", (long long)d->n_windows);
     for (int br = 0; br < VP_ENV_BRANCHES; ++br)
-        VP_REQUIRE(d->size[br] >= 1 && d->size[br] <= VP_BT_MAX_CHOICES, VP_ERR_INVALID_ARG,
-                   "vp_bt_cuda_fused: branch %d has %d choices (1 .. %d)", br, d->size[br], VP_BT_MAX_CHOICES);
-    const size_t smem = vp_bt_fused_smem(d, fw->hh, fw->z);
-    VP_CUDA_CHECK(cudaFuncSetAttribute(vp_bt_fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        VP_REQUIRE(d->layout.size[br] >= 1 && d->layout.size[br] <= VP_RO_MAX_CHOICES, VP_ERR_INVALID_ARG,
+                   "vp_ro_cuda_fused: branch %d has %d choices (1 .. %d)", br, d->layout.size[br], VP_RO_MAX_CHOICES);
+    const size_t smem = vp_ro_fused_smem(d, fw->hh, fw->z);
+    VP_CUDA_CHECK(cudaFuncSetAttribute(vp_ro_fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     // one cluster of 4 blocks per window
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(d->n_windows * VP_ENV_BRANCHES), 1, 1);
-    cfg.blockDim = dim3(VP_BT_FUSED_THREADS, 1, 1);
+    cfg.blockDim = dim3(VP_RO_FUSED_THREADS, 1, 1);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = (cudaStream_t)stream;
     cudaLaunchAttribute attr[1];
@@ -324,7 +319,7 @@ extern "C" vp_status vp_bt_cuda_fused(void* stream, const vp_bt_dims* d, const v
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    VP_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vp_bt_fused_kernel, *d, *fw, bars, *s, *w, *rec));
-    VP_CUDA_CHECK_LAUNCH("vp_bt_fused_kernel");
+    VP_CUDA_CHECK(cudaLaunchKernelEx(&cfg, vp_ro_fused_kernel, *d, *fw, bars, *s, *w, *rec));
+    VP_CUDA_CHECK_LAUNCH("vp_ro_fused_kernel");
     return VP_OK;
 }

@@ -1,6 +1,6 @@
 /* Internal: the per-window math of the backtest's sequential part, written once (VP_HD) for
  * the CPU loop (backtest_loop.c) and the CUDA kernels (backtest_cuda.cu): the portfolio
- * vector, the greedy choice per branch, and one step through the environment's own step
+ * vector and one step through the environment's own step
  * function with the backtest's window rules. */
 #ifndef VP_EVAL_BACKTEST_STEP_H
 #define VP_EVAL_BACKTEST_STEP_H
@@ -8,31 +8,30 @@
 #include <stdint.h>
 
 #include "env/env_step.h"
+#include "vulpes/action.h"
 #include "vulpes/defs.h"
 
 /* Constants of one run, passed by value. Bar indices are relative to the span's first bar. */
-typedef struct vp_bt_dims {
+typedef struct vp_ro_dims {
     vp_env_params env;              /* the step's constants; ruin off (ruin_level -inf) */
     int64_t n_windows;              /* N */
     int64_t n_rows;                 /* decision rows of the encoding: b - a - 1 */
     int hidden;                     /* H: width of an encoding row */
-    int n_actions;                  /* A: width of a Q row */
-    int size[VP_ENV_BRANCHES];      /* choices per branch */
-    int offset[VP_ENV_BRANCHES];    /* first head of each branch in a Q row */
+    vp_action_layout layout;        /* branches and where their heads sit in a score row of A */
     int forced;                     /* 1: actions from the forced table instead of the Q rows */
-} vp_bt_dims;
+} vp_ro_dims;
 
 /* Per-window bookkeeping, [N] each, in the backend's memory. */
-typedef struct vp_bt_windows {
+typedef struct vp_ro_windows {
     int32_t* steps;    /* decisions of the window (L_w >= 1) */
     int32_t* offset;   /* index of its first point in the records */
     int32_t* last;     /* relative bar of its last point (the window's end) */
     int32_t* alive;    /* 1 until its equity reaches 0 */
-} vp_bt_windows;
+} vp_ro_windows;
 
 /* The per-point log, [P] each (action [P, 4]), in the backend's memory. Point offset + k + 1
  * holds the state after the window's step k; its first point is written by the host. */
-typedef struct vp_bt_records {
+typedef struct vp_ro_records {
     int32_t* position;    /* contracts */
     int32_t* bars_held;   /* bars the position has been open */
     int32_t* action;      /* [P, 4] the choices decided at the point's bar */
@@ -41,43 +40,25 @@ typedef struct vp_bt_records {
     double* entry;        /* price units (0 flat) */
     double* take_profit;  /* price units (0 none) */
     double* stop_loss;    /* price units (0 none) */
-} vp_bt_records;
+} vp_ro_records;
 
 /* Writes window i's portfolio vector: the environment's, with the true window end for the
  * time left (the environment caps bars held and time left at one episode length). */
-VP_HD void vp_bt_portfolio(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s,
-                           const vp_bt_windows* w, int64_t i, float* out /* [8] */) {
+VP_HD void vp_ro_portfolio(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+                           const vp_ro_windows* w, int64_t i, float* out /* [8] */) {
     vp_env_view v = vp_env_view_of(s, i);
     v.window_end = w->last[i];
     vp_env_portfolio(&d->env, bars, &v, out);
 }
 
-/* The greedy choice of each branch from a Q row: the argmax over the branch's heads, ties
- * to the lowest index, NaN never winning over a number (as collection does). */
-VP_HD void vp_bt_select(const vp_bt_dims* d, const float* q /* [A] */, int32_t* a /* [4] */) {
-    for (int br = 0; br < VP_ENV_BRANCHES; ++br) {
-        const float* qb = q + d->offset[br];
-        int best = 0;
-        float bv = qb[0];
-        for (int j = 1; j < d->size[br]; ++j) {
-            float v = qb[j];
-            if (v == v && (bv != bv || v > bv)) {
-                best = j;
-                bv = v;
-            }
-        }
-        a[br] = best;
-    }
-}
-
 /* Whether window i takes a step at step k. */
-VP_HD int vp_bt_active(const vp_bt_windows* w, int64_t i, int32_t k) { return w->alive[i] && k < w->steps[i]; }
+VP_HD int vp_ro_active(const vp_ro_windows* w, int64_t i, int32_t k) { return w->alive[i] && k < w->steps[i]; }
 
 /* Step k of window i under choices a [4]: the last step of a window goes flat (the
  * environment's window-end close; the stored window end lies one bar beyond, so it never
  * restarts an episode), then the environment's own step; a window whose equity reached 0
  * stops. scratch [N, 4] holds the action the step reads. */
-VP_HD void vp_bt_step(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_bt_windows* w,
+VP_HD void vp_ro_step(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
                       int32_t* scratch /* [N, 4] */, int32_t k, int64_t i, const int32_t* a /* [4] */) {
     int32_t* act = scratch + i * VP_ENV_BRANCHES;
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) act[br] = a[br];
@@ -88,7 +69,7 @@ VP_HD void vp_bt_step(const vp_bt_dims* d, const vp_env_bar* bars, const vp_env_
 }
 
 /* Logs step k of window i: the choices a [4] made at its bar, the state at the next close. */
-VP_HD void vp_bt_log(const vp_env_state* s, const vp_bt_windows* w, const vp_bt_records* r, int32_t k, int64_t i,
+VP_HD void vp_ro_log(const vp_env_state* s, const vp_ro_windows* w, const vp_ro_records* r, int32_t k, int64_t i,
                      const int32_t* a /* [4] */) {
     int64_t p = (int64_t)w->offset[i] + k;
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) r->action[p * VP_ENV_BRANCHES + br] = a[br];

@@ -1,0 +1,70 @@
+/* vulpes: the action layout of the environment — its branches, the choices of each, and
+ * where each branch's heads sit in a row of per-head scores — and the one greedy choice per
+ * branch, written once (VP_HD) for C and CUDA code. Every part that reads or writes actions
+ * (the env, collection, the losses, the rollout, the policies) takes its layout from here. */
+#ifndef VULPES_ACTION_H
+#define VULPES_ACTION_H
+
+#include <stdint.h>
+
+#include "vulpes/defs.h"
+#include "vulpes/env.h"
+#include "vulpes/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Branches, choices per branch and each branch's first head in a score row. */
+typedef struct vp_action_layout {
+    int n_branches;              /* branches (VP_ENV_BRANCHES) */
+    int n_heads;                 /* A: choices summed over the branches (13) */
+    int size[VP_ENV_BRANCHES];   /* choices of each branch: direction 3, size 4, take-profit 3, stop-loss 3 */
+    int offset[VP_ENV_BRANCHES]; /* first head of each branch in a row of A scores */
+} vp_action_layout;
+
+/* The environment's layout: direction (short, flat, long), size (VP_ENV_SIZE_CHOICES fractions
+ * of max_position), take-profit and stop-loss (none, 1, 2 x ATR). */
+VP_HD vp_action_layout vp_action_layout_env(void) {
+    vp_action_layout l;
+    l.n_branches = VP_ENV_BRANCHES;
+    l.size[0] = VP_ENV_DIR_COUNT;
+    l.size[1] = VP_ENV_SIZE_CHOICES;
+    l.size[2] = VP_ENV_LEVEL_CHOICES;
+    l.size[3] = VP_ENV_LEVEL_CHOICES;
+    l.n_heads = 0;
+    for (int br = 0; br < VP_ENV_BRANCHES; ++br) {
+        l.offset[br] = l.n_heads;
+        l.n_heads += l.size[br];
+    }
+    return l;
+}
+
+/* Index of the largest of v[0 .. n): ties go to the lowest index, a NaN never wins over a
+ * number (all NaN: 0). The one branch argmax of collection, the losses and the rollout. */
+VP_HD int vp_action_argmax(const float* v /* [n] */, int n) {
+    int best = 0;
+    float bv = v[0];
+    for (int j = 1; j < n; ++j) {
+        float x = v[j];
+        if (x == x && (bv != bv || x > bv)) {
+            best = j;
+            bv = x;
+        }
+    }
+    return best;
+}
+
+/* The greedy choice of every branch from one score row q [A] into a [n_branches]. */
+VP_HD void vp_action_greedy(const vp_action_layout* l, const float* q /* [A] */, int32_t* a /* [n_branches] */) {
+    for (int br = 0; br < l->n_branches; ++br) a[br] = vp_action_argmax(q + l->offset[br], l->size[br]);
+}
+
+/* Checks that a network's branches (n_branches, sizes[n_branches]) are the environment's; the
+ * message starts with `who` and names the first branch that differs. */
+vp_status vp_action_layout_check(const char* who, int n_branches, const int* sizes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_ACTION_H */

@@ -1,0 +1,92 @@
+/* vulpes: the policy interface — what a rollout (validation, backtests) and a collector run.
+ *
+ * A policy has a market part and a decision part. `encode` maps decision bars (each reading
+ * its window of feature rows) to encoding rows; it does not see the portfolio, so a rollout
+ * encodes a whole span in large batches before it steps. `score` maps encoding rows and
+ * portfolio vectors to one score per action head in the environment's layout
+ * (vulpes/action.h): Q-values for the DQN agent. The greedy choice is the argmax of each
+ * branch's scores (vp_action_greedy). Workspace for batches of up to a given size is made
+ * once (`work_init`), so encode and score allocate nothing and can be captured into a graph.
+ *
+ * An algorithm provides its policy as a vp_policy value (a table of functions and the state
+ * they read); the DQN agent's is vp_model_policy (vulpes/model.h' network with a parameter
+ * buffer). */
+#ifndef VULPES_POLICY_H
+#define VULPES_POLICY_H
+
+#include <stdint.h>
+
+#include "vulpes/action.h"
+#include "vulpes/backend.h"
+#include "vulpes/model.h"
+#include "vulpes/status.h"
+#include "vulpes/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vp_policy vp_policy;
+
+/* Workspace of one policy for batches of up to a fixed size (opaque). */
+typedef struct vp_policy_work vp_policy_work;
+
+/* The functions of a policy. Tensors live in the policy's backend memory. */
+typedef struct vp_policy_ops {
+    const char* name; /* "dqn" */
+    /* Makes workspace for up to `batch` rows into *out. */
+    vp_status (*work_init)(const vp_policy* p, int64_t batch, vp_policy_work** out);
+    /* Frees workspace (NULL is a no-op). */
+    void (*work_free)(vp_policy_work* w);
+    /* Encodings of n decision bars bar_idx [n] i32 of features [T, F]: *enc becomes an
+     * [n, enc_dim] f32 view into the workspace, valid until its next encode. */
+    vp_status (*encode)(const vp_policy* p, vp_policy_work* w, const vp_tensor* features, const vp_tensor* bar_idx,
+                        int64_t n, vp_tensor* enc);
+    /* Scores of n samples from encodings enc [>= n, enc_dim] and portfolios [n, P]: *scores
+     * becomes an [n, A] f32 view into the workspace, valid until its next score. */
+    vp_status (*score)(const vp_policy* p, vp_policy_work* w, const vp_tensor* enc, const vp_tensor* portfolio,
+                       int64_t n, vp_tensor* scores);
+} vp_policy_ops;
+
+/* A policy: its functions, what they read, and its shapes. */
+struct vp_policy {
+    const vp_policy_ops* ops;   /* the functions */
+    vp_backend* backend;        /* where it computes */
+    const void* impl;           /* what ops read (the DQN policy: the vp_model) */
+    const vp_tensor* params;    /* [n_weights] the parameters it uses */
+    int n_features;             /* F: feature columns per bar */
+    int window;                 /* K: bars per decision window (rows t-K+1 .. t) */
+    int n_portfolio;            /* P: portfolio vector width */
+    int enc_dim;                /* width of an encoding row */
+    vp_action_layout layout;    /* the environment's action layout (scores are [n, layout.n_heads]) */
+};
+
+/* Checks a policy value (ops and functions present, shapes positive, the env's layout). */
+vp_status vp_policy_check(const vp_policy* p);
+
+/* Workspace for batches of up to `batch` rows (p->ops->work_init after vp_policy_check). */
+vp_status vp_policy_work_init(const vp_policy* p, int64_t batch, vp_policy_work** out);
+
+/* Frees workspace made by vp_policy_work_init for p (NULL is a no-op). */
+void vp_policy_work_free(const vp_policy* p, vp_policy_work* w);
+
+/* p->ops->encode: enc [n, enc_dim] view for bar_idx [n] (n <= the workspace's batch). */
+vp_status vp_policy_encode(const vp_policy* p, vp_policy_work* w, const vp_tensor* features, const vp_tensor* bar_idx,
+                           int64_t n, vp_tensor* enc);
+
+/* p->ops->score: scores [n, A] view from enc [>= n, enc_dim] and portfolio [n, P]. */
+vp_status vp_policy_score(const vp_policy* p, vp_policy_work* w, const vp_tensor* enc, const vp_tensor* portfolio,
+                          int64_t n, vp_tensor* scores);
+
+/* The DQN agent's policy: network m with parameters params ([n_weights], m's backend memory)
+ * — encode is vp_model_encode, score the C51 expected values vp_model_q of vp_model_heads.
+ * Both pointers must outlive the value. */
+vp_policy vp_model_policy(const vp_model* m, const vp_tensor* params);
+
+/* The functions behind vp_model_policy (a rollout compares against it to pick a fast path). */
+extern const vp_policy_ops vp_model_policy_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_POLICY_H */
