@@ -1,7 +1,20 @@
 /* GEMM on the CPU: cblas_sgemm per batch (row-major), then the epilogue. FP32 and TF32
  * both run in full FP32. BF16 operands are widened to float in a plain loop: a
- * correctness reference, not a fast path. */
+ * correctness reference, not a fast path.
+ *
+ * A row of C = op(A) op(B) with A not transposed depends on one row of A only, and its
+ * bits must not depend on how many rows the call has: a window of a rollout gives the same
+ * result alone or beside others, on every machine. BLAS libraries do not promise that
+ * (OpenBLAS turns a one-row product into a GEMV, and its kernels treat rows differently by
+ * their position in a register tile: on Haswell-class kernels rows 0-5 and 6-11 of a tile
+ * round differently). Such products therefore run through the kernel below: every element
+ * is sum_p a[i,p] b[p,j] accumulated in order of p from 0, each product and each sum
+ * rounded to float (no FMA: ISO C mode does not contract), vectorised across columns only.
+ * The bits are the same for any row count, row offset, thread count or instruction set.
+ * Products with A transposed (weight gradients, where rows are not samples) use BLAS. */
 #include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cpu_impl.h"
 
@@ -40,6 +53,86 @@ static void apply_epilogue(vp_epilogue epi, const float* bias, int64_t m, int64_
     }
 }
 
+/* A growable scratch block per thread for B laid out [k, n] (grown to the largest shape a
+ * thread meets, then reused). */
+static _Thread_local float* g_scratch = NULL;
+static _Thread_local size_t g_scratch_n = 0;
+
+/* Scratch of at least n floats, or NULL when out of memory. */
+static float* scratch(size_t n) {
+    if (n <= g_scratch_n) return g_scratch;
+    float* p = (float*)realloc(g_scratch, n * sizeof(float));
+    if (!p) return NULL;
+    g_scratch = p;
+    g_scratch_n = n;
+    return p;
+}
+
+/* Register tile of the row-exact kernel: TR rows x TC columns. */
+#define TR 4
+#define TC 16
+
+/* The row-exact product of rows [i0, i0 + rows) and columns [j0, j0 + cols) of
+ * acc = A [m, k] Bp [k, n], then C = alpha acc + beta C. The full tile and the edges run the
+ * same per-element arithmetic, so an element's bits do not depend on the tile it falls in. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void exact_tiles(int64_t m, int64_t n, int64_t k, const float* A, const float* Bp, float alpha, float beta,
+                        float* C) {
+    for (int64_t i0 = 0; i0 < m; i0 += TR) {
+        const int64_t rows = m - i0 < TR ? m - i0 : TR;
+        for (int64_t j0 = 0; j0 < n; j0 += TC) {
+            const int64_t cols = n - j0 < TC ? n - j0 : TC;
+            float acc[TR][TC];
+            memset(acc, 0, sizeof acc);
+            if (rows == TR && cols == TC) {
+                // full tile: constant bounds, vectorised across the TC columns
+                for (int64_t p = 0; p < k; ++p) {
+                    const float* b = Bp + p * n + j0;
+                    for (int r = 0; r < TR; ++r) {
+                        const float a = A[(i0 + r) * k + p];
+                        for (int c = 0; c < TC; ++c) acc[r][c] += a * b[c];
+                    }
+                }
+            } else {
+                for (int64_t p = 0; p < k; ++p) {
+                    const float* b = Bp + p * n + j0;
+                    for (int64_t r = 0; r < rows; ++r) {
+                        const float a = A[(i0 + r) * k + p];
+                        for (int64_t c = 0; c < cols; ++c) acc[r][c] += a * b[c];
+                    }
+                }
+            }
+            // C = alpha acc + beta C (C not read when beta is 0)
+            for (int64_t r = 0; r < rows; ++r) {
+                float* cr = C + (i0 + r) * n + j0;
+                for (int64_t c = 0; c < cols; ++c) {
+                    float v = alpha == 1.0f ? acc[r][c] : alpha * acc[r][c];
+                    cr[c] = beta != 0.0f ? v + beta * cr[c] : v;
+                }
+            }
+        }
+    }
+}
+
+/* C [m, n] = alpha A [m, k] op(B) + beta C by the row-exact kernel (B laid out [k, n] first
+ * when stored transposed). */
+static vp_status gemm_rows_exact(const vp_gemm_desc* d, const float* a, const float* bb, float* c) {
+    const int64_t n = d->n, k = d->k;
+    const float* bp = bb;
+    if (d->trans_b) {
+        // B is stored [n, k]: lay it out [k, n]
+        float* t = scratch((size_t)(n * k));
+        VP_REQUIRE(t != NULL, VP_ERR_OOM, "vp_gemm: %lld floats of scratch", (long long)(n * k));
+        for (int64_t j = 0; j < n; ++j)
+            for (int64_t p = 0; p < k; ++p) t[p * n + j] = bb[j * k + p];
+        bp = t;
+    }
+    exact_tiles(d->m, n, k, a, bp, d->alpha, d->beta, c);
+    return VP_OK;
+}
+
 vp_status vp_cpu_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A, const vp_tensor* B,
                       const vp_tensor* bias, vp_tensor* C) {
     (void)b;
@@ -60,6 +153,11 @@ vp_status vp_cpu_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A, 
             /* f32 operands: one sgemm; beta == 0 makes BLAS write C without reading it */
             const float* a = (const float*)A->data + i * d->stride_a;
             const float* bb = (const float*)B->data + i * d->stride_b;
+            if (!d->trans_a && k > 0) {
+                VP_TRY(gemm_rows_exact(d, a, bb, ci));
+                apply_epilogue(d->epilogue, bv, m, n, ci);
+                continue;
+            }
             cblas_sgemm(CblasRowMajor, d->trans_a ? CblasTrans : CblasNoTrans,
                         d->trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, d->alpha, a,
                         (int)(d->trans_a ? m : k), bb, (int)(d->trans_b ? k : n), d->beta, ci, (int)n);
