@@ -129,8 +129,12 @@ static void test_model(void) {
     c.episode_bars = 48;
     c.encode_chunk = 37;  // odd chunks: the encoding must not depend on them
     int64_t trades = 0;
-    compare_modes(b, &m, &mk, c, 5, &trades);
-    CHECK(trades > 0, "the network never traded");
+    // any window count: each window equals its rollout alone, bit for bit on the CPU
+    static const int64_t counts[] = {2, 3, 5, 17};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; ++i) {
+        compare_modes(b, &m, &mk, c, counts[i], &trades);
+        CHECK(trades > 0, "%lld windows: the network never traded", (long long)counts[i]);
+    }
     vp_model_free(&m);
     vp_backend_free(b);
     vpt_market_free(&mk);

@@ -89,7 +89,7 @@ static int exact_test(vp_backend* b, const vp_config* cfg, const char* ckpt, vp_
     vp_status s = ckpt ? vp_trainer_load_params(&t, ckpt, &t.best_params) : VP_OK;
     if (s == VP_OK)
         s = vp_validator_init(&v, b, &t.learner.model, &t.features, &d, d.split.test, &t.parts.instrument,
-                              t.parts.env.ruin_fraction, 0);
+                              0);
     if (s == VP_OK) s = vp_validator_run(v, &t.best_params, out);
     vp_validator_free(v);
     vp_trainer_free(&t);

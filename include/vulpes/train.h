@@ -91,20 +91,19 @@ typedef struct vp_eval_result {
 
 typedef struct vp_validator vp_validator;
 
-/* A backtest of `span` of the run's bars: N = floor((len - 1) / window_bars) windows of
- * L = floor((len - 1) / N) decisions each (window_bars <= 0 or longer than the span: one
- * window over the whole span, the exact sequential path), consecutive, each starting flat,
- * run side by side through the env with epsilon 0, the same cost model as training and
- * the run's ruin_fraction (rewards without penalties). features [T, F] in backend memory. */
+/* Validation of `span` of the run's bars: the rollout (vulpes/rollout.h) of the network's
+ * greedy policy over N = floor((len - 1) / window_bars) windows of the span (window_bars <= 0
+ * or longer than the span: one window, the exact backtest), side by side, each starting flat,
+ * with the training costs; the portfolio vector measures time in episodes of window_bars.
+ * features [T, F] in backend memory; d and features outlive the validator. */
 vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m, const vp_tensor* features,
-                            const vp_train_data* d, vp_span span, const vp_instrument* inst, double ruin_fraction,
-                            int64_t window_bars);
+                            const vp_train_data* d, vp_span span, const vp_instrument* inst, int64_t window_bars);
 
 /* Frees a validator (NULL is a no-op). */
 void vp_validator_free(vp_validator* v);
 
-/* Runs the backtest with parameters `params` ([n_weights], backend memory) into *out
- * (uploads the window starts, downloads the per-bar log: not for inside an iteration). */
+/* Runs the rollout with parameters `params` ([n_weights], backend memory) into *out
+ * (allocates, uploads and downloads: not for inside an iteration). */
 vp_status vp_validator_run(vp_validator* v, const vp_tensor* params, vp_eval_result* out);
 
 /* ---- the trainer ------------------------------------------------------------------------------- */

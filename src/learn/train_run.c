@@ -196,7 +196,7 @@ static vp_status finish(job* j, vp_train_result* out) {
     const vp_tensor* params = t->best_iteration >= 0 ? &t->best_params : &t->learner.model.params;
     vp_validator* test = NULL;
     VP_TRY(vp_validator_init(&test, t->backend, &t->learner.model, &t->features, t->data, t->data->split.test,
-                             &t->parts.instrument, t->parts.env.ruin_fraction, t->cfg.env.episode_bars));
+                             &t->parts.instrument, t->cfg.env.episode_bars));
     vp_status s = vp_validator_run(test, params, &out->test);
     vp_validator_free(test);
     VP_TRY(s);
