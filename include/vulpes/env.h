@@ -108,6 +108,27 @@ vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_marke
 /* Frees a market's storage (a zeroed market is a no-op). */
 void vp_env_market_free(vp_env_market* m);
 
+/* ---- fills: what a step traded, written by the step itself ------------------------------ */
+
+/* Which resting order filled in a step. */
+typedef enum vp_fill_kind {
+    VP_FILL_NONE = 0,        /* none */
+    VP_FILL_STOP,            /* the stop-loss (a market order: slippage) */
+    VP_FILL_TAKE_PROFIT,     /* the take-profit (a limit order: no slippage) */
+    VP_FILL_KIND_COUNT
+} vp_fill_kind;
+
+/* The fills of one env in one step: [0] the market order at the next bar's open (the
+ * agent's change of position), [1] a resting order against that bar's range. A quantity of 0
+ * means no fill. Commission is the instrument's per contract on every fill. */
+typedef struct vp_env_fill_rec {
+    int32_t qty[2];   /* signed contracts (+ bought, - sold) */
+    int32_t kind;     /* vp_fill_kind of fill [1] */
+    int32_t pad;      /* alignment */
+    double price[2];  /* fill prices, slippage included, price units */
+    double slip[2];   /* slippage paid per contract in each fill, price units (0 for a take-profit) */
+} vp_env_fill_rec;
+
 /* ---- state: structure of arrays, one entry per env ---------------------------------- */
 
 /* Per-env state. Inside a vp_env the pointers are backend memory; for vp_env_state_get /

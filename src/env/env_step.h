@@ -37,6 +37,7 @@ typedef struct vp_env_outs {
     float* done;      /* [n] */
     int32_t* obs_bar; /* [n] */
     float* portfolio; /* [n, 8] */
+    vp_env_fill_rec* fill; /* [n] the fills of the step (vulpes/env.h) */
 } vp_env_outs;
 
 /* What the portfolio vector reads of one env: the step passes its registers, an observation
@@ -263,12 +264,23 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
     const vp_env_bar* next = bars + nb;
     double o_px = next->open, hi = next->high, lo = next->low, c = next->close;
     int32_t traded = 0;
+    vp_env_fill_rec* fl = o->fill ? o->fill + i : (vp_env_fill_rec*)0;
+    if (fl) {
+        fl->qty[0] = fl->qty[1] = 0;
+        fl->kind = VP_FILL_NONE;
+        fl->price[0] = fl->price[1] = fl->slip[0] = fl->slip[1] = 0.0;
+    }
 
     /* market order at bar t+1's open, slippage against the trader */
     int32_t delta = target - pos;
     if (delta != 0) {
         double px = delta > 0 ? vp_env_add(o_px, p->slip) : vp_env_sub(o_px, p->slip);
         cash = vp_env_fill(cash, delta, px, p);
+        if (fl) {
+            fl->qty[0] = delta;
+            fl->price[0] = px;
+            fl->slip[0] = p->slip;
+        }
         traded += vp_env_absi(delta);
         if (target == 0) {
             entry = 0.0;
@@ -304,6 +316,12 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
                 px = pos > 0 ? (o_px > tp ? o_px : tp) : (o_px < tp ? o_px : tp);
             cash = vp_env_fill(cash, -pos, px, p);
             traded += vp_env_absi(pos);
+            if (fl) {
+                fl->qty[1] = -pos;
+                fl->price[1] = px;
+                fl->slip[1] = stop_hit ? p->slip : 0.0;
+                fl->kind = stop_hit ? VP_FILL_STOP : VP_FILL_TAKE_PROFIT;
+            }
             pos = 0;
             entry = 0.0;
             tp = 0.0;

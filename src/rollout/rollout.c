@@ -128,9 +128,10 @@ static int state_slots(vp_env_state* st, vp_ro_windows* w, vp_ro_records* rec, i
     S(st->episode, uint32_t, N), S(st->cash, double, N), S(st->equity, double, N), S(st->peak, double, N);
     S(st->entry, double, N), S(st->take_profit, double, N), S(st->stop_loss, double, N), S(st->last_size, float, N);
     S(w->steps, int32_t, N), S(w->offset, int32_t, N), S(w->last, int32_t, N), S(w->alive, int32_t, N);
+    S(w->fill, vp_env_fill_rec, N);
     S(rec->position, int32_t, P), S(rec->bars_held, int32_t, P), S(rec->action, int32_t, 4 * P);
     S(rec->cash, double, P), S(rec->equity, double, P), S(rec->entry, double, P);
-    S(rec->take_profit, double, P), S(rec->stop_loss, double, P);
+    S(rec->take_profit, double, P), S(rec->stop_loss, double, P), S(rec->fill, vp_env_fill_rec, P);
 #undef S
     return n;
 }
@@ -187,7 +188,7 @@ static vp_status download(vp_ro_run* r) {
     const int64_t N = r->cfg->n_windows;
     // the log's arrays follow state and windows in both blocks, in the same layout
     size_t head = (size_t)((char*)r->h_rec.position - (char*)r->host);
-    size_t bytes = (size_t)((char*)r->h_rec.stop_loss - (char*)r->h_rec.position) + sizeof(double) * (size_t)r->n_points;
+    size_t bytes = (size_t)((char*)r->h_rec.fill - (char*)r->h_rec.position) + sizeof(vp_env_fill_rec) * (size_t)r->n_points;
     vp_tensor src = vp_tensor_1d((char*)r->dev.dev + head, VP_I32, r->dev.mem, (int64_t)(bytes / 4));
     VP_TRY(vp_download(r->b, r->h_rec.position, &src, bytes));
     vp_tensor alive = vp_tensor_1d(r->win.alive, VP_I32, r->dev.mem, N);

@@ -172,6 +172,7 @@ __global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
     __shared__ int32_t ws[4];                         /* steps, offset, last, alive */
     __shared__ int32_t choice[2][VP_ENV_BRANCHES];    /* the cluster's choices, by step parity */
     __shared__ int32_t scratch[VP_ENV_BRANCHES];      /* the action the step reads */
+    __shared__ vp_env_fill_rec s_fill;                    /* the fills the step writes */
     cg::cluster_group cluster = cg::this_cluster();
     const int br = (int)cluster.block_rank(), tid = threadIdx.x;
     const int64_t win = blockIdx.x / VP_ENV_BRANCHES;
@@ -198,7 +199,7 @@ __global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
     }
     vp_env_state ls = {&si[0], &si[1], &si[2], &si[3], (uint32_t*)&si[4], &sd[0], &sd[1], &sd[2], &sd[3], &sd[4],
                        &sd[5], &s_last};
-    vp_ro_windows lw = {&ws[0], &ws[1], &ws[2], &ws[3]};
+    vp_ro_windows lw = {&ws[0], &ws[1], &ws[2], &ws[3], &s_fill};
     __syncthreads();
 
     // thread j < 2 HH owns hidden unit j (v1, then ah); its market term of the first row, prefetched

@@ -2,8 +2,8 @@
  * the CPU loop (backtest_loop.c) and the CUDA kernels (backtest_cuda.cu): the portfolio
  * vector and one step through the environment's own step
  * function with the backtest's window rules. */
-#ifndef VP_EVAL_BACKTEST_STEP_H
-#define VP_EVAL_BACKTEST_STEP_H
+#ifndef VP_ROLLOUT_STEP_H
+#define VP_ROLLOUT_STEP_H
 
 #include <stdint.h>
 
@@ -27,6 +27,7 @@ typedef struct vp_ro_windows {
     int32_t* offset;   /* index of its first point in the records */
     int32_t* last;     /* relative bar of its last point (the window's end) */
     int32_t* alive;    /* 1 until its equity reaches 0 */
+    vp_env_fill_rec* fill; /* the fills of the window's last step, as the environment's step wrote them */
 } vp_ro_windows;
 
 /* The per-point log, [P] each (action [P, 4]), in the backend's memory. Point offset + k + 1
@@ -40,6 +41,7 @@ typedef struct vp_ro_records {
     double* entry;        /* price units (0 flat) */
     double* take_profit;  /* price units (0 none) */
     double* stop_loss;    /* price units (0 none) */
+    vp_env_fill_rec* fill;    /* [P] the fills of the step decided at the point's bar (the environment's own) */
 } vp_ro_records;
 
 /* Writes window i's portfolio vector: the environment's, with the true window end for the
@@ -63,8 +65,8 @@ VP_HD void vp_ro_step(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_
     int32_t* act = scratch + i * VP_ENV_BRANCHES;
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) act[br] = a[br];
     if (k + 1 == w->steps[i]) act[0] = VP_ENV_DIR_FLAT;
-    vp_env_outs none = {0, 0, 0, 0};
-    vp_env_step_index(&d->env, bars, s, scratch, &none, i);
+    vp_env_outs o = {0, 0, 0, 0, w->fill};
+    vp_env_step_index(&d->env, bars, s, scratch, &o, i);
     if (!(s->equity[i] > 0.0)) w->alive[i] = 0;
 }
 
@@ -73,6 +75,7 @@ VP_HD void vp_ro_log(const vp_env_state* s, const vp_ro_windows* w, const vp_ro_
                      const int32_t* a /* [4] */) {
     int64_t p = (int64_t)w->offset[i] + k;
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) r->action[p * VP_ENV_BRANCHES + br] = a[br];
+    r->fill[p] = w->fill[i];
     p += 1;
     r->position[p] = s->position[i];
     r->bars_held[p] = s->bars_held[i];
@@ -83,4 +86,4 @@ VP_HD void vp_ro_log(const vp_env_state* s, const vp_ro_windows* w, const vp_ro_
     r->stop_loss[p] = s->stop_loss[i];
 }
 
-#endif /* VP_EVAL_BACKTEST_STEP_H */
+#endif /* VP_ROLLOUT_STEP_H */

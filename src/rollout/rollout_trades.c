@@ -1,7 +1,8 @@
-/* The trade log of a backtest, rebuilt on the host from the per-point log: each step's
- * fills are derived from the state before it, the choice and the next bar by the
- * environment's rules (docs/env.md), and checked against the state the step left — the
- * position and the cash must agree bit for bit, or the run fails naming the bar. */
+/* The trade log of a rollout, assembled on the host from the fills the environment's step
+ * wrote at every point (vp_env_fill_rec): round trips from the fill that opens a position to the
+ * one that leaves it flat or reverses it, with their cash flows and costs. No fill rule is
+ * derived here; the fills must account for the logged position, or the run fails naming
+ * the bar. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,65 +65,47 @@ static void close_cur(trade_log* L, int64_t bar, vp_exit_reason reason) {
     c->active = 0;
 }
 
-/* Replays step k of window w (points p -> p + 1) and logs its fills; fails when the
- * replay disagrees with the logged state. */
-static vp_status replay_step(trade_log* L, int64_t w, int64_t k, int64_t p, int final_step) {
+/* Logs step k of window w (points p -> p + 1) from the fills the environment's step wrote:
+ * the market order at the next open closes, reduces, adds to, opens or reverses the
+ * position; a resting order then closes it. The fills must account for the logged position. */
+static vp_status log_step(trade_log* L, int64_t w, int64_t p, int final_step) {
     const vp_ro_run* r = L->r;
-    const vp_env_params* ep = &r->dims.env;
     const vp_ro_records* h = &r->h_rec;
-    const int64_t t = r->h_state.t[w] + k, bar = r->a + t; /* decision bar */
-    const vp_bars* bars = r->data->bars;
-    const double o = bars->open[bar + 1], hi = bars->high[bar + 1], lo = bars->low[bar + 1];
-    const int32_t* a = h->action + p * VP_ENV_BRANCHES;
-    const int32_t dir = a[0] - 1;
-    int32_t pos = h->position[p], target = (final_step || dir == 0) ? 0 : dir * vp_env_contracts(a[1], ep->max_position);
-    double cash = h->cash[p], tp = h->take_profit[p], sl = h->stop_loss[p];
+    const vp_env_fill_rec* f = &h->fill[p];
+    const int64_t bar = r->a + r->h_state.t[w] + (p - r->h_win.offset[w]); /* decision bar */
+    const int64_t fill_bar = bar + 1; /* the bar whose open or range filled */
+    int32_t pos = h->position[p];
 
-    // the market order at the next open: close, reduce, add, open or reverse
-    const int32_t delta = target - pos;
+    // the market order: its part that closes the position, then its part that opens one
+    const int32_t delta = f->qty[0];
     if (delta != 0) {
-        const double px = delta > 0 ? vp_env_add(o, ep->slip) : vp_env_sub(o, ep->slip);
-        cash = vp_env_fill(cash, delta, px, ep);
+        const int32_t target = pos + delta;
+        const double px = f->price[0];
         const int reverses = pos != 0 && target != 0 && (pos > 0) != (target > 0);
         if (pos != 0 && (target == 0 || reverses)) {
-            leg(L, -pos, px, ep->slip, 0);
-            close_cur(L, bar + 1, final_step ? VP_EXIT_END : VP_EXIT_SIGNAL);
+            leg(L, -pos, px, f->slip[0], 0);
+            close_cur(L, fill_bar, final_step ? VP_EXIT_END : VP_EXIT_SIGNAL);
         } else if (pos != 0) {
-            leg(L, delta, px, ep->slip, vp_env_absi(target) > vp_env_absi(pos));
+            leg(L, delta, px, f->slip[0], vp_env_absi(target) > vp_env_absi(pos));
             if (vp_env_absi(target) > L->cur.t.size) L->cur.t.size = vp_env_absi(target);
         }
-        if (target != 0 && (pos == 0 || reverses)) {
-            const int32_t side = target > 0 ? 1 : -1;
-            const double atr = r->data->atr[bar];
-            open_new(L, (int32_t)w, bar + 1, target, px, ep->slip);
-            tp = vp_env_level(px, side, a[2], atr);
-            sl = vp_env_level(px, -side, a[3], atr);
-        }
+        if (target != 0 && (pos == 0 || reverses)) open_new(L, (int32_t)w, fill_bar, target, px, f->slip[0]);
         pos = target;
     }
 
-    // resting orders against the next bar's range: the stop first
-    if (pos != 0) {
-        const int stop_hit = pos > 0 ? (sl > 0.0 && lo <= sl) : (sl > 0.0 && hi >= sl);
-        const int tp_hit = pos > 0 ? (tp > 0.0 && hi >= tp) : (tp > 0.0 && lo <= tp);
-        if (stop_hit || tp_hit) {
-            double px;
-            if (stop_hit)
-                px = pos > 0 ? vp_env_sub(o < sl ? o : sl, ep->slip) : vp_env_add(o > sl ? o : sl, ep->slip);
-            else
-                px = pos > 0 ? (o > tp ? o : tp) : (o < tp ? o : tp);
-            cash = vp_env_fill(cash, -pos, px, ep);
-            leg(L, -pos, px, stop_hit ? ep->slip : 0.0, 0);
-            close_cur(L, bar + 1, stop_hit ? VP_EXIT_STOP : VP_EXIT_TAKE_PROFIT);
-            pos = 0;
-        }
+    // a resting order that closed the position
+    if (f->qty[1] != 0) {
+        VP_REQUIRE(f->qty[1] == -pos && (f->kind == VP_FILL_STOP || f->kind == VP_FILL_TAKE_PROFIT), VP_ERR_STATE,
+                   "rollout trade log: bar %lld fills %d contracts by a resting order of kind %d with %d held",
+                   (long long)fill_bar, (int)f->qty[1], (int)f->kind, (int)pos);
+        leg(L, f->qty[1], f->price[1], f->slip[1], 0);
+        close_cur(L, fill_bar, f->kind == VP_FILL_STOP ? VP_EXIT_STOP : VP_EXIT_TAKE_PROFIT);
+        pos = 0;
     }
 
-    // the replay must land where the environment did
-    VP_REQUIRE(pos == h->position[p + 1] && cash == h->cash[p + 1], VP_ERR_STATE,
-               "backtest trade log: the fills replayed at bar %lld give position %d and cash %.17g, the environment "
-               "logged %d and %.17g", (long long)(bar + 1), (int)pos, cash, (int)h->position[p + 1],
-               h->cash[p + 1]);
+    VP_REQUIRE(pos == h->position[p + 1], VP_ERR_STATE,
+               "rollout trade log: the fills at bar %lld leave %d contracts, the environment holds %d",
+               (long long)fill_bar, (int)pos, (int)h->position[p + 1]);
     if (pos != 0) L->cur.t.bars_held += 1;
     return VP_OK;
 }
@@ -140,7 +123,7 @@ vp_status vp_ro_trades_build(const vp_ro_run* r, vp_rollout_result* out) {
         const vp_rollout_window* x = &out->windows[w];
         const int64_t p0 = r->h_win.offset[w], steps = r->h_win.steps[w];
         L.cur.active = 0;
-        for (int64_t k = 0; k + 1 < x->n_points; ++k) VP_TRY(replay_step(&L, w, k, p0 + k, k + 1 == steps));
+        for (int64_t k = 0; k + 1 < x->n_points; ++k) VP_TRY(log_step(&L, w, p0 + k, k + 1 == steps));
         // a ruined window's open trade is marked at the ruin bar's close
         if (L.cur.active) {
             VP_REQUIRE(x->ruined, VP_ERR_STATE, "backtest trade log: window %lld ends with a position open",
