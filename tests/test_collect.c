@@ -54,7 +54,7 @@ static int expected(const float* q, uint64_t seed, int64_t step, int64_t i, int 
 static void test_act_greedy_ties_nan(void) {
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_model_cfg mc = env_model_cfg(5);
+    const vp_action_layout lay = vp_action_layout_env();
     enum { E = 5 };
     float q[E * A13];
     for (int i = 0; i < E * A13; ++i) q[i] = vp_rng_normal(3, 1, (uint64_t)i);
@@ -69,7 +69,7 @@ static void test_act_greedy_ties_nan(void) {
     vp_collect_cfg c = {0.0f, 0.0f, 0, 99};
     vp_tensor qt = vp_tensor_2d(q, VP_F32, VP_MEM_HOST, E, A13), at = vp_tensor_2d(acts, VP_I32, VP_MEM_HOST, E, 4);
     vp_tensor st = vp_tensor_1d(step, VP_I32, VP_MEM_HOST, 2);
-    CHECK_OK(vp_collect_act(b, &c, &mc, &qt, &st, &at));
+    CHECK_OK(vp_collect_act(b, &c, &lay, &qt, &st, &at));
     CHECK(acts[1 * 4 + 0] == 0 && acts[2 * 4 + 1] == 1 && acts[3 * 4 + 2] == 0 && acts[4 * 4 + 3] == 1,
           "ties / NaN / inf: %d %d %d %d", acts[4], acts[9], acts[14], acts[19]);
     for (int i = 0; i < E; ++i)
@@ -85,7 +85,7 @@ static void test_act_greedy_ties_nan(void) {
 static void test_act_exploration(void) {
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_model_cfg mc = env_model_cfg(5);
+    const vp_action_layout lay = vp_action_layout_env();
     enum { E = 2001 };
     float* q = (float*)malloc(sizeof(float) * E * A13);
     int32_t* acts = (int32_t*)malloc(sizeof(int32_t) * E * 4);
@@ -95,7 +95,7 @@ static void test_act_exploration(void) {
     vp_collect_cfg c = {1.0f, 0.0f, 60, 12345};
     vp_tensor qt = vp_tensor_2d(q, VP_F32, VP_MEM_HOST, E, A13), at = vp_tensor_2d(acts, VP_I32, VP_MEM_HOST, E, 4);
     vp_tensor st = vp_tensor_1d(step, VP_I32, VP_MEM_HOST, 2);
-    CHECK_OK(vp_collect_act(b, &c, &mc, &qt, &st, &at));
+    CHECK_OK(vp_collect_act(b, &c, &lay, &qt, &st, &at));
     int bad = 0, explored = 0, counts[3] = {0, 0, 0};
     for (int i = 0; i < E; ++i)
         for (int br = 0; br < 4; ++br) {
@@ -111,15 +111,15 @@ static void test_act_exploration(void) {
     for (int k = 0; k < 3; ++k)
         CHECK(fabs((double)counts[k] / n_ex - 1.0 / 3.0) < 0.05, "random direction %d drawn %d of %d", k, counts[k], n_ex);
     // Bad calls: branch count, q's width, the counter's shape.
-    vp_model_cfg two = mc;
+    vp_action_layout two = lay;
     two.n_branches = 2;
     CHECK_STATUS(vp_collect_act(b, &c, &two, &qt, &st, &at), VP_ERR_INVALID_ARG, "branches");
     vp_tensor q12 = vp_tensor_2d(q, VP_F32, VP_MEM_HOST, E, 12);
-    CHECK_STATUS(vp_collect_act(b, &c, &mc, &q12, &st, &at), VP_ERR_SHAPE, "q");
+    CHECK_STATUS(vp_collect_act(b, &c, &lay, &q12, &st, &at), VP_ERR_SHAPE, "q");
     vp_tensor st1 = vp_tensor_1d(step, VP_I32, VP_MEM_HOST, 1);
-    CHECK_STATUS(vp_collect_act(b, &c, &mc, &qt, &st1, &at), VP_ERR_SHAPE, "counter");
+    CHECK_STATUS(vp_collect_act(b, &c, &lay, &qt, &st1, &at), VP_ERR_SHAPE, "counter");
     vp_collect_cfg badc = {1.5f, 0.0f, 1, 0};
-    CHECK_STATUS(vp_collect_act(b, &badc, &mc, &qt, &st, &at), VP_ERR_INVALID_ARG, "epsilon");
+    CHECK_STATUS(vp_collect_act(b, &badc, &lay, &qt, &st, &at), VP_ERR_INVALID_ARG, "epsilon");
     free(q), free(acts);
     vp_backend_free(b);
 }
@@ -155,8 +155,9 @@ static void test_collector_step(void) {
     CHECK_OK(vp_env_market_init(&m, b, &md));
     CHECK_OK(vp_env_init(&env, b, &m, &inst, &ec, E));
     CHECK_OK(vp_model_init(&model, b, &mc, 21));
+    const vp_policy pol = vp_model_policy(&model, &model.params);
     CHECK_OK(vp_replay_init(&rp, b, &rc));
-    CHECK_OK(vp_collector_init(&c, b, &model, &feats, &env, rp, &cc));
+    CHECK_OK(vp_collector_init(&c, b, &pol, &feats, &env, rp, &cc));
     CHECK_OK(vp_model_acts_init(&ref, &model, E, 0, 0));
     if (!rp || !ref) return;
     // Greedy steps: the actions are the argmax of an independent forward at the observation.
@@ -200,7 +201,7 @@ static void test_collector_step(void) {
     CHECK(step == 7, "a random step moved the policy counter to %lld", (long long)step);
     // Without a replay nothing is stored.
     vp_collector c2;
-    CHECK_OK(vp_collector_init(&c2, b, &model, &feats, &env, NULL, &cc));
+    CHECK_OK(vp_collector_init(&c2, b, &pol, &feats, &env, NULL, &cc));
     CHECK_OK(vp_collector_step(&c2));
     CHECK_OK(vp_replay_stats_read(rp, &rs));
     CHECK(rs.pushes == 8, "pushes %lld", (long long)rs.pushes);
@@ -209,7 +210,7 @@ static void test_collector_step(void) {
     vp_replay* rp2 = NULL;
     rc.n_envs = 4;
     CHECK_OK(vp_replay_init(&rp2, b, &rc));
-    CHECK_STATUS(vp_collector_init(&c2, b, &model, &feats, &env, rp2, &cc), VP_ERR_INVALID_ARG, "envs");
+    CHECK_STATUS(vp_collector_init(&c2, b, &pol, &feats, &env, rp2, &cc), VP_ERR_INVALID_ARG, "envs");
     vp_replay_free(rp2);
     vp_model_acts_free(ref);
     vp_collector_free(&c);

@@ -19,6 +19,7 @@
 #include "vulpes/backend.h"
 #include "vulpes/env.h"
 #include "vulpes/model.h"
+#include "vulpes/policy.h"
 #include "vulpes/replay.h"
 
 #ifdef __cplusplus
@@ -44,8 +45,8 @@ float vp_collect_epsilon(const vp_collect_cfg* c, int64_t step);
  * (of the step held in `step`) a uniform choice, else the argmax of q over the branch's
  * heads (ties: the lowest index; NaN never wins over a number). q [E, A] f32, step [2] i32
  * holding one int64 collection-step counter (read only), actions [E, n_branches] i32. The
- * model must have VP_ENV_BRANCHES branches. */
-vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_model_cfg* mc, const vp_tensor* q,
+ * layout must be the environment's (vulpes/action.h). */
+vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_action_layout* layout, const vp_tensor* q,
                          const vp_tensor* step, vp_tensor* actions);
 
 /* Advances the collection-step counter step ([2] i32 holding one int64) by one, on the backend. */
@@ -54,14 +55,13 @@ vp_status vp_collect_tick(vp_backend* b, vp_tensor* step);
 /* n_envs environments, the network that drives them and the buffers between the two. */
 typedef struct vp_collector {
     vp_backend* backend;       /* where everything runs */
-    const vp_model* model;     /* the network (configuration and kernels) */
-    const vp_tensor* params;   /* [n_weights] parameters the policy uses (default: model->params) */
+    vp_policy policy;          /* what chooses the actions (its parameters included) */
     vp_tensor features;        /* [T, F] the feature matrix the envs' bar indices point into */
     vp_env* env;               /* the environments (caller-owned) */
     vp_replay* replay;         /* where steps go (caller-owned; NULL: nothing is stored) */
     vp_collect_cfg cfg;        /* exploration */
     int64_t n_envs;            /* E */
-    vp_model_acts* acts;       /* forward of E samples, no IQN */
+    vp_policy_work* work;      /* the policy's workspace for E samples */
     vp_arena arena;            /* the buffers below */
     vp_tensor obs_bar;         /* [E] i32 decision bar of the current observation */
     vp_tensor portfolio;       /* [E, P] f32 portfolio vector of the current observation */
@@ -75,10 +75,11 @@ typedef struct vp_collector {
 } vp_collector;
 
 /* Makes a collector over `env` (whose market's features are `features` [T, F] in backend
- * memory) for model `m`, pushing into `replay` (may be NULL), and writes the envs' first
- * observation (vp_collector_reset). */
-vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_model* m, const vp_tensor* features, vp_env* env,
-                            vp_replay* replay, const vp_collect_cfg* cfg);
+ * memory) driven by policy `pol` (copied; what it points to must outlive the collector),
+ * pushing into `replay` (may be NULL), and writes the envs' first observation
+ * (vp_collector_reset). */
+vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol, const vp_tensor* features,
+                            vp_env* env, vp_replay* replay, const vp_collect_cfg* cfg);
 
 /* Frees a collector (a zeroed one is a no-op); the env, model and replay are left alone. */
 void vp_collector_free(vp_collector* c);
@@ -89,6 +90,10 @@ vp_status vp_collector_reset(vp_collector* c);
 
 /* Re-reads the current observation from the env state (after the state was loaded). */
 vp_status vp_collector_observe(vp_collector* c);
+
+/* The policy's scores of the current observations, without acting or stepping (runs every
+ * op of a step's forward once, e.g. before a graph capture; ops only). */
+vp_status vp_collector_score(vp_collector* c);
 
 /* One policy step of every env (ops only: capturable into a graph). */
 vp_status vp_collector_step(vp_collector* c);

@@ -25,21 +25,19 @@ static vp_status collector_alloc(vp_collector* c) {
     VP_TRY(take(c, "collect.reward", VP_F32, E, 0, &c->reward));
     VP_TRY(take(c, "collect.done", VP_F32, E, 0, &c->done));
     VP_TRY(take(c, "collect.step", VP_I32, 2, 0, &c->step));
-    return vp_model_acts_init(&c->acts, c->model, E, 0, 0);
+    return vp_policy_work_init(&c->policy, E, &c->work);
 }
 
-vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_model* m, const vp_tensor* features, vp_env* env,
-                            vp_replay* replay, const vp_collect_cfg* cfg) {
-    VP_REQUIRE(c != NULL && b != NULL && m != NULL && features != NULL && env != NULL && cfg != NULL,
-               VP_ERR_INVALID_ARG, "vp_collector_init: collector, backend, model, features, env or cfg is NULL");
+vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol, const vp_tensor* features,
+                            vp_env* env, vp_replay* replay, const vp_collect_cfg* cfg) {
+    VP_REQUIRE(c != NULL && b != NULL && pol != NULL && features != NULL && env != NULL && cfg != NULL,
+               VP_ERR_INVALID_ARG, "vp_collector_init: collector, backend, policy, features, env or cfg is NULL");
     memset(c, 0, sizeof *c);
-    VP_REQUIRE(env->backend == b && m->backend == b, VP_ERR_INVALID_ARG,
-               "vp_collector_init: env and model must live on backend %s", vp_backend_name(b));
-    VP_REQUIRE(m->cfg.n_portfolio == VP_ENV_PORTFOLIO && m->cfg.n_branches == VP_ENV_BRANCHES, VP_ERR_INVALID_ARG,
-               "vp_collector_init: the model takes %d portfolio floats and %d branches, the env gives %d and %d",
-               m->cfg.n_portfolio, m->cfg.n_branches, VP_ENV_PORTFOLIO, VP_ENV_BRANCHES);
-    VP_REQUIRE(features->dtype == VP_F32 && features->ndim == 2 && vp_tensor_cols(features) == m->cfg.n_features,
-               VP_ERR_SHAPE, "vp_collector_init: features must be f32 [T, %d]", m->cfg.n_features);
+    VP_TRY(vp_policy_check(pol));
+    VP_REQUIRE(env->backend == b && pol->backend == b, VP_ERR_INVALID_ARG,
+               "vp_collector_init: env and policy must live on backend %s", vp_backend_name(b));
+    VP_REQUIRE(features->dtype == VP_F32 && features->ndim == 2 && vp_tensor_cols(features) == pol->n_features,
+               VP_ERR_SHAPE, "vp_collector_init: features must be f32 [T, %d]", pol->n_features);
     VP_REQUIRE(vp_tensor_rows(features) >= env->market->n_bars, VP_ERR_SHAPE,
                "vp_collector_init: %lld feature rows for a market of %lld bars", (long long)vp_tensor_rows(features),
                (long long)env->market->n_bars);
@@ -52,8 +50,7 @@ vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_model* m, c
                    VP_ENV_PORTFOLIO, VP_ENV_BRANCHES);
     }
     c->backend = b;
-    c->model = m;
-    c->params = &m->params;
+    c->policy = *pol;
     c->features = *features;
     c->env = env;
     c->replay = replay;
@@ -70,7 +67,7 @@ vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_model* m, c
 
 void vp_collector_free(vp_collector* c) {
     if (!c) return;
-    vp_model_acts_free(c->acts);
+    vp_policy_work_free(&c->policy, c->work);
     vp_arena_free(&c->arena);
     memset(c, 0, sizeof *c);
 }
@@ -117,21 +114,32 @@ static vp_status step_env(vp_collector* c) {
     return vp_copy(b, &c->next_portfolio, &c->portfolio);
 }
 
+/* The policy's scores of every env's current observation into *q ([E, A] view). */
+static vp_status score(vp_collector* c, vp_tensor* q) {
+    // market encoding of each env's window, then the decision part with its portfolio
+    vp_tensor enc;
+    VP_TRY(vp_policy_encode(&c->policy, c->work, &c->features, &c->obs_bar, c->n_envs, &enc));
+    return vp_policy_score(&c->policy, c->work, &enc, &c->portfolio, c->n_envs, q);
+}
+
+vp_status vp_collector_score(vp_collector* c) {
+    VP_REQUIRE(c != NULL && c->work != NULL, VP_ERR_INVALID_ARG, "vp_collector_score: collector is not initialised");
+    vp_tensor q;
+    return score(c, &q);
+}
+
 vp_status vp_collector_step(vp_collector* c) {
-    VP_REQUIRE(c != NULL && c->acts != NULL, VP_ERR_INVALID_ARG, "vp_collector_step: collector is not initialised");
-    const vp_model* m = c->model;
-    // Q of every env: market encoding of its window, heads with its portfolio vector.
-    VP_TRY(vp_model_encode(m, c->params, c->acts, &c->features, &c->obs_bar, c->n_envs));
-    VP_TRY(vp_model_heads(m, c->params, c->acts, NULL, &c->portfolio, NULL, c->n_envs));
+    VP_REQUIRE(c != NULL && c->work != NULL, VP_ERR_INVALID_ARG, "vp_collector_step: collector is not initialised");
+    vp_tensor q;
+    VP_TRY(score(c, &q));
     // Epsilon-greedy choices straight into the env's action buffer.
-    vp_tensor q = vp_model_q(c->acts);
-    VP_TRY(vp_collect_act(c->backend, &c->cfg, &m->cfg, &q, &c->step, &c->actions));
+    VP_TRY(vp_collect_act(c->backend, &c->cfg, &c->policy.layout, &q, &c->step, &c->actions));
     VP_TRY(step_env(c));
     return vp_collect_tick(c->backend, &c->step);
 }
 
 vp_status vp_collector_random_step(vp_collector* c, uint64_t counter) {
-    VP_REQUIRE(c != NULL && c->acts != NULL, VP_ERR_INVALID_ARG,
+    VP_REQUIRE(c != NULL && c->work != NULL, VP_ERR_INVALID_ARG,
                "vp_collector_random_step: collector is not initialised");
     VP_TRY(vp_env_random_actions(c->backend, c->cfg.seed, counter, &c->actions));
     return step_env(c);

@@ -19,28 +19,16 @@ static vp_status check_counter(const char* fn, vp_backend* b, const vp_tensor* s
     return VP_OK;
 }
 
-/* Fills the launch constants from the exploration settings and the model's branches. */
-static vp_status make_dims(const vp_collect_cfg* c, const vp_model_cfg* mc, int64_t E, vp_collect_dims* d) {
-    static const int env_sizes[VP_ENV_BRANCHES] = {VP_ENV_DIR_COUNT, VP_ENV_SIZE_CHOICES, VP_ENV_LEVEL_CHOICES,
-                                                   VP_ENV_LEVEL_CHOICES};
-    VP_REQUIRE(mc->n_branches == VP_ENV_BRANCHES, VP_ERR_INVALID_ARG,
-               "vp_collect_act: the model has %d branches, the environment %d", mc->n_branches, VP_ENV_BRANCHES);
+/* Fills the launch constants from the exploration settings and the action layout. */
+static vp_status make_dims(const vp_collect_cfg* c, const vp_action_layout* l, int64_t E, vp_collect_dims* d) {
+    memset(d, 0, sizeof *d);
+    VP_TRY(vp_action_layout_check("vp_collect_act", l->n_branches, l->size));
     VP_REQUIRE(c->epsilon_start >= 0.0f && c->epsilon_start <= 1.0f && c->epsilon_end >= 0.0f &&
                    c->epsilon_end <= 1.0f && c->epsilon_steps >= 0,
                VP_ERR_INVALID_ARG, "vp_collect_act: epsilon %g -> %g over %lld steps (rates in [0, 1], steps >= 0)",
                (double)c->epsilon_start, (double)c->epsilon_end, (long long)c->epsilon_steps);
-    memset(d, 0, sizeof *d);
     d->n_envs = E;
-    int off = 0;
-    for (int br = 0; br < VP_ENV_BRANCHES; ++br) {
-        VP_REQUIRE(mc->branch_sizes[br] == env_sizes[br], VP_ERR_INVALID_ARG,
-                   "vp_collect_act: model branch %d has %d choices, the environment's has %d", br, mc->branch_sizes[br],
-                   env_sizes[br]);
-        d->size[br] = mc->branch_sizes[br];
-        d->offset[br] = off;
-        off += mc->branch_sizes[br];
-    }
-    d->n_actions = off;
+    d->layout = vp_action_layout_env();
     d->eps_start = c->epsilon_start;
     d->eps_end = c->epsilon_end;
     d->eps_steps = c->epsilon_steps;
@@ -48,20 +36,20 @@ static vp_status make_dims(const vp_collect_cfg* c, const vp_model_cfg* mc, int6
     return VP_OK;
 }
 
-vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_model_cfg* mc, const vp_tensor* q,
+vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_action_layout* layout, const vp_tensor* q,
                          const vp_tensor* step, vp_tensor* actions) {
     static const char* fn = "vp_collect_act";
-    VP_REQUIRE(b != NULL && c != NULL && mc != NULL && q != NULL && actions != NULL, VP_ERR_INVALID_ARG,
+    VP_REQUIRE(b != NULL && c != NULL && layout != NULL && q != NULL && actions != NULL, VP_ERR_INVALID_ARG,
                "%s: NULL argument", fn);
     VP_TRY(check_counter(fn, b, step));
     VP_REQUIRE(q->data != NULL && actions->data != NULL, VP_ERR_INVALID_ARG, "%s: q or actions has no data", fn);
     const int64_t E = vp_tensor_rows(actions);
     vp_collect_dims d;
-    VP_TRY(make_dims(c, mc, E, &d));
+    VP_TRY(make_dims(c, layout, E, &d));
     char t1[96], t2[96];
-    VP_REQUIRE(q->dtype == VP_F32 && vp_tensor_rows(q) == E && vp_tensor_cols(q) == d.n_actions, VP_ERR_SHAPE,
+    VP_REQUIRE(q->dtype == VP_F32 && vp_tensor_rows(q) == E && vp_tensor_cols(q) == d.layout.n_heads, VP_ERR_SHAPE,
                "%s: q is %s, expected f32 [%lld, %d]", fn, vp_tensor_describe(q, t1, sizeof t1), (long long)E,
-               d.n_actions);
+               d.layout.n_heads);
     VP_REQUIRE(actions->dtype == VP_I32 && vp_tensor_cols(actions) == VP_ENV_BRANCHES, VP_ERR_SHAPE,
                "%s: actions is %s, expected i32 [E, %d]", fn, vp_tensor_describe(actions, t2, sizeof t2),
                VP_ENV_BRANCHES);
@@ -73,7 +61,7 @@ vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_model_
     if (vp_backend_get_kind(b) == VP_BACKEND_CPU) {
         // One env after another, each from its own Philox stream.
         const int64_t k = sp[0];
-        for (int64_t i = 0; i < E; ++i) vp_collect_act_index(&d, qp + i * d.n_actions, k, i, ap + i * VP_ENV_BRANCHES);
+        for (int64_t i = 0; i < E; ++i) vp_collect_act_index(&d, qp + i * d.layout.n_heads, k, i, ap + i * VP_ENV_BRANCHES);
         return VP_OK;
     }
 #ifdef VP_HAVE_CUDA

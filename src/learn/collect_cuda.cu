@@ -24,7 +24,7 @@
 __global__ void collect_act_kernel(vp_collect_dims d, const float* q, const int64_t* step, int32_t* actions) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= d.n_envs) return;
-    vp_collect_act_index(&d, q + i * d.n_actions, step[0], i, actions + i * VP_ENV_BRANCHES);
+    vp_collect_act_index(&d, q + i * d.layout.n_heads, step[0], i, actions + i * VP_ENV_BRANCHES);
 }
 
 /* One thread: the counter advances. */

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "vulpes/action.h"
 #include "vulpes/collect.h"
 #include "vulpes/defs.h"
 #include "vulpes/env.h"
@@ -15,9 +16,7 @@
 /* Shapes and settings of an act launch, passed by value. */
 typedef struct vp_collect_dims {
     int64_t n_envs;                   /* E */
-    int n_actions;                    /* A: heads per env (row width of q) */
-    int size[VP_ENV_BRANCHES];        /* choices per branch */
-    int offset[VP_ENV_BRANCHES];      /* first head of each branch */
+    vp_action_layout layout;          /* branches, choices and heads (A = layout.n_heads: row width of q) */
     float eps_start, eps_end;         /* the anneal's ends */
     int64_t eps_steps;                /* its length in collection steps */
     uint64_t seed;                    /* Philox key */
@@ -64,24 +63,14 @@ VP_HD void vp_collect_act_index(const vp_collect_dims* d, const float* q /* [A] 
     vp_u32x4 coin = vp_rng_draw(d->seed, VP_COLLECT_STREAM + (uint64_t)i, 2u * (uint64_t)step);
     vp_u32x4 pick = vp_rng_draw(d->seed, VP_COLLECT_STREAM + (uint64_t)i, 2u * (uint64_t)step + 1u);
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) {
-        const int n = d->size[br];
+        const int n = d->layout.size[br];
         if (vp_u32_to_unit(coin.v[br]) < eps) {
             /* explore: a uniform choice in the branch */
             a[br] = (int32_t)(((uint64_t)pick.v[br] * (uint64_t)n) >> 32);
             continue;
         }
-        /* exploit: argmax over the branch's heads; ties keep the lowest, NaN never wins */
-        const float* qb = q + d->offset[br];
-        int best = 0;
-        float bv = qb[0];
-        for (int j = 1; j < n; ++j) {
-            float v = qb[j];
-            if (v == v && (bv != bv || v > bv)) {
-                best = j;
-                bv = v;
-            }
-        }
-        a[br] = best;
+        /* exploit: the branch's argmax (vulpes/action.h) */
+        a[br] = vp_action_argmax(q + d->layout.offset[br], n);
     }
 }
 

@@ -40,8 +40,7 @@ vp_status vp_trainer_warmup(vp_trainer* t) {
  * plans) happens before the capture. The trained state is left as it was. */
 static vp_status prime(vp_trainer* t) {
     vp_collector* c = &t->collector;
-    VP_TRY(vp_model_encode(c->model, c->params, c->acts, &c->features, &c->obs_bar, c->n_envs));
-    VP_TRY(vp_model_heads(c->model, c->params, c->acts, NULL, &c->portfolio, NULL, c->n_envs));
+    VP_TRY(vp_collector_score(c));
     if (t->cfg.train.train_steps == 0) return VP_OK;
     VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_FORWARD, &t->batch, NULL));
     VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_LOSS, &t->batch, NULL));

@@ -76,8 +76,10 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
     if (s == VP_OK) s = vp_replay_init(&t->replay, b, &t->parts.replay);
     if (s == VP_OK) s = vp_learner_init(&t->learner, b, &t->parts.learner);
     if (s == VP_OK) t->learner.model.precision = t->parts.precision;
-    if (s == VP_OK)
-        s = vp_collector_init(&t->collector, b, &t->learner.model, &t->features, &t->env, t->replay, &t->parts.collect);
+    {
+        const vp_policy pol = vp_model_policy(&t->learner.model, &t->learner.model.params);
+        if (s == VP_OK) s = vp_collector_init(&t->collector, b, &pol, &t->features, &t->env, t->replay, &t->parts.collect);
+    }
     if (s == VP_OK) s = batch_init(t);
     if (s == VP_OK)
         s = vp_validator_init(&t->val, b, &t->learner.model, &t->features, d, d->split.val, &t->parts.instrument,

@@ -14,7 +14,7 @@
 #include "vulpes/collect.h"
 
 static void test_act_parity(void) {
-    vp_model_cfg mc = vp_model_cfg_default();
+    const vp_action_layout lay = vp_action_layout_env();
     const int64_t sizes[3] = {1, 257, 4099};
     for (int k = 0; k < 3; ++k) {
         const int64_t E = sizes[k];
@@ -30,8 +30,8 @@ static void test_act_parity(void) {
         CHECK_OK(vp_upload(g_cpu, &st.h, &step, sizeof step));
         CHECK_OK(vp_upload(g_gpu, &st.d, &step, sizeof step));
         vp_collect_cfg c = {1.0f, 0.05f, 100, 77};
-        CHECK_OK(vp_collect_act(g_cpu, &c, &mc, &q.h, &st.h, &a.h));
-        CHECK_OK(vp_collect_act(g_gpu, &c, &mc, &q.d, &st.d, &a.d));
+        CHECK_OK(vp_collect_act(g_cpu, &c, &lay, &q.h, &st.h, &a.h));
+        CHECK_OK(vp_collect_act(g_gpu, &c, &lay, &q.d, &st.d, &a.d));
         CHECK_OK(vp_collect_tick(g_gpu, &st.d));
         int32_t* got = (int32_t*)malloc((size_t)E * 16);
         int64_t after = 0;
