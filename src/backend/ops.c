@@ -3,21 +3,7 @@
 #include <string.h>
 
 #include "backend_impl.h"
-
-/* Checks one tensor argument: present, typed, shaped and reachable by the backend. */
-static vp_status check_t(const char* op, const char* arg, const vp_backend* b, const vp_tensor* t, vp_dtype dtype) {
-    VP_REQUIRE(t != NULL, VP_ERR_INVALID_ARG, "%s: %s is NULL", op, arg);
-    VP_REQUIRE(t->data != NULL, VP_ERR_INVALID_ARG, "%s: %s has no data (NULL pointer)", op, arg);
-    VP_REQUIRE(t->ndim >= 1 && t->ndim <= VP_MAX_DIMS, VP_ERR_SHAPE, "%s: %s has ndim %d (1..%d allowed)", op, arg,
-               t->ndim, VP_MAX_DIMS);
-    for (int i = 0; i < t->ndim; ++i)
-        VP_REQUIRE(t->shape[i] >= 1, VP_ERR_SHAPE, "%s: %s extent %d is %lld", op, arg, i, (long long)t->shape[i]);
-    VP_REQUIRE(t->dtype == dtype, VP_ERR_INVALID_ARG, "%s: %s is %s, expected %s", op, arg, vp_dtype_name(t->dtype),
-               vp_dtype_name(dtype));
-    VP_REQUIRE(vp_backend_can_read(b, t->mem), VP_ERR_DEVICE, "%s: %s lives in %s memory, which backend %s cannot read",
-               op, arg, vp_mem_name(t->mem), b->name);
-    return VP_OK;
-}
+#include "kit.h"
 
 /* Fails naming the op when the backend is NULL. */
 static vp_status check_b(const char* op, const vp_backend* b) {
@@ -25,43 +11,19 @@ static vp_status check_b(const char* op, const vp_backend* b) {
     return VP_OK;
 }
 
-/* Fails when tensors a and t hold different numbers of elements. */
-static vp_status check_same_numel(const char* op, const char* an, const vp_tensor* a, const char* bn,
-                                  const vp_tensor* t) {
-    char da[96], db[96];
-    VP_REQUIRE(vp_tensor_numel(a) == vp_tensor_numel(t), VP_ERR_SHAPE, "%s: %s %s and %s %s differ in size", op, an,
-               vp_tensor_describe(a, da, sizeof da), bn, vp_tensor_describe(t, db, sizeof db));
-    return VP_OK;
-}
-
-/* Fails unless tensor t holds exactly n elements. */
-static vp_status check_numel(const char* op, const char* arg, const vp_tensor* t, int64_t n) {
-    char d[96];
-    VP_REQUIRE(vp_tensor_numel(t) == n, VP_ERR_SHAPE, "%s: %s is %s, expected %lld elements", op, arg,
-               vp_tensor_describe(t, d, sizeof d), (long long)n);
-    return VP_OK;
-}
-
-/* Checks tensor t like check_t with `dtype`, and that it holds n elements. */
-static vp_status check_t_numel(const char* op, const char* arg, const vp_backend* b, const vp_tensor* t,
-                               vp_dtype dtype, int64_t n) {
-    VP_TRY(check_t(op, arg, b, t, dtype));
-    return check_numel(op, arg, t, n);
-}
-
-/* Checks tensor t like check_t with a's dtype, and that it holds as many elements as a
- * (which the caller has checked). */
+/* Checks tensor t like vp_tensor_check with a's dtype, and that it holds as many elements
+ * as a (which the caller has checked). */
 static vp_status check_like(const char* op, const vp_backend* b, const char* an, const vp_tensor* a,
                             const char* tn, const vp_tensor* t) {
-    VP_TRY(check_t(op, tn, b, t, a->dtype));
-    return check_same_numel(op, an, a, tn, t);
+    VP_TRY(vp_tensor_check(op, tn, b, t, a->dtype));
+    return vp_tensor_check_same_numel(op, an, a, tn, t);
 }
 
 /* Argument checks inside a public op: `b` is its backend, the op is named after the
  * enclosing function. */
 #define CHECK_B() VP_TRY(check_b(__func__, b))
-#define CHECK_T(t, dt) VP_TRY(check_t(__func__, #t, b, t, dt))
-#define CHECK_T_NUMEL(t, dt, n) VP_TRY(check_t_numel(__func__, #t, b, t, dt, n))
+#define CHECK_T(t, dt) VP_TRY(vp_tensor_check(__func__, #t, b, t, dt))
+#define CHECK_T_NUMEL(t, dt, n) VP_TRY(vp_tensor_check_numel(__func__, #t, b, t, dt, n))
 #define CHECK_LIKE(a, t) VP_TRY(check_like(__func__, b, #a, a, #t, t))
 #define CHECK_ENUM(v, count, what) \
     VP_REQUIRE((v) >= 0 && (v) < (count), VP_ERR_INVALID_ARG, "%s: bad " what " %d", __func__, (int)(v))
@@ -96,7 +58,7 @@ vp_status vp_convert(vp_backend* b, const vp_tensor* src, vp_tensor* dst) {
                vp_dtype_name(src->dtype), vp_dtype_name(dst->dtype));
     CHECK_T(src, src->dtype);
     CHECK_T(dst, dst->dtype);
-    VP_TRY(check_same_numel(__func__, "src", src, "dst", dst));
+    VP_TRY(vp_tensor_check_same_numel(__func__, "src", src, "dst", dst));
     return b->ops->convert(b, src, dst);
 }
 
@@ -205,7 +167,7 @@ vp_status vp_scale_by(vp_backend* b, vp_tensor* x, const vp_tensor* s) {
 /* x [m, n] f32, y like x. */
 static vp_status check_softmax(const char* op, vp_backend* b, const vp_tensor* x, vp_tensor* y) {
     VP_TRY(check_b(op, b));
-    VP_TRY(check_t(op, "x", b, x, VP_F32));
+    VP_TRY(vp_tensor_check(op, "x", b, x, VP_F32));
     return check_like(op, b, "x", x, "y", y);
 }
 
@@ -223,7 +185,7 @@ vp_status vp_log_softmax(vp_backend* b, const vp_tensor* x, vp_tensor* y) {
 static vp_status check_softmax_bwd(const char* op, vp_backend* b, const vp_tensor* y, const vp_tensor* dy,
                                    vp_tensor* dx) {
     VP_TRY(check_b(op, b));
-    VP_TRY(check_t(op, "y", b, y, VP_F32));
+    VP_TRY(vp_tensor_check(op, "y", b, y, VP_F32));
     VP_TRY(check_like(op, b, "y", y, "dy", dy));
     return check_like(op, b, "y", y, "dx", dx);
 }
@@ -248,10 +210,12 @@ static vp_status check_norm(const char* op, const vp_backend* b, float eps, cons
                             const vp_tensor* const* rows, const char* const* row_names) {
     VP_TRY(check_b(op, b));
     if (!dy) VP_REQUIRE(eps > 0.0f && isfinite(eps), VP_ERR_INVALID_ARG, "%s: eps %g must be positive", op, (double)eps);
-    VP_TRY(check_t(op, "x", b, x, VP_F32));
+    VP_TRY(vp_tensor_check(op, "x", b, x, VP_F32));
     VP_TRY(check_like(op, b, "x", x, dy ? "dx" : "y", y));
-    for (int i = 0; col_names[i]; ++i) VP_TRY(check_t_numel(op, col_names[i], b, cols[i], VP_F32, vp_tensor_cols(x)));
-    for (int i = 0; row_names[i]; ++i) VP_TRY(check_t_numel(op, row_names[i], b, rows[i], VP_F32, vp_tensor_rows(x)));
+    for (int i = 0; col_names[i]; ++i)
+        VP_TRY(vp_tensor_check_numel(op, col_names[i], b, cols[i], VP_F32, vp_tensor_cols(x)));
+    for (int i = 0; row_names[i]; ++i)
+        VP_TRY(vp_tensor_check_numel(op, row_names[i], b, rows[i], VP_F32, vp_tensor_rows(x)));
     if (dy) VP_TRY(check_like(op, b, "x", x, "dy", dy));
     return VP_OK;
 }
@@ -299,13 +263,13 @@ vp_status vp_rmsnorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tenso
 
 /* ---- reductions ------------------------------------------------------------------------------ */
 
-/* x f32 and out f32 of n_out elements (n_out < 0: x is NULL, which check_t reports). */
+/* x f32 and out f32 of n_out elements (n_out < 0: x is NULL, which vp_tensor_check reports). */
 static vp_status check_reduce(const char* op, const vp_backend* b, vp_reduce_op rop, const vp_tensor* x,
                               const vp_tensor* out, int64_t n_out) {
     VP_TRY(check_b(op, b));
     VP_REQUIRE(rop >= 0 && rop < VP_REDUCE_COUNT, VP_ERR_INVALID_ARG, "%s: bad reduce op %d", op, (int)rop);
-    VP_TRY(check_t(op, "x", b, x, VP_F32));
-    return check_t_numel(op, "out", b, out, VP_F32, n_out < 0 ? 1 : n_out);
+    VP_TRY(vp_tensor_check(op, "x", b, x, VP_F32));
+    return vp_tensor_check_numel(op, "out", b, out, VP_F32, n_out < 0 ? 1 : n_out);
 }
 
 vp_status vp_reduce_rows(vp_backend* b, vp_reduce_op rop, const vp_tensor* x, vp_tensor* out) {

@@ -1,12 +1,9 @@
 /* The environment's public entry points: argument checks, the state allocation, and the
- * dispatch to the CPU loop or the CUDA launchers. */
+ * kernels of the backend's kind (the CPU loop or the CUDA launchers). */
 #include <math.h>
 #include <string.h>
 
 #include "env_impl.h"
-#ifdef VP_HAVE_CUDA
-#include "backend/backend_impl.h" /* vp_cuda_backend_stream */
-#endif
 
 /* The state fields, in storage order: name and element type (one list drives allocation,
  * the host transfers and the byte count). */
@@ -74,19 +71,12 @@ static vp_env_params make_params(const vp_env* e) {
     return p;
 }
 
-/* Checks one tensor argument: dtype, n_envs x cols elements, memory the backend reads. */
-static vp_status check_arg(const char* fn, const char* arg, const vp_env* e, const vp_tensor* t, vp_dtype dt,
-                           int64_t cols) {
-    char d[96];
-    VP_REQUIRE(t != NULL && t->data != NULL, VP_ERR_INVALID_ARG, "%s: %s is NULL", fn, arg);
-    VP_REQUIRE(t->dtype == dt, VP_ERR_INVALID_ARG, "%s: %s is %s, expected %s", fn, arg, vp_dtype_name(t->dtype),
-               vp_dtype_name(dt));
-    VP_REQUIRE(vp_tensor_numel(t) == e->n_envs * cols && (cols == 1 || vp_tensor_cols(t) == cols), VP_ERR_SHAPE,
-               "%s: %s is %s, expected [%lld%s]", fn, arg, vp_tensor_describe(t, d, sizeof d), (long long)e->n_envs,
-               cols == 1 ? "" : (cols == VP_ENV_BRANCHES ? ", 4" : ", 8"));
-    VP_REQUIRE(vp_backend_can_read(e->backend, t->mem), VP_ERR_DEVICE, "%s: %s lives in %s memory, which backend %s "
-               "cannot reach", fn, arg, vp_mem_name(t->mem), vp_backend_name(e->backend));
-    return VP_OK;
+/* The kernel table of a backend's kind. */
+static vp_status kernels_for(const char* fn, const vp_backend* b, const vp_env_kernels** out) {
+    const void* t = NULL;
+    vp_status s = vp_kernels_select(fn, "environment kernels", b, &vp_env_cpu, VP_KERNELS_CUDA(vp_env_cuda), &t);
+    *out = (const vp_env_kernels*)t;
+    return s;
 }
 
 /* Checks that an env is initialised. */
@@ -96,19 +86,12 @@ static vp_status check_env(const char* fn, const vp_env* e) {
     return VP_OK;
 }
 
-/* Runs an op over every env on the env's backend. */
-static vp_status dispatch(vp_env* e, vp_env_op op, const int32_t* actions, const vp_env_outs* o) {
+/* Runs an op over every env on the env's backend (fn names the call in messages). */
+static vp_status dispatch(const char* fn, vp_env* e, vp_env_op op, const int32_t* actions, const vp_env_outs* o) {
+    const vp_env_kernels* k = NULL;
+    VP_TRY(kernels_for(fn, e->backend, &k));
     vp_env_params p = make_params(e);
-    const vp_env_bar* bars = e->market->bars;
-    if (vp_backend_get_kind(e->backend) == VP_BACKEND_CPU) {
-        vp_env_cpu_run(op, &p, bars, &e->state, actions, o, e->n_envs);
-        return VP_OK;
-    }
-#ifdef VP_HAVE_CUDA
-    return vp_env_cuda_run(vp_cuda_backend_stream(e->backend), op, &p, bars, &e->state, actions, o, e->n_envs);
-#else
-    VP_FAIL(VP_ERR_UNSUPPORTED, "vp_env: backend %s is not supported by this build", vp_backend_name(e->backend));
-#endif
+    return k->run(e->backend, op, &p, e->market->bars, &e->state, actions, o, e->n_envs);
 }
 
 /* Checks instrument and config values, and that the span holds one episode plus its closing bar. */
@@ -193,11 +176,11 @@ void vp_env_free(vp_env* e) {
 static vp_status obs_outs(const char* fn, const vp_env* e, vp_tensor* obs_bar, vp_tensor* portfolio, vp_env_outs* o) {
     memset(o, 0, sizeof *o);
     if (obs_bar) {
-        VP_TRY(check_arg(fn, "obs_bar", e, obs_bar, VP_I32, 1));
+        VP_TRY(vp_tensor_check_rows(fn, "obs_bar", e->backend, obs_bar, VP_I32, e->n_envs, 1));
         o->obs_bar = (int32_t*)obs_bar->data;
     }
     if (portfolio) {
-        VP_TRY(check_arg(fn, "portfolio", e, portfolio, VP_F32, VP_ENV_PORTFOLIO));
+        VP_TRY(vp_tensor_check_rows(fn, "portfolio", e->backend, portfolio, VP_F32, e->n_envs, VP_ENV_PORTFOLIO));
         o->portfolio = (float*)portfolio->data;
     }
     return VP_OK;
@@ -207,7 +190,7 @@ vp_status vp_env_reset(vp_env* e, vp_tensor* obs_bar, vp_tensor* portfolio) {
     VP_TRY(check_env("vp_env_reset", e));
     vp_env_outs o;
     VP_TRY(obs_outs("vp_env_reset", e, obs_bar, portfolio, &o));
-    return dispatch(e, VP_ENV_OP_RESET, NULL, &o);
+    return dispatch("vp_env_reset", e, VP_ENV_OP_RESET, NULL, &o);
 }
 
 vp_status vp_env_observe(vp_env* e, vp_tensor* obs_bar, vp_tensor* portfolio) {
@@ -216,59 +199,32 @@ vp_status vp_env_observe(vp_env* e, vp_tensor* obs_bar, vp_tensor* portfolio) {
                "NULL");
     vp_env_outs o;
     VP_TRY(obs_outs("vp_env_observe", e, obs_bar, portfolio, &o));
-    return dispatch(e, VP_ENV_OP_OBSERVE, NULL, &o);
+    return dispatch("vp_env_observe", e, VP_ENV_OP_OBSERVE, NULL, &o);
 }
 
 /* ---- step ------------------------------------------------------------------------------------ */
-
-/* On the CPU: every action index inside its branch (CUDA clamps instead of checking). */
-static vp_status check_actions_host(const vp_env* e, const int32_t* a) {
-    static const int32_t choices[VP_ENV_BRANCHES] = {VP_ENV_DIR_COUNT, VP_ENV_SIZE_CHOICES, VP_ENV_LEVEL_CHOICES,
-                                                     VP_ENV_LEVEL_CHOICES};
-    static const char* branch[VP_ENV_BRANCHES] = {"direction", "size", "take-profit", "stop-loss"};
-    for (int64_t i = 0; i < e->n_envs; ++i)
-        for (int j = 0; j < VP_ENV_BRANCHES; ++j) {
-            int32_t v = a[i * VP_ENV_BRANCHES + j];
-            VP_REQUIRE(v >= 0 && v < choices[j], VP_ERR_INVALID_ARG, "vp_env_step: env %lld %s choice %d is not in "
-                       "0..%d", (long long)i, branch[j], (int)v, (int)choices[j] - 1);
-        }
-    return VP_OK;
-}
 
 vp_status vp_env_step(vp_env* e, const vp_tensor* actions, vp_tensor* reward, vp_tensor* done,
                       vp_tensor* obs_bar, vp_tensor* portfolio) {
     const char* fn = "vp_env_step";
     VP_TRY(check_env(fn, e));
-    VP_TRY(check_arg(fn, "actions", e, actions, VP_I32, VP_ENV_BRANCHES));
-    VP_TRY(check_arg(fn, "reward", e, reward, VP_F32, 1));
-    VP_TRY(check_arg(fn, "done", e, done, VP_F32, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "actions", e->backend, actions, VP_I32, e->n_envs, VP_ENV_BRANCHES));
+    VP_TRY(vp_tensor_check_rows(fn, "reward", e->backend, reward, VP_F32, e->n_envs, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "done", e->backend, done, VP_F32, e->n_envs, 1));
     vp_env_outs o;
     VP_REQUIRE(obs_bar != NULL && portfolio != NULL, VP_ERR_INVALID_ARG, "%s: obs_bar or portfolio is NULL", fn);
     VP_TRY(obs_outs(fn, e, obs_bar, portfolio, &o));
     o.reward = (float*)reward->data;
     o.done = (float*)done->data;
-    if (vp_backend_get_kind(e->backend) == VP_BACKEND_CPU) VP_TRY(check_actions_host(e, (const int32_t*)actions->data));
-    return dispatch(e, VP_ENV_OP_STEP, (const int32_t*)actions->data, &o);
+    return dispatch(fn, e, VP_ENV_OP_STEP, (const int32_t*)actions->data, &o);
 }
 
 vp_status vp_env_random_actions(vp_backend* b, uint64_t seed, uint64_t counter, vp_tensor* actions) {
-    VP_REQUIRE(b != NULL && actions != NULL && actions->data != NULL, VP_ERR_INVALID_ARG,
-               "vp_env_random_actions: backend or actions is NULL");
-    VP_REQUIRE(actions->dtype == VP_I32 && vp_tensor_cols(actions) == VP_ENV_BRANCHES, VP_ERR_SHAPE,
-               "vp_env_random_actions: actions must be i32 [n, 4]");
-    VP_REQUIRE(vp_backend_can_read(b, actions->mem), VP_ERR_DEVICE, "vp_env_random_actions: actions live in %s "
-               "memory, which backend %s cannot reach", vp_mem_name(actions->mem), vp_backend_name(b));
-    int64_t n = vp_tensor_rows(actions);
-    if (vp_backend_get_kind(b) == VP_BACKEND_CPU) {
-        vp_env_cpu_random_actions(seed, counter, (int32_t*)actions->data, n);
-        return VP_OK;
-    }
-#ifdef VP_HAVE_CUDA
-    return vp_env_cuda_random_actions(vp_cuda_backend_stream(b), seed, counter, (int32_t*)actions->data, n);
-#else
-    VP_FAIL(VP_ERR_UNSUPPORTED, "vp_env_random_actions: backend %s is not supported by this build",
-            vp_backend_name(b));
-#endif
+    const char* fn = "vp_env_random_actions";
+    const vp_env_kernels* k = NULL;
+    VP_TRY(kernels_for(fn, b, &k));
+    VP_TRY(vp_tensor_check_min_rows(fn, "actions", b, actions, VP_I32, 1, VP_ENV_BRANCHES));
+    return k->random_actions(b, seed, counter, (int32_t*)actions->data, vp_tensor_rows(actions));
 }
 
 /* ---- state transfers (checkpoints and tests) -------------------------------------------------- */

@@ -1,7 +1,5 @@
 /* The CUDA backend of the environment: one thread per env, calling the shared step math
  * (env_step.h), so the GPU rounds exactly as the CPU loop does. Kernels, then launchers. */
-#include <cuda_runtime.h>
-
 #include "env_impl.h"
 
 /* Threads per block: small, so that a few thousand envs still spread over many SMs (the
@@ -34,15 +32,7 @@ __global__ void vp_env_random_actions_kernel(uint64_t seed, uint64_t counter, in
 
 /* ---- launchers ---------------------------------------------------------------------------- */
 
-/* Fails with the launch error, naming the kernel. */
-static vp_status vp_env_check_launch(const char* what) {
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-        return vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: launch failed: %s", what, cudaGetErrorString(err));
-    return VP_OK;
-}
-
-extern "C" vp_status vp_env_cuda_run(void* stream, vp_env_op op, const vp_env_params* p, const vp_env_bar* bars,
+extern "C" vp_status vp_env_cuda_run(vp_backend* b, vp_env_op op, const vp_env_params* p, const vp_env_bar* bars,
                                      const vp_env_state* s, const int32_t* actions, const vp_env_outs* o,
                                      int64_t n) {
     VP_REQUIRE(p != NULL && bars != NULL && s != NULL && o != NULL, VP_ERR_INVALID_ARG,
@@ -52,16 +42,22 @@ extern "C" vp_status vp_env_cuda_run(void* stream, vp_env_op op, const vp_env_pa
     VP_REQUIRE(n >= 1 && n <= (int64_t)INT32_MAX * VP_ENV_BLOCK, VP_ERR_INVALID_ARG, "vp_env_cuda_run: n_envs %lld",
                (long long)n);
     unsigned grid = (unsigned)((n + VP_ENV_BLOCK - 1) / VP_ENV_BLOCK);
-    vp_env_kernel<<<grid, VP_ENV_BLOCK, 0, (cudaStream_t)stream>>>(op, *p, bars, *s, actions, *o, n);
-    return vp_env_check_launch("vp_env_kernel");
+    vp_env_kernel<<<grid, VP_ENV_BLOCK, 0, vp_cuda_stream_of(b)>>>(op, *p, bars, *s, actions, *o, n);
+    VP_CUDA_CHECK_LAUNCH("vp_env_kernel");
+    return VP_OK;
 }
 
-extern "C" vp_status vp_env_cuda_random_actions(void* stream, uint64_t seed, uint64_t counter, int32_t* actions,
+extern "C" vp_status vp_env_cuda_random_actions(vp_backend* b, uint64_t seed, uint64_t counter, int32_t* actions,
                                                 int64_t n) {
     VP_REQUIRE(actions != NULL, VP_ERR_INVALID_ARG, "vp_env_cuda_random_actions: actions is NULL");
     VP_REQUIRE(n >= 1 && n <= (int64_t)INT32_MAX * VP_ENV_BLOCK, VP_ERR_INVALID_ARG,
                "vp_env_cuda_random_actions: n_envs %lld", (long long)n);
     unsigned grid = (unsigned)((n + VP_ENV_BLOCK - 1) / VP_ENV_BLOCK);
-    vp_env_random_actions_kernel<<<grid, VP_ENV_BLOCK, 0, (cudaStream_t)stream>>>(seed, counter, actions, n);
-    return vp_env_check_launch("vp_env_random_actions_kernel");
+    vp_env_random_actions_kernel<<<grid, VP_ENV_BLOCK, 0, vp_cuda_stream_of(b)>>>(seed, counter, actions, n);
+    VP_CUDA_CHECK_LAUNCH("vp_env_random_actions_kernel");
+    return VP_OK;
 }
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+extern "C" const vp_env_kernels vp_env_cuda = VP_KERNEL_TABLE(VP_ENV_KERNELS, vp_env, vp_env_cuda);

@@ -1,22 +1,12 @@
 /* Collection on the CUDA backend: kernels, then launchers. The per-env math is
  * collect_math.h's, shared with the CPU loop, so both backends choose the same actions. */
-#include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "backend/backend_impl.h"
+#include "backend/kit.h"
 #include "learn/collect_math.h"
 
 /* Threads per block of the act kernel. */
 #define CL_THREADS 256
-
-/* Fails the enclosing launcher when the launch just issued failed. */
-#define CL_CHECK_LAUNCH(name)                                                                        \
-    do {                                                                                             \
-        cudaError_t cl_e_ = cudaGetLastError();                                                      \
-        if (cl_e_ != cudaSuccess)                                                                    \
-            return vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: launch of %s failed: %s (%s)", __func__, \
-                                name, cudaGetErrorName(cl_e_), cudaGetErrorString(cl_e_));           \
-    } while (0)
 
 /* ---- kernels ------------------------------------------------------------------------------------ */
 
@@ -37,19 +27,19 @@ extern "C" vp_status vp_collect_cuda_act(vp_backend* b, const vp_collect_dims* d
     VP_REQUIRE(b != NULL && d != NULL && q != NULL && step != NULL && actions != NULL, VP_ERR_INVALID_ARG,
                "vp_collect_cuda_act: NULL argument");
     VP_REQUIRE(d->n_envs >= 1, VP_ERR_SHAPE, "vp_collect_cuda_act: %lld envs", (long long)d->n_envs);
-    cudaStream_t st = (cudaStream_t)vp_cuda_backend_stream(b);
+    cudaStream_t st = vp_cuda_stream_of(b);
     VP_REQUIRE(st != NULL, VP_ERR_INVALID_ARG, "vp_collect_cuda_act: backend %s is not CUDA", vp_backend_name(b));
     const int64_t blocks = (d->n_envs + CL_THREADS - 1) / CL_THREADS;
     collect_act_kernel<<<(unsigned)blocks, CL_THREADS, 0, st>>>(*d, q, step, actions);
-    CL_CHECK_LAUNCH("collect_act_kernel");
+    VP_CUDA_CHECK_LAUNCH("collect_act_kernel");
     return VP_OK;
 }
 
 extern "C" vp_status vp_collect_cuda_tick(vp_backend* b, int64_t* step) {
     VP_REQUIRE(b != NULL && step != NULL, VP_ERR_INVALID_ARG, "vp_collect_cuda_tick: NULL argument");
-    cudaStream_t st = (cudaStream_t)vp_cuda_backend_stream(b);
+    cudaStream_t st = vp_cuda_stream_of(b);
     VP_REQUIRE(st != NULL, VP_ERR_INVALID_ARG, "vp_collect_cuda_tick: backend %s is not CUDA", vp_backend_name(b));
     collect_tick_kernel<<<1, 1, 0, st>>>(step);
-    CL_CHECK_LAUNCH("collect_tick_kernel");
+    VP_CUDA_CHECK_LAUNCH("collect_tick_kernel");
     return VP_OK;
 }

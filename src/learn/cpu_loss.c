@@ -11,7 +11,7 @@ static int head_of(const vp_loss_dims* d, int br, int32_t c) {
     return (c >= 0 && c < d->branch_size[br]) ? d->branch_offset[br] + c : -1;
 }
 
-static vp_status cpu_select(vp_backend* b, const vp_loss_dims* d, const float* q, int32_t* a_star) {
+vp_status vp_loss_cpu_select(vp_backend* b, const vp_loss_dims* d, const float* q, int32_t* a_star) {
     const int A = d->n_actions, nb = d->n_branches;
     for (int64_t i = 0; i < d->batch; ++i) {
         for (int br = 0; br < nb; ++br) {
@@ -26,8 +26,8 @@ static vp_status cpu_select(vp_backend* b, const vp_loss_dims* d, const float* q
     return VP_OK;
 }
 
-static vp_status cpu_project(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n, const float* support,
-                             const float* probs, float* out) {
+vp_status vp_loss_cpu_project(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n, const float* support,
+                              const float* probs, float* out) {
     const int Z = d->n_atoms;
     const float dz = (d->v_max - d->v_min) / (float)(Z - 1);
     for (int64_t r = 0; r < rows; ++r)
@@ -36,8 +36,8 @@ static vp_status cpu_project(vp_backend* b, const vp_loss_dims* d, int64_t rows,
     return VP_OK;
 }
 
-static vp_status cpu_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t, const float* log_probs,
-                         const float* target_log_probs, float* proj, float* loss, float* d_log_probs) {
+vp_status vp_loss_cpu_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t, const float* log_probs,
+                          const float* target_log_probs, float* proj, float* loss, float* d_log_probs) {
     const int A = d->n_actions, Z = d->n_atoms, nb = d->n_branches;
     const float dz = (d->v_max - d->v_min) / (float)(Z - 1);
     const float inv_b = 1.0f / (float)d->batch;
@@ -76,8 +76,8 @@ static vp_status cpu_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_bat
     return VP_OK;
 }
 
-static vp_status cpu_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t, const float* iqn,
-                         const float* target_iqn, const float* taus, float* loss, float* d_iqn) {
+vp_status vp_loss_cpu_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t, const float* iqn,
+                          const float* target_iqn, const float* taus, float* loss, float* d_iqn) {
     const int A = d->n_actions, nb = d->n_branches, N = d->n_taus, M = d->n_target_taus;
     const float inv_b = 1.0f / (float)d->batch, inv_m = 1.0f / (float)M;
     memset(d_iqn, 0, sizeof(float) * (size_t)(d->batch * N * A));
@@ -113,15 +113,15 @@ static vp_status cpu_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_bat
     return VP_OK;
 }
 
-static vp_status cpu_taus(vp_backend* b, uint64_t seed, uint64_t stream, const int32_t* step, int64_t n,
-                          float* taus) {
+vp_status vp_loss_cpu_taus(vp_backend* b, uint64_t seed, uint64_t stream, const int32_t* step, int64_t n,
+                           float* taus) {
     const uint64_t base = (uint64_t)(step ? (uint32_t)step[0] : 0u) * (uint64_t)n;
     for (int64_t e = 0; e < n; ++e) taus[e] = vp_u32_to_open_unit(vp_rng_draw(seed, stream, base + (uint64_t)e).v[0]);
     return VP_OK;
 }
 
-static vp_status cpu_stats(vp_backend* b, const vp_loss_dims* d, const float* c51, const float* iqn,
-                           const float* is_weight, const float* q, const float* grad_norm, float* stats) {
+vp_status vp_loss_cpu_stats(vp_backend* b, const vp_loss_dims* d, const float* c51, const float* iqn,
+                            const float* is_weight, const float* q, const float* grad_norm, float* stats) {
     // Importance-weighted means of the loss parts, in a fixed order.
     double lc = 0.0, li = 0.0;
     for (int64_t i = 0; i < d->batch; ++i) {
@@ -155,13 +155,6 @@ static vp_status cpu_stats(vp_backend* b, const vp_loss_dims* d, const float* c5
     return VP_OK;
 }
 
-static const vp_loss_kernels CPU_LOSS = {
-    .select = cpu_select,
-    .project = cpu_project,
-    .c51 = cpu_c51,
-    .iqn = cpu_iqn,
-    .taus = cpu_taus,
-    .stats = cpu_stats,
-};
+/* ---- the table ---------------------------------------------------------------------------- */
 
-const vp_loss_kernels* vp_loss_cpu_kernels(void) { return &CPU_LOSS; }
+const vp_loss_kernels vp_loss_cpu = VP_KERNEL_TABLE(VP_LOSS_KERNELS, vp_loss, vp_loss_cpu);

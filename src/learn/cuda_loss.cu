@@ -2,7 +2,7 @@
  * sample for the losses, whose branches and atoms or taus share the block) or over
  * elements; every sum is made in a fixed order by one thread or a fixed tree, so results
  * are deterministic. The per-element math is loss_math.h, shared with the CPU loops. */
-#include "backend/cuda/common.cuh"
+#include "backend/kit.h"
 
 extern "C" {
 #include "learn/loss_impl.h"
@@ -239,58 +239,59 @@ __global__ void stats_kernel(loss_kdims k, const float* __restrict__ c51, const 
 
 /* ---- launchers ---------------------------------------------------------------------------- */
 
-static vp_status cuda_select(vp_backend* b, const vp_loss_dims* d, const float* q, int32_t* a_star) {
-    select_kernel<<<vp_cuda_grid(d->batch * d->n_branches, LOSS_THREADS), LOSS_THREADS, 0, vp_cuda_of(b)->stream>>>(
+extern "C" vp_status vp_loss_cuda_select(vp_backend* b, const vp_loss_dims* d, const float* q, int32_t* a_star) {
+    select_kernel<<<vp_cuda_grid(d->batch * d->n_branches, LOSS_THREADS), LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(
         kdims(d), q, a_star);
     VP_CUDA_CHECK_LAUNCH("select_kernel");
     return VP_OK;
 }
 
-static vp_status cuda_project(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n, const float* support,
-                              const float* probs, float* out) {
-    project_kernel<<<vp_cuda_grid(rows * d->n_atoms, LOSS_THREADS), LOSS_THREADS, 0, vp_cuda_of(b)->stream>>>(
+extern "C" vp_status vp_loss_cuda_project(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n,
+                                          const float* support, const float* probs, float* out) {
+    project_kernel<<<vp_cuda_grid(rows * d->n_atoms, LOSS_THREADS), LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(
         kdims(d), rows, n, support, probs, out);
     VP_CUDA_CHECK_LAUNCH("project_kernel");
     return VP_OK;
 }
 
-static vp_status cuda_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t, const float* log_probs,
-                          const float* target_log_probs, float* proj, float* loss, float* d_log_probs) {
+extern "C" vp_status vp_loss_cuda_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
+                                      const float* log_probs, const float* target_log_probs, float* proj, float* loss,
+                                      float* d_log_probs) {
     VP_REQUIRE(d->batch <= INT32_MAX, VP_ERR_SHAPE, "cuda c51: batch %lld too large", (long long)d->batch);
-    c51_kernel<<<(unsigned)d->batch, LOSS_THREADS, 0, vp_cuda_of(b)->stream>>>(kdims(d), *t, log_probs,
-                                                                                target_log_probs, proj, loss,
-                                                                                d_log_probs);
+    c51_kernel<<<(unsigned)d->batch, LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(kdims(d), *t, log_probs,
+                                                                              target_log_probs, proj, loss,
+                                                                              d_log_probs);
     VP_CUDA_CHECK_LAUNCH("c51_kernel");
     return VP_OK;
 }
 
-static vp_status cuda_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t, const float* iqn,
-                          const float* target_iqn, const float* taus, float* loss, float* d_iqn) {
+extern "C" vp_status vp_loss_cuda_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
+                                      const float* iqn, const float* target_iqn, const float* taus, float* loss,
+                                      float* d_iqn) {
     VP_REQUIRE(d->batch <= INT32_MAX, VP_ERR_SHAPE, "cuda iqn: batch %lld too large", (long long)d->batch);
     const size_t shmem = sizeof(float) * (size_t)d->n_branches * (size_t)(d->n_taus + d->n_target_taus);
-    iqn_kernel<<<(unsigned)d->batch, LOSS_THREADS, shmem, vp_cuda_of(b)->stream>>>(kdims(d), *t, iqn, target_iqn,
-                                                                                   taus, loss, d_iqn);
+    iqn_kernel<<<(unsigned)d->batch, LOSS_THREADS, shmem, vp_cuda_stream_of(b)>>>(kdims(d), *t, iqn, target_iqn,
+                                                                                  taus, loss, d_iqn);
     VP_CUDA_CHECK_LAUNCH("iqn_kernel");
     return VP_OK;
 }
 
-static vp_status cuda_taus(vp_backend* b, uint64_t seed, uint64_t stream, const int32_t* step, int64_t n,
-                           float* taus) {
-    taus_kernel<<<vp_cuda_grid(n, LOSS_THREADS), LOSS_THREADS, 0, vp_cuda_of(b)->stream>>>(seed, stream, step, n,
-                                                                                          taus);
+extern "C" vp_status vp_loss_cuda_taus(vp_backend* b, uint64_t seed, uint64_t stream, const int32_t* step,
+                                       int64_t n, float* taus) {
+    taus_kernel<<<vp_cuda_grid(n, LOSS_THREADS), LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(seed, stream, step, n,
+                                                                                         taus);
     VP_CUDA_CHECK_LAUNCH("taus_kernel");
     return VP_OK;
 }
 
-static vp_status cuda_stats(vp_backend* b, const vp_loss_dims* d, const float* c51, const float* iqn,
-                            const float* is_weight, const float* q, const float* grad_norm, float* stats) {
-    stats_kernel<<<1, LOSS_THREADS, 0, vp_cuda_of(b)->stream>>>(kdims(d), c51, iqn, is_weight, q, grad_norm, stats);
+extern "C" vp_status vp_loss_cuda_stats(vp_backend* b, const vp_loss_dims* d, const float* c51, const float* iqn,
+                                        const float* is_weight, const float* q, const float* grad_norm,
+                                        float* stats) {
+    stats_kernel<<<1, LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(kdims(d), c51, iqn, is_weight, q, grad_norm, stats);
     VP_CUDA_CHECK_LAUNCH("stats_kernel");
     return VP_OK;
 }
 
-static const vp_loss_kernels CUDA_LOSS = {
-    cuda_select, cuda_project, cuda_c51, cuda_iqn, cuda_taus, cuda_stats,
-};
+/* ---- the table ---------------------------------------------------------------------------- */
 
-extern "C" const vp_loss_kernels* vp_loss_cuda_kernels(void) { return &CUDA_LOSS; }
+extern "C" const vp_loss_kernels vp_loss_cuda = VP_KERNEL_TABLE(VP_LOSS_KERNELS, vp_loss, vp_loss_cuda);

@@ -7,38 +7,15 @@
 
 /* The table of a backend's kind; fails with VP_ERR_UNSUPPORTED where there is none. */
 static vp_status kernels_for(const char* fn, vp_backend* b, const vp_loss_kernels** out) {
-    VP_REQUIRE(b != NULL, VP_ERR_INVALID_ARG, "%s: backend is NULL", fn);
-    switch (vp_backend_get_kind(b)) {
-    case VP_BACKEND_CPU:
-        *out = vp_loss_cpu_kernels();
-        return VP_OK;
-    case VP_BACKEND_CUDA:
-#ifdef VP_HAVE_CUDA
-        *out = vp_loss_cuda_kernels();
-        return VP_OK;
-#else
-        VP_FAIL(VP_ERR_UNSUPPORTED, "%s: this build has no CUDA loss kernels", fn);
-#endif
-    default:
-        VP_FAIL(VP_ERR_INVALID_ARG, "%s: unknown backend kind %d", fn, (int)vp_backend_get_kind(b));
-    }
+    const void* t = NULL;
+    vp_status s = vp_kernels_select(fn, "loss kernels", b, &vp_loss_cpu, VP_KERNELS_CUDA(vp_loss_cuda), &t);
+    *out = (const vp_loss_kernels*)t;
+    return s;
 }
 
-/* Checks one tensor argument: present, of `dtype`, `numel` elements, readable by `b`. */
-static vp_status check_arg(const char* fn, const char* arg, const vp_backend* b, const vp_tensor* t, vp_dtype dtype,
-                           int64_t numel) {
-    char desc[96];
-    VP_REQUIRE(t != NULL && t->data != NULL, VP_ERR_INVALID_ARG, "%s: %s is NULL", fn, arg);
-    VP_REQUIRE(t->dtype == dtype, VP_ERR_INVALID_ARG, "%s: %s is %s, expected %s", fn, arg, vp_dtype_name(t->dtype),
-               vp_dtype_name(dtype));
-    VP_REQUIRE(vp_backend_can_read(b, t->mem), VP_ERR_DEVICE, "%s: %s lives in %s memory, which backend %s cannot read",
-               fn, arg, vp_mem_name(t->mem), vp_backend_name(b));
-    VP_REQUIRE(vp_tensor_numel(t) == numel, VP_ERR_SHAPE, "%s: %s is %s, expected %lld elements", fn, arg,
-               vp_tensor_describe(t, desc, sizeof desc), (long long)numel);
-    return VP_OK;
-}
-
-#define CHECK_ARG(fn, t, dtype, numel) VP_TRY(check_arg(fn, #t, b, t, dtype, numel))
+/* Checks tensor argument t: of `dtype`, `numel` elements, readable by the enclosing
+ * function's backend `b`. */
+#define CHECK_ARG(fn, t, dtype, numel) VP_TRY(vp_tensor_check_numel(fn, #t, b, t, dtype, numel))
 
 static vp_status check_dims(const char* fn, const vp_loss_dims* d) {
     VP_REQUIRE(d != NULL, VP_ERR_INVALID_ARG, "%s: dims is NULL", fn);
@@ -95,11 +72,11 @@ static vp_status check_batch(const char* fn, vp_backend* b, const vp_loss_dims* 
                              vp_loss_batch_ptrs* p) {
     VP_REQUIRE(t != NULL, VP_ERR_INVALID_ARG, "%s: batch is NULL", fn);
     const int64_t B = d->batch;
-    VP_TRY(check_arg(fn, "batch.actions", b, t->actions, VP_I32, B * d->n_branches));
-    VP_TRY(check_arg(fn, "batch.next_actions", b, t->next_actions, VP_I32, B * d->n_branches));
-    VP_TRY(check_arg(fn, "batch.reward", b, t->reward, VP_F32, B));
-    VP_TRY(check_arg(fn, "batch.discount", b, t->discount, VP_F32, B));
-    VP_TRY(check_arg(fn, "batch.is_weight", b, t->is_weight, VP_F32, B));
+    VP_TRY(vp_tensor_check_numel(fn, "batch.actions", b, t->actions, VP_I32, B * d->n_branches));
+    VP_TRY(vp_tensor_check_numel(fn, "batch.next_actions", b, t->next_actions, VP_I32, B * d->n_branches));
+    VP_TRY(vp_tensor_check_numel(fn, "batch.reward", b, t->reward, VP_F32, B));
+    VP_TRY(vp_tensor_check_numel(fn, "batch.discount", b, t->discount, VP_F32, B));
+    VP_TRY(vp_tensor_check_numel(fn, "batch.is_weight", b, t->is_weight, VP_F32, B));
     p->actions = (const int32_t*)t->actions->data;
     p->next_actions = (const int32_t*)t->next_actions->data;
     p->reward = (const float*)t->reward->data;
@@ -124,9 +101,8 @@ vp_status vp_loss_c51_project(vp_backend* b, const vp_loss_dims* d, const vp_ten
     const vp_loss_kernels* k = NULL;
     VP_TRY(kernels_for(fn, b, &k));
     VP_TRY(check_dims(fn, d));
-    VP_REQUIRE(support != NULL && support->ndim >= 1, VP_ERR_INVALID_ARG, "%s: support is NULL", fn);
+    VP_TRY(vp_tensor_check(fn, "support", b, support, VP_F32));
     const int64_t n = vp_tensor_cols(support), rows = vp_tensor_rows(support);
-    CHECK_ARG(fn, support, VP_F32, rows * n);
     CHECK_ARG(fn, probs, VP_F32, rows * n);
     CHECK_ARG(fn, out, VP_F32, rows * d->n_atoms);
     return k->project(b, d, rows, (int)n, (const float*)support->data, (const float*)probs->data, (float*)out->data);
@@ -173,9 +149,7 @@ vp_status vp_loss_draw_taus(vp_backend* b, uint64_t seed, uint64_t stream, const
     const char* fn = "vp_loss_draw_taus";
     const vp_loss_kernels* k = NULL;
     VP_TRY(kernels_for(fn, b, &k));
-    VP_REQUIRE(taus != NULL, VP_ERR_INVALID_ARG, "%s: taus is NULL", fn);
-    CHECK_ARG(fn, taus, VP_F32, vp_tensor_numel(taus));
-    VP_REQUIRE(vp_tensor_numel(taus) >= 1, VP_ERR_SHAPE, "%s: taus is empty", fn);
+    VP_TRY(vp_tensor_check(fn, "taus", b, taus, VP_F32));
     if (step) CHECK_ARG(fn, step, VP_I32, 1);
     return k->taus(b, seed, stream, step ? (const int32_t*)step->data : NULL, vp_tensor_numel(taus),
                    (float*)taus->data);

@@ -1,9 +1,10 @@
-/* Internal: the loss kernels' implementation table. loss.c checks the arguments and calls
- * the table of the backend's kind with raw pointers, so an implementation may assume
- * valid shapes, dtypes and memory kinds. */
+/* Internal: the loss kernels' implementation tables (the kit's pattern, backend/kit.h).
+ * loss.c checks the arguments and calls the table of the backend's kind with raw
+ * pointers, so an implementation may assume valid shapes, dtypes and memory kinds. */
 #ifndef VP_LEARN_LOSS_IMPL_H
 #define VP_LEARN_LOSS_IMPL_H
 
+#include "backend/kit.h"
 #include "learn/loss.h"
 
 #ifdef __cplusplus
@@ -19,36 +20,57 @@ typedef struct vp_loss_batch_ptrs {
     const float* is_weight;      /* [B] */
 } vp_loss_batch_ptrs;
 
-/* One backend's loss kernels; same meaning as the functions in loss.h. */
+/* ---- the kernels: same meaning as the functions in loss.h, arguments checked ------------- */
+
+/* vp_loss_select. */
+typedef vp_status vp_loss_select_fn(vp_backend* b, const vp_loss_dims* d, const float* q /* [B, A] */,
+                                    int32_t* a_star /* [B, n_branches] */);
+
+/* vp_loss_c51_project of rows distributions of n atoms. */
+typedef vp_status vp_loss_project_fn(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n,
+                                     const float* support /* [rows, n] */, const float* probs /* [rows, n] */,
+                                     float* out /* [rows, Z] */);
+
+/* vp_loss_c51. */
+typedef vp_status vp_loss_c51_fn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
+                                 const float* log_probs /* [B, A, Z] */,
+                                 const float* target_log_probs /* [B, A, Z] */, float* proj /* [B, n_branches, Z] */,
+                                 float* loss /* [B] */, float* d_log_probs /* [B, A, Z] */);
+
+/* vp_loss_iqn. */
+typedef vp_status vp_loss_iqn_fn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
+                                 const float* iqn /* [B, n_taus, A] */,
+                                 const float* target_iqn /* [B, n_target_taus, A] */,
+                                 const float* taus /* [B, n_taus] */, float* loss /* [B] */,
+                                 float* d_iqn /* [B, n_taus, A] */);
+
+/* vp_loss_draw_taus over n elements. */
+typedef vp_status vp_loss_taus_fn(vp_backend* b, uint64_t seed, uint64_t stream, const int32_t* step /* [1] or NULL */,
+                                  int64_t n, float* taus /* [n] */);
+
+/* vp_loss_stats. */
+typedef vp_status vp_loss_stats_fn(vp_backend* b, const vp_loss_dims* d, const float* c51 /* [B] */,
+                                   const float* iqn /* [B] or NULL */, const float* is_weight /* [B] */,
+                                   const float* q /* [B, A] */, const float* grad_norm /* [1] */,
+                                   float* stats /* [VP_STAT_COUNT] */);
+
+/* Every kernel by name, in table order (the kit's list form, backend/kit.h). */
+#define VP_LOSS_KERNELS(X, f, i) \
+    X(f, i, select) X(f, i, project) X(f, i, c51) X(f, i, iqn) X(f, i, taus) X(f, i, stats)
+
+/* One backend's loss kernels. */
 typedef struct vp_loss_kernels {
-    vp_status (*select)(vp_backend* b, const vp_loss_dims* d, const float* q /* [B, A] */,
-                        int32_t* a_star /* [B, n_branches] */);
-    vp_status (*project)(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n,
-                         const float* support /* [rows, n] */, const float* probs /* [rows, n] */,
-                         float* out /* [rows, Z] */);
-    vp_status (*c51)(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
-                     const float* log_probs /* [B, A, Z] */, const float* target_log_probs /* [B, A, Z] */,
-                     float* proj /* [B, n_branches, Z] */, float* loss /* [B] */,
-                     float* d_log_probs /* [B, A, Z] */);
-    vp_status (*iqn)(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
-                     const float* iqn /* [B, n_taus, A] */, const float* target_iqn /* [B, n_target_taus, A] */,
-                     const float* taus /* [B, n_taus] */, float* loss /* [B] */,
-                     float* d_iqn /* [B, n_taus, A] */);
-    vp_status (*taus)(vp_backend* b, uint64_t seed, uint64_t stream, const int32_t* step /* [1] or NULL */,
-                      int64_t n, float* taus /* [n] */);
-    vp_status (*stats)(vp_backend* b, const vp_loss_dims* d, const float* c51 /* [B] */,
-                       const float* iqn /* [B] or NULL */, const float* is_weight /* [B] */,
-                       const float* q /* [B, A] */, const float* grad_norm /* [1] */,
-                       float* stats /* [VP_STAT_COUNT] */);
+    VP_KERNEL_FIELDS(VP_LOSS_KERNELS, vp_loss)
 } vp_loss_kernels;
 
-/* The CPU loops (cpu_loss.c). */
-const vp_loss_kernels* vp_loss_cpu_kernels(void);
+/* The CPU loops, vp_loss_cpu_<kernel>, and their table (cpu_loss.c). */
+VP_KERNEL_DECLARE(VP_LOSS_KERNELS, vp_loss, vp_loss_cpu)
+extern const vp_loss_kernels vp_loss_cpu;
 
-#ifdef VP_HAVE_CUDA
-/* The CUDA kernels (cuda_loss.cu). */
-const vp_loss_kernels* vp_loss_cuda_kernels(void);
-#endif
+/* The CUDA kernels' launchers, vp_loss_cuda_<kernel>, and their table (cuda_loss.cu; CUDA
+ * builds only). */
+VP_KERNEL_DECLARE(VP_LOSS_KERNELS, vp_loss, vp_loss_cuda)
+extern const vp_loss_kernels vp_loss_cuda;
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* The replay ring's public entry points: configuration, layout in one backend
- * allocation, argument checks, then the CPU loops or the CUDA kernels. */
+ * allocation, argument checks, then the kernels of the backend's kind (CPU loops or CUDA
+ * kernels). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,10 +8,11 @@
 #include "vulpes/ops.h"
 
 struct vp_replay {
-    vp_replay_cfg cfg;   /* as given */
-    vp_backend* backend; /* where it lives and computes */
-    vp_buffer block;     /* the one allocation holding everything below */
-    vp_replay_dev dev;   /* pointers into `block`, sizes, hyper-parameters */
+    vp_replay_cfg cfg;                /* as given */
+    vp_backend* backend;              /* where it lives and computes */
+    const vp_replay_kernels* kernels; /* the backend's push, sample and update */
+    vp_buffer block;                  /* the one allocation holding everything below */
+    vp_replay_dev dev;                /* pointers into `block`, sizes, hyper-parameters */
 };
 
 vp_replay_cfg vp_replay_cfg_default(void) {
@@ -193,10 +195,14 @@ vp_status vp_replay_init(vp_replay** out, vp_backend* b, const vp_replay_cfg* cf
     VP_REQUIRE(out != NULL && b != NULL, VP_ERR_INVALID_ARG, "vp_replay_init: out or backend is NULL");
     *out = NULL;
     VP_TRY(vp_replay_cfg_check(cfg));
+    const void* kernels = NULL;
+    VP_TRY(vp_kernels_select("vp_replay_init", "replay kernels", b, &vp_replay_cpu, VP_KERNELS_CUDA(vp_replay_cuda),
+                             &kernels));
     vp_replay* r = (vp_replay*)calloc(1, sizeof *r);
     VP_REQUIRE(r != NULL, VP_ERR_OOM, "vp_replay_init: out of host memory");
     r->cfg = *cfg;
     r->backend = b;
+    r->kernels = (const vp_replay_kernels*)kernels;
     size_t bytes = layout(cfg, &r->dev, NULL);
     vp_status s = vp_buffer_alloc(b, vp_backend_native_mem(b), bytes, &r->block);
     if (s == VP_OK) {
@@ -252,50 +258,27 @@ vp_status vp_replay_stats_read(vp_replay* r, vp_replay_stats* out) {
     return VP_OK;
 }
 
-/* ---- checks and dispatch -------------------------------------------------------------------- */
-
-/* Checks one tensor argument: data, dtype, memory the backend reads, rows x width elements
- * (and a last extent of `width` when width > 1). */
-static vp_status check_arg(const vp_replay* r, const char* fn, const char* name, const vp_tensor* t, vp_dtype dt,
-                           int64_t rows, int64_t width) {
-    char desc[96];
-    VP_REQUIRE(t->data != NULL, VP_ERR_INVALID_ARG, "%s: %s has no data (NULL pointer)", fn, name);
-    VP_REQUIRE(t->ndim >= 1 && t->ndim <= VP_MAX_DIMS, VP_ERR_SHAPE, "%s: %s has ndim %d", fn, name, t->ndim);
-    VP_REQUIRE(t->dtype == dt, VP_ERR_INVALID_ARG, "%s: %s is %s, expected %s", fn, name, vp_dtype_name(t->dtype),
-               vp_dtype_name(dt));
-    VP_REQUIRE(vp_backend_can_read(r->backend, t->mem), VP_ERR_DEVICE,
-               "%s: %s lives in %s memory, which backend %s cannot read", fn, name, vp_mem_name(t->mem),
-               vp_backend_name(r->backend));
-    VP_REQUIRE(vp_tensor_numel(t) == rows * width && (width == 1 || vp_tensor_cols(t) == width), VP_ERR_SHAPE,
-               "%s: %s is %s, expected [%lld, %lld]", fn, name, vp_tensor_describe(t, desc, sizeof desc),
-               (long long)rows, (long long)width);
-    return VP_OK;
-}
+/* ---- checks, then the backend's kernels ---------------------------------------------------- */
 
 vp_status vp_replay_push(vp_replay* r, const vp_replay_step* s) {
     static const char* fn = "vp_replay_push";
     VP_REQUIRE(r != NULL && s != NULL, VP_ERR_INVALID_ARG, "%s: ring or step is NULL", fn);
     const int64_t E = r->cfg.n_envs, P = r->cfg.n_portfolio, NB = r->cfg.n_branches;
-    VP_TRY(check_arg(r, fn, "bar_idx", &s->bar_idx, VP_I32, E, 1));
-    VP_TRY(check_arg(r, fn, "window_end", &s->window_end, VP_I32, E, 1));
-    VP_TRY(check_arg(r, fn, "portfolio", &s->portfolio, VP_F32, E, P));
-    VP_TRY(check_arg(r, fn, "action", &s->action, VP_I32, E, NB));
-    VP_TRY(check_arg(r, fn, "reward", &s->reward, VP_F32, E, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "bar_idx", r->backend, &s->bar_idx, VP_I32, E, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "window_end", r->backend, &s->window_end, VP_I32, E, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "portfolio", r->backend, &s->portfolio, VP_F32, E, P));
+    VP_TRY(vp_tensor_check_rows(fn, "action", r->backend, &s->action, VP_I32, E, NB));
+    VP_TRY(vp_tensor_check_rows(fn, "reward", r->backend, &s->reward, VP_F32, E, 1));
     const int done_f32 = s->done.dtype == VP_F32;
-    VP_TRY(check_arg(r, fn, "done", &s->done, done_f32 ? VP_F32 : VP_I32, E, 1));
-    VP_TRY(check_arg(r, fn, "next_bar_idx", &s->next_bar_idx, VP_I32, E, 1));
-    VP_TRY(check_arg(r, fn, "next_portfolio", &s->next_portfolio, VP_F32, E, P));
+    VP_TRY(vp_tensor_check_rows(fn, "done", r->backend, &s->done, done_f32 ? VP_F32 : VP_I32, E, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "next_bar_idx", r->backend, &s->next_bar_idx, VP_I32, E, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "next_portfolio", r->backend, &s->next_portfolio, VP_F32, E, P));
     vp_replay_step_dev sd = {(const int32_t*)s->bar_idx.data,  (const int32_t*)s->window_end.data,
                              (const float*)s->portfolio.data,  (const int32_t*)s->action.data,
                              (const float*)s->reward.data,     s->done.data,
                              (const int32_t*)s->next_bar_idx.data, (const float*)s->next_portfolio.data,
                              done_f32};
-    if (vp_backend_get_kind(r->backend) == VP_BACKEND_CPU) return vp_replay_cpu_push(&r->dev, &sd);
-#ifdef VP_HAVE_CUDA
-    return vp_replay_cuda_push(r->backend, &r->dev, &sd);
-#else
-    VP_FAIL(VP_ERR_UNSUPPORTED, "%s: backend %s is not available in this build", fn, vp_backend_name(r->backend));
-#endif
+    return r->kernels->push(r->backend, &r->dev, &sd);
 }
 
 vp_status vp_replay_sample(vp_replay* r, vp_replay_batch* out) {
@@ -303,15 +286,15 @@ vp_status vp_replay_sample(vp_replay* r, vp_replay_batch* out) {
     VP_REQUIRE(r != NULL && out != NULL, VP_ERR_INVALID_ARG, "%s: ring or batch is NULL", fn);
     const int64_t B = vp_tensor_numel(&out->indices), P = r->cfg.n_portfolio, NB = r->cfg.n_branches;
     VP_REQUIRE(B >= 1 && B <= INT32_MAX, VP_ERR_SHAPE, "%s: batch size (numel of indices) is %lld", fn, (long long)B);
-    VP_TRY(check_arg(r, fn, "indices", &out->indices, VP_I32, B, 1));
-    VP_TRY(check_arg(r, fn, "bar_idx", &out->bar_idx, VP_I32, B, 1));
-    VP_TRY(check_arg(r, fn, "next_bar_idx", &out->next_bar_idx, VP_I32, B, 1));
-    VP_TRY(check_arg(r, fn, "portfolio", &out->portfolio, VP_F32, B, P));
-    VP_TRY(check_arg(r, fn, "next_portfolio", &out->next_portfolio, VP_F32, B, P));
-    VP_TRY(check_arg(r, fn, "actions", &out->actions, VP_I32, B, NB));
-    VP_TRY(check_arg(r, fn, "reward", &out->reward, VP_F32, B, 1));
-    VP_TRY(check_arg(r, fn, "discount", &out->discount, VP_F32, B, 1));
-    VP_TRY(check_arg(r, fn, "is_weight", &out->is_weight, VP_F32, B, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "indices", r->backend, &out->indices, VP_I32, B, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "bar_idx", r->backend, &out->bar_idx, VP_I32, B, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "next_bar_idx", r->backend, &out->next_bar_idx, VP_I32, B, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "portfolio", r->backend, &out->portfolio, VP_F32, B, P));
+    VP_TRY(vp_tensor_check_rows(fn, "next_portfolio", r->backend, &out->next_portfolio, VP_F32, B, P));
+    VP_TRY(vp_tensor_check_rows(fn, "actions", r->backend, &out->actions, VP_I32, B, NB));
+    VP_TRY(vp_tensor_check_rows(fn, "reward", r->backend, &out->reward, VP_F32, B, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "discount", r->backend, &out->discount, VP_F32, B, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "is_weight", r->backend, &out->is_weight, VP_F32, B, 1));
     vp_replay_batch_dev o = {B,
                              (int32_t*)out->indices.data,
                              (int32_t*)out->bar_idx.data,
@@ -322,12 +305,7 @@ vp_status vp_replay_sample(vp_replay* r, vp_replay_batch* out) {
                              (float*)out->reward.data,
                              (float*)out->discount.data,
                              (float*)out->is_weight.data};
-    if (vp_backend_get_kind(r->backend) == VP_BACKEND_CPU) return vp_replay_cpu_sample(&r->dev, &o);
-#ifdef VP_HAVE_CUDA
-    return vp_replay_cuda_sample(r->backend, &r->dev, &o);
-#else
-    VP_FAIL(VP_ERR_UNSUPPORTED, "%s: backend %s is not available in this build", fn, vp_backend_name(r->backend));
-#endif
+    return r->kernels->sample(r->backend, &r->dev, &o);
 }
 
 vp_status vp_replay_update_priorities(vp_replay* r, const vp_tensor* indices, const vp_tensor* loss) {
@@ -336,14 +314,9 @@ vp_status vp_replay_update_priorities(vp_replay* r, const vp_tensor* indices, co
                fn);
     const int64_t B = vp_tensor_numel(indices);
     VP_REQUIRE(B >= 1 && B <= INT32_MAX, VP_ERR_SHAPE, "%s: batch size (numel of indices) is %lld", fn, (long long)B);
-    VP_TRY(check_arg(r, fn, "indices", indices, VP_I32, B, 1));
-    VP_TRY(check_arg(r, fn, "loss", loss, VP_F32, B, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "indices", r->backend, indices, VP_I32, B, 1));
+    VP_TRY(vp_tensor_check_rows(fn, "loss", r->backend, loss, VP_F32, B, 1));
     const int32_t* idx = (const int32_t*)indices->data;
     const float* l = (const float*)loss->data;
-    if (vp_backend_get_kind(r->backend) == VP_BACKEND_CPU) return vp_replay_cpu_update(&r->dev, idx, l, B);
-#ifdef VP_HAVE_CUDA
-    return vp_replay_cuda_update(r->backend, &r->dev, idx, l, B);
-#else
-    VP_FAIL(VP_ERR_UNSUPPORTED, "%s: backend %s is not available in this build", fn, vp_backend_name(r->backend));
-#endif
+    return r->kernels->update(r->backend, &r->dev, idx, l, B);
 }

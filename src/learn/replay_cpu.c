@@ -6,7 +6,7 @@
 #include "learn/replay_impl.h"
 #include "learn/replay_math.h"
 
-vp_status vp_replay_cpu_push(const vp_replay_dev* d, const vp_replay_step_dev* s) {
+vp_status vp_replay_cpu_push(vp_backend* b, const vp_replay_dev* d, const vp_replay_step_dev* s) {
     /* exclusive prefix sum of the transitions each env writes: their ring offsets, kept
      * as offsets within a tile plus tile offsets like the CUDA scan */
     int64_t total = 0, in_tile = 0;
@@ -41,7 +41,7 @@ static void build_tree(const vp_replay_dev* d) {
     }
 }
 
-vp_status vp_replay_cpu_sample(const vp_replay_dev* d, const vp_replay_batch_dev* o) {
+vp_status vp_replay_cpu_sample(vp_backend* b, const vp_replay_dev* d, const vp_replay_batch_dev* o) {
     vp_replay_ctrl* ctl = d->ctrl;
     const int64_t step = ctl->sample_step, size = ctl->size;
 
@@ -72,7 +72,8 @@ vp_status vp_replay_cpu_sample(const vp_replay_dev* d, const vp_replay_batch_dev
     return VP_OK;
 }
 
-vp_status vp_replay_cpu_update(const vp_replay_dev* d, const int32_t* idx, const float* loss, int64_t n) {
+vp_status vp_replay_cpu_update(vp_backend* b, const vp_replay_dev* d, const int32_t* idx, const float* loss,
+                               int64_t n) {
     vp_replay_ctrl* ctl = d->ctrl;
     /* in batch order: the last finite occurrence of a slot wins; the max sees every value */
     for (int64_t j = 0; j < n; ++j) {
@@ -84,3 +85,7 @@ vp_status vp_replay_cpu_update(const vp_replay_dev* d, const int32_t* idx, const
     }
     return VP_OK;
 }
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+const vp_replay_kernels vp_replay_cpu = VP_KERNEL_TABLE(VP_REPLAY_KERNELS, vp_replay, vp_replay_cpu);

@@ -2,11 +2,10 @@
  * shared math of replay_math.h; the scans, tree levels and reductions run in a fixed
  * partition, and the only atomics are integer max operations whose result does not
  * depend on their order, so every run gives the same bits, equal to the CPU loops'. */
-#include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
-#include "backend/backend_impl.h"
+#include "backend/kit.h"
 #include "learn/replay_impl.h"
 #include "learn/replay_math.h"
 
@@ -21,15 +20,6 @@ static_assert(RP_BLOCK * RP_SCAN_ITEMS == VP_REPLAY_SCAN_TILE, "a push tile is o
 #define RP_TREE_TILE 1024
 /* Levels one tree pass builds. */
 #define RP_TREE_LEVELS 10
-
-/* Fails the enclosing launcher when the launch just issued failed. */
-#define RP_CHECK_LAUNCH(name)                                                                        \
-    do {                                                                                             \
-        cudaError_t rp_e_ = cudaGetLastError();                                                      \
-        if (rp_e_ != cudaSuccess)                                                                    \
-            return vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: launch of %s failed: %s (%s)", __func__, \
-                                name, cudaGetErrorName(rp_e_), cudaGetErrorString(rp_e_));           \
-    } while (0)
 
 /* ---- kernels: push ---------------------------------------------------------------------------- */
 
@@ -199,14 +189,14 @@ static unsigned rp_grid(int64_t n) { return (unsigned)((n + RP_THREADS - 1) / RP
 extern "C" vp_status vp_replay_cuda_push(vp_backend* b, const vp_replay_dev* d, const vp_replay_step_dev* s) {
     VP_REQUIRE(b != NULL && d != NULL && s != NULL, VP_ERR_INVALID_ARG, "vp_replay_cuda_push: NULL argument");
     VP_REQUIRE(d->n_envs >= 1 && d->ctrl != NULL, VP_ERR_INVALID_ARG, "vp_replay_cuda_push: empty ring layout");
-    cudaStream_t st = (cudaStream_t)vp_cuda_backend_stream(b);
+    cudaStream_t st = vp_cuda_stream_of(b);
     const int64_t n_tiles = (d->n_envs + VP_REPLAY_SCAN_TILE - 1) / VP_REPLAY_SCAN_TILE;
     replay_push_count_kernel<<<(unsigned)n_tiles, RP_BLOCK, 0, st>>>(*d, *s);
-    RP_CHECK_LAUNCH("replay_push_count_kernel");
+    VP_CUDA_CHECK_LAUNCH("replay_push_count_kernel");
     replay_push_tiles_kernel<<<1, RP_BLOCK, 0, st>>>(*d, n_tiles);
-    RP_CHECK_LAUNCH("replay_push_tiles_kernel");
+    VP_CUDA_CHECK_LAUNCH("replay_push_tiles_kernel");
     replay_push_emit_kernel<<<rp_grid(d->n_envs), RP_THREADS, 0, st>>>(*d, *s);
-    RP_CHECK_LAUNCH("replay_push_emit_kernel");
+    VP_CUDA_CHECK_LAUNCH("replay_push_emit_kernel");
     return VP_OK;
 }
 
@@ -214,7 +204,7 @@ extern "C" vp_status vp_replay_cuda_sample(vp_backend* b, const vp_replay_dev* d
     VP_REQUIRE(b != NULL && d != NULL && o != NULL, VP_ERR_INVALID_ARG, "vp_replay_cuda_sample: NULL argument");
     VP_REQUIRE(o->n >= 1 && o->n <= INT32_MAX, VP_ERR_INVALID_ARG, "vp_replay_cuda_sample: batch of %lld rows",
                (long long)o->n);
-    cudaStream_t st = (cudaStream_t)vp_cuda_backend_stream(b);
+    cudaStream_t st = vp_cuda_stream_of(b);
     /* the sum tree from the current leaves, RP_TREE_LEVELS levels per pass */
     if (d->prioritized) {
         for (int k = 0; k < d->depth; k += RP_TREE_LEVELS) {
@@ -222,14 +212,14 @@ extern "C" vp_status vp_replay_cuda_sample(vp_backend* b, const vp_replay_dev* d
             int64_t nk = vp_replay_level_n(d->cap, k);
             unsigned grid = (unsigned)((nk + RP_TREE_TILE - 1) / RP_TREE_TILE);
             replay_tree_kernel<<<grid, RP_TREE_TILE / 2, 0, st>>>(*d, k, levels);
-            RP_CHECK_LAUNCH("replay_tree_kernel");
+            VP_CUDA_CHECK_LAUNCH("replay_tree_kernel");
         }
     }
     /* draw and gather, then weights and the step */
     replay_sample_kernel<<<rp_grid(o->n), RP_THREADS, 0, st>>>(*d, *o);
-    RP_CHECK_LAUNCH("replay_sample_kernel");
+    VP_CUDA_CHECK_LAUNCH("replay_sample_kernel");
     replay_weight_kernel<<<1, RP_BLOCK, 0, st>>>(*d, *o);
-    RP_CHECK_LAUNCH("replay_weight_kernel");
+    VP_CUDA_CHECK_LAUNCH("replay_weight_kernel");
     return VP_OK;
 }
 
@@ -239,10 +229,14 @@ extern "C" vp_status vp_replay_cuda_update(vp_backend* b, const vp_replay_dev* d
                "vp_replay_cuda_update: NULL argument");
     VP_REQUIRE(n >= 1 && n <= INT32_MAX, VP_ERR_INVALID_ARG, "vp_replay_cuda_update: batch of %lld rows",
                (long long)n);
-    cudaStream_t st = (cudaStream_t)vp_cuda_backend_stream(b);
+    cudaStream_t st = vp_cuda_stream_of(b);
     replay_claim_kernel<<<rp_grid(n), RP_THREADS, 0, st>>>(*d, idx, loss, n);
-    RP_CHECK_LAUNCH("replay_claim_kernel");
+    VP_CUDA_CHECK_LAUNCH("replay_claim_kernel");
     replay_write_kernel<<<rp_grid(n), RP_THREADS, 0, st>>>(*d, idx, loss, n);
-    RP_CHECK_LAUNCH("replay_write_kernel");
+    VP_CUDA_CHECK_LAUNCH("replay_write_kernel");
     return VP_OK;
 }
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+extern "C" const vp_replay_kernels vp_replay_cuda = VP_KERNEL_TABLE(VP_REPLAY_KERNELS, vp_replay, vp_replay_cuda);

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "backend/kit.h"
 #include "vulpes/replay.h"
 
 #ifdef __cplusplus
@@ -105,24 +106,34 @@ typedef struct vp_replay_batch_dev {
     float* w;                 /* [B] */
 } vp_replay_batch_dev;
 
-/* ---- replay_cpu.c ------------------------------------------------------------------------ */
+/* ---- the kernels: arguments checked by replay.c ------------------------------------------ */
 
-/* Push on the CPU backend. */
-vp_status vp_replay_cpu_push(const vp_replay_dev* d, const vp_replay_step_dev* s);
-/* Sample on the CPU backend. */
-vp_status vp_replay_cpu_sample(const vp_replay_dev* d, const vp_replay_batch_dev* o);
-/* Priority update on the CPU backend (idx, loss [n]). */
-vp_status vp_replay_cpu_update(const vp_replay_dev* d, const int32_t* idx, const float* loss, int64_t n);
+/* Push of one step of every env (vp_replay_push). */
+typedef vp_status vp_replay_push_fn(vp_backend* b, const vp_replay_dev* d, const vp_replay_step_dev* s);
 
-/* ---- replay_cuda.cu (built with CUDA only) ------------------------------------------------ */
+/* Sample of a batch (vp_replay_sample). */
+typedef vp_status vp_replay_sample_fn(vp_backend* b, const vp_replay_dev* d, const vp_replay_batch_dev* o);
 
-/* Push on the CUDA backend's stream. */
-vp_status vp_replay_cuda_push(vp_backend* b, const vp_replay_dev* d, const vp_replay_step_dev* s);
-/* Sample on the CUDA backend's stream. */
-vp_status vp_replay_cuda_sample(vp_backend* b, const vp_replay_dev* d, const vp_replay_batch_dev* o);
-/* Priority update on the CUDA backend's stream (idx, loss [n]). */
-vp_status vp_replay_cuda_update(vp_backend* b, const vp_replay_dev* d, const int32_t* idx, const float* loss,
-                                int64_t n);
+/* Priority update (vp_replay_update_priorities); idx, loss [n]. */
+typedef vp_status vp_replay_update_fn(vp_backend* b, const vp_replay_dev* d, const int32_t* idx, const float* loss,
+                                      int64_t n);
+
+/* Every kernel by name, in table order (the kit's list form, backend/kit.h). */
+#define VP_REPLAY_KERNELS(X, f, i) X(f, i, push) X(f, i, sample) X(f, i, update)
+
+/* One backend's replay kernels. */
+typedef struct vp_replay_kernels {
+    VP_KERNEL_FIELDS(VP_REPLAY_KERNELS, vp_replay)
+} vp_replay_kernels;
+
+/* The CPU loops, vp_replay_cpu_<kernel>, and their table (replay_cpu.c). */
+VP_KERNEL_DECLARE(VP_REPLAY_KERNELS, vp_replay, vp_replay_cpu)
+extern const vp_replay_kernels vp_replay_cpu;
+
+/* The CUDA launchers, vp_replay_cuda_<kernel>, on the backend's stream, and their table
+ * (replay_cuda.cu; CUDA builds only). */
+VP_KERNEL_DECLARE(VP_REPLAY_KERNELS, vp_replay, vp_replay_cuda)
+extern const vp_replay_kernels vp_replay_cuda;
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* CUDA kernels of the model outside the Mamba2 mixer (window indices, last-step rows,
  * dueling combine, C51 expected values, IQN embedding and mix): kernels, then
  * launchers, then the vp_mops_cuda table. */
-#include "backend/cuda/common.cuh"
+#include "backend/kit.h"
 #include "model/cuda_mops.h"
 
 /* ---- kernels ------------------------------------------------------------------------------ */
@@ -97,7 +97,7 @@ __global__ void iqn_mix_backward_kernel(const float* __restrict__ h, const float
 
 /* ---- launchers -------------------------------------------------------------------------------- */
 
-#define STREAM(be) (vp_cuda_of(be)->stream)
+#define STREAM(be) vp_cuda_stream_of(be)
 
 extern "C" vp_status vp_cuda_window_index(vp_backend* be, int64_t B, int K, const int32_t* bar, int32_t* idx) {
     VP_REQUIRE(bar && idx && B >= 1 && K >= 1, VP_ERR_INVALID_ARG, "cuda window_index: bad arguments");

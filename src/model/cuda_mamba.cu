@@ -2,7 +2,7 @@
  * channel), and the selective scan to the last step in its closed form, a block per
  * sample so that the sums over a head's channels and over heads stay inside the block,
  * in a fixed order. Kernels, then launchers. */
-#include "backend/cuda/common.cuh"
+#include "backend/kit.h"
 #include "model/cuda_mops.h"
 
 /* Largest window the kernels keep per thread (vp_model_cfg_check enforces it). */
@@ -247,7 +247,7 @@ __global__ void scan_backward_kernel(vp_mamba_dims d, const float* __restrict__ 
 
 /* ---- launchers ----------------------------------------------------------------------------------- */
 
-#define STREAM(be) (vp_cuda_of(be)->stream)
+#define STREAM(be) vp_cuda_stream_of(be)
 
 /* Checks the extents every Mamba2 kernel assumes. */
 static vp_status check_dims(const char* fn, const vp_mamba_dims* d) {

@@ -1,7 +1,7 @@
 /* Internal: the CUDA implementations of the model kernels, vp_cuda_<kernel> for every
  * kernel of mops.h (their contracts are there): cuda_mamba.cu has conv and scan,
- * cuda_heads.cu the rest and the vp_mops_cuda table. Each launcher checks its
- * preconditions, runs on the backend's stream and checks the launch. */
+ * cuda_heads.cu the rest and the vp_mops_cuda table (declared in mops.h). Each launcher
+ * checks its preconditions, runs on the backend's stream and checks the launch. */
 #ifndef VULPES_MODEL_CUDA_MOPS_H
 #define VULPES_MODEL_CUDA_MOPS_H
 
@@ -10,9 +10,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The CUDA table (cuda_heads.cu). */
-extern const vp_mops vp_mops_cuda;
 
 VP_MOPS_DECLARE(vp_cuda)
 

@@ -169,8 +169,7 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
                             const vp_tensor* d_iqn) {
     const char* fn = "vp_model_backward";
     VP_REQUIRE(m != NULL && m->info != NULL && a != NULL, VP_ERR_INVALID_ARG, "%s: model or activations are NULL", fn);
-    VP_REQUIRE(params != NULL && params->data != NULL && vp_tensor_numel(params) == m->n_weights, VP_ERR_SHAPE,
-               "%s: params must be f32 [%lld]", fn, (long long)m->n_weights);
+    VP_TRY(vp_tensor_check_numel(fn, "params", m->backend, params, VP_F32, m->n_weights));
     VP_REQUIRE(a->for_backward, VP_ERR_STATE, "%s: the activations were made for forward only", fn);
     const int need = VP_ACTS_ENCODED | VP_ACTS_HEADS | VP_ACTS_OWN_ENC;
     VP_REQUIRE((a->state & need) == need, VP_ERR_STATE,
@@ -178,15 +177,16 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     const vp_model_cfg* c = &m->cfg;
     const int64_t B = a->batch, A = vp_model_cfg_actions(c);
     char ds[96];
-    VP_REQUIRE(d_log_probs != NULL && d_log_probs->data != NULL && d_log_probs->dtype == VP_F32 &&
-                   vp_tensor_numel(d_log_probs) == B * A * c->n_atoms,
-               VP_ERR_SHAPE, "%s: d_log_probs is %s, expected f32 [%lld, %lld, %d]", fn,
-               vp_tensor_describe(d_log_probs, ds, sizeof ds), (long long)B, (long long)A, c->n_atoms);
+    VP_TRY(vp_tensor_check(fn, "d_log_probs", m->backend, d_log_probs, VP_F32));
+    VP_REQUIRE(vp_tensor_numel(d_log_probs) == B * A * c->n_atoms, VP_ERR_SHAPE,
+               "%s: d_log_probs is %s, expected [%lld, %lld, %d]", fn, vp_tensor_describe(d_log_probs, ds, sizeof ds),
+               (long long)B, (long long)A, c->n_atoms);
     if (d_iqn) {
         VP_REQUIRE(a->state & VP_ACTS_IQN, VP_ERR_STATE, "%s: d_iqn given but the forward ran no IQN head", fn);
-        VP_REQUIRE(d_iqn->data != NULL && d_iqn->dtype == VP_F32 && vp_tensor_numel(d_iqn) == B * a->n_taus * A,
-                   VP_ERR_SHAPE, "%s: d_iqn is %s, expected f32 [%lld, %d, %lld]", fn,
-                   vp_tensor_describe(d_iqn, ds, sizeof ds), (long long)B, a->n_taus, (long long)A);
+        VP_TRY(vp_tensor_check(fn, "d_iqn", m->backend, d_iqn, VP_F32));
+        VP_REQUIRE(vp_tensor_numel(d_iqn) == B * a->n_taus * A, VP_ERR_SHAPE,
+                   "%s: d_iqn is %s, expected [%lld, %d, %lld]", fn, vp_tensor_describe(d_iqn, ds, sizeof ds),
+                   (long long)B, a->n_taus, (long long)A);
     }
     vp_backend* be = m->backend;
     vp_tensor h = vp_acts_rows(&a->h, B), d_h = vp_acts_rows(&a->d_h, B);

@@ -122,23 +122,6 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
     return linear(m, &iq1, &w2, &b2, VP_EPI_BIAS, 0.0f, &zq);
 }
 
-/* Checks a tensor argument of the public forward: dtype, columns and enough rows. */
-static vp_status check_input(const char* fn, const vp_backend* be, const char* arg, const vp_tensor* t, vp_dtype dt,
-                             int64_t cols, int64_t min_rows) {
-    VP_REQUIRE(t != NULL && t->data != NULL, VP_ERR_INVALID_ARG, "%s: %s is NULL", fn, arg);
-    char d[96];
-    VP_REQUIRE(vp_backend_can_read(be, t->mem), VP_ERR_DEVICE, "%s: %s is %s, which backend %s cannot read", fn, arg,
-               vp_tensor_describe(t, d, sizeof d), vp_backend_name(be));
-    VP_REQUIRE(t->dtype == dt, VP_ERR_INVALID_ARG, "%s: %s is %s, expected %s", fn, arg,
-               vp_tensor_describe(t, d, sizeof d), vp_dtype_name(dt));
-    VP_REQUIRE(cols <= 0 || vp_tensor_cols(t) == cols, VP_ERR_SHAPE, "%s: %s is %s, expected %lld columns", fn, arg,
-               vp_tensor_describe(t, d, sizeof d), (long long)cols);
-    int64_t rows = cols <= 0 ? vp_tensor_numel(t) : vp_tensor_rows(t);
-    VP_REQUIRE(rows >= min_rows, VP_ERR_SHAPE, "%s: %s is %s, fewer than %lld rows", fn, arg,
-               vp_tensor_describe(t, d, sizeof d), (long long)min_rows);
-    return VP_OK;
-}
-
 /* Checks the model, parameters, activations and batch of a public call. */
 static vp_status check_call(const char* fn, const vp_model* m, const vp_tensor* params, const vp_model_acts* a,
                             int64_t batch) {
@@ -146,9 +129,7 @@ static vp_status check_call(const char* fn, const vp_model* m, const vp_tensor* 
     VP_REQUIRE(a != NULL && a->model != NULL, VP_ERR_INVALID_ARG, "%s: activations are NULL", fn);
     VP_REQUIRE(a->model->cfg.hidden == m->cfg.hidden && a->model->n_weights == m->n_weights, VP_ERR_INVALID_ARG,
                "%s: activations were made for another model", fn);
-    VP_REQUIRE(params != NULL && params->data != NULL && params->dtype == VP_F32 &&
-                   vp_tensor_numel(params) == m->n_weights,
-               VP_ERR_SHAPE, "%s: params must be f32 [%lld]", fn, (long long)m->n_weights);
+    VP_TRY(vp_tensor_check_numel(fn, "params", m->backend, params, VP_F32, m->n_weights));
     VP_REQUIRE(batch >= 1 && batch <= a->max_batch, VP_ERR_SHAPE, "%s: batch %lld outside [1, %lld] of the activations",
                fn, (long long)batch, (long long)a->max_batch);
     return VP_OK;
@@ -158,8 +139,8 @@ vp_status vp_model_encode(const vp_model* m, const vp_tensor* params, vp_model_a
                           const vp_tensor* bar_idx, int64_t batch) {
     const char* fn = "vp_model_encode";
     VP_TRY(check_call(fn, m, params, a, batch));
-    VP_TRY(check_input(fn, m->backend, "features", features, VP_F32, m->cfg.n_features, 1));
-    VP_TRY(check_input(fn, m->backend, "bar_idx", bar_idx, VP_I32, 0, batch));
+    VP_TRY(vp_tensor_check_min_rows(fn, "features", m->backend, features, VP_F32, 1, m->cfg.n_features));
+    VP_TRY(vp_tensor_check_min_rows(fn, "bar_idx", m->backend, bar_idx, VP_I32, batch, 0));
     a->state = 0;
     a->batch = batch;
     VP_TRY(vp_model_trunk_forward(m, params, a, features, bar_idx, batch));
@@ -174,16 +155,16 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     VP_TRY(check_call(fn, m, params, a, batch));
     const vp_model_cfg* c = &m->cfg;
     if (enc) {
-        VP_TRY(check_input(fn, m->backend, "enc", enc, VP_F32, c->hidden, batch));
+        VP_TRY(vp_tensor_check_min_rows(fn, "enc", m->backend, enc, VP_F32, batch, c->hidden));
     } else {
         VP_REQUIRE((a->state & VP_ACTS_ENCODED) && a->batch == batch, VP_ERR_STATE,
                    "%s: enc is NULL but the activations hold no encoding of %lld samples", fn, (long long)batch);
     }
-    VP_TRY(check_input(fn, m->backend, "portfolio", portfolio, VP_F32, c->n_portfolio, batch));
+    VP_TRY(vp_tensor_check_min_rows(fn, "portfolio", m->backend, portfolio, VP_F32, batch, c->n_portfolio));
     int n_taus = 0;
     if (taus) {
         n_taus = (int)vp_tensor_cols(taus);
-        VP_TRY(check_input(fn, m->backend, "taus", taus, VP_F32, n_taus, batch));
+        VP_TRY(vp_tensor_check_min_rows(fn, "taus", m->backend, taus, VP_F32, batch, n_taus));
         VP_REQUIRE(n_taus <= a->max_taus, VP_ERR_SHAPE, "%s: %d taus per sample, the activations hold %d", fn, n_taus,
                    a->max_taus);
     }

@@ -71,11 +71,8 @@ static float init_value(const vp_param_info* p, uint64_t seed, int64_t i) {
 }
 
 vp_status vp_model_init_params(const vp_model* m, vp_tensor* flat, uint64_t seed) {
-    VP_REQUIRE(m != NULL && m->info != NULL && flat != NULL, VP_ERR_INVALID_ARG,
-               "vp_model_init_params: model or flat is NULL");
-    VP_REQUIRE(flat->dtype == VP_F32 && vp_tensor_numel(flat) == m->n_weights, VP_ERR_SHAPE,
-               "vp_model_init_params: flat has %lld elements, the model %lld", (long long)vp_tensor_numel(flat),
-               (long long)m->n_weights);
+    VP_REQUIRE(m != NULL && m->info != NULL, VP_ERR_INVALID_ARG, "vp_model_init_params: model is NULL");
+    VP_TRY(vp_tensor_check_numel("vp_model_init_params", "flat", m->backend, flat, VP_F32, m->n_weights));
     float* host = (float*)calloc((size_t)m->n_weights, sizeof(float));
     VP_REQUIRE(host != NULL, VP_ERR_OOM, "vp_model_init_params: no host memory for %lld floats",
                (long long)m->n_weights);

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "vulpes/backend.h"
+#include "backend/kit.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,31 +105,30 @@ typedef vp_status vp_mops_iqn_mix_backward_fn(vp_backend* be, int64_t B, int T, 
                                               const float* phi, const float* d_out, float* d_h,
                                               float* d_phi);
 
-/* Every kernel by name, in table order: X(arg, name) for each. The table, each backend's
- * declarations and each backend's table initialiser are generated from this one list. */
-#define VP_MOPS_KERNELS(X, arg)                                                                  \
-    X(arg, window_index) X(arg, take_last) X(arg, add_last) X(arg, conv_forward)                 \
-    X(arg, conv_backward) X(arg, scan_forward) X(arg, scan_backward) X(arg, dueling_forward)     \
-    X(arg, dueling_backward) X(arg, c51_q) X(arg, iqn_cos) X(arg, iqn_mix_forward)                \
-    X(arg, iqn_mix_backward)
-
-#define VP_MOPS_FIELD_(unused, name) vp_mops_##name##_fn* name;
-#define VP_MOPS_DECLARE_(prefix, name) vp_mops_##name##_fn prefix##_##name;
-#define VP_MOPS_ENTRY_(prefix, name) prefix##_##name,
+/* Every kernel by name, in table order (the kit's list form, backend/kit.h): the table,
+ * each backend's declarations and each backend's table are generated from this one list. */
+#define VP_MOPS_KERNELS(X, f, i)                                                                 \
+    X(f, i, window_index) X(f, i, take_last) X(f, i, add_last) X(f, i, conv_forward)             \
+    X(f, i, conv_backward) X(f, i, scan_forward) X(f, i, scan_backward) X(f, i, dueling_forward) \
+    X(f, i, dueling_backward) X(f, i, c51_q) X(f, i, iqn_cos) X(f, i, iqn_mix_forward)            \
+    X(f, i, iqn_mix_backward)
 
 /* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
-#define VP_MOPS_DECLARE(prefix) VP_MOPS_KERNELS(VP_MOPS_DECLARE_, prefix)
+#define VP_MOPS_DECLARE(prefix) VP_KERNEL_DECLARE(VP_MOPS_KERNELS, vp_mops, prefix)
 
-/* The initialiser of a table whose kernels are prefix_<kernel> (valid in C and C++). */
-#define VP_MOPS_TABLE(prefix) {VP_MOPS_KERNELS(VP_MOPS_ENTRY_, prefix)}
+/* The initialiser of a table whose kernels are prefix_<kernel>. */
+#define VP_MOPS_TABLE(prefix) VP_KERNEL_TABLE(VP_MOPS_KERNELS, vp_mops, prefix)
 
 /* One backend's model kernels. */
 typedef struct vp_mops {
-    VP_MOPS_KERNELS(VP_MOPS_FIELD_, _)
+    VP_KERNEL_FIELDS(VP_MOPS_KERNELS, vp_mops)
 } vp_mops;
 
 /* The CPU table (mops.c). */
 extern const vp_mops vp_mops_cpu;
+
+/* The CUDA table (cuda_heads.cu; CUDA builds only). */
+extern const vp_mops vp_mops_cuda;
 
 /* The table for a backend; VP_ERR_UNSUPPORTED when its kind has none. */
 vp_status vp_mops_get(const vp_backend* be, const vp_mops** out);

@@ -15,16 +15,22 @@
 
 /* ---- lifecycle -------------------------------------------------------------------- */
 
-static void cpu_destroy(vp_backend* b) { free(b); }
+void vp_cpu_destroy(vp_backend* b) { free(b); }
 
-static vp_status cpu_sync(vp_backend* b) {
+vp_status vp_cpu_sync(vp_backend* b) {
     (void)b;
     return VP_OK;
 }
 
+/* The CPU runs everything in the calling thread: no stream. */
+void* vp_cpu_stream(vp_backend* b) {
+    (void)b;
+    return NULL;
+}
+
 /* ---- memory and transfers ------------------------------------------------------------ */
 
-static vp_status cpu_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buffer* out) {
+vp_status vp_cpu_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buffer* out) {
     VP_REQUIRE(m == VP_MEM_HOST || m == VP_MEM_MAPPED, VP_ERR_DEVICE,
                "cpu buffer_alloc: the CPU backend cannot make %s memory", vp_mem_name(m));
     /* round up to the alignment (aligned_alloc needs a multiple of it), zero-fill */
@@ -39,18 +45,18 @@ static vp_status cpu_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buff
     return VP_OK;
 }
 
-static void cpu_buffer_free(vp_backend* b, vp_buffer* buf) {
+void vp_cpu_buffer_free(vp_backend* b, vp_buffer* buf) {
     (void)b;
     free(buf->dev ? buf->dev : buf->host);
 }
 
-static vp_status cpu_upload(vp_backend* b, void* dst, const void* src_host, size_t bytes) {
+vp_status vp_cpu_upload(vp_backend* b, void* dst, const void* src_host, size_t bytes) {
     (void)b;
     if (bytes) memmove(dst, src_host, bytes);
     return VP_OK;
 }
 
-static vp_status cpu_download(vp_backend* b, void* dst_host, const void* src, size_t bytes) {
+vp_status vp_cpu_download(vp_backend* b, void* dst_host, const void* src, size_t bytes) {
     (void)b;
     if (bytes) memmove(dst_host, src, bytes);
     return VP_OK;
@@ -58,53 +64,20 @@ static vp_status cpu_download(vp_backend* b, void* dst_host, const void* src, si
 
 /* ---- graphs: the body is kept by vp_graph_capture and run at each launch --------------- */
 
-static vp_status cpu_graph_capture(vp_backend* b, vp_graph* g) {
+vp_status vp_cpu_graph_capture(vp_backend* b, vp_graph* g) {
     (void)b;
     g->exec = NULL;
     g->graph = NULL;
     return VP_OK;
 }
 
-static vp_status cpu_graph_launch(vp_backend* b, vp_graph* g) { return g->body(b, g->ctx); }
+vp_status vp_cpu_graph_launch(vp_backend* b, vp_graph* g) { return g->body(b, g->ctx); }
 
-static void cpu_graph_destroy(vp_graph* g) { (void)g; }
+void vp_cpu_graph_destroy(vp_graph* g) { (void)g; }
 
 /* ---- the table ---------------------------------------------------------------------- */
 
-static const vp_backend_ops CPU_OPS = {
-    .destroy = cpu_destroy,
-    .sync = cpu_sync,
-    .buffer_alloc = cpu_buffer_alloc,
-    .buffer_free = cpu_buffer_free,
-    .upload = cpu_upload,
-    .download = cpu_download,
-    .graph_capture = cpu_graph_capture,
-    .graph_launch = cpu_graph_launch,
-    .graph_destroy = cpu_graph_destroy,
-    .fill = vp_cpu_fill,
-    .fill_i32 = vp_cpu_fill_i32,
-    .copy = vp_cpu_copy,
-    .convert = vp_cpu_convert,
-    .gemm = vp_cpu_gemm,
-    .unary = vp_cpu_unary,
-    .unary_backward = vp_cpu_unary_backward,
-    .binary = vp_cpu_binary,
-    .axpby = vp_cpu_axpby,
-    .scale_by = vp_cpu_scale_by,
-    .softmax = vp_cpu_softmax,
-    .softmax_backward = vp_cpu_softmax_backward,
-    .layernorm = vp_cpu_layernorm,
-    .layernorm_backward = vp_cpu_layernorm_backward,
-    .rmsnorm = vp_cpu_rmsnorm,
-    .rmsnorm_backward = vp_cpu_rmsnorm_backward,
-    .reduce_rows = vp_cpu_reduce_rows,
-    .reduce_cols = vp_cpu_reduce_cols,
-    .reduce_all = vp_cpu_reduce_all,
-    .gather_rows = vp_cpu_gather_rows,
-    .adamw = vp_cpu_adamw,
-    .step_increment = vp_cpu_step_increment,
-    .clip_coef = vp_cpu_clip_coef,
-};
+static const vp_backend_ops CPU_OPS = VP_BACKEND_OPS_TABLE(vp_cpu);
 
 vp_status vp_cpu_backend_create(vp_backend** out) {
     VP_REQUIRE(out != NULL, VP_ERR_INVALID_ARG, "vp_cpu_backend_create: out is NULL");

@@ -1,6 +1,7 @@
-/* CUDA backend internals shared by every op family: the backend state, the check
- * macros for CUDA runtime and cuBLASLt calls, the counted runtime wrappers, and the
- * warp / block reductions the row and column kernels are built from. */
+/* CUDA backend internals shared by every op family: the backend state, the check macro
+ * for cuBLASLt calls and the counted runtime wrappers. The runtime and launch checks, the
+ * grid helpers and the warp / block reductions come from the kernel kit (backend/kit.h),
+ * which the layers' kernels use too. */
 #ifndef VP_CUDA_COMMON_CUH
 #define VP_CUDA_COMMON_CUH
 
@@ -10,11 +11,8 @@
 #include <string.h>
 
 #include "backend/backend_impl.h"
+#include "backend/kit.h"
 
-/* Threads per block of the element-wise and reduction kernels. */
-#define VP_CUDA_THREADS 256
-/* Upper bound on the blocks of a grid-stride element-wise launch. */
-#define VP_CUDA_MAX_BLOCKS 65535
 /* Partial sums a deterministic whole-buffer reduction makes in its first pass. */
 #define VP_CUDA_REDUCE_PARTS 1024
 /* Rows up to this wide get a warp each in row kernels; wider rows a block each. */
@@ -40,17 +38,8 @@ typedef struct vp_cuda {
 /* The CUDA state of a backend. */
 static inline vp_cuda* vp_cuda_of(vp_backend* b) { return (vp_cuda*)b->impl; }
 
-/* Fails the enclosing vp_status function when a CUDA runtime call fails, recording the
- * call text, the function, the file and the line. */
-#define VP_CUDA_CHECK(call)                                                                  \
-    do {                                                                                     \
-        cudaError_t vp_cu_e_ = (call);                                                       \
-        if (vp_cu_e_ != cudaSuccess)                                                         \
-            return vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: %s failed: %s (%s)", __func__,   \
-                                #call, cudaGetErrorName(vp_cu_e_), cudaGetErrorString(vp_cu_e_)); \
-    } while (0)
-
-/* The same for cuBLASLt calls. */
+/* Fails the enclosing vp_status function when a cuBLASLt call fails, recording the call
+ * text, the function, the file and the line. */
 #define VP_CUBLAS_CHECK(call)                                                                \
     do {                                                                                     \
         cublasStatus_t vp_cb_e_ = (call);                                                    \
@@ -58,16 +47,6 @@ static inline vp_cuda* vp_cuda_of(vp_backend* b) { return (vp_cuda*)b->impl; }
             return vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: %s failed: %s (%s)", __func__,   \
                                 #call, cublasLtGetStatusName(vp_cb_e_),                      \
                                 cublasLtGetStatusString(vp_cb_e_));                          \
-    } while (0)
-
-/* Checks the kernel launch just issued (bad configuration, missing image). */
-#define VP_CUDA_CHECK_LAUNCH(kernel_name)                                                    \
-    do {                                                                                     \
-        cudaError_t vp_cu_e_ = cudaGetLastError();                                           \
-        if (vp_cu_e_ != cudaSuccess)                                                         \
-            return vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: launch of %s failed: %s (%s)",   \
-                                __func__, kernel_name, cudaGetErrorName(vp_cu_e_),           \
-                                cudaGetErrorString(vp_cu_e_));                               \
     } while (0)
 
 /* ---- counted runtime wrappers (cuda_backend.cu) --------------------------------------
@@ -90,55 +69,9 @@ vp_status vp_cuda_stream_sync(vp_backend* b, int count);
 
 /* ---- launch helpers ---------------------------------------------------------------- */
 
-/* Blocks for a grid-stride loop over n items with `threads` each, capped. */
-static inline unsigned vp_cuda_grid(int64_t n, int threads) {
-    int64_t g = (n + threads - 1) / threads;
-    if (g < 1) g = 1;
-    if (g > VP_CUDA_MAX_BLOCKS) g = VP_CUDA_MAX_BLOCKS;
-    return (unsigned)g;
-}
-
-/* Grid for row kernels: rows per block is 1 (block per row) or blockDim / 32 (warp per row). */
-static inline unsigned vp_cuda_row_grid(int64_t rows, int rows_per_block) {
-    return vp_cuda_grid((rows + rows_per_block - 1) / rows_per_block, 1);
-}
-
 /* Whether every pointer given is 16-byte aligned (for float4 access). */
 static inline int vp_cuda_aligned16(const void* a, const void* b2, const void* c) {
     return (((uintptr_t)a | (uintptr_t)b2 | (uintptr_t)c) & 15u) == 0;
 }
-
-/* ---- device-side reductions (fixed order: deterministic) ---------------------------- */
-
-#ifdef __CUDACC__
-/* max that lets NaN win (fmaxf would drop it). */
-__device__ __forceinline__ float vp_nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
-
-/* Sum over the 32 lanes of a warp (every lane gets the result). */
-__device__ __forceinline__ float vp_warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-/* NaN-propagating max over the 32 lanes of a warp. */
-__device__ __forceinline__ float vp_warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = vp_nan_max(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
-/* Sum (is_max 0) or max (is_max 1) over a group of G threads (G = 32: one warp, G =
- * blockDim.x: the whole block, which every thread must reach). `sh` holds 32 floats. */
-template <int G>
-__device__ __forceinline__ float vp_group_reduce(float v, int is_max, float* sh) {
-    v = is_max ? vp_warp_max(v) : vp_warp_sum(v);
-    if (G == 32) return v;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    __syncthreads(); /* sh may still be read by a previous reduction */
-    if (lane == 0) sh[warp] = v;
-    __syncthreads();
-    float r = lane < nw ? sh[lane] : (is_max ? -INFINITY : 0.0f);
-    return is_max ? vp_warp_max(r) : vp_warp_sum(r);
-}
-#endif
 
 #endif /* VP_CUDA_COMMON_CUH */

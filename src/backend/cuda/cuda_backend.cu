@@ -15,6 +15,10 @@
 #include "reduce.cuh"
 #include "softmax.cuh"
 
+/* vp_cuda_<op> for every op of the table: the families' launchers (declared and documented
+ * in their .cuh files) and the lifecycle and memory entries below. */
+VP_BACKEND_OPS_DECLARE(vp_cuda)
+
 /* ---- counted runtime wrappers ------------------------------------------------------------ */
 
 vp_status vp_cuda_malloc(vp_backend* b, void** p, size_t bytes, int count) {
@@ -61,7 +65,7 @@ vp_status vp_cuda_stream_sync(vp_backend* b, int count) {
 
 /* ---- table entries: lifecycle and memory ---------------------------------------------------- */
 
-static void cuda_destroy(vp_backend* b) {
+void vp_cuda_destroy(vp_backend* b) {
     vp_cuda* c = vp_cuda_of(b);
     if (c) {
         if (c->stream) cudaStreamSynchronize(c->stream);
@@ -75,9 +79,11 @@ static void cuda_destroy(vp_backend* b) {
     free(b);
 }
 
-static vp_status cuda_sync(vp_backend* b) { return vp_cuda_stream_sync(b, 0); }
+vp_status vp_cuda_sync(vp_backend* b) { return vp_cuda_stream_sync(b, 0); }
 
-static vp_status cuda_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buffer* out) {
+void* vp_cuda_stream(vp_backend* b) { return b->impl ? (void*)vp_cuda_of(b)->stream : NULL; }
+
+vp_status vp_cuda_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buffer* out) {
     if (m == VP_MEM_DEVICE) {
         void* p = NULL;
         VP_TRY(vp_cuda_malloc(b, &p, bytes, 0));
@@ -100,7 +106,7 @@ static vp_status cuda_buffer_alloc(vp_backend* b, vp_mem m, size_t bytes, vp_buf
             vp_mem_name(m));
 }
 
-static void cuda_buffer_free(vp_backend* b, vp_buffer* buf) {
+void vp_cuda_buffer_free(vp_backend* b, vp_buffer* buf) {
     /* work still queued may use the buffer: let it finish first */
     (void)vp_cuda_stream_sync(b, 1);
     if (buf->mem == VP_MEM_MAPPED) {
@@ -110,17 +116,17 @@ static void cuda_buffer_free(vp_backend* b, vp_buffer* buf) {
     }
 }
 
-static vp_status cuda_upload(vp_backend* b, void* dst, const void* src_host, size_t bytes) {
+vp_status vp_cuda_upload(vp_backend* b, void* dst, const void* src_host, size_t bytes) {
     return vp_cuda_memcpy(b, dst, src_host, bytes, cudaMemcpyHostToDevice, 0);
 }
 
-static vp_status cuda_download(vp_backend* b, void* dst_host, const void* src, size_t bytes) {
+vp_status vp_cuda_download(vp_backend* b, void* dst_host, const void* src, size_t bytes) {
     return vp_cuda_memcpy(b, dst_host, src, bytes, cudaMemcpyDeviceToHost, 0);
 }
 
 /* ---- graphs --------------------------------------------------------------------------------------- */
 
-static vp_status cuda_graph_capture(vp_backend* b, vp_graph* g) {
+vp_status vp_cuda_graph_capture(vp_backend* b, vp_graph* g) {
     vp_cuda* c = vp_cuda_of(b);
     VP_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
     vp_status s = g->body(b, g->ctx);
@@ -143,12 +149,12 @@ static vp_status cuda_graph_capture(vp_backend* b, vp_graph* g) {
     return VP_OK;
 }
 
-static vp_status cuda_graph_launch(vp_backend* b, vp_graph* g) {
+vp_status vp_cuda_graph_launch(vp_backend* b, vp_graph* g) {
     VP_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)g->exec, vp_cuda_of(b)->stream));
     return VP_OK;
 }
 
-static void cuda_graph_destroy(vp_graph* g) {
+void vp_cuda_graph_destroy(vp_graph* g) {
     if (g->exec) cudaGraphExecDestroy((cudaGraphExec_t)g->exec);
     if (g->graph) cudaGraphDestroy((cudaGraph_t)g->graph);
     g->exec = NULL;
@@ -157,43 +163,10 @@ static void cuda_graph_destroy(vp_graph* g) {
 
 /* ---- the table ------------------------------------------------------------------------------------ */
 
-static const vp_backend_ops CUDA_OPS = {
-    cuda_destroy,
-    cuda_sync,
-    cuda_buffer_alloc,
-    cuda_buffer_free,
-    cuda_upload,
-    cuda_download,
-    cuda_graph_capture,
-    cuda_graph_launch,
-    cuda_graph_destroy,
-    vp_cuda_fill,
-    vp_cuda_fill_i32,
-    vp_cuda_copy,
-    vp_cuda_convert,
-    vp_cuda_gemm,
-    vp_cuda_unary,
-    vp_cuda_unary_backward,
-    vp_cuda_binary,
-    vp_cuda_axpby,
-    vp_cuda_scale_by,
-    vp_cuda_softmax,
-    vp_cuda_softmax_backward,
-    vp_cuda_layernorm,
-    vp_cuda_layernorm_backward,
-    vp_cuda_rmsnorm,
-    vp_cuda_rmsnorm_backward,
-    vp_cuda_reduce_rows,
-    vp_cuda_reduce_cols,
-    vp_cuda_reduce_all,
-    vp_cuda_gather_rows,
-    vp_cuda_adamw,
-    vp_cuda_step_increment,
-    vp_cuda_clip_coef,
-};
+static const vp_backend_ops CUDA_OPS = VP_BACKEND_OPS_TABLE(vp_cuda);
 
 /* Takes the device, stream, handle, workspace and scratch; `b` is freed by the caller on
- * failure (cuda_destroy copes with a half-made state). */
+ * failure (vp_cuda_destroy copes with a half-made state). */
 static vp_status cuda_setup(vp_backend* b, int device) {
     vp_cuda* c = vp_cuda_of(b);
     /* a machine without a GPU or driver is "unsupported", not a CUDA failure */
@@ -225,8 +198,7 @@ static vp_status cuda_setup(vp_backend* b, int device) {
 }
 
 extern "C" void* vp_cuda_backend_stream(vp_backend* b) {
-    if (!b || b->kind != VP_BACKEND_CUDA || !b->impl) return NULL;
-    return (void*)vp_cuda_of(b)->stream;
+    return (b && b->kind == VP_BACKEND_CUDA) ? vp_cuda_stream(b) : NULL;
 }
 
 extern "C" vp_status vp_cuda_backend_create(vp_backend** out, int device) {
@@ -245,7 +217,7 @@ extern "C" vp_status vp_cuda_backend_create(vp_backend** out, int device) {
     snprintf(b->name, sizeof b->name, "cuda:%d", device);
     vp_status s = cuda_setup(b, device);
     if (s != VP_OK) {
-        cuda_destroy(b);
+        vp_cuda_destroy(b);
         return s;
     }
     *out = b;
