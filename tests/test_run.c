@@ -101,9 +101,9 @@ static void test_run_folder(void) {
     vp_config_defaults(&back);
     CHECK_OK(vp_config_load_file(&back, path));
     CHECK(vp_config_diff(&cfg, &back) == NULL, "config.yaml does not load back to the run's config");
-    CHECK_OK(vp_metrics_begin(&r.metrics, "train"));
-    CHECK_OK(vp_metrics_int(&r.metrics, "iteration", 1));
-    CHECK_OK(vp_metrics_end(&r.metrics));
+    CHECK_OK(vp_metrics_log_begin(&r.metrics, "train"));
+    CHECK_OK(vp_metrics_log_int(&r.metrics, "iteration", 1));
+    CHECK_OK(vp_metrics_log_end(&r.metrics));
     vp_run_close(&r);
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     CHECK(strcmp(slurp(path), "{\"event\":\"train\",\"iteration\":1}\n") == 0, "metrics '%s'", slurp(path));
@@ -129,12 +129,12 @@ static void test_run_folder(void) {
     CHECK(count_tmp(dir) == 0, "temporary files left in the run folder");
     // resume appends to the metrics and needs config.yaml
     CHECK_OK(vp_run_open(&r, dir, VP_RUN_RESUME, NULL));
-    CHECK_OK(vp_metrics_begin(&r.metrics, "train"));
-    CHECK_OK(vp_metrics_end(&r.metrics));
+    CHECK_OK(vp_metrics_log_begin(&r.metrics, "train"));
+    CHECK_OK(vp_metrics_log_end(&r.metrics));
     vp_run_close(&r);
     CHECK_OK(vp_run_open(&r, dir, VP_RUN_RESUME, NULL));
-    CHECK_OK(vp_metrics_begin(&r.metrics, "eval"));
-    CHECK_OK(vp_metrics_end(&r.metrics));
+    CHECK_OK(vp_metrics_log_begin(&r.metrics, "eval"));
+    CHECK_OK(vp_metrics_log_end(&r.metrics));
     vp_run_close(&r);
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     CHECK(strcmp(slurp(path), "{\"event\":\"train\"}\n{\"event\":\"eval\"}\n") == 0, "resumed metrics '%s'", slurp(path));
@@ -176,31 +176,31 @@ static void test_run_names(void) {
 static void test_metrics_lines(void) {
     char path[256];
     snprintf(path, sizeof path, "%s/metrics.jsonl", g_root);
-    vp_metrics m;
-    CHECK_OK(vp_metrics_open(&m, path, 0));
+    vp_metrics_log m;
+    CHECK_OK(vp_metrics_log_open(&m, path, 0));
     // three events; the line is on disk as soon as it ends
     for (int i = 0; i < 3; ++i) {
-        CHECK_OK(vp_metrics_begin(&m, i == 2 ? "eval" : "train"));
-        CHECK_OK(vp_metrics_int(&m, "iteration", 100 * (i + 1)));
-        CHECK_OK(vp_metrics_int(&m, "env_steps", (int64_t)4096 * 1000000 * (i + 1)));
-        CHECK_OK(vp_metrics_num(&m, "loss", 0.1 / (i + 1)));
-        CHECK_OK(vp_metrics_num(&m, "val_sharpe", i == 1 ? NAN : 1.25));
-        CHECK_OK(vp_metrics_str(&m, "note", "a \"quoted\"\nline"));
-        CHECK_OK(vp_metrics_end(&m));
+        CHECK_OK(vp_metrics_log_begin(&m, i == 2 ? "eval" : "train"));
+        CHECK_OK(vp_metrics_log_int(&m, "iteration", 100 * (i + 1)));
+        CHECK_OK(vp_metrics_log_int(&m, "env_steps", (int64_t)4096 * 1000000 * (i + 1)));
+        CHECK_OK(vp_metrics_log_num(&m, "loss", 0.1 / (i + 1)));
+        CHECK_OK(vp_metrics_log_num(&m, "val_sharpe", i == 1 ? NAN : 1.25));
+        CHECK_OK(vp_metrics_log_str(&m, "note", "a \"quoted\"\nline"));
+        CHECK_OK(vp_metrics_log_end(&m));
         int lines = 0;
         for (const char* p = slurp(path); *p; ++p) lines += *p == '\n';
         CHECK(lines == i + 1, "after event %d the file has %d lines", i, lines);
     }
     // misuse is refused
-    CHECK_STATUS(vp_metrics_int(&m, "x", 1), VP_ERR_STATE, "outside an event");
-    CHECK_STATUS(vp_metrics_end(&m), VP_ERR_STATE, "no event is open");
-    CHECK_OK(vp_metrics_begin(&m, "train"));
-    CHECK_STATUS(vp_metrics_begin(&m, "train"), VP_ERR_STATE, "already open");
-    CHECK_OK(vp_metrics_num(&m, "loss", 1.0));
-    CHECK_STATUS(vp_metrics_num(&m, "loss", 2.0), VP_ERR_INVALID_ARG, "'loss' given twice");
-    CHECK_STATUS(vp_metrics_int(&m, "big", ((int64_t)1 << 53) + 1), VP_ERR_INVALID_ARG, "not exact in JSON");
-    vp_metrics_close(&m);  // drops the unfinished event
-    vp_metrics_close(&m);
+    CHECK_STATUS(vp_metrics_log_int(&m, "x", 1), VP_ERR_STATE, "outside an event");
+    CHECK_STATUS(vp_metrics_log_end(&m), VP_ERR_STATE, "no event is open");
+    CHECK_OK(vp_metrics_log_begin(&m, "train"));
+    CHECK_STATUS(vp_metrics_log_begin(&m, "train"), VP_ERR_STATE, "already open");
+    CHECK_OK(vp_metrics_log_num(&m, "loss", 1.0));
+    CHECK_STATUS(vp_metrics_log_num(&m, "loss", 2.0), VP_ERR_INVALID_ARG, "'loss' given twice");
+    CHECK_STATUS(vp_metrics_log_int(&m, "big", ((int64_t)1 << 53) + 1), VP_ERR_INVALID_ARG, "not exact in JSON");
+    vp_metrics_log_close(&m);  // drops the unfinished event
+    vp_metrics_log_close(&m);
     CHECK(m.lines == 3, "lines %lld", (long long)m.lines);
     // every line parses back with the values written
     char text[4096];
