@@ -50,6 +50,10 @@ void vp_atomic_file_abort(vp_atomic_file* a);
 /* Writes data[n] to `path` atomically. */
 vp_status vp_file_write_atomic(const char* path, const void* data, size_t n);
 
+/* Writes `cfg` as YAML (vp_config_to_yaml) to `path` atomically; the io layer's side of
+ * the configuration, so config itself never writes files. */
+vp_status vp_config_write_yaml(const vp_config* cfg, const char* path);
+
 /* ---- metrics.jsonl --------------------------------------------------------------------------- */
 
 /* A JSON-lines writer: begin an event, add fields, end writes the line and flushes it. */
