@@ -7,7 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "learn/train_report.h"
-#include "vulpes/vulpes.h"
+#include "vulpes/version.h"
 
 vp_status vp_train_log_run(vp_metrics_log* m, const vp_trainer* t, int resumed) {
     const vp_train_data* d = t->data;
