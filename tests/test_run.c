@@ -14,21 +14,12 @@
 
 static char g_root[] = "/tmp/vp_test_run_XXXXXX";
 
-/* Whether `path` exists. */
-static int exists(const char* path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-/* Reads a whole file into a static buffer ("" when absent). */
+/* A whole file (its first 64 KiB) in a static buffer ("" when absent). */
 static const char* slurp(const char* path) {
     static char buf[1 << 16];
-    buf[0] = '\0';
-    FILE* f = fopen(path, "rb");
-    if (!f) return buf;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    char* text = vpt_slurp(path, NULL);
+    snprintf(buf, sizeof buf, "%s", text ? text : "");
+    free(text);
     return buf;
 }
 
@@ -60,7 +51,7 @@ static void test_atomic_write(void) {
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CHECK_OK(vp_file_write_atomic(path, "{\"a\": 1}\n", 9));
     CHECK(strcmp(slurp(path), "{\"a\": 1}\n") == 0, "content '%s'", slurp(path));
-    CHECK(!exists(tmp) && count_tmp(g_root) == 0, "a temporary file was left");
+    CHECK(!vpt_exists(tmp, NULL) && count_tmp(g_root) == 0, "a temporary file was left");
     // replacing the file: the new content, still no temporary file
     CHECK_OK(vp_file_write_atomic(path, "{\"a\": 2, \"b\": 3}\n", 17));
     CHECK(strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0, "content '%s'", slurp(path));
@@ -70,9 +61,10 @@ static void test_atomic_write(void) {
     CHECK_OK(vp_atomic_file_open(&a, path));
     fputs("{\"half", a.f);
     fflush(a.f);
-    CHECK(exists(tmp) && strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0, "old content stays until commit");
+    CHECK(vpt_exists(tmp, NULL) && strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0,
+          "old content stays until commit");
     vp_atomic_file_abort(&a);
-    CHECK(!exists(tmp) && strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0, "abort keeps the old file");
+    CHECK(!vpt_exists(tmp, NULL) && strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0, "abort keeps the old file");
     // streamed writes through the FILE*, then commit
     CHECK_OK(vp_atomic_file_open(&a, path));
     for (int i = 0; i < 1000; ++i) fprintf(a.f, "%d\n", i);
@@ -80,7 +72,7 @@ static void test_atomic_write(void) {
     CHECK(strncmp(slurp(path), "0\n1\n2\n", 6) == 0 && strlen(slurp(path)) == 3890, "streamed %zu bytes",
           strlen(slurp(path)));
     vp_atomic_file_abort(&a);  // after a commit: a no-op
-    CHECK(exists(path) && count_tmp(g_root) == 0, "abort after commit removed something");
+    CHECK(vpt_exists(path, NULL) && count_tmp(g_root) == 0, "abort after commit removed something");
     CHECK_STATUS(vp_atomic_file_commit(&a), VP_ERR_STATE, "not open");
     // an unwritable place fails naming the path
     CHECK_STATUS(vp_file_write_atomic("/nonexistent/dir/x.json", "x", 1), VP_ERR_IO, "/nonexistent/dir/x.json");
@@ -121,7 +113,7 @@ static void test_run_folder(void) {
     cfg.learn.batch = 64;
     CHECK_OK(vp_run_open(&r, dir, VP_RUN_FORCE, &cfg));
     vp_run_close(&r);
-    CHECK(!exists(stale) && strcmp(slurp(notes), "keep me") == 0, "force removed the wrong files");
+    CHECK(!vpt_exists(stale, NULL) && strcmp(slurp(notes), "keep me") == 0, "force removed the wrong files");
     CHECK(strcmp(slurp(path), "") == 0, "force left old metrics");
     snprintf(path, sizeof path, "%s/config.yaml", dir);
     CHECK_OK(vp_config_load_file(&back, path));
