@@ -1,8 +1,8 @@
 /* `vulpes bench env`: environment steps per second with random actions.
  *
- * A random-walk market of 1M bars (100k with --quick), prices on a 0.25 tick grid; a ring of 16 random action sets
- * drawn on the backend before timing (no host copy in the timed loop); every env steps
- * once per batch step. Validation first: on CUDA, 20 steps against the CPU backend bit for
+ * A random-walk market of 1M bars (100k with --quick), prices on a 0.25 tick grid; a ring
+ * of 16 random action sets drawn on the backend before timing (no host copy in the timed
+ * loop); every env steps once per batch step. Validation first: on CUDA, 20 steps against the CPU backend bit for
  * bit; on the CPU, output ranges. Timed after a warm-up: direct launches and, on CUDA, the
  * ring of 16 steps captured as one graph. Reports env steps/s, the bytes one env step moves
  * (vp_env_bytes_per_step), the achieved GB/s and its fraction of the backend's measured
