@@ -57,12 +57,10 @@ typedef struct vp_env_config {
     uint64_t seed;           /* seeds the per-env Philox streams of episode starts */
 } vp_env_config;
 
-/* The default instrument: the config table's instrument.* defaults (tick 0.01, 1 a point,
- * 0.005 a contract, 1 tick slip, 100 contracts, 100k). */
+/* The default instrument: the config table's instrument.* defaults (vulpes/config.h). */
 vp_instrument vp_instrument_default(void);
 
-/* The default settings: the config table's env.* defaults and run.seed (1024-bar episodes,
- * ruin at 50 %, reward scale 100, no penalties, seed 1). */
+/* The default settings: the config table's env.* defaults and run.seed (vulpes/config.h). */
 vp_env_config vp_env_config_default(void);
 
 /* ---- market: the bars an environment trades, in the backend's memory ------------------ */
