@@ -12,15 +12,39 @@
  * on the CPU the run must complete with finite equity. Timed after a warm-up run, with the
  * backend synchronised around each phase; TF32 GEMMs on CUDA as in training. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "../tests/test_backtest_util.h"
 #include "bench.h"
 #include "vulpes/backtest.h"
+#include "vulpes/dataset.h"
 #include "vulpes/ops.h"
+#include "vulpes/synth.h"
 
 /* Factor on the advantage stream's last layer (see above). */
 #define SHARPEN 20.0f
+
+/* The market: a mean-reverting synthetic path of n hourly bars (seed 7, sigma 0.004) with
+ * its features over a 64-bar window and ATR, made as a training run makes them; 0 on failure. */
+static int market_make(vp_train_data* d, int64_t n) {
+    vp_synth_cfg sc = vp_synth_cfg_default(VP_SYNTH_OU);
+    sc.seed = 7;
+    sc.sigma = 0.004;
+    vp_config cfg;
+    vp_config_defaults(&cfg);
+    cfg.features.window = 64;
+    vp_bars bars;
+    memset(d, 0, sizeof *d);
+    if (vp_synth_generate(&sc, n, &bars, NULL) != VP_OK) return 0;
+    return vp_train_data_from_bars(d, &cfg, &bars) == VP_OK;
+}
+
+/* The instrument of the market (price near 100): tick 0.01, 10 a point, 0.5 a contract,
+ * 1 tick of slippage, 4 contracts, 100k. */
+static vp_instrument market_instrument(void) {
+    vp_instrument in = {0.01, 10.0, 0.5, 1.0, 4, 100000.0};
+    return in;
+}
 
 /* A network on backend b whose parameters equal `ref`'s host copy (or are made and
  * sharpened here when ref is NULL). */
@@ -45,10 +69,10 @@ static int model_make(vp_backend* b, int F, const float* ref, vp_model* m, float
 }
 
 /* Runs one backtest of [a, a + n) in `windows` windows; 0 on failure (printed). */
-static int run(vp_backend* b, const vp_model* m, const vpt_market* mk, const vp_tensor* feat, int64_t a, int64_t n,
+static int run(vp_backend* b, const vp_model* m, const vp_train_data* mk, const vp_tensor* feat, int64_t a, int64_t n,
                int64_t windows, int fused, vp_rollout_result* r) {
     vp_rollout_cfg c = vp_rollout_cfg_default();
-    c.instrument = vpt_instrument();
+    c.instrument = market_instrument();
     c.episode_bars = 1024;
     c.n_windows = windows;
     c.fused = fused;
@@ -69,7 +93,7 @@ static int64_t agree(const vp_rollout_result* x, const vp_rollout_result* y) {
 }
 
 /* Validation: CUDA paths against the CPU backend, or a CPU run's sanity; 0 on failure. */
-static int validate(vp_backend* b, const vp_model* m, const vpt_market* mk, const vp_tensor* feat, const float* ref,
+static int validate(vp_backend* b, const vp_model* m, const vp_train_data* mk, const vp_tensor* feat, const float* ref,
                     int64_t n) {
     const int64_t a = mk->bars.n - n;
     if (vp_backend_get_kind(b) == VP_BACKEND_CPU) {
@@ -82,13 +106,14 @@ static int validate(vp_backend* b, const vp_model* m, const vpt_market* mk, cons
     vp_backend* cpu = NULL;
     vp_model cm;
     memset(&cm, 0, sizeof cm);
-    int ok = vp_backend_cpu_init(&cpu) == VP_OK && model_make(cpu, mk->F, ref, &cm, NULL);
+    int ok = vp_backend_cpu_init(&cpu) == VP_OK && model_make(cpu, mk->n_features, ref, &cm, NULL);
     vp_model* gm = (vp_model*)m;
+    const vp_tensor host = vp_tensor_2d(mk->features, VP_F32, VP_MEM_HOST, mk->bars.n, mk->n_features);
     const vp_precision keep = gm->precision;
     gm->precision = VP_PREC_FP32;
     for (int windows = 1; ok && windows <= 8; windows *= 8) {
         vp_rollout_result want, got;
-        ok = run(cpu, &cm, mk, &mk->features, a, n, windows, 0, &want);
+        ok = run(cpu, &cm, mk, &host, a, n, windows, 0, &want);
         for (int fused = 1; ok && fused >= 0; --fused) {
             ok = run(b, gm, mk, feat, a, n, windows, fused, &got);
             int64_t k = ok ? agree(&want, &got) : 0;
@@ -110,7 +135,7 @@ static int validate(vp_backend* b, const vp_model* m, const vpt_market* mk, cons
 }
 
 /* Times one configuration after a warm-up and prints its row and JSON line; 0 on failure. */
-static int timed(vp_backend* b, const vp_model* m, const vpt_market* mk, const vp_tensor* feat, int64_t n,
+static int timed(vp_backend* b, const vp_model* m, const vp_train_data* mk, const vp_tensor* feat, int64_t n,
                  int64_t windows, int fused, FILE* js) {
     vp_rollout_result r;
     if (!run(b, m, mk, feat, mk->bars.n - 2048, 2048, windows < 64 ? windows : 64, fused, &r)) return 0;
@@ -137,26 +162,26 @@ int vp_bench_backtest(vp_backend* b, const vp_bench_opts* o) {
     const int64_t T = cuda ? (o->quick ? 100000 : 1000000) : (o->quick ? 5000 : 20000);
     const int64_t ops_bars = cuda ? (o->quick ? 5000 : 50000) : T, val_bars = o->quick ? 1000 : 3000;
     const int64_t seg_windows = cuda ? 1024 : 64;
-    vpt_market mk;
+    vp_train_data mk;
     vp_model m;
     memset(&m, 0, sizeof m);
     float* ref = NULL;
     vp_buffer fbuf;
     memset(&fbuf, 0, sizeof fbuf);
-    if (!vpt_market_make(&mk, T + 512, 7)) {
+    if (!market_make(&mk, T + 512)) {
         fprintf(stderr, "vulpes bench backtest: market of %lld bars: %s\n", (long long)T, vp_last_error());
         return 1;
     }
     // the features where the backend reads them; the network
-    vp_tensor feat = mk.features;
+    vp_tensor feat = vp_tensor_2d(mk.features, VP_F32, VP_MEM_HOST, mk.bars.n, mk.n_features);
     int ok = 1;
     if (cuda) {
-        const size_t bytes = sizeof(float) * (size_t)(mk.bars.n * mk.F);
+        const size_t bytes = sizeof(float) * (size_t)(mk.bars.n * mk.n_features);
         ok = vp_buffer_alloc(b, VP_MEM_DEVICE, bytes, &fbuf) == VP_OK;
-        feat = vp_tensor_2d(fbuf.dev, VP_F32, VP_MEM_DEVICE, mk.bars.n, mk.F);
-        ok = ok && vp_upload(b, &feat, mk.feat, bytes) == VP_OK;
+        feat = vp_tensor_2d(fbuf.dev, VP_F32, VP_MEM_DEVICE, mk.bars.n, mk.n_features);
+        ok = ok && vp_upload(b, &feat, mk.features, bytes) == VP_OK;
     }
-    ok = ok && model_make(b, mk.F, NULL, &m, &ref);
+    ok = ok && model_make(b, mk.n_features, NULL, &m, &ref);
     if (ok) m.precision = VP_PREC_TF32;
     printf("backtest on %s: default network (H %d, K %d, Z %d), %lld bars\n", vp_backend_name(b), m.cfg.hidden,
            m.cfg.window, m.cfg.n_atoms, (long long)T);
@@ -174,6 +199,6 @@ int vp_bench_backtest(vp_backend* b, const vp_bench_opts* o) {
     vp_model_free(&m);
     if (fbuf.dev) vp_buffer_free(b, &fbuf);
     free(ref);
-    vpt_market_free(&mk);
+    vp_train_data_free(&mk);
     return ok ? 0 : 1;
 }

@@ -1,20 +1,59 @@
 /* `vulpes bench env`: environment steps per second with random actions.
  *
- * A random-walk market of 1M bars (100k with --quick); a ring of 16 random action sets
- * drawn on the backend before timing (no host copy in the timed loop); every env steps
- * once per batch step. Validation first: on CUDA, 20 steps against the CPU backend bit for
+ * A random-walk market of 1M bars (100k with --quick), prices on a 0.25 tick grid; a ring
+ * of 16 random action sets drawn on the backend before timing (no host copy in the timed
+ * loop); every env steps once per batch step. Validation first: on CUDA, 20 steps against the CPU backend bit for
  * bit; on the CPU, output ranges. Timed after a warm-up: direct launches and, on CUDA, the
  * ring of 16 steps captured as one graph. Reports env steps/s, the bytes one env step moves
  * (vp_env_bytes_per_step), the achieved GB/s and its fraction of the backend's measured
  * copy bandwidth (vp_copy of a large buffer). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "../tests/test_env_util.h"
 #include "bench.h"
 #include "vulpes/env.h"
+#include "vulpes/synth.h"
 
 #define RING 16
+#define TICK 0.25
+
+/* A random walk of n hourly bars from 4000 (GBM, sigma 0.003, seed 1) with every price on the
+ * TICK grid (open and close rounded, high up, low down: low <= open, close <= high stays),
+ * and its ATR(14); on the grid the CPU and CUDA steps compute the same bits. 0 on failure. */
+static int market_make(int64_t n, vp_bars* bars, double** atr) {
+    vp_synth_cfg sc = vp_synth_cfg_default(VP_SYNTH_GBM);
+    sc.price0 = 4000.0;
+    sc.sigma = 0.003;
+    *atr = NULL;
+    if (vp_synth_generate(&sc, n, bars, NULL) != VP_OK) return 0;
+    for (int64_t i = 0; i < n; ++i) {
+        bars->open[i] = fmax(TICK, TICK * nearbyint(bars->open[i] / TICK));
+        bars->close[i] = fmax(TICK, TICK * nearbyint(bars->close[i] / TICK));
+        bars->high[i] = fmax(TICK, TICK * ceil(bars->high[i] / TICK));
+        bars->low[i] = fmax(TICK, TICK * floor(bars->low[i] / TICK));
+    }
+    *atr = (double*)malloc(sizeof(double) * (size_t)n);
+    return *atr && vp_atr(bars, 14, *atr) == VP_OK;
+}
+
+/* Host arrays for the state of n envs (one allocation, *mem), for vp_env_state_get. */
+static vp_env_state state_alloc(int64_t n, void** mem) {
+    vp_env_state h;
+    const size_t n4 = (size_t)n * 4, n8 = (size_t)n * 8;
+    char* p = (char*)calloc(1, 6 * n8 + 6 * n4);
+    *mem = p;
+    memset(&h, 0, sizeof h);
+    if (!p) return h;
+    h.cash = (double*)(void*)p, h.equity = (double*)(void*)(p + n8), h.peak = (double*)(void*)(p + 2 * n8);
+    h.entry = (double*)(void*)(p + 3 * n8), h.take_profit = (double*)(void*)(p + 4 * n8);
+    h.stop_loss = (double*)(void*)(p + 5 * n8);
+    p += 6 * n8;
+    h.t = (int32_t*)(void*)p, h.window_end = (int32_t*)(void*)(p + n4), h.position = (int32_t*)(void*)(p + 2 * n4);
+    h.bars_held = (int32_t*)(void*)(p + 3 * n4), h.episode = (uint32_t*)(void*)(p + 4 * n4);
+    h.last_size = (float*)(void*)(p + 5 * n4);
+    return h;
+}
 
 /* Everything one measured configuration needs, in the backend's memory. */
 typedef struct env_bench {
@@ -27,14 +66,14 @@ typedef struct env_bench {
 } env_bench;
 
 /* Sets up n envs over the bars; prints the error and returns non-zero on failure. */
-static int eb_init(env_bench* x, vp_backend* b, const vpt_bars* bars, int64_t n) {
+static int eb_init(env_bench* x, vp_backend* b, const vp_bars* bars, const double* atr, int64_t n) {
     memset(x, 0, sizeof *x);
     x->b = b;
-    vp_env_market_desc d = {bars->n, bars->o, bars->h, bars->l, bars->c, bars->atr, 64, bars->n - 1, NULL};
-    vp_instrument inst = vp_instrument_default();
-    inst.max_position = 10;
-    vp_env_config cfg = vp_env_config_default();
-    cfg.drawdown_penalty = 0.01, cfg.turnover_penalty = 0.001;
+    vp_env_market_desc d = {bars->n, bars->open, bars->high, bars->low, bars->close, atr, 64, bars->n - 1, NULL};
+    // E-mini-like: $50 a point, $2.5 a contract, 1 tick of slippage, 10 contracts, $100k;
+    // 1000-bar episodes, ruin at 50 %, reward scale 100, small penalties
+    vp_instrument inst = {TICK, 50.0, 2.5, 1.0, 10, 100000.0};
+    vp_env_config cfg = {1000, 0.5, 100.0, 0.01, 0.001, 1};
     size_t act_bytes = (size_t)n * 16, stride = (act_bytes + 255) / 256 * 256, col = ((size_t)n * 4 + 255) / 256 * 256;
     vp_mem mem = vp_backend_native_mem(b);
     vp_status s = vp_env_market_init(&x->m, b, &d);
@@ -76,29 +115,30 @@ static vp_status eb_ring(vp_backend* b, void* ctx) {
 
 /* Validation: 20 steps; on CUDA the state must equal a CPU run bit for bit, on the CPU the
  * outputs must lie in range. Returns non-zero (after printing why) on failure. */
-static int eb_validate(env_bench* x, const vpt_bars* bars) {
+static int eb_validate(env_bench* x, const vp_bars* bars, const double* atr) {
     int64_t n = x->e.n_envs;
-    vpt_state h = vpt_state_alloc(n), hc = vpt_state_alloc(n);
-    int bad = 0;
+    void *hmem = NULL, *hcmem = NULL;
+    vp_env_state h = state_alloc(n, &hmem), hc = state_alloc(n, &hcmem);
+    int bad = !hmem || !hcmem;
     env_bench c;
     vp_backend* cb = NULL;
     int on_cuda = vp_backend_get_kind(x->b) == VP_BACKEND_CUDA;
-    if (on_cuda && (vp_backend_cpu_init(&cb) != VP_OK || eb_init(&c, cb, bars, n) != 0)) bad = 1;
+    if (on_cuda && (vp_backend_cpu_init(&cb) != VP_OK || eb_init(&c, cb, bars, atr, n) != 0)) bad = 1;
     for (int k = 0; !bad && k < 20; ++k) {
         bad |= eb_step(x, k) != VP_OK;
         if (on_cuda) bad |= eb_step(&c, k) != VP_OK;
     }
-    bad |= vp_env_state_get(&x->e, &h.s) != VP_OK;
+    if (!bad) bad = vp_env_state_get(&x->e, &h) != VP_OK;
     if (!bad && on_cuda) {
-        bad |= vp_env_state_get(&c.e, &hc.s) != VP_OK;
-        if (!bad && memcmp(h.mem, hc.mem, vpt_state_bytes(n)) != 0) {
+        bad |= vp_env_state_get(&c.e, &hc) != VP_OK;
+        if (!bad && memcmp(hmem, hcmem, (size_t)n * (6 * 8 + 6 * 4)) != 0) {
             fprintf(stderr, "vulpes bench env: the CUDA state differs from the CPU's after 20 steps\n");
             bad = 1;
         }
     }
     for (int64_t i = 0; !bad && i < n; ++i)
-        if (h.s.t[i] < x->m.begin || h.s.t[i] >= h.s.window_end[i] || !isfinite(h.s.equity[i]) ||
-            h.s.position[i] < -x->e.instrument.max_position || h.s.position[i] > x->e.instrument.max_position) {
+        if (h.t[i] < x->m.begin || h.t[i] >= h.window_end[i] || !isfinite(h.equity[i]) ||
+            h.position[i] < -x->e.instrument.max_position || h.position[i] > x->e.instrument.max_position) {
             fprintf(stderr, "vulpes bench env: env %lld has an invalid state after 20 steps\n", (long long)i);
             bad = 1;
         }
@@ -107,7 +147,7 @@ static int eb_validate(env_bench* x, const vpt_bars* bars) {
         eb_free(&c);
         vp_backend_free(cb);
     }
-    vpt_state_free(&h), vpt_state_free(&hc);
+    free(hmem), free(hcmem);
     return bad;
 }
 
@@ -163,8 +203,13 @@ int vp_bench_env(vp_backend* b, const vp_bench_opts* o) {
     size_t bytes_step = vp_env_bytes_per_step();
     double copy = copy_gbps(b, on_cuda ? ((size_t)1 << 30) : ((size_t)1 << 27));
 
-    vpt_bars bars = vpt_bars_alloc(T);
-    vpt_bars_walk(&bars, 1, 0, 4000.0, 0.003, 0.25);
+    vp_bars bars;
+    double* atr = NULL;
+    if (!market_make(T, &bars, &atr)) {
+        fprintf(stderr, "vulpes bench env: market of %lld bars: %s\n", (long long)T, vp_last_error());
+        free(atr);
+        return 1;
+    }
     FILE* js = vp_bench_json_open(o);
     printf("env step on %s: %lld bars, %d batch steps, %zu bytes per env step, copy bandwidth %.1f GB/s\n",
            vp_backend_name(b), (long long)T, steps, bytes_step, copy);
@@ -173,7 +218,7 @@ int vp_bench_env(vp_backend* b, const vp_bench_opts* o) {
     int rc = 0;
     for (int si = 0; si < n_sizes && rc == 0; ++si) {
         env_bench x;
-        if (eb_init(&x, b, &bars, sizes[si]) != 0 || eb_validate(&x, &bars) != 0) {
+        if (eb_init(&x, b, &bars, atr, sizes[si]) != 0 || eb_validate(&x, &bars, atr) != 0) {
             rc = 1;
             break;
         }
@@ -199,6 +244,7 @@ int vp_bench_env(vp_backend* b, const vp_bench_opts* o) {
         eb_free(&x);
     }
     vp_bench_json_close(js);
-    vpt_bars_free(&bars);
+    vp_bars_free(&bars);
+    free(atr);
     return rc;
 }

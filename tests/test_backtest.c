@@ -45,6 +45,7 @@ static void fixture_init(fixture* f) {
 /* E-mini-like: tick 0.25, $50 a point, $2.5 a contract, 1 tick of slippage, 2 contracts. */
 static vp_rollout_cfg hand_cfg(void) {
     vp_rollout_cfg c = vp_rollout_cfg_default();
+    c.instrument = vpt_instrument_emini();
     c.instrument.max_position = 2;
     c.episode_bars = 16;
     c.forced_actions = &ACTS[0][0];

@@ -13,17 +13,11 @@
 
 enum { NBARS = 900, FROM = 400, TO = 760 };
 
-/* A config for the synthetic market and a tiny network. */
+/* A config for the synthetic market and a tiny network: 64-bar feature windows and episodes. */
 static void tiny_config(vp_config* c, const char* data) {
-    vp_config_defaults(c);
-    snprintf(c->data.path, sizeof c->data.path, "%s", data);
+    vpt_tiny_config(c, data);
     c->features.window = 64;
-    c->instrument.tick_size = 0.01, c->instrument.multiplier = 10.0, c->instrument.commission = 0.5;
-    c->instrument.max_position = 4.0;
     c->env.episode_bars = 64;
-    c->model.window = 4, c->model.hidden = 16, c->model.mamba_head_dim = 8, c->model.mamba_state = 4;
-    c->model.head_hidden = 16, c->model.n_atoms = 11, c->model.iqn_cos = 8;
-    c->run.backend = VP_RUN_BACKEND_CPU;
 }
 
 /* Writes a checkpoint of a freshly initialised tiny network with `cfg` in its metadata. */
@@ -45,8 +39,8 @@ static int write_checkpoint(vp_backend* b, const vp_config* cfg, const char* pat
     return ok;
 }
 
-/* Whether two files have the same bytes; with cut, up to the first occurrence of cut. */
-static int same_file(const char* a, const char* b, const char* cut) {
+/* Whether two text files have the same bytes, over 100 of them; with cut, up to the first occurrence of cut. */
+static int same_text(const char* a, const char* b, const char* cut) {
     char *x = vpt_slurp(a, NULL), *y = vpt_slurp(b, NULL);
     int same = 0;
     if (x && y) {
@@ -107,12 +101,12 @@ static void test_job(void) {
         for (int k = 1; k < 3; ++k) {
             snprintf(path[0], sizeof path[0], "%s/%s", out[0], files[f]);
             snprintf(path[1], sizeof path[1], "%s/%s", out[k], files[f]);
-            CHECK(same_file(path[0], path[1], NULL), "%s of run %d differs", files[f], k);
+            CHECK(same_text(path[0], path[1], NULL), "%s of run %d differs", files[f], k);
         }
     // summary.json: the same up to the data file's name
     snprintf(path[0], sizeof path[0], "%s/summary.json", out[0]);
     snprintf(path[1], sizeof path[1], "%s/summary.json", out[1]);
-    CHECK(same_file(path[0], path[1], "\"backtest\""), "summary.json differs");
+    CHECK(same_text(path[0], path[1], "\"backtest\""), "summary.json differs");
     // an existing folder is refused without force, reused with it
     vp_backtest_job again = {ck, csv_a, "400", "760", out[0], 0, 1, 1};
     vp_rollout_result r4;

@@ -1,11 +1,13 @@
 /* Helpers shared by the backtest and walk-forward tests: a synthetic market with its
- * features and ATR on the CPU backend, a tiny network, result comparisons. */
+ * features and ATR on the CPU backend, result comparisons (the tiny network and the
+ * instrument are test_util.h's). */
 #ifndef VP_TEST_BACKTEST_UTIL_H
 #define VP_TEST_BACKTEST_UTIL_H
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "vulpes/backtest.h"
 #include "vulpes/features.h"
 #include "vulpes/synth.h"
@@ -45,26 +47,6 @@ static inline void vpt_market_free(vpt_market* m) {
     free(m->atr);
     free(m->feat);
     memset(m, 0, sizeof *m);
-}
-
-/* A tiny network: H 16, two Mamba2 heads of 8, a window of 4 bars, 11 atoms. */
-static inline vp_model_cfg vpt_tiny_model(int F) {
-    vp_model_cfg c = vp_model_cfg_default();
-    c.n_features = F;
-    c.window = 4;
-    c.hidden = 16;
-    c.mamba_head_dim = 8;
-    c.mamba_state = 4;
-    c.head_hidden = 16;
-    c.n_atoms = 11;
-    c.iqn_cos = 8;
-    return c;
-}
-
-/* The instrument of the synthetic market (price near 100): tick 0.01, 10 a point, 4 contracts. */
-static inline vp_instrument vpt_instrument(void) {
-    vp_instrument in = {0.01, 10.0, 0.5, 1.0, 4, 100000.0};
-    return in;
 }
 
 /* Whether two results hold the same bits: points, curves, trades and the summary. */

@@ -139,7 +139,7 @@ static void test_collector_step(void) {
     vp_env_market_desc md = {T, d.bars.open, d.bars.high, d.bars.low, d.bars.close, d.atr, d.split.train.begin,
                              d.split.train.end, &feats};
     vp_model_cfg mc = env_model_cfg(d.n_features);
-    vp_instrument inst = vp_instrument_default();
+    vp_instrument inst = vpt_instrument_emini();
     inst.tick_size = 0.01, inst.multiplier = 10, inst.max_position = 3;
     vp_env_config ec = vp_env_config_default();
     ec.episode_bars = 5; /* episodes end inside the test: resets and n-step flushes happen */

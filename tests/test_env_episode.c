@@ -28,7 +28,7 @@ static int run_init(run* r, int64_t T, uint64_t wseed, int64_t begin, int64_t en
     r->done = (float*)calloc((size_t)n, sizeof(float));
     r->pf = (float*)calloc((size_t)n * 8, sizeof(float));
     vp_env_market_desc d = {T, r->bars.o, r->bars.h, r->bars.l, r->bars.c, r->bars.atr, begin, end, NULL};
-    vp_instrument inst = vp_instrument_default();
+    vp_instrument inst = vpt_instrument_emini();
     inst.max_position = 5;
     if (vp_env_market_init(&r->m, r->b, &d) != VP_OK || vp_env_init(&r->e, r->b, &r->m, &inst, &cfg, n) != VP_OK) {
         CHECK(0, "set-up: %s", vp_last_error());
@@ -262,7 +262,7 @@ static void test_argument_errors(void) {
     vp_env_market m2;
     vp_env_market_desc d = {200, r.bars.o, r.bars.h, r.bars.l, r.bars.c, r.bars.atr, 100, 150, NULL};
     CHECK_OK(vp_env_market_init(&m2, r.b, &d));
-    vp_instrument inst = vp_instrument_default();
+    vp_instrument inst = vpt_instrument_emini();
     CHECK_STATUS(vp_env_init(&e2, r.b, &m2, &inst, &cfg, 4), VP_ERR_INVALID_ARG, "an episode of 50 bars needs 51");
     vp_env_market_free(&m2);
     double h17 = r.bars.h[17];

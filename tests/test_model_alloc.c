@@ -8,12 +8,6 @@
 #include "model/model_internal.h"
 #include "vp_test.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void test_default_forward_no_alloc(void) {
     const int64_t B = 8192, T = 20011;
     const int NT = 64;
@@ -43,9 +37,9 @@ static void test_default_forward_no_alloc(void) {
     // the forward: no allocation, copy or sync
     vp_runtime_counters before, after;
     vp_backend_counters(be, &before);
-    double t0 = now_s();
+    double t0 = vp_clock_s();
     CHECK_OK(vp_model_forward(&m, &m.params, a, &ft, &bt, &pt, &tt, B));
-    double t1 = now_s();
+    double t1 = vp_clock_s();
     vp_backend_counters(be, &after);
     CHECK(after.allocs == before.allocs && after.copies == before.copies && after.syncs == before.syncs,
           "forward: %lld allocs, %lld copies, %lld syncs", (long long)(after.allocs - before.allocs),

@@ -14,21 +14,12 @@
 
 static char g_root[] = "/tmp/vp_test_run_XXXXXX";
 
-/* Whether `path` exists. */
-static int exists(const char* path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-/* Reads a whole file into a static buffer ("" when absent). */
+/* A whole file (its first 64 KiB) in a static buffer ("" when absent). */
 static const char* slurp(const char* path) {
     static char buf[1 << 16];
-    buf[0] = '\0';
-    FILE* f = fopen(path, "rb");
-    if (!f) return buf;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
+    char* text = vpt_slurp(path, NULL);
+    snprintf(buf, sizeof buf, "%s", text ? text : "");
+    free(text);
     return buf;
 }
 
@@ -60,7 +51,7 @@ static void test_atomic_write(void) {
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CHECK_OK(vp_file_write_atomic(path, "{\"a\": 1}\n", 9));
     CHECK(strcmp(slurp(path), "{\"a\": 1}\n") == 0, "content '%s'", slurp(path));
-    CHECK(!exists(tmp) && count_tmp(g_root) == 0, "a temporary file was left");
+    CHECK(!vpt_exists(tmp, NULL) && count_tmp(g_root) == 0, "a temporary file was left");
     // replacing the file: the new content, still no temporary file
     CHECK_OK(vp_file_write_atomic(path, "{\"a\": 2, \"b\": 3}\n", 17));
     CHECK(strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0, "content '%s'", slurp(path));
@@ -70,9 +61,10 @@ static void test_atomic_write(void) {
     CHECK_OK(vp_atomic_file_open(&a, path));
     fputs("{\"half", a.f);
     fflush(a.f);
-    CHECK(exists(tmp) && strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0, "old content stays until commit");
+    CHECK(vpt_exists(tmp, NULL) && strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0,
+          "old content stays until commit");
     vp_atomic_file_abort(&a);
-    CHECK(!exists(tmp) && strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0, "abort keeps the old file");
+    CHECK(!vpt_exists(tmp, NULL) && strcmp(slurp(path), "{\"a\": 2, \"b\": 3}\n") == 0, "abort keeps the old file");
     // streamed writes through the FILE*, then commit
     CHECK_OK(vp_atomic_file_open(&a, path));
     for (int i = 0; i < 1000; ++i) fprintf(a.f, "%d\n", i);
@@ -80,7 +72,7 @@ static void test_atomic_write(void) {
     CHECK(strncmp(slurp(path), "0\n1\n2\n", 6) == 0 && strlen(slurp(path)) == 3890, "streamed %zu bytes",
           strlen(slurp(path)));
     vp_atomic_file_abort(&a);  // after a commit: a no-op
-    CHECK(exists(path) && count_tmp(g_root) == 0, "abort after commit removed something");
+    CHECK(vpt_exists(path, NULL) && count_tmp(g_root) == 0, "abort after commit removed something");
     CHECK_STATUS(vp_atomic_file_commit(&a), VP_ERR_STATE, "not open");
     // an unwritable place fails naming the path
     CHECK_STATUS(vp_file_write_atomic("/nonexistent/dir/x.json", "x", 1), VP_ERR_IO, "/nonexistent/dir/x.json");
@@ -101,9 +93,9 @@ static void test_run_folder(void) {
     vp_config_defaults(&back);
     CHECK_OK(vp_config_load_file(&back, path));
     CHECK(vp_config_diff(&cfg, &back) == NULL, "config.yaml does not load back to the run's config");
-    CHECK_OK(vp_metrics_begin(&r.metrics, "train"));
-    CHECK_OK(vp_metrics_int(&r.metrics, "iteration", 1));
-    CHECK_OK(vp_metrics_end(&r.metrics));
+    CHECK_OK(vp_metrics_log_begin(&r.metrics, "train"));
+    CHECK_OK(vp_metrics_log_int(&r.metrics, "iteration", 1));
+    CHECK_OK(vp_metrics_log_end(&r.metrics));
     vp_run_close(&r);
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     CHECK(strcmp(slurp(path), "{\"event\":\"train\",\"iteration\":1}\n") == 0, "metrics '%s'", slurp(path));
@@ -121,7 +113,7 @@ static void test_run_folder(void) {
     cfg.learn.batch = 64;
     CHECK_OK(vp_run_open(&r, dir, VP_RUN_FORCE, &cfg));
     vp_run_close(&r);
-    CHECK(!exists(stale) && strcmp(slurp(notes), "keep me") == 0, "force removed the wrong files");
+    CHECK(!vpt_exists(stale, NULL) && strcmp(slurp(notes), "keep me") == 0, "force removed the wrong files");
     CHECK(strcmp(slurp(path), "") == 0, "force left old metrics");
     snprintf(path, sizeof path, "%s/config.yaml", dir);
     CHECK_OK(vp_config_load_file(&back, path));
@@ -129,12 +121,12 @@ static void test_run_folder(void) {
     CHECK(count_tmp(dir) == 0, "temporary files left in the run folder");
     // resume appends to the metrics and needs config.yaml
     CHECK_OK(vp_run_open(&r, dir, VP_RUN_RESUME, NULL));
-    CHECK_OK(vp_metrics_begin(&r.metrics, "train"));
-    CHECK_OK(vp_metrics_end(&r.metrics));
+    CHECK_OK(vp_metrics_log_begin(&r.metrics, "train"));
+    CHECK_OK(vp_metrics_log_end(&r.metrics));
     vp_run_close(&r);
     CHECK_OK(vp_run_open(&r, dir, VP_RUN_RESUME, NULL));
-    CHECK_OK(vp_metrics_begin(&r.metrics, "eval"));
-    CHECK_OK(vp_metrics_end(&r.metrics));
+    CHECK_OK(vp_metrics_log_begin(&r.metrics, "eval"));
+    CHECK_OK(vp_metrics_log_end(&r.metrics));
     vp_run_close(&r);
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     CHECK(strcmp(slurp(path), "{\"event\":\"train\"}\n{\"event\":\"eval\"}\n") == 0, "resumed metrics '%s'", slurp(path));
@@ -176,31 +168,31 @@ static void test_run_names(void) {
 static void test_metrics_lines(void) {
     char path[256];
     snprintf(path, sizeof path, "%s/metrics.jsonl", g_root);
-    vp_metrics m;
-    CHECK_OK(vp_metrics_open(&m, path, 0));
+    vp_metrics_log m;
+    CHECK_OK(vp_metrics_log_open(&m, path, 0));
     // three events; the line is on disk as soon as it ends
     for (int i = 0; i < 3; ++i) {
-        CHECK_OK(vp_metrics_begin(&m, i == 2 ? "eval" : "train"));
-        CHECK_OK(vp_metrics_int(&m, "iteration", 100 * (i + 1)));
-        CHECK_OK(vp_metrics_int(&m, "env_steps", (int64_t)4096 * 1000000 * (i + 1)));
-        CHECK_OK(vp_metrics_num(&m, "loss", 0.1 / (i + 1)));
-        CHECK_OK(vp_metrics_num(&m, "val_sharpe", i == 1 ? NAN : 1.25));
-        CHECK_OK(vp_metrics_str(&m, "note", "a \"quoted\"\nline"));
-        CHECK_OK(vp_metrics_end(&m));
+        CHECK_OK(vp_metrics_log_begin(&m, i == 2 ? "eval" : "train"));
+        CHECK_OK(vp_metrics_log_int(&m, "iteration", 100 * (i + 1)));
+        CHECK_OK(vp_metrics_log_int(&m, "env_steps", (int64_t)4096 * 1000000 * (i + 1)));
+        CHECK_OK(vp_metrics_log_num(&m, "loss", 0.1 / (i + 1)));
+        CHECK_OK(vp_metrics_log_num(&m, "val_sharpe", i == 1 ? NAN : 1.25));
+        CHECK_OK(vp_metrics_log_str(&m, "note", "a \"quoted\"\nline"));
+        CHECK_OK(vp_metrics_log_end(&m));
         int lines = 0;
         for (const char* p = slurp(path); *p; ++p) lines += *p == '\n';
         CHECK(lines == i + 1, "after event %d the file has %d lines", i, lines);
     }
     // misuse is refused
-    CHECK_STATUS(vp_metrics_int(&m, "x", 1), VP_ERR_STATE, "outside an event");
-    CHECK_STATUS(vp_metrics_end(&m), VP_ERR_STATE, "no event is open");
-    CHECK_OK(vp_metrics_begin(&m, "train"));
-    CHECK_STATUS(vp_metrics_begin(&m, "train"), VP_ERR_STATE, "already open");
-    CHECK_OK(vp_metrics_num(&m, "loss", 1.0));
-    CHECK_STATUS(vp_metrics_num(&m, "loss", 2.0), VP_ERR_INVALID_ARG, "'loss' given twice");
-    CHECK_STATUS(vp_metrics_int(&m, "big", ((int64_t)1 << 53) + 1), VP_ERR_INVALID_ARG, "not exact in JSON");
-    vp_metrics_close(&m);  // drops the unfinished event
-    vp_metrics_close(&m);
+    CHECK_STATUS(vp_metrics_log_int(&m, "x", 1), VP_ERR_STATE, "outside an event");
+    CHECK_STATUS(vp_metrics_log_end(&m), VP_ERR_STATE, "no event is open");
+    CHECK_OK(vp_metrics_log_begin(&m, "train"));
+    CHECK_STATUS(vp_metrics_log_begin(&m, "train"), VP_ERR_STATE, "already open");
+    CHECK_OK(vp_metrics_log_num(&m, "loss", 1.0));
+    CHECK_STATUS(vp_metrics_log_num(&m, "loss", 2.0), VP_ERR_INVALID_ARG, "'loss' given twice");
+    CHECK_STATUS(vp_metrics_log_int(&m, "big", ((int64_t)1 << 53) + 1), VP_ERR_INVALID_ARG, "not exact in JSON");
+    vp_metrics_log_close(&m);  // drops the unfinished event
+    vp_metrics_log_close(&m);
     CHECK(m.lines == 3, "lines %lld", (long long)m.lines);
     // every line parses back with the values written
     char text[4096];

@@ -22,16 +22,6 @@ static vp_status run(const char* dir, vp_run_mode mode, int64_t stop_after, int 
     return s;
 }
 
-/* Whether dir1/name and dir2/name hold the same bytes. */
-static int same_file(const char* d1, const char* d2, const char* name) {
-    size_t n1 = 0, n2 = 0;
-    char* a = vpt_read_file(d1, name, &n1);
-    char* b = vpt_read_file(d2, name, &n2);
-    int same = a && b && n1 == n2 && n1 > 0 && memcmp(a, b, n1) == 0;
-    free(a), free(b);
-    return same;
-}
-
 /* Appends text to dir/metrics.jsonl. */
 static void append_metrics(const char* dir, const char* text) {
     char p[1200];
@@ -73,8 +63,10 @@ static void test_resume_is_bit_identical(void) {
     char* ck = vpt_metrics_lines(d2, "checkpoint|run");
     CHECK(ck && strstr(ck, "\"reason\":\"interrupt\"") && strstr(ck, "\"resumed\":1"), "resume events: %s", ck);
     free(ck);
-    CHECK(same_file(d1, d2, "last.safetensors"), "last.safetensors differ between the straight and the resumed run");
-    CHECK(same_file(d1, d2, "best.safetensors"), "best.safetensors differ between the straight and the resumed run");
+    CHECK(vpt_same_file(d1, d2, "last.safetensors"),
+          "last.safetensors differ between the straight and the resumed run");
+    CHECK(vpt_same_file(d1, d2, "best.safetensors"),
+          "best.safetensors differ between the straight and the resumed run");
     CHECK(r1.test.strategy.sharpe == r3.test.strategy.sharpe && r1.best_iteration == r3.best_iteration,
           "test Sharpe %g vs %g, best at %lld vs %lld", r1.test.strategy.sharpe, r3.test.strategy.sharpe,
           (long long)r1.best_iteration, (long long)r3.best_iteration);

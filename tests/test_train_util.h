@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "test_util.h"
 #include "vulpes/config.h"
 #include "vulpes/train.h"
 
@@ -99,25 +100,6 @@ static inline void vpt_rm_run(const char* dir) {
         remove(p);
     }
     rmdir(dir);
-}
-
-/* The whole file at dir/name (NUL-terminated, *len its size); NULL when unreadable. Free it. */
-static inline char* vpt_read_file(const char* dir, const char* name, size_t* len) {
-    char p[1200];
-    if (name) snprintf(p, sizeof p, "%s/%s", dir, name);
-    else snprintf(p, sizeof p, "%s", dir);
-    FILE* f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char* buf = (char*)malloc((size_t)n + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!buf) return NULL;
-    buf[got] = '\0';
-    if (len) *len = got;
-    return buf;
 }
 
 /* The lines of dir/metrics.jsonl whose event is one of `events` (a "|"-separated list, e.g.

@@ -14,44 +14,9 @@ enum { TRAIN = 300, VAL = 100, TEST = 80, EMBARGO = 2, FOLDS = 3 };
 
 /* A tiny, fast training setup on a synthetic mean-reverting market. */
 static void tiny_config(vp_config* c) {
-    vp_config_defaults(c);
-    snprintf(c->data.path, sizeof c->data.path, "synth:ou:bars=1400,seed=5,sigma=0.004");
-    c->features.window = 32;
-    c->instrument.tick_size = 0.01, c->instrument.multiplier = 10.0, c->instrument.commission = 0.5;
-    c->instrument.max_position = 4.0;
+    vpt_tiny_train_config(c, "synth:ou:bars=1400,seed=5,sigma=0.004");
     c->env.n_envs = 4, c->env.episode_bars = 32;
-    c->model.window = 4, c->model.hidden = 16, c->model.mamba_head_dim = 8, c->model.mamba_state = 4;
-    c->model.head_hidden = 16, c->model.n_atoms = 11, c->model.iqn_cos = 8;
-    c->model.iqn_taus = 4, c->model.iqn_target_taus = 4;
-    c->learn.batch = 16;
     c->replay.capacity = 512, c->replay.warmup = 32;
-    c->train.iterations = 4, c->train.eval_every = 2, c->train.log_every = 2, c->train.checkpoint_every = 0;
-    c->run.backend = VP_RUN_BACKEND_CPU;
-}
-
-static vp_wf_cfg fold_cfg(void) {
-    vp_wf_cfg w = vp_wf_cfg_default();
-    w.train_bars = TRAIN, w.val_bars = VAL, w.test_bars = TEST, w.embargo_bars = EMBARGO, w.max_folds = FOLDS;
-    return w;
-}
-
-/* Whether DIR1/file and DIR2/file hold the same non-empty bytes. */
-static int same_file(const char* d1, const char* d2, const char* file) {
-    char p1[512], p2[512];
-    snprintf(p1, sizeof p1, "%s/%s", d1, file);
-    snprintf(p2, sizeof p2, "%s/%s", d2, file);
-    char *a = vpt_slurp(p1, NULL), *b = vpt_slurp(p2, NULL);
-    int same = a && b && a[0] && strcmp(a, b) == 0;
-    free(a);
-    free(b);
-    return same;
-}
-
-static int exists(const char* dir, const char* file) {
-    char p[512];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    return stat(p, &st) == 0;
 }
 
 /* Checks the fold spans, the stitched curve's continuity and the fold rows. */
@@ -93,7 +58,7 @@ static void test_walkforward_and_resume(void) {
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
     tiny_config(&cfg);
-    vp_wf_cfg w = fold_cfg();
+    vp_wf_cfg w = vpt_fold_cfg(TRAIN, VAL, TEST, EMBARGO, FOLDS);
 
     // straight through
     vp_wf_opts oa = {a, VP_RUN_CREATE, NULL, NULL, 0, 1, 1};
@@ -107,14 +72,14 @@ static void test_walkforward_and_resume(void) {
     CHECK(ra.summary.trades.n_trades > 0, "no test trades in any fold");
     static const char* top[6] = {"config.yaml", "walkforward.json", "equity.csv", "trades.csv", "summary.json",
                                  "report.html"};
-    for (int i = 0; i < 6; ++i) CHECK(exists(a, top[i]), "%s missing", top[i]);
+    for (int i = 0; i < 6; ++i) CHECK(vpt_exists(a, top[i]), "%s missing", top[i]);
     static const char* per_fold[6] = {"best.safetensors", "metrics.jsonl", "equity.csv", "trades.csv", "summary.json",
                                       "done.json"};
     char fd[400];
     for (int k = 0; k < FOLDS; ++k)
         for (int i = 0; i < 6; ++i) {
             snprintf(fd, sizeof fd, "%s/folds/fold_%03d", a, k);
-            CHECK(exists(fd, per_fold[i]), "fold %d: %s missing", k, per_fold[i]);
+            CHECK(vpt_exists(fd, per_fold[i]), "fold %d: %s missing", k, per_fold[i]);
         }
 
     // interrupted: one fold, then a stop during the second (left without done.json), then resumed
@@ -129,11 +94,11 @@ static void test_walkforward_and_resume(void) {
     CHECK(rb.interrupted && rb.n_done == 1, "second call: %lld folds", (long long)rb.n_done);
     vp_wf_result_free(&rb);
     snprintf(fd, sizeof fd, "%s/folds/fold_001", b);
-    CHECK(exists(fd, "metrics.jsonl") && !exists(fd, "done.json"), "fold 1 should be started and unfinished");
+    CHECK(vpt_exists(fd, "metrics.jsonl") && !vpt_exists(fd, "done.json"), "fold 1 should be started and unfinished");
     ob.stop = NULL;
     CHECK_OK(vp_walkforward_run(&cfg, be, &w, &ob, &rb));
     check_result(&rb, warm);
-    for (int i = 2; i < 5; ++i) CHECK(same_file(a, b, top[i]), "%s differs after the resume", top[i]);
+    for (int i = 2; i < 5; ++i) CHECK(vpt_same_file(a, b, top[i]), "%s differs after the resume", top[i]);
     // one "fold" event per finished fold, in both folders
     for (int i = 0; i < 2; ++i) {
         char mp[400];
@@ -144,7 +109,7 @@ static void test_walkforward_and_resume(void) {
         CHECK(n == FOLDS, "%s: %d fold events", mp, n);
         free(text);
     }
-    CHECK(same_file(a, b, "folds/fold_001/equity.csv") && same_file(a, b, "folds/fold_002/trades.csv"),
+    CHECK(vpt_same_file(a, b, "folds/fold_001/equity.csv") && vpt_same_file(a, b, "folds/fold_002/trades.csv"),
           "fold files differ after the resume");
     CHECK(memcmp(ra.equity, rb.equity, sizeof(double) * (size_t)ra.n_curve) == 0, "stitched curves differ");
     vp_wf_result_free(&rb);
@@ -172,7 +137,7 @@ static void test_walkforward_and_resume(void) {
     snprintf(fd, sizeof fd, "%s/folds/fold_001/done.json", a);
     char* done = vpt_slurp(fd, NULL);
     CHECK(done && strstr(done, "\"warm_start\":\ttrue"), "fold 1 not warm-started: %s", done ? done : "(none)");
-    CHECK(!exists(a, "folds/fold_002"), "the forced run left an old fold folder");
+    CHECK(!vpt_exists(a, "folds/fold_002"), "the forced run left an old fold folder");
     free(done);
     vp_wf_result_free(&rb);
 

@@ -17,47 +17,15 @@ enum { TRAIN = 211, VAL = 67, TEST = 53, EMBARGO = 1, FOLDS = 5 };
 
 /* A tiny, fast training setup on a synthetic mean-reverting market. */
 static void tiny_config(vp_config* c) {
-    vp_config_defaults(c);
-    snprintf(c->data.path, sizeof c->data.path, "synth:ou:bars=900,seed=7,sigma=0.004");
-    c->features.window = 32;
-    c->instrument.tick_size = 0.01, c->instrument.multiplier = 10.0, c->instrument.commission = 0.5;
+    vpt_tiny_train_config(c, "synth:ou:bars=900,seed=7,sigma=0.004");
     c->instrument.max_position = 3.0;
     c->env.n_envs = 3, c->env.episode_bars = 29;
-    c->model.window = 4, c->model.hidden = 16, c->model.mamba_head_dim = 8, c->model.mamba_state = 4;
-    c->model.head_hidden = 16, c->model.n_atoms = 11, c->model.iqn_cos = 8;
-    c->model.iqn_taus = 4, c->model.iqn_target_taus = 4;
-    c->learn.batch = 16;
     c->replay.capacity = 256, c->replay.warmup = 32;
-    c->train.iterations = 4, c->train.eval_every = 2, c->train.log_every = 2, c->train.checkpoint_every = 0;
-    c->run.backend = VP_RUN_BACKEND_CPU;
-}
-
-static vp_wf_cfg fold_cfg(void) {
-    vp_wf_cfg w = vp_wf_cfg_default();
-    w.train_bars = TRAIN, w.val_bars = VAL, w.test_bars = TEST, w.embargo_bars = EMBARGO, w.max_folds = FOLDS;
-    return w;
-}
-
-/* The whole file at DIR/FILE (caller frees) and its size, or NULL. */
-static char* slurp(const char* dir, const char* file, long* size) {
-    char p[600];
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    return vpt_slurp(p, size);
-}
-
-/* Whether D1/FILE and D2/FILE hold the same non-empty bytes (binary files too). */
-static int same_bytes(const char* d1, const char* d2, const char* file) {
-    long n1 = 0, n2 = 0;
-    char *a = slurp(d1, file, &n1), *b = slurp(d2, file, &n2);
-    int same = a && b && n1 > 0 && n1 == n2 && memcmp(a, b, (size_t)n1) == 0;
-    free(a);
-    free(b);
-    return same;
 }
 
 /* summary.json of D/FILE without "timing", with the folder root replaced by "@", compact. */
 static char* summary_text(const char* d, const char* file, const char* root) {
-    char* text = slurp(d, file, NULL);
+    char* text = vpt_read_file(d, file, NULL);
     cJSON* j = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (!j) return NULL;
@@ -100,14 +68,14 @@ static void check_same(const char* ref, const char* d, const vp_wf_result* rr, c
     for (int k = 0; k < FOLDS; ++k) {
         snprintf(f1, sizeof f1, "%s/folds/fold_%03d", ref, k);
         snprintf(f2, sizeof f2, "%s/folds/fold_%03d", d, k);
-        for (int i = 0; i < 4; ++i) CHECK(same_bytes(f1, f2, files[i]), "%s: fold %d %s differs", d, k, files[i]);
+        for (int i = 0; i < 4; ++i) CHECK(vpt_same_file(f1, f2, files[i]), "%s: fold %d %s differs", d, k, files[i]);
         CHECK(same_summary(f1, ref, f2, d, "summary.json"), "%s: fold %d summary.json differs", d, k);
     }
-    for (int i = 0; i < 2; ++i) CHECK(same_bytes(ref, d, files[i]), "%s: stitched %s differs", d, files[i]);
-    CHECK(same_bytes(ref, d, "walkforward.json"), "%s: walkforward.json differs", d);
+    for (int i = 0; i < 2; ++i) CHECK(vpt_same_file(ref, d, files[i]), "%s: stitched %s differs", d, files[i]);
+    CHECK(vpt_same_file(ref, d, "walkforward.json"), "%s: walkforward.json differs", d);
     CHECK(same_summary(ref, ref, d, d, "summary.json"), "%s: stitched summary.json differs", d);
     // one fold event per fold, in fold order
-    char* m = slurp(d, "metrics.jsonl", NULL);
+    char* m = vpt_read_file(d, "metrics.jsonl", NULL);
     const char* q = m;
     char key[64];
     for (int k = 0; k < FOLDS && q; ++k) {
@@ -126,7 +94,7 @@ static void test_parallel_equals_sequential(void) {
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
     tiny_config(&cfg);
-    vp_wf_cfg w = fold_cfg();
+    vp_wf_cfg w = vpt_fold_cfg(TRAIN, VAL, TEST, EMBARGO, FOLDS);
 
     // one after another: the reference
     snprintf(seq, sizeof seq, "%s/seq", root);
@@ -182,7 +150,7 @@ static void test_parallel_resume(void) {
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
     tiny_config(&cfg);
-    vp_wf_cfg w = fold_cfg();
+    vp_wf_cfg w = vpt_fold_cfg(TRAIN, VAL, TEST, EMBARGO, FOLDS);
     snprintf(seq, sizeof seq, "%s/seq", root);
     snprintf(par, sizeof par, "%s/par", root);
     vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1, 1};
@@ -226,8 +194,8 @@ static void test_parallel_resume(void) {
     CHECK_OK(vp_walkforward_run(&cfg, be, &ww, &ob, &rp));
     CHECK(rs.n_done == 2 && rp.n_done == 2, "warm start: %lld and %lld folds", (long long)rs.n_done,
           (long long)rp.n_done);
-    CHECK(same_bytes(seq, par, "folds/fold_001/trades.csv") && same_bytes(seq, par, "folds/fold_001/done.json") &&
-              same_bytes(seq, par, "equity.csv"),
+    CHECK(vpt_same_file(seq, par, "folds/fold_001/trades.csv") &&
+              vpt_same_file(seq, par, "folds/fold_001/done.json") && vpt_same_file(seq, par, "equity.csv"),
           "warm start differs when more folds at once were asked");
     vp_wf_result_free(&rs);
     vp_wf_result_free(&rp);

@@ -1,5 +1,6 @@
 /* A minimal test harness: checks that count failures, print what failed and where, and
- * a closing line "N passed, N failed". A test program exits non-zero on any failure. */
+ * a closing line "N passed, N failed". A test program exits non-zero on any failure. The
+ * helpers every test shares come with it (test_util.h). */
 #ifndef VP_TEST_H
 #define VP_TEST_H
 
@@ -66,29 +67,12 @@ static int vpt_tests_failed = 0;
         }                                                                \
     } while (0)
 
-/* The whole file at path as a NUL-terminated string (caller frees), or NULL when it cannot
- * be read; *size (may be NULL) receives its length in bytes. */
-static inline char* vpt_slurp(const char* path, long* size) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char* s = n >= 0 ? (char*)malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = '\0';
-    fclose(f);
-    if (size) *size = s ? n : -1;
-    return s;
-}
-
 /* Prints the closing line and returns the process exit code. */
 static inline int vpt_finish(void) {
     printf("%d passed, %d failed\n", vpt_tests_passed, vpt_tests_failed);
     return vpt_tests_failed == 0 && vpt_tests_passed > 0 ? 0 : 1;
 }
+
+#include "test_util.h"
 
 #endif /* VP_TEST_H */

@@ -323,9 +323,6 @@ vp_status vp_config_print(const vp_config* cfg, vp_config_style style, FILE* out
  * checkpoint's metadata). */
 vp_status vp_config_to_yaml(const vp_config* cfg, char** out);
 
-/* Writes `cfg` as YAML to `path` atomically (PATH.tmp, fsync, rename). */
-vp_status vp_config_write_yaml(const vp_config* cfg, const char* path);
-
 #ifdef __cplusplus
 }
 #endif

@@ -57,10 +57,10 @@ typedef struct vp_env_config {
     uint64_t seed;           /* seeds the per-env Philox streams of episode starts */
 } vp_env_config;
 
-/* An E-mini-like default instrument: tick 0.25, $50 a point, $2.5 a side, 1 tick slip, 1 contract, $100k. */
+/* The default instrument: the config table's instrument.* defaults (vulpes/config.h). */
 vp_instrument vp_instrument_default(void);
 
-/* Default config: 1000-bar episodes, ruin at 50 %, reward scale 100, no penalties, seed 1. */
+/* The default settings: the config table's env.* defaults and run.seed (vulpes/config.h). */
 vp_env_config vp_env_config_default(void);
 
 /* ---- market: the bars an environment trades, in the backend's memory ------------------ */

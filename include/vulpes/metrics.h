@@ -162,7 +162,7 @@ vp_status vp_drawdown_series(const double* equity /* [n] */, int64_t n, double* 
 /* ---- the summary: strategy, baselines, trades ------------------------------------------------- */
 
 /* Everything summary.json, the text table and report.html show about one run or span.
- * (vp_metrics_to_json and vp_metrics_print take this summary; the vp_metrics of run.h is
+ * (vp_metrics_to_json and vp_metrics_print take this summary; the vp_metrics_log of run.h is
  * the unrelated metrics.jsonl writer.) */
 typedef struct vp_metrics_summary {
     vp_annual annual;      /* the annualisation factor and its source */

@@ -50,36 +50,40 @@ void vp_atomic_file_abort(vp_atomic_file* a);
 /* Writes data[n] to `path` atomically. */
 vp_status vp_file_write_atomic(const char* path, const void* data, size_t n);
 
+/* Writes `cfg` as YAML (vp_config_to_yaml) to `path` atomically; the io layer's side of
+ * the configuration, so config itself never writes files. */
+vp_status vp_config_write_yaml(const vp_config* cfg, const char* path);
+
 /* ---- metrics.jsonl --------------------------------------------------------------------------- */
 
 /* A JSON-lines writer: begin an event, add fields, end writes the line and flushes it. */
-typedef struct vp_metrics {
+typedef struct vp_metrics_log {
     FILE* f;                    /* the open file */
     void* event;                /* the object being built (a cJSON*), NULL between events */
     int64_t lines;              /* lines written since open */
     char path[VP_RUN_PATH_MAX]; /* for messages */
-} vp_metrics;
+} vp_metrics_log;
 
 /* Opens `path` for writing (`append` 0: truncated, 1: appended to). */
-vp_status vp_metrics_open(vp_metrics* m, const char* path, int append);
+vp_status vp_metrics_log_open(vp_metrics_log* m, const char* path, int append);
 
 /* Starts an event; its first field is "event": `event` ("train", "eval", "checkpoint"). */
-vp_status vp_metrics_begin(vp_metrics* m, const char* event);
+vp_status vp_metrics_log_begin(vp_metrics_log* m, const char* event);
 
 /* Adds an integer field (exact up to 2^53). A key may appear once per event. */
-vp_status vp_metrics_int(vp_metrics* m, const char* key, int64_t value);
+vp_status vp_metrics_log_int(vp_metrics_log* m, const char* key, int64_t value);
 
 /* Adds a number field; NaN and infinities are written as null. */
-vp_status vp_metrics_num(vp_metrics* m, const char* key, double value);
+vp_status vp_metrics_log_num(vp_metrics_log* m, const char* key, double value);
 
 /* Adds a string field. */
-vp_status vp_metrics_str(vp_metrics* m, const char* key, const char* value);
+vp_status vp_metrics_log_str(vp_metrics_log* m, const char* key, const char* value);
 
 /* Writes the event as one line and flushes it. */
-vp_status vp_metrics_end(vp_metrics* m);
+vp_status vp_metrics_log_end(vp_metrics_log* m);
 
 /* Closes the file (an unfinished event is dropped). NULL and closed writers are no-ops. */
-void vp_metrics_close(vp_metrics* m);
+void vp_metrics_log_close(vp_metrics_log* m);
 
 /* ---- the run folder ----------------------------------------------------------------------------- */
 
@@ -94,7 +98,7 @@ typedef enum vp_run_mode {
 /* An open run folder. */
 typedef struct vp_run {
     char dir[VP_RUN_PATH_MAX]; /* the folder, as given */
-    vp_metrics metrics;        /* DIR/metrics.jsonl */
+    vp_metrics_log metrics;        /* DIR/metrics.jsonl */
 } vp_run;
 
 /* NAME of a run from a config path: its file name without folder and extension

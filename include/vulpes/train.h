@@ -24,6 +24,7 @@
 #include "vulpes/collect.h"
 #include "vulpes/config.h"
 #include "vulpes/data.h"
+#include "vulpes/dataset.h"
 #include "vulpes/env.h"
 #include "vulpes/learner.h"
 #include "vulpes/metrics.h"
@@ -34,31 +35,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- data: bars, features, ATR and the split of one run -------------------------------------- */
-
-/* Everything a run derives from its bars, on the host. */
-typedef struct vp_train_data {
-    vp_bars bars;            /* all bars (owned) */
-    int n_features;          /* F */
-    float* features;         /* [T, F] causal feature matrix */
-    double* atr;             /* [T] ATR(14) known at each bar's close */
-    int64_t warmup;          /* bars reserved before the train span for feature history */
-    vp_split split;          /* train / val / test spans */
-    double periods_per_year; /* bars per year, measured over all bar times */
-    char source[600];        /* the file, or the synthetic market's description */
-} vp_train_data;
-
-/* Loads the bars named by cfg->data.path (a CSV file, or "synth:KIND[:key=value,...]" for a
- * synthetic market, see docs/train.md), computes features (window features.window) and ATR
- * and makes the time split. Free with vp_train_data_free. */
-vp_status vp_train_data_load(vp_train_data* d, const vp_config* cfg);
-
-/* Makes the features, ATR and split of bars `bars` (taken over: freed with d) under cfg. */
-vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bars* bars);
-
-/* Frees what vp_train_data_load made (a zeroed struct is a no-op). */
-void vp_train_data_free(vp_train_data* d);
 
 /* The instrument, env settings, model, learner, replay and exploration settings of a run;
  * each random stream gets its own seed derived from run.seed. Fails on values the parts

@@ -1,8 +1,9 @@
-/* vulpes: the whole public API in one include. */
+/* vulpes: the whole public API in one include (every header of include/vulpes/). */
 #ifndef VULPES_VULPES_H
 #define VULPES_VULPES_H
 
-/* base: status codes, tensors, random numbers */
+/* base: version, status codes, tensors, random numbers */
+#include "vulpes/version.h"
 #include "vulpes/defs.h"
 #include "vulpes/status.h"
 #include "vulpes/tensor.h"
@@ -12,25 +13,35 @@
 #include "vulpes/backend.h"
 #include "vulpes/ops.h"
 
-/* data: bars, features, splits, synthetic markets */
+/* configuration, run folders, metrics.jsonl, checkpoints */
+#include "vulpes/config.h"
+#include "vulpes/run.h"
+#include "vulpes/checkpoint.h"
+
+/* return metrics and trade statistics */
+#include "vulpes/metrics.h"
+
+/* data: bars, features, splits, synthetic markets, the dataset of a run */
 #include "vulpes/data.h"
 #include "vulpes/features.h"
 #include "vulpes/split.h"
 #include "vulpes/synth.h"
+#include "vulpes/dataset.h"
 
 /* the environment, the agent and its learning */
 #include "vulpes/env.h"
+#include "vulpes/action.h"
 #include "vulpes/model.h"
+#include "vulpes/policy.h"
+#include "vulpes/rollout.h"
 #include "vulpes/replay.h"
 #include "vulpes/learner.h"
+#include "vulpes/collect.h"
+#include "vulpes/train.h"
 
-/* configuration, run folders, metrics and reports */
-#include "vulpes/config.h"
-#include "vulpes/run.h"
-#include "vulpes/metrics.h"
+/* evaluation: backtests, walk-forward, reports */
+#include "vulpes/backtest.h"
+#include "vulpes/walkforward.h"
 #include "vulpes/report.h"
-
-/* The library's version, "MAJOR.MINOR.PATCH" (the CMake project version). */
-#define VP_VERSION_STRING "0.1.0"
 
 #endif /* VULPES_VULPES_H */

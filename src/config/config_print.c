@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "config/config_impl.h"
-#include "vulpes/run.h"
 
 /* The section part of a dotted name, written into buf[n]. */
 static const char* section_of(const char* name, char* buf, size_t n) {
@@ -132,14 +131,5 @@ vp_status vp_config_to_yaml(const vp_config* cfg, char** out) {
         free(*out);
         *out = NULL;
     }
-    return s;
-}
-
-vp_status vp_config_write_yaml(const vp_config* cfg, const char* path) {
-    VP_REQUIRE(cfg && path, VP_ERR_INVALID_ARG, "vp_config_write_yaml: cfg and path must not be NULL");
-    char* text = NULL;
-    VP_TRY(vp_config_to_yaml(cfg, &text));
-    vp_status s = vp_file_write_atomic(path, text, strlen(text));
-    free(text);
     return s;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "env_impl.h"
+#include "vulpes/config.h"
 
 /* The state fields, in storage order: name and element type (one list drives allocation,
  * the host transfers and the byte count). */
@@ -24,14 +25,21 @@ static void state_fields(const vp_env_state* s, void* ptr[VP_ENV_N_FIELDS], size
 #undef VP_ENV_LIST_FIELD
 }
 
+/* The defaults are the config table's (instrument.*, env.*, run.seed): one place for each number. */
 vp_instrument vp_instrument_default(void) {
-    vp_instrument i = {0.25, 50.0, 2.5, 1.0, 1, 100000.0};
+    vp_config c;
+    vp_config_defaults(&c);
+    vp_instrument i = {c.instrument.tick_size, c.instrument.multiplier, c.instrument.commission,
+                       c.instrument.slippage_ticks, (int32_t)c.instrument.max_position, c.instrument.initial_equity};
     return i;
 }
 
 vp_env_config vp_env_config_default(void) {
-    vp_env_config c = {1000, 0.5, 100.0, 0.0, 0.0, 1};
-    return c;
+    vp_config c;
+    vp_config_defaults(&c);
+    vp_env_config e = {(int32_t)c.env.episode_bars, c.env.ruin_fraction, c.env.reward_scale,
+                       c.env.drawdown_penalty, c.env.turnover_penalty, (uint64_t)c.run.seed};
+    return e;
 }
 
 size_t vp_env_bytes_per_step(void) {

@@ -144,17 +144,17 @@ static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_rol
     else VP_TRY(vp_run_dir_default(dir, cap, "runs", "backtest", time(NULL)));
     vp_run run;
     VP_TRY(vp_run_open(&run, dir, job->force ? VP_RUN_FORCE : VP_RUN_CREATE, &j->cfg));
-    vp_metrics* m = &run.metrics;
-    vp_status s = vp_metrics_begin(m, "backtest");
-    if (s == VP_OK) s = vp_metrics_str(m, "checkpoint", job->checkpoint);
-    if (s == VP_OK) s = vp_metrics_int(m, "first_bar", r->span.begin);
-    if (s == VP_OK) s = vp_metrics_int(m, "end_bar", r->span.end);
-    if (s == VP_OK) s = vp_metrics_int(m, "n_windows", r->n_windows);
-    if (s == VP_OK) s = vp_metrics_num(m, "sharpe_ratio", r->summary.strategy.sharpe);
-    if (s == VP_OK) s = vp_metrics_num(m, "total_return_frac", r->summary.strategy.total_return);
-    if (s == VP_OK) s = vp_metrics_num(m, "encode_s", r->encode_s);
-    if (s == VP_OK) s = vp_metrics_num(m, "sequential_s", r->sequential_s);
-    if (s == VP_OK) s = vp_metrics_end(m);
+    vp_metrics_log* m = &run.metrics;
+    vp_status s = vp_metrics_log_begin(m, "backtest");
+    if (s == VP_OK) s = vp_metrics_log_str(m, "checkpoint", job->checkpoint);
+    if (s == VP_OK) s = vp_metrics_log_int(m, "first_bar", r->span.begin);
+    if (s == VP_OK) s = vp_metrics_log_int(m, "end_bar", r->span.end);
+    if (s == VP_OK) s = vp_metrics_log_int(m, "n_windows", r->n_windows);
+    if (s == VP_OK) s = vp_metrics_log_num(m, "sharpe_ratio", r->summary.strategy.sharpe);
+    if (s == VP_OK) s = vp_metrics_log_num(m, "total_return_frac", r->summary.strategy.total_return);
+    if (s == VP_OK) s = vp_metrics_log_num(m, "encode_s", r->encode_s);
+    if (s == VP_OK) s = vp_metrics_log_num(m, "sequential_s", r->sequential_s);
+    if (s == VP_OK) s = vp_metrics_log_end(m);
     vp_run_close(&run);
     return s;
 }

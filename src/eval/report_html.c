@@ -1,5 +1,6 @@
 /* report.html: the page around the charts (head with the style and the no-network policy,
- * metrics and trade tables, per-fold table, config), written atomically. */
+ * metrics and trade tables, per-fold table, config), written atomically. It uses the
+ * pieces of report_svg.c; they use nothing of this file. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 #include "eval/report_internal.h"
 #include "vulpes/report.h"
 #include "vulpes/run.h"
-#include "vulpes/vulpes.h"
+#include "vulpes/version.h"
 
 /* The style sheet: system fonts only, nothing fetched. */
 static const char* const CSS =
@@ -22,19 +23,6 @@ static const char* const CSS =
     "td.l{text-align:left}pre{background:#f6f6f6;border:1px solid #d8d8d8;padding:10px;font-size:12px;"
     "overflow-x:auto}svg{display:block;margin:4px 0}svg .ax{font-size:11px;fill:#333}"
     "svg .lg{font-size:12px;fill:#1d1d1d}.note{color:#555;font-size:12px}";
-
-void vp_html_escape_write(FILE* out, const char* s) {
-    for (; s && *s; ++s) {
-        switch (*s) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default: fputc(*s, out);
-        }
-    }
-}
 
 /* Checks the curves: times strictly increasing, every value finite. */
 static vp_status check_input(const vp_report* r) {

@@ -1,4 +1,5 @@
-/* Internal to src/eval: the pieces of report.html (decimation, SVG charts, dates). */
+/* Internal to src/eval: the pieces of report.html (escaping, dates, decimation, SVG charts),
+ * all in report_svg.c; report_html.c writes the page with them. */
 #ifndef VP_EVAL_REPORT_INTERNAL_H
 #define VP_EVAL_REPORT_INTERNAL_H
 

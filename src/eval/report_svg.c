@@ -1,5 +1,6 @@
-/* The charts of report.html as inline SVG: M4 decimation per pixel column, nice axis ticks,
- * UTC date labels, one polyline (and optionally a filled area) per curve. */
+/* The pieces of report.html below the page: HTML escaping, UTC date labels, and the charts
+ * as inline SVG (M4 decimation per pixel column, nice axis ticks, one polyline, and
+ * optionally a filled area, per curve). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,19 @@
 #define MARGIN_B 30
 #define X_TICKS 6
 #define MS_PER_DAY 86400000LL
+
+void vp_html_escape_write(FILE* out, const char* s) {
+    for (; s && *s; ++s) {
+        switch (*s) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
 
 const char* vp_report_format_time(int64_t ms, int with_time, char* buf, size_t n) {
     if (!buf || n == 0) return "";

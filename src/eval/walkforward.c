@@ -236,22 +236,22 @@ void vp_wf_result_free(vp_wf_result* r) {
 static vp_status log_fold(const vp_wf_ctx* c, int64_t k, const vp_wf_brief* b) {
     char path[VP_RUN_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/metrics.jsonl", c->opts->dir);
-    vp_metrics m;
-    VP_TRY(vp_metrics_open(&m, path, 1));
+    vp_metrics_log m;
+    VP_TRY(vp_metrics_log_open(&m, path, 1));
     const vp_split* s = &c->folds[k];
-    vp_status st = vp_metrics_begin(&m, "fold");
-    if (st == VP_OK) st = vp_metrics_int(&m, "fold", k);
-    if (st == VP_OK) st = vp_metrics_int(&m, "train_begin_bar", s->train.begin);
-    if (st == VP_OK) st = vp_metrics_int(&m, "val_begin_bar", s->val.begin);
-    if (st == VP_OK) st = vp_metrics_int(&m, "test_begin_bar", s->test.begin);
-    if (st == VP_OK) st = vp_metrics_int(&m, "test_end_bar", s->test.end);
-    if (st == VP_OK) st = vp_metrics_int(&m, "best_iteration", b->best_iteration);
-    if (st == VP_OK) st = vp_metrics_num(&m, "val_sharpe", b->val_sharpe);
-    if (st == VP_OK) st = vp_metrics_num(&m, "test_sharpe", b->test_sharpe);
-    if (st == VP_OK) st = vp_metrics_num(&m, "test_total_return_frac", b->test_return);
-    if (st == VP_OK) st = vp_metrics_int(&m, "test_trades", b->test_trades);
-    if (st == VP_OK) st = vp_metrics_end(&m);
-    vp_metrics_close(&m);
+    vp_status st = vp_metrics_log_begin(&m, "fold");
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "fold", k);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "train_begin_bar", s->train.begin);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "val_begin_bar", s->val.begin);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "test_begin_bar", s->test.begin);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "test_end_bar", s->test.end);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "best_iteration", b->best_iteration);
+    if (st == VP_OK) st = vp_metrics_log_num(&m, "val_sharpe", b->val_sharpe);
+    if (st == VP_OK) st = vp_metrics_log_num(&m, "test_sharpe", b->test_sharpe);
+    if (st == VP_OK) st = vp_metrics_log_num(&m, "test_total_return_frac", b->test_return);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "test_trades", b->test_trades);
+    if (st == VP_OK) st = vp_metrics_log_end(&m);
+    vp_metrics_log_close(&m);
     return st;
 }
 

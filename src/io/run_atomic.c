@@ -1,8 +1,10 @@
-/* Atomic files: write NAME.tmp, flush it to disk, rename it over NAME, sync the folder. */
+/* Atomic files: write NAME.tmp, flush it to disk, rename it over NAME, sync the folder; a
+ * configuration written so as config.yaml. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -80,4 +82,13 @@ vp_status vp_file_write_atomic(const char* path, const void* data, size_t n) {
         VP_FAIL(VP_ERR_IO, "writing '%s' failed: %s", path, strerror(err));
     }
     return vp_atomic_file_commit(&a);
+}
+
+vp_status vp_config_write_yaml(const vp_config* cfg, const char* path) {
+    VP_REQUIRE(cfg && path, VP_ERR_INVALID_ARG, "vp_config_write_yaml: cfg and path must not be NULL");
+    char* text = NULL;
+    VP_TRY(vp_config_to_yaml(cfg, &text));
+    vp_status s = vp_file_write_atomic(path, text, strlen(text));
+    free(text);
+    return s;
 }

@@ -117,7 +117,7 @@ vp_status vp_run_open(vp_run* r, const char* dir, vp_run_mode mode, const vp_con
         VP_TRY(vp_run_path(r, "config.yaml", path, sizeof path));
         VP_REQUIRE(access(path, R_OK) == 0, VP_ERR_IO, "cannot resume '%s': it has no config.yaml", dir);
         VP_TRY(vp_run_path(r, "metrics.jsonl", path, sizeof path));
-        return vp_metrics_open(&r->metrics, path, 1);
+        return vp_metrics_log_open(&r->metrics, path, 1);
     }
     // a new run: an empty folder, or one cleared of an old run's files when forced
     VP_TRY(make_dirs(dir));
@@ -130,9 +130,9 @@ vp_status vp_run_open(vp_run* r, const char* dir, vp_run_mode mode, const vp_con
     VP_TRY(vp_run_path(r, "config.yaml", path, sizeof path));
     VP_TRY(vp_config_write_yaml(cfg, path));
     VP_TRY(vp_run_path(r, "metrics.jsonl", path, sizeof path));
-    return vp_metrics_open(&r->metrics, path, 0);
+    return vp_metrics_log_open(&r->metrics, path, 0);
 }
 
 void vp_run_close(vp_run* r) {
-    if (r) vp_metrics_close(&r->metrics);
+    if (r) vp_metrics_log_close(&r->metrics);
 }

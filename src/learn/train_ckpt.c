@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "vulpes/checkpoint.h"
-#include "vulpes/vulpes.h"
+#include "vulpes/version.h"
 #include "vulpes/train.h"
 
 /* Longest tensor name a checkpoint makes. */

@@ -7,81 +7,81 @@
 #include <cjson/cJSON.h>
 
 #include "learn/train_report.h"
-#include "vulpes/vulpes.h"
+#include "vulpes/version.h"
 
-vp_status vp_train_log_run(vp_metrics* m, const vp_trainer* t, int resumed) {
+vp_status vp_train_log_run(vp_metrics_log* m, const vp_trainer* t, int resumed) {
     const vp_train_data* d = t->data;
-    VP_TRY(vp_metrics_begin(m, "run"));
-    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
-    VP_TRY(vp_metrics_int(m, "resumed", resumed));
-    VP_TRY(vp_metrics_str(m, "data", d->source));
-    VP_TRY(vp_metrics_int(m, "bars", d->bars.n));
-    VP_TRY(vp_metrics_int(m, "features", d->n_features));
-    VP_TRY(vp_metrics_int(m, "train_begin_bar", d->split.train.begin));
-    VP_TRY(vp_metrics_int(m, "train_end_bar", d->split.train.end));
-    VP_TRY(vp_metrics_int(m, "val_begin_bar", d->split.val.begin));
-    VP_TRY(vp_metrics_int(m, "val_end_bar", d->split.val.end));
-    VP_TRY(vp_metrics_int(m, "test_begin_bar", d->split.test.begin));
-    VP_TRY(vp_metrics_int(m, "test_end_bar", d->split.test.end));
-    VP_TRY(vp_metrics_num(m, "periods_per_year", d->periods_per_year));
-    VP_TRY(vp_metrics_int(m, "parameters", t->learner.model.n_weights));
-    VP_TRY(vp_metrics_int(m, "n_envs", t->env.n_envs));
-    VP_TRY(vp_metrics_int(m, "warmup_env_steps", t->count.warmup_steps * t->env.n_envs));
-    VP_TRY(vp_metrics_str(m, "backend", vp_backend_name(t->backend)));
-    return vp_metrics_end(m);
+    VP_TRY(vp_metrics_log_begin(m, "run"));
+    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_int(m, "resumed", resumed));
+    VP_TRY(vp_metrics_log_str(m, "data", d->source));
+    VP_TRY(vp_metrics_log_int(m, "bars", d->bars.n));
+    VP_TRY(vp_metrics_log_int(m, "features", d->n_features));
+    VP_TRY(vp_metrics_log_int(m, "train_begin_bar", d->split.train.begin));
+    VP_TRY(vp_metrics_log_int(m, "train_end_bar", d->split.train.end));
+    VP_TRY(vp_metrics_log_int(m, "val_begin_bar", d->split.val.begin));
+    VP_TRY(vp_metrics_log_int(m, "val_end_bar", d->split.val.end));
+    VP_TRY(vp_metrics_log_int(m, "test_begin_bar", d->split.test.begin));
+    VP_TRY(vp_metrics_log_int(m, "test_end_bar", d->split.test.end));
+    VP_TRY(vp_metrics_log_num(m, "periods_per_year", d->periods_per_year));
+    VP_TRY(vp_metrics_log_int(m, "parameters", t->learner.model.n_weights));
+    VP_TRY(vp_metrics_log_int(m, "n_envs", t->env.n_envs));
+    VP_TRY(vp_metrics_log_int(m, "warmup_env_steps", t->count.warmup_steps * t->env.n_envs));
+    VP_TRY(vp_metrics_log_str(m, "backend", vp_backend_name(t->backend)));
+    return vp_metrics_log_end(m);
 }
 
-vp_status vp_train_log_train(vp_metrics* m, const vp_trainer* t, const vp_train_stats* st) {
-    VP_TRY(vp_metrics_begin(m, "train"));
-    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
-    VP_TRY(vp_metrics_int(m, "env_steps", t->count.env_steps));
-    VP_TRY(vp_metrics_int(m, "learner_steps", t->count.learner_steps));
-    VP_TRY(vp_metrics_num(m, "epsilon", st->epsilon));
-    VP_TRY(vp_metrics_num(m, "beta", st->beta));
-    VP_TRY(vp_metrics_num(m, "loss", st->learner[VP_STAT_LOSS]));
-    VP_TRY(vp_metrics_num(m, "loss_c51", st->learner[VP_STAT_C51]));
-    VP_TRY(vp_metrics_num(m, "loss_iqn", st->learner[VP_STAT_IQN]));
-    VP_TRY(vp_metrics_num(m, "grad_norm", st->learner[VP_STAT_GRAD_NORM]));
-    VP_TRY(vp_metrics_num(m, "q_mean", st->learner[VP_STAT_Q_MEAN]));
-    VP_TRY(vp_metrics_num(m, "q_max", st->learner[VP_STAT_Q_MAX]));
-    VP_TRY(vp_metrics_int(m, "nan_steps", (int64_t)st->learner[VP_STAT_NAN_STEPS]));
-    VP_TRY(vp_metrics_int(m, "replay_size", st->replay_size));
-    return vp_metrics_end(m);
+vp_status vp_train_log_train(vp_metrics_log* m, const vp_trainer* t, const vp_train_stats* st) {
+    VP_TRY(vp_metrics_log_begin(m, "train"));
+    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_int(m, "env_steps", t->count.env_steps));
+    VP_TRY(vp_metrics_log_int(m, "learner_steps", t->count.learner_steps));
+    VP_TRY(vp_metrics_log_num(m, "epsilon", st->epsilon));
+    VP_TRY(vp_metrics_log_num(m, "beta", st->beta));
+    VP_TRY(vp_metrics_log_num(m, "loss", st->learner[VP_STAT_LOSS]));
+    VP_TRY(vp_metrics_log_num(m, "loss_c51", st->learner[VP_STAT_C51]));
+    VP_TRY(vp_metrics_log_num(m, "loss_iqn", st->learner[VP_STAT_IQN]));
+    VP_TRY(vp_metrics_log_num(m, "grad_norm", st->learner[VP_STAT_GRAD_NORM]));
+    VP_TRY(vp_metrics_log_num(m, "q_mean", st->learner[VP_STAT_Q_MEAN]));
+    VP_TRY(vp_metrics_log_num(m, "q_max", st->learner[VP_STAT_Q_MAX]));
+    VP_TRY(vp_metrics_log_int(m, "nan_steps", (int64_t)st->learner[VP_STAT_NAN_STEPS]));
+    VP_TRY(vp_metrics_log_int(m, "replay_size", st->replay_size));
+    return vp_metrics_log_end(m);
 }
 
-vp_status vp_train_log_timing(vp_metrics* m, const vp_trainer* t, const vp_train_timing* tm) {
-    VP_TRY(vp_metrics_begin(m, "timing"));
-    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
-    VP_TRY(vp_metrics_num(m, "wall_s", tm->wall_s));
-    VP_TRY(vp_metrics_num(m, "iterations_per_s", tm->iterations_per_s));
-    VP_TRY(vp_metrics_num(m, "env_steps_per_s", tm->env_steps_per_s));
-    VP_TRY(vp_metrics_num(m, "learner_steps_per_s", tm->learner_steps_per_s));
-    return vp_metrics_end(m);
+vp_status vp_train_log_timing(vp_metrics_log* m, const vp_trainer* t, const vp_train_timing* tm) {
+    VP_TRY(vp_metrics_log_begin(m, "timing"));
+    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_num(m, "wall_s", tm->wall_s));
+    VP_TRY(vp_metrics_log_num(m, "iterations_per_s", tm->iterations_per_s));
+    VP_TRY(vp_metrics_log_num(m, "env_steps_per_s", tm->env_steps_per_s));
+    VP_TRY(vp_metrics_log_num(m, "learner_steps_per_s", tm->learner_steps_per_s));
+    return vp_metrics_log_end(m);
 }
 
-vp_status vp_train_log_eval(vp_metrics* m, const vp_trainer* t, const vp_eval_result* r, int best) {
-    VP_TRY(vp_metrics_begin(m, "eval"));
-    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
-    VP_TRY(vp_metrics_num(m, "val_sharpe", r->strategy.sharpe));
-    VP_TRY(vp_metrics_num(m, "val_total_return_frac", r->strategy.total_return));
-    VP_TRY(vp_metrics_num(m, "val_annual_return_frac", r->strategy.annual_return));
-    VP_TRY(vp_metrics_num(m, "val_max_drawdown_frac", r->strategy.max_drawdown));
-    VP_TRY(vp_metrics_num(m, "val_exposure_frac", r->exposure));
-    VP_TRY(vp_metrics_num(m, "val_turnover", r->turnover));
-    VP_TRY(vp_metrics_int(m, "val_ruined_windows", r->ruined));
-    VP_TRY(vp_metrics_num(m, "val_buy_hold_sharpe", r->buy_hold.sharpe));
-    VP_TRY(vp_metrics_int(m, "val_windows", r->windows));
-    VP_TRY(vp_metrics_int(m, "val_window_bars", r->window_bars));
-    VP_TRY(vp_metrics_int(m, "best", best));
-    return vp_metrics_end(m);
+vp_status vp_train_log_eval(vp_metrics_log* m, const vp_trainer* t, const vp_eval_result* r, int best) {
+    VP_TRY(vp_metrics_log_begin(m, "eval"));
+    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_num(m, "val_sharpe", r->strategy.sharpe));
+    VP_TRY(vp_metrics_log_num(m, "val_total_return_frac", r->strategy.total_return));
+    VP_TRY(vp_metrics_log_num(m, "val_annual_return_frac", r->strategy.annual_return));
+    VP_TRY(vp_metrics_log_num(m, "val_max_drawdown_frac", r->strategy.max_drawdown));
+    VP_TRY(vp_metrics_log_num(m, "val_exposure_frac", r->exposure));
+    VP_TRY(vp_metrics_log_num(m, "val_turnover", r->turnover));
+    VP_TRY(vp_metrics_log_int(m, "val_ruined_windows", r->ruined));
+    VP_TRY(vp_metrics_log_num(m, "val_buy_hold_sharpe", r->buy_hold.sharpe));
+    VP_TRY(vp_metrics_log_int(m, "val_windows", r->windows));
+    VP_TRY(vp_metrics_log_int(m, "val_window_bars", r->window_bars));
+    VP_TRY(vp_metrics_log_int(m, "best", best));
+    return vp_metrics_log_end(m);
 }
 
-vp_status vp_train_log_checkpoint(vp_metrics* m, const vp_trainer* t, const char* file, const char* reason) {
-    VP_TRY(vp_metrics_begin(m, "checkpoint"));
-    VP_TRY(vp_metrics_int(m, "iteration", t->count.iteration));
-    VP_TRY(vp_metrics_str(m, "file", file));
-    VP_TRY(vp_metrics_str(m, "reason", reason));
-    return vp_metrics_end(m);
+vp_status vp_train_log_checkpoint(vp_metrics_log* m, const vp_trainer* t, const char* file, const char* reason) {
+    VP_TRY(vp_metrics_log_begin(m, "checkpoint"));
+    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_str(m, "file", file));
+    VP_TRY(vp_metrics_log_str(m, "reason", reason));
+    return vp_metrics_log_end(m);
 }
 
 /* ---- summary.json -------------------------------------------------------------------------------- */

@@ -14,19 +14,19 @@ typedef struct vp_train_timing {
 } vp_train_timing;
 
 /* "run": the data, spans and sizes of the run; `resumed` 1 when continuing. */
-vp_status vp_train_log_run(vp_metrics* m, const vp_trainer* t, int resumed);
+vp_status vp_train_log_run(vp_metrics_log* m, const vp_trainer* t, int resumed);
 
 /* "train": counters, epsilon, beta and the learner's statistics (deterministic). */
-vp_status vp_train_log_train(vp_metrics* m, const vp_trainer* t, const vp_train_stats* st);
+vp_status vp_train_log_train(vp_metrics_log* m, const vp_trainer* t, const vp_train_stats* st);
 
 /* "timing": wall-clock rates (the only event that differs between identical runs). */
-vp_status vp_train_log_timing(vp_metrics* m, const vp_trainer* t, const vp_train_timing* tm);
+vp_status vp_train_log_timing(vp_metrics_log* m, const vp_trainer* t, const vp_train_timing* tm);
 
 /* "eval": a validation's metrics and whether it is the best so far. */
-vp_status vp_train_log_eval(vp_metrics* m, const vp_trainer* t, const vp_eval_result* r, int best);
+vp_status vp_train_log_eval(vp_metrics_log* m, const vp_trainer* t, const vp_eval_result* r, int best);
 
 /* "checkpoint": a checkpoint file written and why ("periodic", "best", "final", "interrupt"). */
-vp_status vp_train_log_checkpoint(vp_metrics* m, const vp_trainer* t, const char* file, const char* reason);
+vp_status vp_train_log_checkpoint(vp_metrics_log* m, const vp_trainer* t, const char* file, const char* reason);
 
 struct cJSON;
 

@@ -134,7 +134,7 @@ static void parity(const vp_instrument* inst, const vp_env_config* cfg, int64_t 
 
 /* 4096 envs x 1000 steps, E-mini-like contract, penalties on. */
 static void test_parity_4096x1000(void) {
-    vp_instrument inst = vp_instrument_default();
+    vp_instrument inst = vpt_instrument_emini();
     inst.max_position = 7;
     vp_env_config cfg = {200, 0.6, 100.0, 0.05, 0.002, 123};
     parity(&inst, &cfg, 4096, 1000, 20000, 4000.0, 0.004, 0.25);
@@ -173,7 +173,7 @@ static void test_graph_replay(void) {
     const int64_t n = 2053, T = 3000;
     vpt_bars bars = vpt_bars_alloc(T);
     vpt_bars_walk(&bars, 5, 0, 4000.0, 0.004, 0.25);
-    vp_instrument inst = vp_instrument_default();
+    vp_instrument inst = vpt_instrument_emini();
     inst.max_position = 3;
     vp_env_config cfg = {29, 0.5, 100.0, 0.1, 0.01, 31};
     side c, g;

@@ -147,21 +147,15 @@ static double grad_tol(int tf32, int64_t n, double k1, double k2) {
     return 1e-5 * k2c + (seq > tree ? seq : tree);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* out = milliseconds per call of a vp_status expression on the GPU (3 warm-up calls, then 20). */
 #define TIME_MS(out, expr)                                                       \
     do {                                                                         \
         for (int w_ = 0; w_ < 3; ++w_) CHECK_OK(expr);                           \
         CHECK_OK(vp_backend_sync(g_gpu));                                        \
-        double t0_ = now_s();                                                    \
+        double t0_ = vp_clock_s();                                                    \
         for (int i_ = 0; i_ < 20; ++i_) CHECK_OK(expr);                          \
         CHECK_OK(vp_backend_sync(g_gpu));                                        \
-        out = 1e3 * (now_s() - t0_) / 20;                                        \
+        out = 1e3 * (vp_clock_s() - t0_) / 20;                                        \
     } while (0)
 
 static void run_case(const model_case* k) {

@@ -154,12 +154,6 @@ static void test_graph_replay(void) {
 
 /* ---- timing (--time) -------------------------------------------------------------------------------- */
 
-static double now_s(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Mean microseconds of a captured body over `reps` launches. */
 static double time_graph(vp_graph_body body, void* ctx, int reps) {
     vp_graph* g = NULL;
@@ -169,10 +163,10 @@ static double time_graph(vp_graph_body body, void* ctx, int reps) {
     }
     for (int i = 0; i < 10; ++i) CHECK_OK(vp_graph_launch(g_gpu, g));
     CHECK_OK(vp_backend_sync(g_gpu));
-    double t0 = now_s();
+    double t0 = vp_clock_s();
     for (int i = 0; i < reps; ++i) CHECK_OK(vp_graph_launch(g_gpu, g));
     CHECK_OK(vp_backend_sync(g_gpu));
-    double us = (now_s() - t0) * 1e6 / reps;
+    double us = (vp_clock_s() - t0) * 1e6 / reps;
     vp_graph_free(g);
     return us;
 }

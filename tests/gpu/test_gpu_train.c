@@ -128,16 +128,6 @@ static vp_status run(const char* dir, vp_run_mode mode, int64_t stop_after, vp_t
     return vp_train_run(&cfg, g_gpu, &o, r);
 }
 
-/* Whether dir1/name and dir2/name hold the same bytes. */
-static int same_file(const char* d1, const char* d2, const char* name) {
-    size_t n1 = 0, n2 = 0;
-    char* a = vpt_read_file(d1, name, &n1);
-    char* b = vpt_read_file(d2, name, &n2);
-    int same = a && b && n1 == n2 && n1 > 0 && memcmp(a, b, n1) == 0;
-    free(a), free(b);
-    return same;
-}
-
 static void test_runs_repeat_and_resume(void) {
     char d1[512], d2[512], d3[512];
     vpt_tmp_dir(d1, sizeof d1, "gpu1");
@@ -155,8 +145,8 @@ static void test_runs_repeat_and_resume(void) {
     char* e = vpt_metrics_lines(d3, "train|eval");
     CHECK(a && b && strcmp(a, b) == 0, "two GPU runs of one config differ");
     CHECK(c && e && vpt_count_lines(c) == 12 && strcmp(c, e) == 0, "the resumed GPU run differs from the straight one");
-    CHECK(same_file(d1, d2, "last.safetensors") && same_file(d1, d3, "last.safetensors") &&
-              same_file(d1, d3, "best.safetensors"),
+    CHECK(vpt_same_file(d1, d2, "last.safetensors") && vpt_same_file(d1, d3, "last.safetensors") &&
+              vpt_same_file(d1, d3, "best.safetensors"),
           "checkpoints differ");
     printf("%-24s %-40s %11s %9s  %s\n", "train run", "repeat; 23 + resume vs 40", "bitwise", "0",
            a && b && c && e && strcmp(a, b) == 0 && strcmp(c, e) == 0 ? "ok" : "FAIL");

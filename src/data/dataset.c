@@ -1,20 +1,21 @@
-/* The data of a training run: bars from a CSV file or a synthetic market, the causal
- * feature matrix, ATR and the time split. */
+/* The dataset of a run: bars from a CSV file or a synthetic market (the "synth:" spec),
+ * the causal feature matrix, ATR, the time split and the bars per year. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "vulpes/dataset.h"
 #include "vulpes/features.h"
+#include "vulpes/metrics.h"
 #include "vulpes/synth.h"
-#include "vulpes/train.h"
 
 /* ATR period of the environment's take-profit and stop-loss levels (the feature set's atr_14). */
-#define VP_TRAIN_ATR_PERIOD 14
+#define VP_DATASET_ATR_PERIOD 14
 
 /* Bars of a synthetic market when the spec names no count. */
-#define VP_TRAIN_SYNTH_BARS 20000
+#define VP_DATASET_SYNTH_BARS 20000
 
 /* Sets one "key=value" of a synthetic-market spec; `bars` receives the bar count. */
 static vp_status synth_set(vp_synth_cfg* s, int64_t* bars, const char* kv, const char* spec) {
@@ -66,7 +67,7 @@ static vp_status load_synth(const char* spec, vp_bars* out) {
     VP_REQUIRE(kind >= 0, VP_ERR_INVALID_ARG, "data.path '%s': unknown synthetic market '%s' (gbm, regime, ou, trend)",
                spec, buf);
     vp_synth_cfg s = vp_synth_cfg_default((vp_synth_kind)kind);
-    int64_t bars = VP_TRAIN_SYNTH_BARS;
+    int64_t bars = VP_DATASET_SYNTH_BARS;
     // Comma-separated key=value settings.
     for (char* kv = rest ? strtok(rest, ",") : NULL; kv; kv = strtok(NULL, ",")) VP_TRY(synth_set(&s, &bars, kv, spec));
     return vp_synth_generate(&s, bars, out, NULL);
@@ -108,7 +109,7 @@ vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bar
     d->atr = (double*)malloc(sizeof(double) * (size_t)T);
     vp_status s = (d->features && d->atr) ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "features of %lld bars", (long long)T);
     if (s == VP_OK) s = vp_features_compute(&d->bars, &fc, d->features, T * d->n_features);
-    if (s == VP_OK) s = vp_atr(&d->bars, VP_TRAIN_ATR_PERIOD, d->atr);
+    if (s == VP_OK) s = vp_atr(&d->bars, VP_DATASET_ATR_PERIOD, d->atr);
 
     // Time split; warm-up bars (feature history, and the model's window) come before train.
     int64_t warm = vp_features_warmup(&fc);

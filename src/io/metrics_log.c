@@ -7,8 +7,8 @@
 
 #include "vulpes/run.h"
 
-vp_status vp_metrics_open(vp_metrics* m, const char* path, int append) {
-    VP_REQUIRE(m && path, VP_ERR_INVALID_ARG, "vp_metrics_open: m and path must not be NULL");
+vp_status vp_metrics_log_open(vp_metrics_log* m, const char* path, int append) {
+    VP_REQUIRE(m && path, VP_ERR_INVALID_ARG, "vp_metrics_log_open: m and path must not be NULL");
     memset(m, 0, sizeof *m);
     VP_REQUIRE(strlen(path) < sizeof m->path, VP_ERR_INVALID_ARG, "metrics path '%.200s...' is too long", path);
     snprintf(m->path, sizeof m->path, "%s", path);
@@ -17,9 +17,10 @@ vp_status vp_metrics_open(vp_metrics* m, const char* path, int append) {
     return VP_OK;
 }
 
-vp_status vp_metrics_begin(vp_metrics* m, const char* event) {
-    VP_REQUIRE(m && m->f && event, VP_ERR_INVALID_ARG, "vp_metrics_begin: an open writer and an event name are needed");
-    VP_REQUIRE(m->event == NULL, VP_ERR_STATE, "%s: an event is already open (vp_metrics_end it first)", m->path);
+vp_status vp_metrics_log_begin(vp_metrics_log* m, const char* event) {
+    VP_REQUIRE(m && m->f && event, VP_ERR_INVALID_ARG,
+               "vp_metrics_log_begin: an open writer and an event name are needed");
+    VP_REQUIRE(m->event == NULL, VP_ERR_STATE, "%s: an event is already open (vp_metrics_log_end it first)", m->path);
     cJSON* obj = cJSON_CreateObject();
     VP_REQUIRE(obj && cJSON_AddStringToObject(obj, "event", event), VP_ERR_OOM, "%s: out of memory", m->path);
     m->event = obj;
@@ -27,15 +28,16 @@ vp_status vp_metrics_begin(vp_metrics* m, const char* event) {
 }
 
 /* Checks that an event is open and `key` is new in it. */
-static vp_status check_field(const vp_metrics* m, const char* key) {
+static vp_status check_field(const vp_metrics_log* m, const char* key) {
     VP_REQUIRE(m && key, VP_ERR_INVALID_ARG, "metrics field: m and key must not be NULL");
-    VP_REQUIRE(m->event != NULL, VP_ERR_STATE, "%s: field '%s' outside an event (vp_metrics_begin first)", m->path, key);
+    VP_REQUIRE(m->event != NULL, VP_ERR_STATE, "%s: field '%s' outside an event (vp_metrics_log_begin first)", m->path,
+               key);
     VP_REQUIRE(!cJSON_GetObjectItemCaseSensitive((cJSON*)m->event, key), VP_ERR_INVALID_ARG,
                "%s: field '%s' given twice in one event", m->path, key);
     return VP_OK;
 }
 
-vp_status vp_metrics_int(vp_metrics* m, const char* key, int64_t value) {
+vp_status vp_metrics_log_int(vp_metrics_log* m, const char* key, int64_t value) {
     VP_TRY(check_field(m, key));
     VP_REQUIRE(value <= ((int64_t)1 << 53) && value >= -((int64_t)1 << 53), VP_ERR_INVALID_ARG,
                "%s: field '%s' = %lld is not exact in JSON", m->path, key, (long long)value);
@@ -43,7 +45,7 @@ vp_status vp_metrics_int(vp_metrics* m, const char* key, int64_t value) {
     return VP_OK;
 }
 
-vp_status vp_metrics_num(vp_metrics* m, const char* key, double value) {
+vp_status vp_metrics_log_num(vp_metrics_log* m, const char* key, double value) {
     VP_TRY(check_field(m, key));
     // JSON has no NaN or infinity
     cJSON* item = isfinite(value) ? cJSON_CreateNumber(value) : cJSON_CreateNull();
@@ -51,15 +53,15 @@ vp_status vp_metrics_num(vp_metrics* m, const char* key, double value) {
     return VP_OK;
 }
 
-vp_status vp_metrics_str(vp_metrics* m, const char* key, const char* value) {
+vp_status vp_metrics_log_str(vp_metrics_log* m, const char* key, const char* value) {
     VP_TRY(check_field(m, key));
     VP_REQUIRE(value, VP_ERR_INVALID_ARG, "%s: field '%s' has a NULL string", m->path, key);
     VP_REQUIRE(cJSON_AddStringToObject((cJSON*)m->event, key, value), VP_ERR_OOM, "%s: out of memory", m->path);
     return VP_OK;
 }
 
-vp_status vp_metrics_end(vp_metrics* m) {
-    VP_REQUIRE(m && m->event, VP_ERR_STATE, "vp_metrics_end: no event is open");
+vp_status vp_metrics_log_end(vp_metrics_log* m) {
+    VP_REQUIRE(m && m->event, VP_ERR_STATE, "vp_metrics_log_end: no event is open");
     // print the object on one line, then flush it
     char* text = cJSON_PrintUnformatted((cJSON*)m->event);
     cJSON_Delete((cJSON*)m->event);
@@ -73,7 +75,7 @@ vp_status vp_metrics_end(vp_metrics* m) {
     return VP_OK;
 }
 
-void vp_metrics_close(vp_metrics* m) {
+void vp_metrics_log_close(vp_metrics_log* m) {
     if (!m) return;
     if (m->event) cJSON_Delete((cJSON*)m->event);
     m->event = NULL;

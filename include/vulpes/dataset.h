@@ -1,0 +1,46 @@
+/* vulpes: the dataset of a run — bars from a CSV file or a synthetic market ("synth:KIND[:key=value,...]"),
+ * the causal feature matrix, ATR, the time split and the bars per year, all on the host.
+ *
+ * It sits in the data layer and reads the configuration (data.*, features.window,
+ * model.window, split.*); docs/train.md describes the data.path forms. */
+#ifndef VULPES_DATASET_H
+#define VULPES_DATASET_H
+
+#include <stdint.h>
+
+#include "vulpes/config.h"
+#include "vulpes/data.h"
+#include "vulpes/split.h"
+#include "vulpes/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Everything a run derives from its bars, on the host. */
+typedef struct vp_train_data {
+    vp_bars bars;            /* all bars (owned) */
+    int n_features;          /* F */
+    float* features;         /* [T, F] causal feature matrix */
+    double* atr;             /* [T] ATR(14) known at each bar's close */
+    int64_t warmup;          /* bars reserved before the train span for feature history */
+    vp_split split;          /* train / val / test spans */
+    double periods_per_year; /* bars per year, measured over all bar times */
+    char source[600];        /* the file, or the synthetic market's description */
+} vp_train_data;
+
+/* Loads the bars named by cfg->data.path (a CSV file, or "synth:KIND[:key=value,...]" for a
+ * synthetic market, see docs/train.md), computes features (window features.window) and ATR
+ * and makes the time split. Free with vp_train_data_free. */
+vp_status vp_train_data_load(vp_train_data* d, const vp_config* cfg);
+
+/* Makes the features, ATR and split of bars `bars` (taken over: freed with d) under cfg. */
+vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bars* bars);
+
+/* Frees what vp_train_data_load made (a zeroed struct is a no-op). */
+void vp_train_data_free(vp_train_data* d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_DATASET_H */
