@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "vulpes/action.h"
 #include "learn/loss_impl.h"
 #include "learn/loss_math.h"
 
@@ -15,12 +16,8 @@ vp_status vp_loss_cpu_select(vp_backend* b, const vp_loss_dims* d, const float* 
     const int A = d->n_actions, nb = d->n_branches;
     for (int64_t i = 0; i < d->batch; ++i) {
         for (int br = 0; br < nb; ++br) {
-            // Strictly greater wins, so ties keep the lowest index; a NaN never wins.
-            const float* qb = q + i * A + d->branch_offset[br];
-            int best = 0;
-            for (int c = 1; c < d->branch_size[br]; ++c)
-                if (qb[c] > qb[best] || (isnan(qb[best]) && !isnan(qb[c]))) best = c;
-            a_star[i * nb + br] = best;
+            // the one branch argmax: ties keep the lowest index, a NaN never wins
+            a_star[i * nb + br] = vp_action_argmax(q + i * A + d->branch_offset[br], d->branch_size[br]);
         }
     }
     return VP_OK;

@@ -5,6 +5,7 @@
 #include "backend/kit.h"
 
 extern "C" {
+#include "vulpes/action.h"
 #include "learn/loss_impl.h"
 #include "learn/loss_math.h"
 }
@@ -53,11 +54,7 @@ __global__ void select_kernel(loss_kdims k, const float* __restrict__ q, int32_t
     for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
         const int64_t i = e / k.nb;
         const int br = (int)(e % k.nb);
-        const float* qb = q + i * k.A + k.offset[br];
-        int best = 0;
-        for (int c = 1; c < k.size[br]; ++c)
-            if (qb[c] > qb[best] || (isnan(qb[best]) && !isnan(qb[c]))) best = c;
-        a_star[e] = best;
+        a_star[e] = vp_action_argmax(q + i * k.A + k.offset[br], k.size[br]);
     }
 }
 
