@@ -136,7 +136,7 @@ static vp_status fit_memory(vp_wf_ctx* c, int64_t* n) {
     const size_t fold = used + used / 4 + FOLD_EXTRA_BYTES;
     const int64_t fits = (int64_t)((double)free0 * 0.9 / (double)fold);
     char msg[256];
-    snprintf(msg, sizeof msg, "a fold takes %.1f MiB of device memory (trainer %.1f MiB measured, + margin), "
+    snprintf(msg, sizeof msg, "a fold takes %.1f MiB of device memory (one instance %.1f MiB measured, + margin), "
              "%.1f MiB free: room for %lld folds at once, %lld asked", (double)fold / 1048576.0,
              (double)used / 1048576.0, (double)free0 / 1048576.0, (long long)(fits < 1 ? 1 : fits), (long long)*n);
     note(c, msg);
