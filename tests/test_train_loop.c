@@ -3,7 +3,7 @@
  * determinism (two runs of one config give the same metrics.jsonl, timing lines aside, and
  * byte-identical checkpoints and test-span files; another seed does not), the epsilon schedule
  * in the logs, the exact backtest of the test span at the end (trades.csv, equity.csv,
- * report.html, summary.json's "test_backtest"; none after an interrupt) and the refusal of a
+ * report.html, summary.json's "test"; none after an interrupt) and the refusal of a
  * used run folder. */
 #include <math.h>
 
@@ -148,27 +148,28 @@ static double json_num(const cJSON* o, const char* key) {
 }
 
 /* The exact backtest of test span `test` in dir: trades.csv, equity.csv and report.html are
- * well-formed and agree with summary.json's "test_backtest" (whose existing keys stay). */
+ * well-formed and agree with summary.json's "test", the run's one test-span result. */
 static void check_test_files(const char* dir, vp_span test, double initial_equity) {
     char* sum = vpt_read_file(dir, "summary.json", NULL);
     cJSON* root = sum ? cJSON_Parse(sum) : NULL;
     free(sum);
-    const cJSON* tb = cJSON_GetObjectItemCaseSensitive(root, "test_backtest");
+    const cJSON* tb = cJSON_GetObjectItemCaseSensitive(root, "test");
     const cJSON* bt = cJSON_GetObjectItemCaseSensitive(tb, "backtest");
     const cJSON* span = cJSON_GetObjectItemCaseSensitive(bt, "span");
     const cJSON* strat = cJSON_GetObjectItemCaseSensitive(tb, "strategy");
     const cJSON* trades = cJSON_GetObjectItemCaseSensitive(tb, "trades");
     const cJSON* mode = cJSON_GetObjectItemCaseSensitive(bt, "mode");
-    CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "test")) && cJSON_IsObject(strat) &&
+    const cJSON* params = cJSON_GetObjectItemCaseSensitive(tb, "parameters");
+    CHECK(cJSON_IsObject(tb) && cJSON_IsObject(strat) && cJSON_IsString(params) &&
               cJSON_IsObject(trades) && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(tb, "buy_and_hold")),
-          "summary.json lacks test / test_backtest.{strategy, buy_and_hold, trades}");
+          "summary.json lacks test.{strategy, buy_and_hold, trades, parameters}");
     CHECK(cJSON_IsString(mode) && strcmp(mode->valuestring, "sequential") == 0 &&
               json_num(span, "first_bar") == (double)test.begin && json_num(span, "last_bar") == (double)(test.end - 1),
-          "test_backtest: mode %s, bars %g..%g, test span [%lld, %lld)", cJSON_IsString(mode) ? mode->valuestring : "?",
+          "test: mode %s, bars %g..%g, test span [%lld, %lld)", cJSON_IsString(mode) ? mode->valuestring : "?",
           json_num(span, "first_bar"), json_num(span, "last_bar"), (long long)test.begin, (long long)test.end);
     const double n_trades = json_num(trades, "n_trades"), sharpe = json_num(strat, "sharpe_ratio");
     const double total = json_num(strat, "total_return_frac");
-    CHECK(n_trades >= 0 && isfinite(total), "test_backtest: %g trades, total return %g", n_trades, total);
+    CHECK(n_trades >= 0 && isfinite(total), "test: %g trades, total return %g", n_trades, total);
 
     // trades.csv: the header, then one row of 13 fields per trade inside the span
     char* tr = vpt_read_file(dir, "trades.csv", NULL);
@@ -237,7 +238,7 @@ static int has_file(const char* dir, const char* name) {
 /* 1 when dir holds none of the test-span files and summary.json says the run is unfinished. */
 static int no_test_files(const char* dir) {
     char* sum = vpt_read_file(dir, "summary.json", NULL);
-    const int unfinished = sum && strstr(sum, "\"finished\":\tfalse") && !strstr(sum, "\"test_backtest\"");
+    const int unfinished = sum && strstr(sum, "\"finished\":\tfalse") && !strstr(sum, "\"test\"");
     free(sum);
     return unfinished && !has_file(dir, "trades.csv") && !has_file(dir, "equity.csv") && !has_file(dir, "report.html");
 }
@@ -274,7 +275,7 @@ static void test_run_folder(void) {
         check_test_files(dir, td.split.test, 10000.0);
     else CHECK(0, "data of the test config: %s", vp_last_error());
     vp_train_data_free(&td);
-    // The test span was scored over whole windows of the span.
+    // The test span was scored along the exact path: one window over the whole span.
     CHECK(r.test.windows >= 1 && r.test.window_bars >= 61 && r.test.strategy.n_returns == r.test.windows * r.test.window_bars,
           "test: %lld windows of %lld bars, %lld returns", (long long)r.test.windows, (long long)r.test.window_bars,
           (long long)r.test.strategy.n_returns);

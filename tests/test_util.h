@@ -123,10 +123,10 @@ static inline void vpt_tiny_train_config(vp_config* c, const char* data) {
 }
 
 /* A walk-forward layout: spans of train, val and test bars, the embargo, at most `folds` folds. */
-static inline vp_wf_cfg vpt_fold_cfg(int64_t train, int64_t val, int64_t test, int64_t embargo, int64_t folds) {
-    vp_wf_cfg w = vp_wf_cfg_default();
-    w.train_bars = train, w.val_bars = val, w.test_bars = test, w.embargo_bars = embargo, w.max_folds = folds;
-    return w;
+static inline void vpt_fold_cfg(vp_config* c, int64_t train, int64_t val, int64_t test, int64_t embargo,
+                                int64_t folds) {
+    vp_config_walkforward* w = &c->walkforward;
+    w->train_bars = train, w->val_bars = val, w->test_bars = test, w->embargo_bars = embargo, w->max_folds = folds;
 }
 
 #endif /* VP_TEST_UTIL_H */

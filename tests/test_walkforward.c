@@ -3,6 +3,8 @@
  * equity), the files, a resume after an interruption (a fold folder left without its done
  * marker) giving byte-identical results, a refused resume with other folds, warm start. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <sys/stat.h>
 
 #include "test_data_util.h"
@@ -17,6 +19,12 @@ static void tiny_config(vp_config* c) {
     vpt_tiny_train_config(c, "synth:ou:bars=1400,seed=5,sigma=0.004");
     c->env.n_envs = 4, c->env.episode_bars = 32;
     c->replay.capacity = 512, c->replay.warmup = 32;
+}
+
+/* A number of the plan (walkforward.json), NaN when absent. */
+static double plan_num(const cJSON* plan, const char* key) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(plan, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 /* Checks the fold spans, the stitched curve's continuity and the fold rows. */
@@ -58,12 +66,12 @@ static void test_walkforward_and_resume(void) {
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
     tiny_config(&cfg);
-    vp_wf_cfg w = vpt_fold_cfg(TRAIN, VAL, TEST, EMBARGO, FOLDS);
+    vpt_fold_cfg(&cfg, TRAIN, VAL, TEST, EMBARGO, FOLDS);
 
     // straight through
-    vp_wf_opts oa = {a, VP_RUN_CREATE, NULL, NULL, 0, 1, 1};
+    vp_wf_opts oa = {a, VP_RUN_CREATE, NULL, NULL, 0, 1};
     vp_wf_result ra;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w, &oa, &ra));
+    CHECK_OK(vp_walkforward_run(&cfg, be, &oa, &ra));
     // warm-up: the features' longest look-back plus the normalisation window, before the first fold
     vp_feature_cfg fc = vp_feature_cfg_default();
     fc.norm_window = 32;
@@ -83,20 +91,20 @@ static void test_walkforward_and_resume(void) {
         }
 
     // interrupted: one fold, then a stop during the second (left without done.json), then resumed
-    vp_wf_opts ob = {b, VP_RUN_CREATE, NULL, NULL, 1, 1, 1};
+    vp_wf_opts ob = {b, VP_RUN_CREATE, NULL, NULL, 1, 1};
     vp_wf_result rb;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w, &ob, &rb));
+    CHECK_OK(vp_walkforward_run(&cfg, be, &ob, &rb));
     CHECK(rb.interrupted && rb.n_done == 1 && rb.n_curve == TEST, "first call: %lld folds", (long long)rb.n_done);
     vp_wf_result_free(&rb);
     volatile sig_atomic_t stop = 1;
     ob.mode = VP_RUN_RESUME, ob.stop_after_folds = 0, ob.stop = &stop;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w, &ob, &rb));
+    CHECK_OK(vp_walkforward_run(&cfg, be, &ob, &rb));
     CHECK(rb.interrupted && rb.n_done == 1, "second call: %lld folds", (long long)rb.n_done);
     vp_wf_result_free(&rb);
     snprintf(fd, sizeof fd, "%s/folds/fold_001", b);
     CHECK(vpt_exists(fd, "metrics.jsonl") && !vpt_exists(fd, "done.json"), "fold 1 should be started and unfinished");
     ob.stop = NULL;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w, &ob, &rb));
+    CHECK_OK(vp_walkforward_run(&cfg, be, &ob, &rb));
     check_result(&rb, warm);
     for (int i = 2; i < 5; ++i) CHECK(vpt_same_file(a, b, top[i]), "%s differs after the resume", top[i]);
     // one "fold" event per finished fold, in both folders
@@ -115,24 +123,29 @@ static void test_walkforward_and_resume(void) {
     vp_wf_result_free(&rb);
 
     // a resume with other folds is refused; a new run over a non-empty folder too
-    vp_wf_cfg w2 = w;
-    w2.test_bars = TEST + 1;
-    CHECK_STATUS(vp_walkforward_run(&cfg, be, &w2, &ob, &rb), VP_ERR_INVALID_ARG, "plans other folds");
+    vp_config c2 = cfg;
+    c2.walkforward.test_bars = TEST + 1;
+    CHECK_STATUS(vp_walkforward_run(&c2, be, &ob, &rb), VP_ERR_INVALID_ARG, "plans other folds");
     vp_wf_result_free(&rb);
     oa.mode = VP_RUN_CREATE;
-    CHECK(vp_walkforward_run(&cfg, be, &w, &oa, &rb) != VP_OK, "a non-empty folder was reused without force");
+    CHECK(vp_walkforward_run(&cfg, be, &oa, &rb) != VP_OK, "a non-empty folder was reused without force");
     vp_wf_result_free(&rb);
-    vp_wf_cfg loaded;
-    CHECK_OK(vp_wf_cfg_load(b, &loaded));
-    CHECK(loaded.train_bars == TRAIN && loaded.test_bars == TEST && loaded.embargo_bars == EMBARGO &&
-              loaded.max_folds == FOLDS && loaded.step_bars == TEST,
+    char plan_path[400];
+    snprintf(plan_path, sizeof plan_path, "%s/walkforward.json", b);
+    char* plan_text = vpt_slurp(plan_path, NULL);
+    cJSON* plan = plan_text ? cJSON_Parse(plan_text) : NULL;
+    free(plan_text);
+    CHECK(plan_num(plan, "train_bars") == TRAIN && plan_num(plan, "test_bars") == TEST &&
+              plan_num(plan, "embargo_bars") == EMBARGO && plan_num(plan, "max_folds") == FOLDS &&
+              plan_num(plan, "step_bars") == TEST,
           "walkforward.json read back");
+    cJSON_Delete(plan);
 
     // warm start: fold 1 starts from fold 0's selection
-    vp_wf_cfg w3 = w;
-    w3.warm_start = 1, w3.max_folds = 2;
+    vp_config c3 = cfg;
+    c3.walkforward.warm_start = true, c3.walkforward.max_folds = 2;
     oa.mode = VP_RUN_FORCE;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w3, &oa, &rb));
+    CHECK_OK(vp_walkforward_run(&c3, be, &oa, &rb));
     CHECK(rb.n_done == 2, "warm start: %lld folds", (long long)rb.n_done);
     snprintf(fd, sizeof fd, "%s/folds/fold_001/done.json", a);
     char* done = vpt_slurp(fd, NULL);

@@ -94,25 +94,25 @@ static void test_parallel_equals_sequential(void) {
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
     tiny_config(&cfg);
-    vp_wf_cfg w = vpt_fold_cfg(TRAIN, VAL, TEST, EMBARGO, FOLDS);
+    vpt_fold_cfg(&cfg, TRAIN, VAL, TEST, EMBARGO, FOLDS);
 
     // one after another: the reference
     snprintf(seq, sizeof seq, "%s/seq", root);
-    vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1, 1};
+    vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1};
     vp_wf_result rs;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w, &os, &rs));
+    CHECK_OK(vp_walkforward_run(&cfg, be, &os, &rs));
     CHECK(rs.n_done == FOLDS && rs.summary.trades.n_trades > 0, "reference: %lld folds, %lld trades",
           (long long)rs.n_done, (long long)rs.summary.trades.n_trades);
 
-    // 2 and 3 folds at once (3 through the config's key)
+    // 2 and 3 folds at once (the config's key)
     for (int p = 2; p <= 3; ++p) {
         snprintf(par, sizeof par, "%s/par%d", root, p);
         vp_config c2 = cfg;
         c2.walkforward.parallel = p;
         FILE* log = tmpfile();
-        vp_wf_opts op = {par, VP_RUN_CREATE, log, NULL, 0, 1, p == 2 ? 2 : 0};
+        vp_wf_opts op = {par, VP_RUN_CREATE, log, NULL, 0, 1};
         vp_wf_result rp;
-        CHECK_OK(vp_walkforward_run(p == 2 ? &cfg : &c2, be, &w, &op, &rp));
+        CHECK_OK(vp_walkforward_run(&c2, be, &op, &rp));
         check_same(seq, par, &rs, &rp);
         vp_wf_result_free(&rp);
         // the progress: the number at once, then whole lines each prefixed by its fold
@@ -132,9 +132,11 @@ static void test_parallel_equals_sequential(void) {
 
     // more folds at once than there are: the same
     snprintf(par, sizeof par, "%s/par9", root);
-    vp_wf_opts o9 = {par, VP_RUN_CREATE, NULL, NULL, 0, 1, 9};
+    vp_wf_opts o9 = {par, VP_RUN_CREATE, NULL, NULL, 0, 1};
+    vp_config c9 = cfg;
+    c9.walkforward.parallel = 9;
     vp_wf_result r9;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w, &o9, &r9));
+    CHECK_OK(vp_walkforward_run(&c9, be, &o9, &r9));
     check_same(seq, par, &rs, &r9);
     vp_wf_result_free(&r9);
 
@@ -150,25 +152,27 @@ static void test_parallel_resume(void) {
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
     tiny_config(&cfg);
-    vp_wf_cfg w = vpt_fold_cfg(TRAIN, VAL, TEST, EMBARGO, FOLDS);
+    vpt_fold_cfg(&cfg, TRAIN, VAL, TEST, EMBARGO, FOLDS);
     snprintf(seq, sizeof seq, "%s/seq", root);
     snprintf(par, sizeof par, "%s/par", root);
-    vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1, 1};
+    vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1};
     vp_wf_result rs, rp;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w, &os, &rs));
+    CHECK_OK(vp_walkforward_run(&cfg, be, &os, &rs));
 
     // two at once, capped at three folds: 0, 1, 2 finish
-    vp_wf_opts op = {par, VP_RUN_CREATE, NULL, NULL, 3, 1, 2};
-    CHECK_OK(vp_walkforward_run(&cfg, be, &w, &op, &rp));
+    vp_wf_opts op = {par, VP_RUN_CREATE, NULL, NULL, 3, 1};
+    vp_config c1 = cfg;
+    c1.walkforward.parallel = 2;
+    CHECK_OK(vp_walkforward_run(&c1, be, &op, &rp));
     CHECK(rp.interrupted && rp.n_done == 3 && rp.n_curve == 3 * TEST, "first call: %lld folds", (long long)rp.n_done);
     vp_wf_result_free(&rp);
 
     // resumed with a stop: folds 3 and 4 both start and stop unfinished
     volatile sig_atomic_t stop = 1;
     vp_config c2 = cfg;
-    c2.walkforward.parallel = 2;  // the folder's config says 1: a resume may differ in it
-    op.mode = VP_RUN_RESUME, op.stop_after_folds = 0, op.stop = &stop, op.parallel = 0;
-    CHECK_OK(vp_walkforward_run(&c2, be, &w, &op, &rp));
+    c2.walkforward.parallel = 3;  // the folder's config says 2: a resume may differ in it
+    op.mode = VP_RUN_RESUME, op.stop_after_folds = 0, op.stop = &stop;
+    CHECK_OK(vp_walkforward_run(&c2, be, &op, &rp));
     CHECK(rp.interrupted && rp.n_done == 3, "second call: %lld folds", (long long)rp.n_done);
     vp_wf_result_free(&rp);
     for (int k = 3; k < FOLDS; ++k) {
@@ -181,17 +185,19 @@ static void test_parallel_resume(void) {
 
     // resumed to the end, two at once: the same bytes as straight through one at a time
     op.stop = NULL;
-    CHECK_OK(vp_walkforward_run(&c2, be, &w, &op, &rp));
+    CHECK_OK(vp_walkforward_run(&c2, be, &op, &rp));
     check_same(seq, par, &rs, &rp);
     vp_wf_result_free(&rp);
     vp_wf_result_free(&rs);
 
     // warm start: one after another whatever is asked, and the same as asked one at a time
-    vp_wf_cfg ww = w;
-    ww.warm_start = 1, ww.max_folds = 2;
-    vp_wf_opts oa = {seq, VP_RUN_FORCE, NULL, NULL, 0, 1, 1}, ob = {par, VP_RUN_FORCE, NULL, NULL, 0, 1, 4};
-    CHECK_OK(vp_walkforward_run(&cfg, be, &ww, &oa, &rs));
-    CHECK_OK(vp_walkforward_run(&cfg, be, &ww, &ob, &rp));
+    vp_config cw = cfg, cw4;
+    cw.walkforward.warm_start = true, cw.walkforward.max_folds = 2;
+    cw4 = cw;
+    cw4.walkforward.parallel = 4;
+    vp_wf_opts oa = {seq, VP_RUN_FORCE, NULL, NULL, 0, 1}, ob = {par, VP_RUN_FORCE, NULL, NULL, 0, 1};
+    CHECK_OK(vp_walkforward_run(&cw, be, &oa, &rs));
+    CHECK_OK(vp_walkforward_run(&cw4, be, &ob, &rp));
     CHECK(rs.n_done == 2 && rp.n_done == 2, "warm start: %lld and %lld folds", (long long)rs.n_done,
           (long long)rp.n_done);
     CHECK(vpt_same_file(seq, par, "folds/fold_001/trades.csv") &&
@@ -201,10 +207,11 @@ static void test_parallel_resume(void) {
     vp_wf_result_free(&rp);
 
     // a fold that fails (a config the trainer refuses): the error comes back from the threads
-    vp_config bad = cfg;
+    vp_config bad = cw4;
+    bad.walkforward.warm_start = false, bad.walkforward.max_folds = FOLDS;
     bad.instrument.max_position = 2.5;
     ob.mode = VP_RUN_FORCE;
-    vp_status s = vp_walkforward_run(&bad, be, &w, &ob, &rp);
+    vp_status s = vp_walkforward_run(&bad, be, &ob, &rp);
     CHECK(s != VP_OK && strstr(vp_last_error(), "fold ") && strstr(vp_last_error(), "max_position"),
           "a failing fold in parallel: %s", vp_last_error());
     vp_wf_result_free(&rp);

@@ -43,8 +43,8 @@ vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest
 /* ---- the `vulpes backtest` job: a checkpoint over a bar file --------------------------------- */
 
 /* What to run. The network, instrument, episode length and feature settings come from the
- * config in the checkpoint's metadata; features and ATR are computed from bars before the
- * span's end only (warm-up from before the span). */
+ * config in the checkpoint's metadata (its train.algo's policy); features and ATR are computed
+ * from bars before the span's end only (warm-up from before the span). */
 typedef struct vp_backtest_job {
     const char* checkpoint; /* a checkpoint of a training run (best.safetensors, last.safetensors) */
     const char* data;       /* CSV bar file or synth:KIND[:...] market; NULL: the checkpoint config's data.path */
@@ -70,15 +70,18 @@ vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* ind
 
 /* ---- the end of a training run --------------------------------------------------------------- */
 
-struct vp_trainer;
+struct vp_train_end;
 
-/* A vp_train_finish_fn (vulpes/train.h) for vp_train_opts.finish: the exact sequential
- * backtest of the run's test span with `params` (in memory: the trainer's model, features, ATR
- * and instrument, annualised over all its bars); writes trades.csv, equity.csv and report.html
- * into run_dir and adds vp_backtest_summary_json's object to `summary` (cJSON*) as
- * "test_backtest". ctx: NULL, or a vp_metrics_summary* that receives the metrics. */
-vp_status vp_backtest_train_finish(void* ctx, const struct vp_trainer* t, const vp_tensor* params /* [n_weights] */,
-                                   const char* run_dir, struct cJSON* summary);
+/* A vp_train_finish_fn (vulpes/train.h) for vp_train_opts.finish: writes the test span's
+ * exact backtest (end->test) as trades.csv, equity.csv and report.html into end->run_dir and
+ * adds its description ("backtest": mode, span, checkpoint, ...; "timing") to summary.json's
+ * "test" object (cJSON*). ctx: NULL, or a vp_metrics_summary* that receives the metrics. */
+vp_status vp_backtest_train_finish(void* ctx, const struct vp_train_end* end, struct cJSON* test);
+
+/* Adds the description of result r to a summary object (cJSON*) holding its metrics: the
+ * "backtest" object (mode, windows, path, checkpoint, data, span, decisions, trades), the
+ * wall-clock "timing", and the per-window table in the segment mode. */
+vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_info* info, struct cJSON* obj);
 
 #ifdef __cplusplus
 }

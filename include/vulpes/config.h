@@ -156,6 +156,8 @@ typedef enum vp_run_precision {
 
 /* [train] the training loop. */
 #define VP_CFG_KEYS_train(X)                                                                \
+    X(train, algo, STRING, "dqn", 0, 0, "[]", NULL,                                        \
+      "the training algorithm, an entry of the table in src/learn/algo.c (dqn)")           \
     X(train, iterations, INT, 20000, 1, VP_CFG_INF, "[)", NULL,                            \
       "iterations of collect + learner steps")                                             \
     X(train, train_steps, INT, 1, 0, VP_CFG_INF, "[)", NULL, "learner steps per iteration") \

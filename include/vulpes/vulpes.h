@@ -37,6 +37,8 @@
 #include "vulpes/replay.h"
 #include "vulpes/learner.h"
 #include "vulpes/collect.h"
+#include "vulpes/algo.h"
+#include "vulpes/dqn.h"
 #include "vulpes/train.h"
 
 /* evaluation: backtests, walk-forward, reports */

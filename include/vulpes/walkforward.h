@@ -13,11 +13,15 @@
  * their files. The stitched results are always built from the fold files, so a resumed
  * walk-forward writes the same bytes as one that ran straight through.
  *
- * Each fold is self-contained (its own trainer, data view and folder) unless warm-started, so
- * up to vp_wf_opts.parallel folds run at once, each in its own thread on its own backend (on
- * CUDA its own stream and cuBLASLt handle), the number lowered to what free device memory
- * holds; a warm start runs them one after another. The results are the same bytes whatever
- * the number: the fold events, the per-fold table and the stitched curve follow fold order. */
+ * A fold trains through the one training loop (vp_train_run_data, the algorithm of
+ * train.algo) on its own data view and folder; its test span's exact backtest is the loop's
+ * own. The settings are the config's walkforward section (vp_config_walkforward; `vulpes
+ * walkforward` turns its flags into walkforward.* overrides). Each fold is self-contained
+ * unless warm-started, so up to walkforward.parallel folds run at once, each in its own thread
+ * on its own backend (on CUDA its own stream and cuBLASLt handle), the number lowered to what
+ * free device memory holds; a warm start runs them one after another. The results are the same
+ * bytes whatever the number: the fold events, the per-fold table and the stitched curve follow
+ * fold order. */
 #ifndef VULPES_WALKFORWARD_H
 #define VULPES_WALKFORWARD_H
 
@@ -35,19 +39,7 @@
 extern "C" {
 #endif
 
-/* How the folds are made. */
-typedef struct vp_wf_cfg {
-    int64_t train_bars;   /* train span of a fold (> 0) */
-    int64_t val_bars;     /* validation span (> 0) */
-    int64_t test_bars;    /* test span (> 0) */
-    int64_t step_bars;    /* bars between folds (>= test_bars; 0: test_bars, so test spans tile) */
-    int64_t embargo_bars; /* unused bars between the spans of a fold (>= 0; < 0: the config's split.embargo) */
-    int anchored;         /* 1: every train span starts at the first usable bar and grows */
-    int warm_start;       /* 1: a fold's training starts from the previous fold's best parameters */
-    int64_t max_folds;    /* 0: every fold that fits; else at most this many (the first ones) */
-} vp_wf_cfg;
-
-/* How a walk-forward runs. */
+/* How a walk-forward runs (the fold settings are the config's walkforward section). */
 typedef struct vp_wf_opts {
     const char* dir;                    /* the walk-forward folder (required) */
     vp_run_mode mode;                   /* CREATE (absent or empty folder), FORCE (replace), RESUME */
@@ -55,7 +47,6 @@ typedef struct vp_wf_opts {
     const volatile sig_atomic_t* stop;  /* non-zero: stop between iterations, the fold left unfinished */
     int64_t stop_after_folds;           /* stop as interrupted once this many folds finished in this call (0: never) */
     int fused;                          /* the test backtests' CUDA path (see vp_rollout_cfg.fused) */
-    int64_t parallel;                   /* folds trained at once (0: the config's walkforward.parallel) */
 } vp_wf_opts;
 
 /* One fold's row of the per-fold table. */
@@ -89,26 +80,17 @@ typedef struct vp_wf_result {
     vp_metrics_summary summary; /* the stitched curve, its baselines and every test trade */
 } vp_wf_result;
 
-/* The defaults: no lengths (they must be set), step = test, the config's embargo, rolling,
- * from scratch, every fold. */
-vp_wf_cfg vp_wf_cfg_default(void);
-
-/* The fold settings of a resolved config's walkforward section. */
-vp_wf_cfg vp_wf_cfg_from_config(const vp_config_walkforward* c);
-
 /* Makes the folds of n_bars bars with `warmup` bars of feature history reserved at the start,
- * for cfg and the config's split.embargo; *n_folds receives their number (max_folds
+ * for cfg's walkforward section and split.embargo; *n_folds receives their number (max_folds
  * applied), folds (may be NULL) up to cap of them. */
-vp_status vp_wf_plan(const vp_wf_cfg* wf, const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* folds,
-                     int64_t cap, int64_t* n_folds);
+vp_status vp_wf_plan(const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* folds, int64_t cap,
+                     int64_t* n_folds);
 
-/* Reads the fold settings a walk-forward folder was planned with (DIR/walkforward.json). */
-vp_status vp_wf_cfg_load(const char* dir, vp_wf_cfg* out);
-
-/* Runs (or, with opts->mode VP_RUN_RESUME, continues) the walk-forward of cfg's data on
- * backend b into opts->dir; *out receives the stitched result of the finished folds. */
-vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_cfg* wf, const vp_wf_opts* opts,
-                             vp_wf_result* out);
+/* Runs (or, with opts->mode VP_RUN_RESUME, continues) the walk-forward of cfg's data with
+ * cfg->walkforward's folds on backend b into opts->dir; *out receives the stitched result of
+ * the finished folds. A resume refuses a plan of other folds than the folder's (its
+ * walkforward.json) and another config (run.* and walkforward.parallel aside). */
+vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_opts* opts, vp_wf_result* out);
 
 /* Frees a result's arrays (a zeroed result is a no-op). */
 void vp_wf_result_free(vp_wf_result* r);

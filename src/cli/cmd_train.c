@@ -1,7 +1,7 @@
 /* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR]`: resolves the
  * config, picks the backend, traps Ctrl-C and runs vp_train_run with the progress line on
- * stderr and the exact backtest of the test span as its finishing step (vp_backtest_train_finish:
- * the CLI joins eval to learn, which knows only the hook); prints the run folder at the end. */
+ * stderr and the test span's files as its finishing step (vp_backtest_train_finish: the CLI
+ * joins eval to learn, which knows only the hook); prints the run folder at the end. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -88,19 +88,18 @@ static int parse(int argc, char** argv, train_args* a) {
     return 0;
 }
 
-/* One line per outcome on stderr; `exact` the exact backtest of the test span (finished runs). */
+/* One line per outcome on stderr; `exact` the metrics of the test span's exact backtest
+ * (finished runs). */
 static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
     if (!isnan(r->best_val_sharpe))
         fprintf(stderr, "best validation Sharpe %.3f at iteration %lld\n", r->best_val_sharpe,
                 (long long)r->best_iteration);
     if (r->interrupted) return;
-    fprintf(stderr, "test span, validator's estimate (%s, %lld x %lld bars): Sharpe %.3f, total return %.2f %%, max drawdown %.2f %%; "
-            "buy & hold Sharpe %.3f\n", r->best_iteration >= 0 ? "best parameters" : "final parameters",
-            (long long)r->test.windows, (long long)r->test.window_bars, r->test.strategy.sharpe,
-            100.0 * r->test.strategy.total_return, 100.0 * r->test.strategy.max_drawdown, r->test.buy_hold.sharpe);
-    fprintf(stderr, "test span, exact backtest: Sharpe %.3f, total return %.2f %%, max drawdown %.2f %%, %lld trades; "
-            "buy & hold Sharpe %.3f (report.html)\n", exact->strategy.sharpe, 100.0 * exact->strategy.total_return,
-            100.0 * exact->strategy.max_drawdown, (long long)exact->trades.n_trades, exact->buy_hold.sharpe);
+    fprintf(stderr, "test span (%s, exact backtest): Sharpe %.3f, total return %.2f %%, max drawdown %.2f %%, "
+            "%lld trades; buy & hold Sharpe %.3f (report.html)\n",
+            r->best_iteration >= 0 ? "best parameters" : "final parameters", r->test.strategy.sharpe,
+            100.0 * r->test.strategy.total_return, 100.0 * r->test.strategy.max_drawdown,
+            (long long)exact->trades.n_trades, r->test.buy_hold.sharpe);
 }
 
 int vp_cmd_train(int argc, char** argv) {
@@ -131,7 +130,7 @@ int vp_cmd_train(int argc, char** argv) {
     vp_metrics_summary exact;
     memset(&exact, 0, sizeof exact);
     o.finish = vp_backtest_train_finish;
-    o.finish_ctx = &exact;
+    o.ctx = &exact;
     fprintf(stderr, "vulpes train: %s on %s\n", cfg.data.path, vp_backend_name(b));
     vp_train_result r;
     vp_status s = vp_train_run(&cfg, b, &o, &r);

@@ -1,19 +1,19 @@
 /* The `vulpes backtest` job: the config and parameters from a checkpoint, the bars, the
  * span from --from / --to, features and ATR computed the way training computes them over
- * the bars before the span's end only, the backtest, and the output folder. Also the end of a
- * training run: the test span backtested from the trainer's memory (vp_backtest_train_finish). */
+ * the bars before the span's end only, the algorithm's policy (an inference instance of its
+ * train.algo), the backtest, and the output folder. Also the end of a training run: the test
+ * span's exact backtest written as files (vp_backtest_train_finish). */
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "vulpes/algo.h"
 #include "vulpes/backtest.h"
 #include "vulpes/checkpoint.h"
 #include "vulpes/features.h"
-#include "vulpes/ops.h"
 #include "vulpes/run.h"
-#include "vulpes/train.h"
 
 vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* index) {
     VP_REQUIRE(bars != NULL && text != NULL && index != NULL && text[0] != '\0', VP_ERR_INVALID_ARG,
@@ -43,32 +43,30 @@ vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* ind
 
 /* Everything a job holds, freed by job_free. */
 typedef struct job_state {
-    vp_checkpoint* ck;
     vp_config cfg;
     vp_bars all;          /* every bar of the data */
     vp_train_data td;     /* bars [0, b) with features, ATR */
-    vp_train_parts parts; /* instrument, model, ... from the config */
-    vp_model model;
-    int model_on;
-    vp_buffer feat_buf;   /* device copy of the features (CUDA) */
+    vp_algo algo;         /* the policy: an inference instance of the checkpoint's algorithm */
     vp_span span;
 } job_state;
 
-static void job_free(job_state* j, vp_backend* b) {
-    if (j->model_on) vp_model_free(&j->model);
-    if (j->feat_buf.dev) vp_buffer_free(b, &j->feat_buf);
+static void job_free(job_state* j) {
+    vp_algo_free(&j->algo);
     vp_train_data_free(&j->td);
     vp_bars_free(&j->all);
-    vp_checkpoint_close(j->ck);
 }
 
 /* The config of the training run, from the checkpoint's metadata. */
 static vp_status load_config(job_state* j, const char* path) {
-    VP_TRY(vp_checkpoint_open(&j->ck, path));
-    const char* yaml = vp_checkpoint_meta(j->ck, "config");
-    VP_REQUIRE(yaml != NULL, VP_ERR_PARSE, "checkpoint %s has no config in its metadata", path);
+    vp_checkpoint* ck = NULL;
+    VP_TRY(vp_checkpoint_open(&ck, path));
+    const char* yaml = vp_checkpoint_meta(ck, "config");
+    vp_status s = yaml ? VP_OK
+                       : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s has no config in its metadata", path);
     vp_config_defaults(&j->cfg);
-    VP_TRY(vp_config_load_string(&j->cfg, yaml, "the checkpoint's config"));
+    if (s == VP_OK) s = vp_config_load_string(&j->cfg, yaml, "the checkpoint's config");
+    vp_checkpoint_close(ck);
+    VP_TRY(s);
     return vp_config_check(&j->cfg);
 }
 
@@ -108,8 +106,8 @@ static vp_status resolve_span(job_state* j, const vp_backtest_job* job) {
     return VP_OK;
 }
 
-/* Features and ATR of bars [0, b) only, by training's own code; the parts of the run. */
-static vp_status prepare_data(job_state* j, vp_backend* b) {
+/* Features and ATR of bars [0, b) only, by training's own code. */
+static vp_status prepare_data(job_state* j) {
     const int64_t e = j->span.end;
     vp_bars head;
     VP_TRY(vp_bars_alloc(&head, e));
@@ -122,19 +120,13 @@ static vp_status prepare_data(job_state* j, vp_backend* b) {
     vp_status s = vp_train_data_from_bars(&j->td, &j->cfg, &head);
     vp_bars_free(&head);
     if (s != VP_OK) return vp_error_context(s, "features of bars [0, %lld)", (long long)e);
-    return vp_train_parts_make(&j->cfg, j->td.n_features, &j->parts);
+    return VP_OK;
 }
 
-/* The network with the checkpoint's parameters. */
-static vp_status load_model(job_state* j, vp_backend* b) {
-    VP_TRY(vp_model_init(&j->model, b, &j->parts.learner.model, j->parts.learner.seed));
-    j->model_on = 1;
-    j->model.precision = j->parts.precision;
-    for (int i = 0; i < j->model.n_params; ++i) {
-        vp_ckpt_item it = {j->model.info[i].name, vp_model_param_view(&j->model, &j->model.params, &j->model.info[i])};
-        VP_TRY(vp_checkpoint_read(b, j->ck, &it));
-    }
-    return VP_OK;
+/* The algorithm's policy with the checkpoint's parameters (features on the backend). */
+static vp_status load_policy(job_state* j, vp_backend* b, const char* path) {
+    VP_TRY(vp_algo_create(&j->algo, &j->cfg, b, &j->td, VP_ALGO_INFER));
+    return vp_algo_load_params(&j->algo, path, VP_PARAMS_ONLINE);
 }
 
 /* The output folder: config.yaml and a "backtest" event in metrics.jsonl. */
@@ -167,32 +159,29 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     out_dir[0] = '\0';
     job_state j;
     memset(&j, 0, sizeof j);
-    // checkpoint, bars, span, features of the bars before the span's end, network
+    // checkpoint, bars, span, features of the bars before the span's end, policy
     vp_status s = load_config(&j, job->checkpoint);
     const char* data = job->data ? job->data : j.cfg.data.path;
     if (s == VP_OK) s = load_bars(&j, data);
     if (s == VP_OK) s = resolve_span(&j, job);
-    if (s == VP_OK) s = prepare_data(&j, b);
-    if (s == VP_OK) s = load_model(&j, b);
-    vp_tensor feat = vp_tensor_2d(j.td.features, VP_F32, VP_MEM_HOST, j.span.end, j.td.n_features);
-    if (s == VP_OK && vp_backend_get_kind(b) != VP_BACKEND_CPU) {
-        const size_t bytes = sizeof(float) * (size_t)(j.span.end * j.td.n_features);
-        s = vp_buffer_alloc(b, vp_backend_native_mem(b), bytes, &j.feat_buf);
-        feat = vp_tensor_2d(j.feat_buf.dev, VP_F32, vp_backend_native_mem(b), j.span.end, j.td.n_features);
-        if (s == VP_OK) s = vp_upload(b, &feat, j.td.features, bytes);
-    }
+    if (s == VP_OK) s = prepare_data(&j);
+    if (s == VP_OK) s = load_policy(&j, b, job->checkpoint);
 
     // the backtest, annualised over the bars it may read
     vp_rollout_cfg c = vp_rollout_cfg_default();
+    vp_policy pol;
     if (s == VP_OK) {
-        c.instrument = j.parts.instrument;
-        c.episode_bars = j.parts.env.episode_bars;
+        c.instrument = j.algo.instrument;
+        c.episode_bars = j.algo.env.episode_bars;
         c.n_windows = job->n_windows > 0 ? job->n_windows : 1;
         c.fused = job->fused;
         s = vp_annual_measure(j.td.bars.time_ms, j.td.bars.n, &c.annual);
     }
-    vp_rollout_data d = {&j.td.bars, j.td.atr, &feat, j.span};
-    if (s == VP_OK) s = vp_backtest_run(b, &j.model, &j.model.params, &d, &c, out);
+    if (s == VP_OK) s = vp_algo_policy(&j.algo, VP_PARAMS_ONLINE, &pol);
+    if (s == VP_OK) {
+        vp_rollout_data d = {&j.td.bars, j.td.atr, j.algo.features, j.span};
+        s = vp_rollout_run(b, &pol, &d, &c, out);
+    }
 
     // the folder and its files
     char* yaml = NULL;
@@ -203,41 +192,26 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
         s = vp_backtest_write(out, &info, out_dir);
     }
     free(yaml);
-    job_free(&j, b);
+    job_free(&j);
     return s;
 }
 
-/* ---- the end of a training run: the test span, from the trainer's memory ------------------- */
+/* ---- the end of a training run: the test span's files ---------------------------------------- */
 
-vp_status vp_backtest_train_finish(void* ctx, const vp_trainer* t, const vp_tensor* params, const char* run_dir,
-                                   cJSON* summary) {
-    VP_REQUIRE(t != NULL && params != NULL && run_dir != NULL && summary != NULL, VP_ERR_INVALID_ARG,
-               "vp_backtest_train_finish: NULL argument");
-    const vp_train_data* td = t->data;
-    // the exact path over the test span with the run's costs, annualised over all its bars
-    vp_rollout_cfg c = vp_rollout_cfg_default();
-    c.instrument = t->parts.instrument;
-    c.episode_bars = t->parts.env.episode_bars;
-    VP_TRY(vp_annual_measure(td->bars.time_ms, td->bars.n, &c.annual));
-    vp_rollout_data d = {&td->bars, td->atr, &t->features, td->split.test};
-    vp_rollout_result r;
-    vp_status s = vp_backtest_run(t->backend, &t->learner.model, params, &d, &c, &r);
-    // the files beside the run's own, and the summary's "test_backtest" object
+vp_status vp_backtest_train_finish(void* ctx, const vp_train_end* end, cJSON* test) {
+    VP_REQUIRE(end != NULL && end->algo != NULL && end->test != NULL && end->run_dir != NULL && test != NULL,
+               VP_ERR_INVALID_ARG, "vp_backtest_train_finish: NULL argument");
+    const vp_train_data* td = end->algo->data;
+    const vp_rollout_result* r = end->test;
+    // the files beside the run's own, and the description in the summary's "test" object
     char* yaml = NULL;
-    cJSON* obj = NULL;
-    if (s == VP_OK) s = vp_config_to_yaml(&t->cfg, &yaml);
-    const char* ck = t->best_iteration >= 0 ? "best.safetensors" : "last.safetensors";
-    vp_backtest_info info = {"training run: test span", ck, td->source, yaml, &td->bars};
-    if (s == VP_OK) s = vp_backtest_write_files(&r, &info, run_dir);
-    if (s == VP_OK) s = vp_backtest_summary_json(&r, &info, &obj);
-    if (s == VP_OK && !cJSON_AddItemToObject(summary, "test_backtest", obj)) {
-        cJSON_Delete(obj);
-        s = vp_set_error(VP_ERR_OOM, VP_WHERE, "summary.json: out of memory");
-    }
-    if (s == VP_OK && ctx) *(vp_metrics_summary*)ctx = r.summary;
+    vp_status s = vp_config_to_yaml(&end->algo->cfg, &yaml);
+    vp_backtest_info info = {"training run: test span", end->checkpoint, td->source, yaml, &td->bars};
+    if (s == VP_OK) s = vp_backtest_write_files(r, &info, end->run_dir);
+    if (s == VP_OK) s = vp_backtest_summary_add(r, &info, test);
+    if (s == VP_OK && ctx) *(vp_metrics_summary*)ctx = r->summary;
     free(yaml);
-    vp_rollout_result_free(&r);
-    if (s != VP_OK) return vp_error_context(s, "exact backtest of the test span [%lld, %lld)",
-                                            (long long)td->split.test.begin, (long long)td->split.test.end);
+    if (s != VP_OK) return vp_error_context(s, "the files of the test span [%lld, %lld)", (long long)r->span.begin,
+                                            (long long)r->span.end);
     return VP_OK;
 }

@@ -1,6 +1,8 @@
 /* What a backtest writes: trades.csv, equity.csv, summary.json and report.html, each
- * atomically (NAME.tmp, then renamed over NAME). Numbers in the CSV files read back bit for
- * bit: each is written with 15 significant digits, or 17 when 15 do not read back. */
+ * atomically (NAME.tmp, then renamed over NAME); and the one reader of the CSV files back
+ * (walk-forward stitching), both under the column tables of eval_impl.h. Numbers in the CSV
+ * files read back bit for bit: each is written with 15 significant digits, or 17 when 15 do
+ * not read back. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -51,20 +53,100 @@ const char* vp_eval_format_exact(double v, char* buf) {
     return buf;
 }
 
+/* ---- the schema --------------------------------------------------------------------------------- */
+
+#define VP_CSV_NAME_(e, name) name,
+static const char* const TRADES_COLUMNS[] = {VP_TRADES_COLUMNS(VP_CSV_NAME_)};
+static const char* const EQUITY_COLUMNS[] = {VP_EQUITY_COLUMNS(VP_CSV_NAME_)};
+#undef VP_CSV_NAME_
+
+const vp_csv_schema vp_trades_schema = {"trades.csv", TRADES_COLUMNS, VP_TRADES_COL_COUNT};
+const vp_csv_schema vp_equity_schema = {"equity.csv", EQUITY_COLUMNS, VP_EQUITY_COL_COUNT};
+
+void vp_csv_write_header(FILE* f, const vp_csv_schema* s, const char* prefix) {
+    vp_csv_write_row(f, s, prefix, s->columns);
+}
+
+void vp_csv_write_row(FILE* f, const vp_csv_schema* s, const char* prefix, const char* const* fields) {
+    fputs(prefix, f);
+    for (int i = 0; i < s->n; ++i) {
+        if (i) fputc(',', f);
+        fputs(fields[i], f);
+    }
+    fputc('\n', f);
+}
+
+/* Splits a line (its end of line removed) in place at commas into fields[cap]; returns the
+ * number of fields, cap + 1 when there are more. */
+static int split_fields(char* line, char** fields, int cap) {
+    line[strcspn(line, "\r\n")] = '\0';
+    int n = 0;
+    for (char* p = line;; ++n) {
+        if (n < cap) fields[n] = p;
+        char* comma = strchr(p, ',');
+        if (!comma) return n + 1 <= cap ? n + 1 : cap + 1;
+        *comma = '\0';
+        p = comma + 1;
+    }
+}
+
+vp_status vp_csv_read(const char* path, const vp_csv_schema* s, vp_status (*row)(void* ctx, char** fields), void* ctx) {
+    FILE* f = fopen(path, "r");
+    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot read %s", path);
+    char* line = NULL;
+    size_t cap = 0;
+    char* fields[64];
+    vp_status st = s->n <= 64 ? VP_OK : vp_set_error(VP_ERR_STATE, VP_WHERE, "%s: %d columns", s->file, s->n);
+    for (int64_t ln = 1; st == VP_OK && getline(&line, &cap, f) >= 0; ++ln) {
+        const int n = split_fields(line, fields, s->n);
+        if (n != s->n) {
+            st = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s line %lld: %d fields, %s has %d", path, (long long)ln, n,
+                              s->file, s->n);
+        } else if (ln == 1) {
+            // the header: the schema's names, in order
+            for (int i = 0; i < s->n && st == VP_OK; ++i)
+                if (strcmp(fields[i], s->columns[i]) != 0)
+                    st = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: column %d is '%s', %s's is '%s'", path, i + 1,
+                                      fields[i], s->file, s->columns[i]);
+        } else {
+            st = row(ctx, fields);
+        }
+    }
+    free(line);
+    fclose(f);
+    return st;
+}
+
+/* ---- the writer -------------------------------------------------------------------------------- */
+
 /* trades.csv: one row per closed trade. */
 static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info* info, const char* path) {
     vp_atomic_file f;
     VP_TRY(vp_atomic_file_open(&f, path));
-    fprintf(f.f, "window,side,size,entry_time,entry_bar,entry_price,exit_time,exit_bar,exit_price,pnl,costs,"
-                 "bars_held,exit_reason\n");
-    char t0[32], t1[32], x[4][32];
+    vp_csv_write_header(f.f, &vp_trades_schema, "");
+    char t0[32], t1[32], x[4][32], n[5][24];
+    const char* fl[VP_TRADES_COL_COUNT];
     for (int64_t i = 0; i < r->n_trades; ++i) {
         const vp_rollout_trade* t = &r->trades[i];
-        fprintf(f.f, "%d,%s,%d,%s,%lld,%s,%s,%lld,%s,%s,%s,%lld,%s\n", (int)t->window, t->side > 0 ? "long" : "short",
-                (int)t->size, bar_time(info, t->entry_bar, t0), (long long)t->entry_bar,
-                vp_eval_format_exact(t->entry_price, x[0]), bar_time(info, t->exit_bar, t1), (long long)t->exit_bar,
-                vp_eval_format_exact(t->exit_price, x[1]), vp_eval_format_exact(t->pnl, x[2]),
-                vp_eval_format_exact(t->costs, x[3]), (long long)t->bars_held, vp_exit_reason_name(t->reason));
+        snprintf(n[0], sizeof n[0], "%d", (int)t->window);
+        snprintf(n[1], sizeof n[1], "%d", (int)t->size);
+        snprintf(n[2], sizeof n[2], "%lld", (long long)t->entry_bar);
+        snprintf(n[3], sizeof n[3], "%lld", (long long)t->exit_bar);
+        snprintf(n[4], sizeof n[4], "%lld", (long long)t->bars_held);
+        fl[VP_TRADES_WINDOW] = n[0];
+        fl[VP_TRADES_SIDE] = t->side > 0 ? "long" : "short";
+        fl[VP_TRADES_SIZE] = n[1];
+        fl[VP_TRADES_ENTRY_TIME] = bar_time(info, t->entry_bar, t0);
+        fl[VP_TRADES_ENTRY_BAR] = n[2];
+        fl[VP_TRADES_ENTRY_PRICE] = vp_eval_format_exact(t->entry_price, x[0]);
+        fl[VP_TRADES_EXIT_TIME] = bar_time(info, t->exit_bar, t1);
+        fl[VP_TRADES_EXIT_BAR] = n[3];
+        fl[VP_TRADES_EXIT_PRICE] = vp_eval_format_exact(t->exit_price, x[1]);
+        fl[VP_TRADES_PNL] = vp_eval_format_exact(t->pnl, x[2]);
+        fl[VP_TRADES_COSTS] = vp_eval_format_exact(t->costs, x[3]);
+        fl[VP_TRADES_BARS_HELD] = n[4];
+        fl[VP_TRADES_EXIT_REASON] = vp_exit_reason_name(t->reason);
+        vp_csv_write_row(f.f, &vp_trades_schema, "", fl);
     }
     return vp_atomic_file_commit(&f);
 }
@@ -74,8 +156,9 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
 static vp_status write_equity(const vp_rollout_result* r, const char* path) {
     vp_atomic_file f;
     VP_TRY(vp_atomic_file_open(&f, path));
-    fprintf(f.f, "time,bar,window,equity,position,drawdown,buy_hold_equity,direction,size,take_profit,stop_loss\n");
-    char tb[32], e0[32], e1[32], e2[32];
+    vp_csv_write_header(f.f, &vp_equity_schema, "");
+    char tb[32], e[3][32], n[7][24];
+    const char* fl[VP_EQUITY_COL_COUNT];
     int64_t w = 0;
     for (int64_t j = 0; j < r->n_curve; ++j) {
         const int64_t bar = r->span.begin + j;
@@ -84,10 +167,22 @@ static vp_status write_equity(const vp_rollout_result* r, const char* path) {
         const vp_rollout_window* x = &r->windows[w];
         const int64_t k = bar - x->begin;
         const int32_t* a = k + 1 < x->n_points ? r->action + (x->offset + k) * 4 : NULL;
-        fprintf(f.f, "%s,%lld,%lld,%s,%.0f,%s,%s,%d,%d,%d,%d\n", vp_time_format_iso(r->curve_time_ms[j], tb, 32),
-                (long long)bar, (long long)w, vp_eval_format_exact(r->curve_equity[j], e0), r->curve_position[j],
-                vp_eval_format_exact(r->curve_drawdown[j], e1), vp_eval_format_exact(r->curve_benchmark[j], e2),
-                a ? a[0] : -1, a ? a[1] : -1, a ? a[2] : -1, a ? a[3] : -1);
+        snprintf(n[0], sizeof n[0], "%lld", (long long)bar);
+        snprintf(n[1], sizeof n[1], "%lld", (long long)w);
+        snprintf(n[2], sizeof n[2], "%.0f", r->curve_position[j]);
+        for (int i = 0; i < 4; ++i) snprintf(n[3 + i], sizeof n[3 + i], "%d", a ? a[i] : -1);
+        fl[VP_EQUITY_TIME] = vp_time_format_iso(r->curve_time_ms[j], tb, 32);
+        fl[VP_EQUITY_BAR] = n[0];
+        fl[VP_EQUITY_WINDOW] = n[1];
+        fl[VP_EQUITY_EQUITY] = vp_eval_format_exact(r->curve_equity[j], e[0]);
+        fl[VP_EQUITY_POSITION] = n[2];
+        fl[VP_EQUITY_DRAWDOWN] = vp_eval_format_exact(r->curve_drawdown[j], e[1]);
+        fl[VP_EQUITY_BUY_HOLD] = vp_eval_format_exact(r->curve_benchmark[j], e[2]);
+        fl[VP_EQUITY_DIRECTION] = n[3];
+        fl[VP_EQUITY_SIZE] = n[4];
+        fl[VP_EQUITY_TAKE_PROFIT] = n[5];
+        fl[VP_EQUITY_STOP_LOSS] = n[6];
+        vp_csv_write_row(f.f, &vp_equity_schema, "", fl);
     }
     return vp_atomic_file_commit(&f);
 }
@@ -103,11 +198,9 @@ static void add_span(cJSON* obj, const char* key, const vp_backtest_info* info, 
     cJSON_AddNumberToObject(s, "n_bars", (double)(b1 - b0 + 1));
 }
 
-vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest_info* info, cJSON** out) {
-    VP_REQUIRE(r != NULL && info != NULL && out != NULL && r->n_windows >= 1, VP_ERR_INVALID_ARG,
-               "vp_backtest_summary_json: NULL argument or empty result");
-    cJSON* root = NULL;
-    VP_TRY(vp_metrics_to_json(&r->summary, &root));
+vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_info* info, cJSON* root) {
+    VP_REQUIRE(r != NULL && info != NULL && root != NULL && r->n_windows >= 1, VP_ERR_INVALID_ARG,
+               "vp_backtest_summary_add: NULL argument or empty result");
     // what ran, over which bars
     cJSON* bt = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "backtest", bt);
@@ -133,13 +226,22 @@ vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest
             cJSON_AddNumberToObject(o, "window", (double)w);
             add_span(o, "span", info, x->begin, x->last);
             cJSON_AddBoolToObject(o, "ruined", x->ruined);
-            vp_status s = vp_perf_to_json(&x->perf, cJSON_AddObjectToObject(o, "strategy"));
-            if (s == VP_OK) s = vp_perf_to_json(&x->buy_hold, cJSON_AddObjectToObject(o, "buy_and_hold"));
-            if (s != VP_OK) {
-                cJSON_Delete(root);
-                return s;
-            }
+            VP_TRY(vp_perf_to_json(&x->perf, cJSON_AddObjectToObject(o, "strategy")));
+            VP_TRY(vp_perf_to_json(&x->buy_hold, cJSON_AddObjectToObject(o, "buy_and_hold")));
         }
+    }
+    return VP_OK;
+}
+
+vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest_info* info, cJSON** out) {
+    VP_REQUIRE(r != NULL && info != NULL && out != NULL && r->n_windows >= 1, VP_ERR_INVALID_ARG,
+               "vp_backtest_summary_json: NULL argument or empty result");
+    cJSON* root = NULL;
+    VP_TRY(vp_metrics_to_json(&r->summary, &root));
+    vp_status s = vp_backtest_summary_add(r, info, root);
+    if (s != VP_OK) {
+        cJSON_Delete(root);
+        return s;
     }
     *out = root;
     return VP_OK;

@@ -11,29 +11,10 @@
 
 #include "eval/walkforward_impl.h"
 
-vp_wf_cfg vp_wf_cfg_default(void) {
-    vp_wf_cfg c;
-    memset(&c, 0, sizeof c);
-    c.embargo_bars = -1;
-    return c;
-}
-
-vp_wf_cfg vp_wf_cfg_from_config(const vp_config_walkforward* c) {
-    vp_wf_cfg w = vp_wf_cfg_default();
-    w.train_bars = c->train_bars;
-    w.val_bars = c->val_bars;
-    w.test_bars = c->test_bars;
-    w.step_bars = c->step_bars;
-    w.embargo_bars = c->embargo_bars;
-    w.anchored = c->anchored ? 1 : 0;
-    w.warm_start = c->warm_start ? 1 : 0;
-    w.max_folds = c->max_folds;
-    return w;
-}
-
-vp_status vp_wf_plan(const vp_wf_cfg* wf, const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* folds,
-                     int64_t cap, int64_t* n_folds) {
-    VP_REQUIRE(wf != NULL && cfg != NULL && n_folds != NULL, VP_ERR_INVALID_ARG, "vp_wf_plan: NULL argument");
+vp_status vp_wf_plan(const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* folds, int64_t cap,
+                     int64_t* n_folds) {
+    VP_REQUIRE(cfg != NULL && n_folds != NULL, VP_ERR_INVALID_ARG, "vp_wf_plan: NULL argument");
+    const vp_config_walkforward* wf = &cfg->walkforward;
     VP_REQUIRE(wf->max_folds >= 0, VP_ERR_INVALID_ARG, "walk-forward: max folds %lld (>= 0)",
                (long long)wf->max_folds);
     vp_walkforward_cfg w = {wf->train_bars, wf->val_bars, wf->test_bars, wf->step_bars > 0 ? wf->step_bars : wf->test_bars,
@@ -44,49 +25,13 @@ vp_status vp_wf_plan(const vp_wf_cfg* wf, const vp_config* cfg, int64_t n_bars, 
     return VP_OK;
 }
 
-/* ---- helpers shared by the walk-forward's files ----------------------------------------------- */
-
-vp_status vp_wf_fold_dir(const vp_wf_ctx* c, int64_t k, char* out, size_t n) {
-    VP_REQUIRE(snprintf(out, n, "%s/folds/fold_%03lld", c->opts->dir, (long long)k) < (int)n, VP_ERR_INVALID_ARG,
-               "walk-forward folder path '%s' is too long", c->opts->dir);
-    return VP_OK;
-}
-
-vp_status vp_wf_fold_file(const vp_wf_ctx* c, int64_t k, const char* file, char* out, size_t n) {
-    char dir[VP_RUN_PATH_MAX];
-    VP_TRY(vp_wf_fold_dir(c, k, dir, sizeof dir));
-    VP_REQUIRE(snprintf(out, n, "%s/%s", dir, file) < (int)n, VP_ERR_INVALID_ARG, "path %s/%s is too long", dir, file);
-    return VP_OK;
-}
-
-int vp_wf_fold_is_done(const vp_wf_ctx* c, int64_t k) {
-    char path[VP_RUN_PATH_MAX];
-    struct stat st;
-    return vp_wf_fold_file(c, k, "done.json", path, sizeof path) == VP_OK && stat(path, &st) == 0;
-}
-
-int vp_wf_csv_fields(char* line, char** fields, int cap) {
-    int n = 0;
-    char* p = line;
-    while (n < cap) {
-        fields[n++] = p;
-        char* comma = strchr(p, ',');
-        if (!comma) break;
-        *comma = '\0';
-        p = comma + 1;
-    }
-    char* nl = strpbrk(fields[n - 1], "\r\n");
-    if (nl) *nl = '\0';
-    return n;
-}
-
 /* ---- the folder ----------------------------------------------------------------------------------- */
 
 /* walkforward.json's text: the settings and every fold's spans (compared on a resume). */
 static vp_status plan_text(const vp_wf_ctx* c, char** out) {
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "walkforward.json: out of memory");
-    const vp_wf_cfg* w = c->wf;
+    const vp_config_walkforward* w = c->wf;
     cJSON_AddNumberToObject(root, "train_bars", (double)w->train_bars);
     cJSON_AddNumberToObject(root, "val_bars", (double)w->val_bars);
     cJSON_AddNumberToObject(root, "test_bars", (double)w->test_bars);
@@ -117,41 +62,6 @@ static vp_status plan_text(const vp_wf_ctx* c, char** out) {
     return VP_OK;
 }
 
-vp_status vp_wf_cfg_load(const char* dir, vp_wf_cfg* out) {
-    VP_REQUIRE(dir != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_wf_cfg_load: NULL argument");
-    char path[VP_RUN_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/walkforward.json", dir);
-    FILE* f = fopen(path, "rb");
-    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot read %s (is %s a walk-forward folder?)", path, dir);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char* text = n > 0 ? (char*)calloc(1, (size_t)n + 1) : NULL;
-    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
-    fclose(f);
-    cJSON* root = got == (size_t)n && text ? cJSON_Parse(text) : NULL;
-    free(text);
-    VP_REQUIRE(root != NULL, VP_ERR_PARSE, "%s is not JSON", path);
-    // every setting must be there
-    static const char* keys[8] = {"train_bars", "val_bars",  "test_bars", "step_bars",
-                                  "embargo_bars", "anchored", "warm_start", "max_folds"};
-    double v[8];
-    for (int i = 0; i < 8; ++i) {
-        const cJSON* it = cJSON_GetObjectItemCaseSensitive(root, keys[i]);
-        if (!cJSON_IsNumber(it) && !cJSON_IsBool(it)) {
-            cJSON_Delete(root);
-            VP_FAIL(VP_ERR_PARSE, "%s has no %s", path, keys[i]);
-        }
-        v[i] = cJSON_IsBool(it) ? (cJSON_IsTrue(it) ? 1.0 : 0.0) : it->valuedouble;
-    }
-    cJSON_Delete(root);
-    *out = vp_wf_cfg_default();
-    out->train_bars = (int64_t)v[0], out->val_bars = (int64_t)v[1], out->test_bars = (int64_t)v[2];
-    out->step_bars = (int64_t)v[3], out->embargo_bars = (int64_t)v[4], out->anchored = (int)v[5];
-    out->warm_start = (int)v[6], out->max_folds = (int64_t)v[7];
-    return VP_OK;
-}
-
 /* Removes DIR/folds/fold_* (a forced start over). */
 static void remove_folds(const vp_wf_ctx* c) {
     char root[VP_RUN_PATH_MAX + 8], p[VP_RUN_PATH_MAX + 300];
@@ -168,29 +78,27 @@ static void remove_folds(const vp_wf_ctx* c) {
     closedir(d);
 }
 
-/* A resume's checks: the folder's config equals cfg (run.* aside) and its plan the same folds. */
+/* A resume's checks: the folder's plan has the same folds, and its config equals cfg (run.*
+ * and walkforward.parallel aside; the fold settings are the plan's). */
 static vp_status check_resume(const vp_wf_ctx* c, const char* plan) {
-    char path[VP_RUN_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/config.yaml", c->opts->dir);
+    char path[VP_RUN_PATH_MAX + 32], *text = NULL;
+    VP_TRY(vp_wf_top_file(c, "walkforward.json", path, sizeof path));
+    vp_status s = vp_wf_read_file(path, &text);
+    if (s != VP_OK) return vp_error_context(s, "cannot resume the walk-forward in %s: no walkforward.json", c->opts->dir);
+    const size_t n = strlen(plan);
+    const int same = strlen(text) == n + 1 && strncmp(text, plan, n) == 0;
+    free(text);
+    VP_REQUIRE(same, VP_ERR_INVALID_ARG, "cannot resume the walk-forward in %s: its walkforward.json plans other folds "
+               "(other lengths, step, embargo or data); --force starts over", c->opts->dir);
+    VP_TRY(vp_wf_top_file(c, "config.yaml", path, sizeof path));
     vp_config old;
     vp_config_defaults(&old);
     VP_TRY(vp_config_load_file(&old, path));
     old.run = c->cfg->run;
-    old.walkforward.parallel = c->cfg->walkforward.parallel; // how many at once does not change the folds
+    old.walkforward = c->cfg->walkforward; // the plan holds the folds; how many at once does not change them
     const vp_config_key* k = vp_config_diff(&old, c->cfg);
     VP_REQUIRE(k == NULL, VP_ERR_INVALID_ARG, "cannot resume the walk-forward in %s: %s differs from its config.yaml",
                c->opts->dir, k ? k->name : "");
-    snprintf(path, sizeof path, "%s/walkforward.json", c->opts->dir);
-    FILE* f = fopen(path, "rb");
-    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot resume the walk-forward in %s: no walkforward.json", c->opts->dir);
-    size_t n = strlen(plan) + 2;
-    char* text = (char*)calloc(1, n + 1);
-    size_t got = text ? fread(text, 1, n, f) : 0;
-    fclose(f);
-    int same = text && got == strlen(plan) + 1 && strncmp(text, plan, got - 1) == 0;
-    free(text);
-    VP_REQUIRE(same, VP_ERR_INVALID_ARG, "cannot resume the walk-forward in %s: its walkforward.json plans other folds "
-               "(other lengths, step, embargo or data); --force starts over", c->opts->dir);
     return VP_OK;
 }
 
@@ -235,7 +143,7 @@ void vp_wf_result_free(vp_wf_result* r) {
 /* Appends a "fold" event for finished fold k to DIR/metrics.jsonl. */
 static vp_status log_fold(const vp_wf_ctx* c, int64_t k, const vp_wf_brief* b) {
     char path[VP_RUN_PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", c->opts->dir);
+    VP_TRY(vp_wf_top_file(c, "metrics.jsonl", path, sizeof path));
     vp_metrics_log m;
     VP_TRY(vp_metrics_log_open(&m, path, 1));
     const vp_split* s = &c->folds[k];
@@ -282,27 +190,26 @@ static vp_status run_folds(vp_wf_ctx* c, vp_wf_result* out) {
     return VP_OK;
 }
 
-vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_cfg* wf, const vp_wf_opts* opts,
-                             vp_wf_result* out) {
-    VP_REQUIRE(cfg != NULL && b != NULL && wf != NULL && opts != NULL && opts->dir != NULL && out != NULL,
+vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_opts* opts, vp_wf_result* out) {
+    VP_REQUIRE(cfg != NULL && b != NULL && opts != NULL && opts->dir != NULL && out != NULL,
                VP_ERR_INVALID_ARG, "vp_walkforward_run: NULL argument");
     memset(out, 0, sizeof *out);
     snprintf(out->dir, sizeof out->dir, "%s", opts->dir);
     VP_TRY(vp_config_check(cfg));
     vp_wf_ctx c;
     memset(&c, 0, sizeof c);
-    c.cfg = cfg, c.b = b, c.wf = wf, c.opts = opts;
+    c.cfg = cfg, c.b = b, c.wf = &cfg->walkforward, c.opts = opts;
     c.fold_cfg = *cfg;
     c.fold_cfg.walkforward.parallel = 1;
 
     // data, the folds, the folder; then every unfinished fold and the stitched result
     vp_status s = vp_train_data_load(&c.data, cfg);
     if (s == VP_OK) s = vp_annual_measure(c.data.bars.time_ms, c.data.bars.n, &c.annual);
-    if (s == VP_OK) s = vp_wf_plan(wf, cfg, c.data.bars.n, c.data.warmup, NULL, 0, &c.n_folds);
+    if (s == VP_OK) s = vp_wf_plan(cfg, c.data.bars.n, c.data.warmup, NULL, 0, &c.n_folds);
     if (s == VP_OK) {
         c.folds = (vp_split*)calloc((size_t)c.n_folds, sizeof(vp_split));
         int64_t n = 0;
-        s = c.folds ? vp_wf_plan(wf, cfg, c.data.bars.n, c.data.warmup, c.folds, c.n_folds, &n)
+        s = c.folds ? vp_wf_plan(cfg, c.data.bars.n, c.data.warmup, c.folds, c.n_folds, &n)
                     : vp_set_error(VP_ERR_OOM, VP_WHERE, "walk-forward: %lld folds", (long long)c.n_folds);
     }
     if (s == VP_OK) s = vp_config_to_yaml(cfg, &c.config_yaml);

@@ -1,11 +1,11 @@
-/* The walk-forward's fold pool: up to opts->parallel (or walkforward.parallel) unfinished folds at once, each in its own
- * POSIX thread with its own backend (the calling thread works too, on the caller's backend).
- * On CUDA the number is lowered to what free device memory holds: one fold's trainer is made
- * once as a probe and the device memory it took (cudaMemGetInfo before and after) is that
+/* The walk-forward's fold pool: up to walkforward.parallel unfinished folds at once, each in its
+ * own POSIX thread with its own backend (the calling thread works too, on the caller's backend).
+ * On CUDA the number is lowered to what free device memory holds: one fold's algorithm instance
+ * is made once as a probe and the device memory it took (cudaMemGetInfo before and after) is that
  * fold's size, taken x1.25 plus 256 MiB for its backend (stream, cuBLASLt workspace), the
  * backtest and what training allocates later; free memory x0.9 over that is the most folds.
  *
- * Thread safety of a fold: every object it touches is its own (backend, trainer, replay, RNG
+ * Thread safety of a fold: every object it touches is its own (backend, algorithm instance, RNG
  * streams seeded from the config, folder, metrics file) or read-only and shared (the config,
  * the bars, features and ATR of c->data, the fold plan). Process-wide state it meets: the
  * error message is thread-local (a worker's is copied out and raised again on the calling
@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "eval/walkforward_impl.h"
+#include "vulpes/algo.h"
 
 #ifdef VP_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -120,23 +121,22 @@ static void* work(void* arg) {
 static vp_status fit_memory(vp_wf_ctx* c, int64_t* n) {
 #ifdef VP_HAVE_CUDA
     if (*n <= 1 || vp_backend_get_kind(c->b) != VP_BACKEND_CUDA) return VP_OK;
-    // one fold's trainer, made and freed, measured on the device
+    // one fold's algorithm instance, made and freed, measured on the device
     size_t free0 = 0, free1 = 0, total = 0;
     VP_REQUIRE(cudaMemGetInfo(&free0, &total) == cudaSuccess, VP_ERR_CUDA, "walk-forward: cudaMemGetInfo failed");
     vp_train_data view = c->data;
     view.split = c->folds[0];
-    vp_trainer t;
-    memset(&t, 0, sizeof t);
-    vp_status s = vp_trainer_init(&t, c->b, &c->fold_cfg, &view);
+    vp_algo a;
+    vp_status s = vp_algo_create(&a, &c->fold_cfg, c->b, &view, VP_ALGO_TRAIN);
     if (s == VP_OK && cudaMemGetInfo(&free1, &total) != cudaSuccess)
         s = vp_set_error(VP_ERR_CUDA, VP_WHERE, "walk-forward: cudaMemGetInfo failed");
-    vp_trainer_free(&t);
+    vp_algo_free(&a);
     if (s != VP_OK) return vp_error_context(s, "walk-forward: measuring one fold's device memory");
     const size_t used = free0 > free1 ? free0 - free1 : 0;
     const size_t fold = used + used / 4 + FOLD_EXTRA_BYTES;
     const int64_t fits = (int64_t)((double)free0 * 0.9 / (double)fold);
     char msg[256];
-    snprintf(msg, sizeof msg, "a fold takes %.1f MiB of device memory (trainer %.1f MiB measured, + margin), "
+    snprintf(msg, sizeof msg, "a fold takes %.1f MiB of device memory (one instance %.1f MiB measured, + margin), "
              "%.1f MiB free: room for %lld folds at once, %lld asked", (double)fold / 1048576.0,
              (double)used / 1048576.0, (double)free0 / 1048576.0, (long long)(fits < 1 ? 1 : fits), (long long)*n);
     note(c, msg);
@@ -149,7 +149,7 @@ static vp_status fit_memory(vp_wf_ctx* c, int64_t* n) {
 
 vp_status vp_wf_pool_run(vp_wf_ctx* c, unsigned char* finished, vp_wf_brief* briefs) {
     // how many at once: the option, 1 with warm start, no more than the folds left, what memory holds
-    const int64_t want = c->opts->parallel > 0 ? c->opts->parallel : c->cfg->walkforward.parallel;
+    const int64_t want = c->wf->parallel;
     int64_t n = want > 1 ? want : 1, left = 0;
     for (int64_t k = 0; k < c->n_folds; ++k) left += !vp_wf_fold_is_done(c, k);
     if (c->opts->stop_after_folds > 0 && left > c->opts->stop_after_folds) left = c->opts->stop_after_folds;

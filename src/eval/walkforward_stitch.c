@@ -1,5 +1,6 @@
 /* The stitched out-of-sample result of a walk-forward, read back from the finished folds'
- * files (done.json, equity.csv, trades.csv — numbers there read back bit for bit): each
+ * files (done.json; equity.csv and trades.csv through the backtest files' schema, eval_impl.h —
+ * numbers there read back bit for bit): each
  * fold's test curve starts from the previous fold's ending equity, the per-fold rows, and
  * the metrics of the whole curve with its baselines and every test trade. */
 #include <cjson/cJSON.h>
@@ -9,9 +10,8 @@
 #include <string.h>
 
 #include "eval/eval_impl.h"
-#include "vulpes/backtest.h"
-#include "vulpes/data.h"
 #include "eval/walkforward_impl.h"
+#include "vulpes/data.h"
 
 /* One fold's test span as read back. */
 typedef struct fold_read {
@@ -34,27 +34,8 @@ static void fold_read_free(fold_read* f) {
     memset(f, 0, sizeof *f);
 }
 
-/* The lines of a CSV file after its header, one call of `row` per line; fails on a short row. */
-static vp_status read_rows(const char* path, int min_fields, vp_status (*row)(void* ctx, char** fl, int n), void* ctx) {
-    FILE* f = fopen(path, "r");
-    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot read %s", path);
-    char line[1024];
-    char* fl[32];
-    int64_t ln = 0;
-    vp_status s = VP_OK;
-    while (s == VP_OK && fgets(line, sizeof line, f)) {
-        if (ln++ == 0) continue;
-        int n = vp_wf_csv_fields(line, fl, 32);
-        if (n < min_fields) s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s line %lld: %d fields", path, (long long)ln, n);
-        else s = row(ctx, fl, n);
-    }
-    fclose(f);
-    return s;
-}
-
-/* Appends one equity.csv row (time,bar,window,equity,position,drawdown,buy_hold_equity,...). */
-static vp_status equity_row(void* ctx, char** fl, int n) {
-    (void)n;
+/* Appends one equity.csv row's bar, equity, position and buy-and-hold equity. */
+static vp_status equity_row(void* ctx, char** fl) {
     fold_read* f = (fold_read*)ctx;
     if (f->n == f->cap) {
         size_t cap = (size_t)(f->cap = f->cap ? 2 * f->cap : 64);
@@ -64,26 +45,25 @@ static vp_status equity_row(void* ctx, char** fl, int n) {
         f->pos = (double*)realloc(f->pos, cap * sizeof(double));
         VP_REQUIRE(f->bar && f->eq && f->bh && f->pos, VP_ERR_OOM, "walk-forward: fold curve");
     }
-    f->bar[f->n] = strtoll(fl[1], NULL, 10);
-    f->eq[f->n] = strtod(fl[3], NULL);
-    f->pos[f->n] = strtod(fl[4], NULL);
-    f->bh[f->n] = strtod(fl[6], NULL);
+    f->bar[f->n] = strtoll(fl[VP_EQUITY_BAR], NULL, 10);
+    f->eq[f->n] = strtod(fl[VP_EQUITY_EQUITY], NULL);
+    f->pos[f->n] = strtod(fl[VP_EQUITY_POSITION], NULL);
+    f->bh[f->n] = strtod(fl[VP_EQUITY_BUY_HOLD], NULL);
     f->n++;
     return VP_OK;
 }
 
 /* Appends one trades.csv row's pnl, costs and bars held. */
-static vp_status trade_row(void* ctx, char** fl, int n) {
-    (void)n;
+static vp_status trade_row(void* ctx, char** fl) {
     fold_read* f = (fold_read*)ctx;
     if (f->n_tr == f->cap_tr) {
         f->cap_tr = f->cap_tr ? 2 * f->cap_tr : 64;
         f->tr = (vp_trade*)realloc(f->tr, (size_t)f->cap_tr * sizeof(vp_trade));
         VP_REQUIRE(f->tr != NULL, VP_ERR_OOM, "walk-forward: fold trades");
     }
-    f->tr[f->n_tr].pnl = strtod(fl[9], NULL);
-    f->tr[f->n_tr].costs = strtod(fl[10], NULL);
-    f->tr[f->n_tr].bars_held = strtoll(fl[11], NULL, 10);
+    f->tr[f->n_tr].pnl = strtod(fl[VP_TRADES_PNL], NULL);
+    f->tr[f->n_tr].costs = strtod(fl[VP_TRADES_COSTS], NULL);
+    f->tr[f->n_tr].bars_held = strtoll(fl[VP_TRADES_BARS_HELD], NULL, 10);
     f->n_tr++;
     return VP_OK;
 }
@@ -91,13 +71,11 @@ static vp_status trade_row(void* ctx, char** fl, int n) {
 /* done.json of fold k: the selection, and the test span it was planned with. */
 static vp_status read_done(const vp_wf_ctx* c, int64_t k, vp_wf_fold* row) {
     char path[VP_RUN_PATH_MAX];
+    char* text = NULL;
     VP_TRY(vp_wf_fold_file(c, k, "done.json", path, sizeof path));
-    FILE* f = fopen(path, "rb");
-    VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot read %s", path);
-    char text[4096] = {0};
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    cJSON* root = n ? cJSON_Parse(text) : NULL;
+    VP_TRY(vp_wf_read_file(path, &text));
+    cJSON* root = cJSON_Parse(text);
+    free(text);
     VP_REQUIRE(root != NULL, VP_ERR_PARSE, "%s is not JSON", path);
     const cJSON* vs = cJSON_GetObjectItemCaseSensitive(root, "val_sharpe_ratio");
     const cJSON* bi = cJSON_GetObjectItemCaseSensitive(root, "best_iteration");
@@ -122,10 +100,10 @@ static vp_status read_fold(const vp_wf_ctx* c, int64_t k, fold_read* f, vp_wf_fo
     row->test_first_ms = c->data.bars.time_ms[row->split.test.begin];
     row->test_last_ms = c->data.bars.time_ms[row->split.test.end - 1];
     VP_TRY(read_done(c, k, row));
-    VP_TRY(vp_wf_fold_file(c, k, "equity.csv", path, sizeof path));
-    VP_TRY(read_rows(path, 7, equity_row, f));
-    VP_TRY(vp_wf_fold_file(c, k, "trades.csv", path, sizeof path));
-    VP_TRY(read_rows(path, 13, trade_row, f));
+    VP_TRY(vp_wf_fold_file(c, k, vp_equity_schema.file, path, sizeof path));
+    VP_TRY(vp_csv_read(path, &vp_equity_schema, equity_row, f));
+    VP_TRY(vp_wf_fold_file(c, k, vp_trades_schema.file, path, sizeof path));
+    VP_TRY(vp_csv_read(path, &vp_trades_schema, trade_row, f));
     VP_REQUIRE(f->n == vp_span_len(c->folds[k].test) && f->bar[0] == c->folds[k].test.begin, VP_ERR_STATE,
                "fold %lld: equity.csv holds %lld points from bar %lld, the plan %lld from bar %lld", (long long)k,
                (long long)f->n, (long long)(f->n ? f->bar[0] : -1), (long long)vp_span_len(c->folds[k].test),

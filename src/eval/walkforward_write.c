@@ -9,50 +9,69 @@
 #include <string.h>
 
 #include "eval/eval_impl.h"
-#include "vulpes/backtest.h"
-#include "vulpes/data.h"
 #include "eval/walkforward_impl.h"
+#include "vulpes/data.h"
 #include "vulpes/report.h"
 
-/* DIR/file into out[n]. */
-static vp_status top_file(const vp_wf_ctx* c, const char* file, char* out, size_t n) {
-    VP_REQUIRE(snprintf(out, n, "%s/%s", c->opts->dir, file) < (int)n, VP_ERR_INVALID_ARG, "path %s/%s is too long",
-               c->opts->dir, file);
-    return VP_OK;
-}
+/* The stitched equity.csv's columns. */
+enum { WF_TIME = 0, WF_BAR, WF_FOLD, WF_EQUITY, WF_POSITION, WF_DRAWDOWN, WF_BUY_HOLD, WF_COL_COUNT };
+static const char* const WF_EQUITY_COLUMNS[WF_COL_COUNT] = {"time",     "bar",      "fold",           "equity",
+                                                            "position", "drawdown", "buy_hold_equity"};
+static const vp_csv_schema WF_EQUITY_FILE = {"equity.csv", WF_EQUITY_COLUMNS, WF_COL_COUNT};
 
 /* equity.csv: time, bar, fold, stitched equity, position, drawdown, stitched buy-and-hold. */
 static vp_status write_equity(const vp_wf_ctx* c, const vp_wf_result* r, const double* dd) {
-    char path[VP_RUN_PATH_MAX + 16], tb[32], e[3][32];
-    VP_TRY(top_file(c, "equity.csv", path, sizeof path));
+    char path[VP_RUN_PATH_MAX + 16], tb[32], e[3][32], n[3][24];
+    VP_TRY(vp_wf_top_file(c, WF_EQUITY_FILE.file, path, sizeof path));
     vp_atomic_file f;
     VP_TRY(vp_atomic_file_open(&f, path));
-    fprintf(f.f, "time,bar,fold,equity,position,drawdown,buy_hold_equity\n");
-    for (int64_t j = 0; j < r->n_curve; ++j)
-        fprintf(f.f, "%s,%lld,%d,%s,%.0f,%s,%s\n", vp_time_format_iso(c->data.bars.time_ms[r->bar[j]], tb, 32),
-                (long long)r->bar[j], (int)r->fold[j], vp_eval_format_exact(r->equity[j], e[0]), r->position[j],
-                vp_eval_format_exact(dd[j], e[1]), vp_eval_format_exact(r->benchmark[j], e[2]));
+    vp_csv_write_header(f.f, &WF_EQUITY_FILE, "");
+    const char* fl[WF_COL_COUNT];
+    for (int64_t j = 0; j < r->n_curve; ++j) {
+        snprintf(n[0], sizeof n[0], "%lld", (long long)r->bar[j]);
+        snprintf(n[1], sizeof n[1], "%d", (int)r->fold[j]);
+        snprintf(n[2], sizeof n[2], "%.0f", r->position[j]);
+        fl[WF_TIME] = vp_time_format_iso(c->data.bars.time_ms[r->bar[j]], tb, 32);
+        fl[WF_BAR] = n[0];
+        fl[WF_FOLD] = n[1];
+        fl[WF_EQUITY] = vp_eval_format_exact(r->equity[j], e[0]);
+        fl[WF_POSITION] = n[2];
+        fl[WF_DRAWDOWN] = vp_eval_format_exact(dd[j], e[1]);
+        fl[WF_BUY_HOLD] = vp_eval_format_exact(r->benchmark[j], e[2]);
+        vp_csv_write_row(f.f, &WF_EQUITY_FILE, "", (const char* const*)fl);
+    }
     return vp_atomic_file_commit(&f);
+}
+
+/* One fold's trades.csv row into the stitched file, its fold number first. */
+typedef struct trade_copy {
+    FILE* out;
+    char prefix[24]; /* "K," */
+} trade_copy;
+
+static vp_status copy_trade(void* ctx, char** fields) {
+    const trade_copy* t = (const trade_copy*)ctx;
+    vp_csv_write_row(t->out, &vp_trades_schema, t->prefix, (const char* const*)fields);
+    return VP_OK;
 }
 
 /* trades.csv: the folds' trades.csv rows, each with its fold number first. */
 static vp_status write_trades(const vp_wf_ctx* c, const vp_wf_result* r) {
-    char path[VP_RUN_PATH_MAX + 16], src[VP_RUN_PATH_MAX], line[1024];
-    VP_TRY(top_file(c, "trades.csv", path, sizeof path));
+    char path[VP_RUN_PATH_MAX + 16], src[VP_RUN_PATH_MAX];
+    VP_TRY(vp_wf_top_file(c, vp_trades_schema.file, path, sizeof path));
     vp_atomic_file f;
     VP_TRY(vp_atomic_file_open(&f, path));
-    for (int64_t k = 0; k < r->n_done; ++k) {
-        vp_status s = vp_wf_fold_file(c, k, "trades.csv", src, sizeof src);
-        FILE* in = s == VP_OK ? fopen(src, "r") : NULL;
-        if (!in) {
-            vp_atomic_file_abort(&f);
-            VP_FAIL(VP_ERR_IO, "cannot read %s", src);
-        }
-        for (int64_t ln = 0; fgets(line, sizeof line, in); ++ln) {
-            if (ln == 0 && k == 0) fprintf(f.f, "fold,%s", line);
-            if (ln > 0) fprintf(f.f, "%lld,%s", (long long)k, line);
-        }
-        fclose(in);
+    vp_csv_write_header(f.f, &vp_trades_schema, "fold,");
+    vp_status s = VP_OK;
+    for (int64_t k = 0; k < r->n_done && s == VP_OK; ++k) {
+        trade_copy t = {f.f, ""};
+        snprintf(t.prefix, sizeof t.prefix, "%lld,", (long long)k);
+        s = vp_wf_fold_file(c, k, vp_trades_schema.file, src, sizeof src);
+        if (s == VP_OK) s = vp_csv_read(src, &vp_trades_schema, copy_trade, &t);
+    }
+    if (s != VP_OK) {
+        vp_atomic_file_abort(&f);
+        return s;
     }
     return vp_atomic_file_commit(&f);
 }
@@ -102,7 +121,7 @@ static vp_status write_summary(const vp_wf_ctx* c, const vp_wf_result* r) {
     VP_TRY(s);
     VP_REQUIRE(text != NULL, VP_ERR_OOM, "summary.json: out of memory");
     char path[VP_RUN_PATH_MAX + 16];
-    s = top_file(c, "summary.json", path, sizeof path);
+    s = vp_wf_top_file(c, "summary.json", path, sizeof path);
     if (s == VP_OK) s = vp_file_write_atomic(path, text, strlen(text));
     free(text);
     return s;
@@ -130,7 +149,7 @@ static vp_status write_report(const vp_wf_ctx* c, const vp_wf_result* r, const d
     snprintf(title, sizeof title, "walk-forward: %lld of %lld folds", (long long)r->n_done, (long long)r->n_folds);
     vp_report rep = {title, r->n_curve, times, r->equity, r->benchmark, dd, &r->summary, rows, r->n_done,
                      c->config_yaml};
-    if (s == VP_OK) s = top_file(c, "report.html", path, sizeof path);
+    if (s == VP_OK) s = vp_wf_top_file(c, "report.html", path, sizeof path);
     if (s == VP_OK) s = vp_report_write(path, &rep);
     free(times);
     free(rows);

@@ -9,10 +9,21 @@
 #include "learn/train_report.h"
 #include "vulpes/version.h"
 
-vp_status vp_train_log_run(vp_metrics_log* m, const vp_trainer* t, int resumed) {
-    const vp_train_data* d = t->data;
+/* The entries of a key/value list, in order. */
+static vp_status add_kv(vp_metrics_log* m, const vp_kv_list* l) {
+    for (int i = 0; i < l->n; ++i) {
+        const vp_kv* e = &l->items[i];
+        VP_TRY(e->integer ? vp_metrics_log_int(m, e->key, (int64_t)e->value) : vp_metrics_log_num(m, e->key, e->value));
+    }
+    return VP_OK;
+}
+
+vp_status vp_train_log_run(vp_metrics_log* m, const vp_algo* a, int resumed) {
+    const vp_train_data* d = a->data;
+    vp_kv_list info;
+    VP_TRY(vp_algo_info(a, &info));
     VP_TRY(vp_metrics_log_begin(m, "run"));
-    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_int(m, "iteration", a->count.iteration));
     VP_TRY(vp_metrics_log_int(m, "resumed", resumed));
     VP_TRY(vp_metrics_log_str(m, "data", d->source));
     VP_TRY(vp_metrics_log_int(m, "bars", d->bars.n));
@@ -24,34 +35,23 @@ vp_status vp_train_log_run(vp_metrics_log* m, const vp_trainer* t, int resumed) 
     VP_TRY(vp_metrics_log_int(m, "test_begin_bar", d->split.test.begin));
     VP_TRY(vp_metrics_log_int(m, "test_end_bar", d->split.test.end));
     VP_TRY(vp_metrics_log_num(m, "periods_per_year", d->periods_per_year));
-    VP_TRY(vp_metrics_log_int(m, "parameters", t->learner.model.n_weights));
-    VP_TRY(vp_metrics_log_int(m, "n_envs", t->env.n_envs));
-    VP_TRY(vp_metrics_log_int(m, "warmup_env_steps", t->count.warmup_steps * t->env.n_envs));
-    VP_TRY(vp_metrics_log_str(m, "backend", vp_backend_name(t->backend)));
+    VP_TRY(add_kv(m, &info));
+    VP_TRY(vp_metrics_log_str(m, "backend", vp_backend_name(a->backend)));
     return vp_metrics_log_end(m);
 }
 
-vp_status vp_train_log_train(vp_metrics_log* m, const vp_trainer* t, const vp_train_stats* st) {
+vp_status vp_train_log_train(vp_metrics_log* m, const vp_algo* a, const vp_kv_list* st) {
     VP_TRY(vp_metrics_log_begin(m, "train"));
-    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
-    VP_TRY(vp_metrics_log_int(m, "env_steps", t->count.env_steps));
-    VP_TRY(vp_metrics_log_int(m, "learner_steps", t->count.learner_steps));
-    VP_TRY(vp_metrics_log_num(m, "epsilon", st->epsilon));
-    VP_TRY(vp_metrics_log_num(m, "beta", st->beta));
-    VP_TRY(vp_metrics_log_num(m, "loss", st->learner[VP_STAT_LOSS]));
-    VP_TRY(vp_metrics_log_num(m, "loss_c51", st->learner[VP_STAT_C51]));
-    VP_TRY(vp_metrics_log_num(m, "loss_iqn", st->learner[VP_STAT_IQN]));
-    VP_TRY(vp_metrics_log_num(m, "grad_norm", st->learner[VP_STAT_GRAD_NORM]));
-    VP_TRY(vp_metrics_log_num(m, "q_mean", st->learner[VP_STAT_Q_MEAN]));
-    VP_TRY(vp_metrics_log_num(m, "q_max", st->learner[VP_STAT_Q_MAX]));
-    VP_TRY(vp_metrics_log_int(m, "nan_steps", (int64_t)st->learner[VP_STAT_NAN_STEPS]));
-    VP_TRY(vp_metrics_log_int(m, "replay_size", st->replay_size));
+    VP_TRY(vp_metrics_log_int(m, "iteration", a->count.iteration));
+    VP_TRY(vp_metrics_log_int(m, "env_steps", a->count.env_steps));
+    VP_TRY(vp_metrics_log_int(m, "learner_steps", a->count.learner_steps));
+    VP_TRY(add_kv(m, st));
     return vp_metrics_log_end(m);
 }
 
-vp_status vp_train_log_timing(vp_metrics_log* m, const vp_trainer* t, const vp_train_timing* tm) {
+vp_status vp_train_log_timing(vp_metrics_log* m, const vp_algo* a, const vp_train_timing* tm) {
     VP_TRY(vp_metrics_log_begin(m, "timing"));
-    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_int(m, "iteration", a->count.iteration));
     VP_TRY(vp_metrics_log_num(m, "wall_s", tm->wall_s));
     VP_TRY(vp_metrics_log_num(m, "iterations_per_s", tm->iterations_per_s));
     VP_TRY(vp_metrics_log_num(m, "env_steps_per_s", tm->env_steps_per_s));
@@ -59,9 +59,9 @@ vp_status vp_train_log_timing(vp_metrics_log* m, const vp_trainer* t, const vp_t
     return vp_metrics_log_end(m);
 }
 
-vp_status vp_train_log_eval(vp_metrics_log* m, const vp_trainer* t, const vp_eval_result* r, int best) {
+vp_status vp_train_log_eval(vp_metrics_log* m, const vp_algo* a, const vp_eval_result* r, int best) {
     VP_TRY(vp_metrics_log_begin(m, "eval"));
-    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_int(m, "iteration", a->count.iteration));
     VP_TRY(vp_metrics_log_num(m, "val_sharpe", r->strategy.sharpe));
     VP_TRY(vp_metrics_log_num(m, "val_total_return_frac", r->strategy.total_return));
     VP_TRY(vp_metrics_log_num(m, "val_annual_return_frac", r->strategy.annual_return));
@@ -76,9 +76,9 @@ vp_status vp_train_log_eval(vp_metrics_log* m, const vp_trainer* t, const vp_eva
     return vp_metrics_log_end(m);
 }
 
-vp_status vp_train_log_checkpoint(vp_metrics_log* m, const vp_trainer* t, const char* file, const char* reason) {
+vp_status vp_train_log_checkpoint(vp_metrics_log* m, const vp_algo* a, const char* file, const char* reason) {
     VP_TRY(vp_metrics_log_begin(m, "checkpoint"));
-    VP_TRY(vp_metrics_log_int(m, "iteration", t->count.iteration));
+    VP_TRY(vp_metrics_log_int(m, "iteration", a->count.iteration));
     VP_TRY(vp_metrics_log_str(m, "file", file));
     VP_TRY(vp_metrics_log_str(m, "reason", reason));
     return vp_metrics_log_end(m);
@@ -106,34 +106,28 @@ static vp_status add_eval(cJSON* root, const char* name, const vp_eval_result* r
 }
 
 /* Fills the summary object. */
-static vp_status summary_fill(cJSON* root, const vp_trainer* t, const vp_train_result* res, int finished,
-                              const char* test_params) {
+static vp_status summary_fill(cJSON* root, const vp_algo* a, const vp_train_result* res, int finished) {
     VP_REQUIRE(cJSON_AddBoolToObject(root, "finished", finished) != NULL, VP_ERR_OOM, "summary.json: out of memory");
     cJSON_AddStringToObject(root, "vulpes_version", VP_VERSION_STRING);
-    cJSON_AddStringToObject(root, "backend", vp_backend_name(t->backend));
-    cJSON_AddStringToObject(root, "data", t->data->source);
-    VP_TRY(vp_metric_json_add(root, "iterations", (double)t->count.iteration));
-    VP_TRY(vp_metric_json_add(root, "env_steps", (double)t->count.env_steps));
-    VP_TRY(vp_metric_json_add(root, "learner_steps", (double)t->count.learner_steps));
-    VP_TRY(vp_metric_json_add(root, "periods_per_year", t->data->periods_per_year));
+    cJSON_AddStringToObject(root, "backend", vp_backend_name(a->backend));
+    cJSON_AddStringToObject(root, "data", a->data->source);
+    VP_TRY(vp_metric_json_add(root, "iterations", (double)a->count.iteration));
+    VP_TRY(vp_metric_json_add(root, "env_steps", (double)a->count.env_steps));
+    VP_TRY(vp_metric_json_add(root, "learner_steps", (double)a->count.learner_steps));
+    VP_TRY(vp_metric_json_add(root, "periods_per_year", a->data->periods_per_year));
     cJSON* best = cJSON_AddObjectToObject(root, "best_validation");
     VP_REQUIRE(best != NULL, VP_ERR_OOM, "summary.json: out of memory");
-    VP_TRY(vp_metric_json_add(best, "iteration", (double)t->best_iteration));
-    VP_TRY(vp_metric_json_add(best, "sharpe", t->best_val_sharpe));
-    cJSON_AddStringToObject(best, "checkpoint", t->best_iteration >= 0 ? "best.safetensors" : "");
+    VP_TRY(vp_metric_json_add(best, "iteration", (double)a->best_iteration));
+    VP_TRY(vp_metric_json_add(best, "sharpe", a->best_val_sharpe));
+    cJSON_AddStringToObject(best, "checkpoint", a->best_iteration >= 0 ? "best.safetensors" : "");
     if (!finished) return VP_OK;
-    VP_TRY(add_eval(root, "final_validation", &res->final_val));
-    VP_TRY(add_eval(root, "test", &res->test));
-    cJSON* tst = cJSON_GetObjectItemCaseSensitive(root, "test");
-    cJSON_AddStringToObject(tst, "parameters", test_params);
-    return VP_OK;
+    return add_eval(root, "final_validation", &res->final_val);
 }
 
-vp_status vp_train_summary_json(const vp_trainer* t, const vp_train_result* res, int finished,
-                                const char* test_params, cJSON** out) {
+vp_status vp_train_summary_json(const vp_algo* a, const vp_train_result* res, int finished, cJSON** out) {
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "summary.json: out of memory");
-    vp_status s = summary_fill(root, t, res, finished, test_params);
+    vp_status s = summary_fill(root, a, res, finished);
     if (s != VP_OK) {
         cJSON_Delete(root);
         return s;
@@ -158,13 +152,16 @@ vp_status vp_train_summary_write(const char* path, const cJSON* root) {
     return s;
 }
 
-vp_status vp_train_write_summary(const char* path, const vp_trainer* t, const vp_train_result* res, int finished,
-                                 const char* test_params) {
-    cJSON* root = NULL;
-    VP_TRY(vp_train_summary_json(t, res, finished, test_params, &root));
-    vp_status s = vp_train_summary_write(path, root);
-    cJSON_Delete(root);
-    return s;
+void vp_train_test_result(const vp_rollout_result* r, vp_eval_result* out) {
+    memset(out, 0, sizeof *out);
+    out->windows = r->n_windows;
+    out->window_bars = vp_span_len(r->span) - 1;
+    for (int64_t w = 0; w < r->n_windows; ++w) out->ruined += r->windows[w].ruined != 0;
+    out->strategy = r->summary.strategy;
+    out->buy_hold = r->summary.buy_hold;
+    out->flat = r->summary.flat;
+    out->exposure = r->summary.trades.exposure;
+    out->turnover = r->summary.trades.turnover;
 }
 
 /* ---- resume: metrics.jsonl up to the checkpoint ------------------------------------------------- */

@@ -3,7 +3,7 @@
 #ifndef VP_LEARN_TRAIN_REPORT_H
 #define VP_LEARN_TRAIN_REPORT_H
 
-#include "vulpes/train.h"
+#include "vulpes/algo.h"
 
 /* Wall-clock figures of one log interval (kept out of the deterministic events). */
 typedef struct vp_train_timing {
@@ -13,33 +13,31 @@ typedef struct vp_train_timing {
     double learner_steps_per_s; /* over the last log interval */
 } vp_train_timing;
 
-/* "run": the data, spans and sizes of the run; `resumed` 1 when continuing. */
-vp_status vp_train_log_run(vp_metrics_log* m, const vp_trainer* t, int resumed);
+/* "run": the data, spans and sizes of the run (the algorithm's info); `resumed` 1 when continuing. */
+vp_status vp_train_log_run(vp_metrics_log* m, const vp_algo* a, int resumed);
 
-/* "train": counters, epsilon, beta and the learner's statistics (deterministic). */
-vp_status vp_train_log_train(vp_metrics_log* m, const vp_trainer* t, const vp_train_stats* st);
+/* "train": the counters, then the algorithm's statistics `st` (deterministic). */
+vp_status vp_train_log_train(vp_metrics_log* m, const vp_algo* a, const vp_kv_list* st);
 
 /* "timing": wall-clock rates (the only event that differs between identical runs). */
-vp_status vp_train_log_timing(vp_metrics_log* m, const vp_trainer* t, const vp_train_timing* tm);
+vp_status vp_train_log_timing(vp_metrics_log* m, const vp_algo* a, const vp_train_timing* tm);
 
 /* "eval": a validation's metrics and whether it is the best so far. */
-vp_status vp_train_log_eval(vp_metrics_log* m, const vp_trainer* t, const vp_eval_result* r, int best);
+vp_status vp_train_log_eval(vp_metrics_log* m, const vp_algo* a, const vp_eval_result* r, int best);
 
 /* "checkpoint": a checkpoint file written and why ("periodic", "best", "final", "interrupt"). */
-vp_status vp_train_log_checkpoint(vp_metrics_log* m, const vp_trainer* t, const char* file, const char* reason);
+vp_status vp_train_log_checkpoint(vp_metrics_log* m, const vp_algo* a, const char* file, const char* reason);
 
 struct cJSON;
 
-/* summary.json's object into *out (cJSON*, caller deletes): counters, final and best
- * validation, the test span (the last two when `finished`). */
-vp_status vp_train_summary_json(const vp_trainer* t, const vp_train_result* res, int finished,
-                                const char* test_params, struct cJSON** out);
+/* summary.json's object into *out (cJSON*, caller deletes): counters, best validation, and
+ * when `finished` the final validation (the test span's object is the caller's to add). */
+vp_status vp_train_summary_json(const vp_algo* a, const vp_train_result* res, int finished, struct cJSON** out);
 
 /* Writes a summary object to `path` atomically, indented, with a final newline. */
 vp_status vp_train_summary_write(const char* path, const struct cJSON* root);
 
-/* Writes DIR/summary.json atomically: counters, final and best validation, the test span. */
-vp_status vp_train_write_summary(const char* path, const vp_trainer* t, const vp_train_result* res, int finished,
-                                 const char* test_params);
+/* The test span's result from its exact backtest r (one window): into out. */
+void vp_train_test_result(const vp_rollout_result* r, vp_eval_result* out);
 
 #endif /* VP_LEARN_TRAIN_REPORT_H */

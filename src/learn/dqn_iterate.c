@@ -3,7 +3,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "vulpes/train.h"
+#include "vulpes/dqn.h"
 
 vp_status vp_trainer_iteration_body(vp_backend* b, void* ctx) {
     (void)b;

@@ -11,7 +11,7 @@
 
 #include "vulpes/checkpoint.h"
 #include "vulpes/version.h"
-#include "vulpes/train.h"
+#include "vulpes/dqn.h"
 
 /* Longest tensor name a checkpoint makes. */
 #define NAME_MAX_LEN 96
@@ -257,17 +257,23 @@ vp_status vp_trainer_load(vp_trainer* t, const char* path) {
     return s;
 }
 
-vp_status vp_trainer_load_params(vp_trainer* t, const char* path, vp_tensor* dst) {
-    VP_REQUIRE(t != NULL && path != NULL && dst != NULL, VP_ERR_INVALID_ARG, "vp_trainer_load_params: NULL argument");
+vp_status vp_dqn_read_params(vp_backend* b, const vp_model* m, const char* path, vp_tensor* dst) {
+    VP_REQUIRE(b != NULL && m != NULL && path != NULL && dst != NULL, VP_ERR_INVALID_ARG,
+               "vp_dqn_read_params: NULL argument");
     vp_checkpoint* ck = NULL;
     VP_TRY(vp_checkpoint_open(&ck, path));
     item_list l;
-    vp_status s = list_init(&l, t->learner.model.n_params);
+    vp_status s = list_init(&l, m->n_params);
     if (s == VP_OK) {
-        add_params(&l, &t->learner.model, "", dst);
-        s = vp_checkpoint_read_all(t->backend, ck, l.items, l.n);
+        add_params(&l, m, "", dst);
+        s = vp_checkpoint_read_all(b, ck, l.items, l.n);
     }
     list_free(&l);
     vp_checkpoint_close(ck);
     return s;
+}
+
+vp_status vp_trainer_load_params(vp_trainer* t, const char* path, vp_tensor* dst) {
+    VP_REQUIRE(t != NULL && path != NULL && dst != NULL, VP_ERR_INVALID_ARG, "vp_trainer_load_params: NULL argument");
+    return vp_dqn_read_params(t->backend, &t->learner.model, path, dst);
 }

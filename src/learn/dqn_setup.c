@@ -1,25 +1,10 @@
-/* The trainer's set-up: the feature matrix on the backend, the training market and envs,
+/* The DQN trainer's set-up: the feature matrix on the backend, the training market and envs,
  * the replay ring, the learner, the collector, the batch and the validation backtest. */
 #include <math.h>
 #include <string.h>
 
+#include "vulpes/algo.h"
 #include "vulpes/ops.h"
-#include "vulpes/train.h"
-
-/* Uploads the feature matrix [T, F] into backend memory (the CPU backend reads it in place). */
-static vp_status features_upload(vp_trainer* t) {
-    const vp_train_data* d = t->data;
-    const int64_t T = d->bars.n, F = d->n_features;
-    vp_backend* b = t->backend;
-    if (vp_backend_get_kind(b) == VP_BACKEND_CPU) {
-        t->features = vp_tensor_2d(d->features, VP_F32, VP_MEM_HOST, T, F);
-        return VP_OK;
-    }
-    vp_mem mem = vp_backend_native_mem(b);
-    VP_TRY(vp_buffer_alloc(b, mem, sizeof(float) * (size_t)(T * F), &t->feat_buf));
-    t->features = vp_tensor_2d(t->feat_buf.dev, VP_F32, mem, T, F);
-    return vp_upload(b, &t->features, d->features, sizeof(float) * (size_t)(T * F));
-}
 
 /* The training span's market and its n_envs environments. */
 static vp_status envs_init(vp_trainer* t) {
@@ -71,7 +56,7 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
     VP_TRY(vp_train_parts_make(cfg, d->n_features, &t->parts));
 
     // Data and envs, replay, learner, collector, batch, validation: each on the backend.
-    vp_status s = features_upload(t);
+    vp_status s = vp_algo_features_upload(b, d, &t->feat_buf, &t->features);
     if (s == VP_OK) s = envs_init(t);
     if (s == VP_OK) s = vp_replay_init(&t->replay, b, &t->parts.replay);
     if (s == VP_OK) s = vp_learner_init(&t->learner, b, &t->parts.learner);

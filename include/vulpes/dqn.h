@@ -1,0 +1,94 @@
+/* vulpes: the DQN trainer — the state behind the algorithm table's "dqn" entry (vp_dqn_algo,
+ * vulpes/algo.h), and what benchmarks and tests drive directly.
+ *
+ * One iteration = `collect_steps` collection steps (vp_collector_step), then
+ * `train_steps` learner steps (replay sample, tau draws, vp_learner_step, priority update;
+ * the learner does the Polyak update). The iteration is ops only: on CUDA it is captured
+ * once as a graph and replayed, on the CPU the same body runs each time; nothing is
+ * copied, allocated or synchronised inside it (vp_backend_counters proves it). Epsilon
+ * and beta follow counters kept in backend memory that the ops themselves advance.
+ * last.safetensors holds parameters, target, AdamW moments, counters, the env state and the
+ * replay ring. */
+#ifndef VULPES_DQN_H
+#define VULPES_DQN_H
+
+#include "vulpes/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Statistics read at a log point (after a wait for the backend). */
+typedef struct vp_train_stats {
+    float learner[VP_STAT_COUNT]; /* the learner's statistics block (vp_stat) */
+    float epsilon;                /* exploration rate of the next collection step */
+    float beta;                   /* PER beta of the last sample */
+    int64_t replay_size;          /* transitions in the ring */
+} vp_train_stats;
+
+/* Everything one DQN run trains with. */
+typedef struct vp_trainer {
+    vp_config cfg;               /* resolved configuration */
+    vp_train_parts parts;        /* what cfg makes */
+    vp_backend* backend;         /* where it runs */
+    const vp_train_data* data;   /* bars, features, split (caller-owned, outlives the trainer) */
+    vp_buffer feat_buf;          /* storage of `features` */
+    vp_tensor features;          /* [T, F] f32 backend memory */
+    vp_env_market market;        /* the training span */
+    vp_env env;                  /* n_envs training envs */
+    vp_replay* replay;           /* the ring */
+    vp_learner learner;          /* online, target, optimiser */
+    vp_collector collector;      /* envs <-> network */
+    vp_batch batch;              /* the learner's batch tensors */
+    vp_replay_batch rbatch;      /* the same tensors as the replay writes them, plus indices */
+    vp_arena arena;              /* indices, priorities, best parameters */
+    vp_tensor indices;           /* [B] i32 sampled slots */
+    vp_tensor priorities;        /* [B] f32 per-sample C51 loss */
+    vp_tensor best_params;       /* [n_weights] parameters of the best validation so far */
+    vp_validator* val;           /* the validation span's backtest */
+    vp_graph* graph;             /* one iteration (captured at the first vp_trainer_iterate) */
+    vp_train_counters count;     /* host counters */
+    double best_val_sharpe;      /* best validation Sharpe so far (NaN: none yet) */
+    int64_t best_iteration;      /* iteration of the best validation (-1: none) */
+} vp_trainer;
+
+/* Builds every part of a run from cfg and the prepared data on backend b. */
+vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, const vp_train_data* d);
+
+/* Frees everything the trainer holds (a zeroed trainer is a no-op). */
+void vp_trainer_free(vp_trainer* t);
+
+/* Collects replay.warmup transitions with random actions (ceil(warmup / n_envs) steps). */
+vp_status vp_trainer_warmup(vp_trainer* t);
+
+/* Runs n iterations (graph launches; asynchronous on CUDA). */
+vp_status vp_trainer_iterate(vp_trainer* t, int64_t n);
+
+/* The body of one iteration (what the graph holds); ops only. */
+vp_status vp_trainer_iteration_body(vp_backend* b, void* trainer);
+
+/* Waits for the backend and reads the statistics of the last iteration. */
+vp_status vp_trainer_stats(vp_trainer* t, vp_train_stats* out);
+
+/* Scores `params` (NULL: the online parameters) on the validation span. */
+vp_status vp_trainer_validate(vp_trainer* t, const vp_tensor* params, vp_eval_result* out);
+
+/* Writes a checkpoint of `kind` to `path` atomically (waits for the backend first). */
+vp_status vp_trainer_save(vp_trainer* t, const char* path, vp_ckpt_kind kind);
+
+/* Restores a VP_CKPT_RESUME checkpoint: every tensor, the counters and the best score. The
+ * file's config must equal t->cfg except the keys a resume may change (train.iterations,
+ * train.checkpoint_every, train.log_every, run.out, run.name, run.backend); the message
+ * names the first key that differs. */
+vp_status vp_trainer_load(vp_trainer* t, const char* path);
+
+/* Loads the parameters of a checkpoint of either kind into dst ([n_weights], backend memory). */
+vp_status vp_trainer_load_params(vp_trainer* t, const char* path, vp_tensor* dst);
+
+/* Reads the parameters of network m from checkpoint `path` into dst ([n_weights], b's memory). */
+vp_status vp_dqn_read_params(vp_backend* b, const vp_model* m, const char* path, vp_tensor* dst);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VULPES_DQN_H */
