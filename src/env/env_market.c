@@ -45,13 +45,8 @@ vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_marke
     /* the feature matrix is referenced, not copied: check its rows and where it lives */
     if (d->features) {
         const vp_tensor* f = d->features;
-        VP_REQUIRE(f->data != NULL && f->ndim == 2 && f->dtype == VP_F32, VP_ERR_SHAPE,
-                   "vp_env_market_init: features must be a 2-D f32 tensor [T, F]");
-        VP_REQUIRE(f->shape[0] == d->n_bars, VP_ERR_SHAPE, "vp_env_market_init: features have %lld rows, bars %lld",
-                   (long long)f->shape[0], (long long)d->n_bars);
-        VP_REQUIRE(vp_backend_can_read(b, f->mem), VP_ERR_DEVICE,
-                   "vp_env_market_init: features live in %s memory, which backend %s cannot read",
-                   vp_mem_name(f->mem), vp_backend_name(b));
+        VP_TRY(vp_tensor_check("vp_env_market_init", "features", b, f, VP_F32));
+        VP_TRY(vp_tensor_check_rows("vp_env_market_init", "features", b, f, VP_F32, d->n_bars, vp_tensor_cols(f)));
         m->features = *f;
     }
     for (int64_t i = 0; i < d->n_bars; ++i) VP_TRY(check_bar(d, i));

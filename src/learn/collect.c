@@ -2,6 +2,7 @@
  * step as a sequence of backend ops (encode, heads, act, env step, replay push). */
 #include <string.h>
 
+#include "backend/kit.h"
 #include "vulpes/collect.h"
 #include "vulpes/ops.h"
 
@@ -36,11 +37,9 @@ vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol
     VP_TRY(vp_policy_check(pol));
     VP_REQUIRE(env->backend == b && pol->backend == b, VP_ERR_INVALID_ARG,
                "vp_collector_init: env and policy must live on backend %s", vp_backend_name(b));
-    VP_REQUIRE(features->dtype == VP_F32 && features->ndim == 2 && vp_tensor_cols(features) == pol->n_features,
-               VP_ERR_SHAPE, "vp_collector_init: features must be f32 [T, %d]", pol->n_features);
-    VP_REQUIRE(vp_tensor_rows(features) >= env->market->n_bars, VP_ERR_SHAPE,
-               "vp_collector_init: %lld feature rows for a market of %lld bars", (long long)vp_tensor_rows(features),
-               (long long)env->market->n_bars);
+    // f32 [T, F] with a row for every bar of the market, readable by b
+    VP_TRY(vp_tensor_check_min_rows("vp_collector_init", "features", b, features, VP_F32, env->market->n_bars,
+                                    pol->n_features));
     if (replay) {
         const vp_replay_cfg* rc = vp_replay_get_cfg(replay);
         VP_REQUIRE(rc->n_envs == env->n_envs && rc->n_portfolio == VP_ENV_PORTFOLIO &&

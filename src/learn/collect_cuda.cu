@@ -1,9 +1,10 @@
 /* Collection on the CUDA backend: kernels, then launchers. The per-env math is
- * collect_math.h's, shared with the CPU loop, so both backends choose the same actions. */
+ * collect_math.h's, shared with the CPU loop (collect_cpu.c), so both backends choose the
+ * same actions. */
 #include <stdint.h>
 
 #include "backend/kit.h"
-#include "learn/collect_math.h"
+#include "learn/collect_impl.h"
 
 /* Threads per block of the act kernel. */
 #define CL_THREADS 256
@@ -43,3 +44,5 @@ extern "C" vp_status vp_collect_cuda_tick(vp_backend* b, int64_t* step) {
     VP_CUDA_CHECK_LAUNCH("collect_tick_kernel");
     return VP_OK;
 }
+
+extern "C" const vp_collect_kernels vp_collect_cuda = VP_KERNEL_TABLE(VP_COLLECT_KERNELS, vp_collect, vp_collect_cuda);

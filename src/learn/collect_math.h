@@ -1,5 +1,5 @@
 /* Internal: the per-env math of collection, written once (VP_HD) for the CPU loop
- * (collect_act.c) and the CUDA kernel (collect_cuda.cu). Float arithmetic goes through
+ * (collect_cpu.c) and the CUDA kernel (collect_cuda.cu). Float arithmetic goes through
  * the rounded helpers below so nvcc cannot contract it into FMAs and both backends compute
  * the same epsilon bit for bit. */
 #ifndef VP_LEARN_COLLECT_MATH_H
@@ -73,22 +73,5 @@ VP_HD void vp_collect_act_index(const vp_collect_dims* d, const float* q /* [A] 
         a[br] = vp_action_argmax(q + d->layout.offset[br], n);
     }
 }
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* ---- collect_cuda.cu (built with CUDA only) ------------------------------------------------ */
-
-/* Act kernel on the CUDA backend's stream: q [E, A], step [1] int64, actions [E, 4]. */
-vp_status vp_collect_cuda_act(vp_backend* b, const vp_collect_dims* d, const float* q, const int64_t* step,
-                              int32_t* actions);
-
-/* step[0] += 1 on the CUDA backend's stream. */
-vp_status vp_collect_cuda_tick(vp_backend* b, int64_t* step);
-
-#ifdef __cplusplus
-}
-#endif
 
 #endif /* VP_LEARN_COLLECT_MATH_H */

@@ -9,12 +9,13 @@
  * per bar), computes its branch's Q-values and greedy choice, and writes the choice into
  * every block of the cluster (distributed shared memory). After one cluster barrier every
  * block holds the 4 choices and steps its own copy of the window's state through the
- * environment's step (the same bits in every block); block 0 logs. Kernels, then launchers. */
+ * environment's step (the same bits in every block); block 0 logs. Kernels, then launchers
+ * and the CUDA table of the rollout kernels (rollout_impl.h). */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <math.h>
 
-#include "backend/cuda/common.cuh"
+#include "backend/kit.h"
 #include "rollout/rollout_impl.h"
 
 namespace cg = cooperative_groups;
@@ -249,7 +250,7 @@ __global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
 
 /* ---- launchers -------------------------------------------------------------------------------- */
 
-extern "C" vp_status vp_ro_cuda_prepare(void* stream, const vp_ro_dims* d, const vp_env_bar* bars,
+extern "C" vp_status vp_ro_cuda_prepare(vp_backend* b, const vp_ro_dims* d, const vp_env_bar* bars,
                                         const vp_env_state* s, const vp_ro_windows* w, const float* enc,
                                         const int32_t* counter, float* eb, float* pf) {
     VP_REQUIRE(d != NULL && bars != NULL && s != NULL && w != NULL && enc != NULL && counter != NULL && eb != NULL &&
@@ -257,13 +258,13 @@ extern "C" vp_status vp_ro_cuda_prepare(void* stream, const vp_ro_dims* d, const
                VP_ERR_INVALID_ARG, "vp_ro_cuda_prepare: NULL argument");
     VP_REQUIRE(d->n_windows >= 1 && d->n_windows <= INT32_MAX && d->hidden >= 1, VP_ERR_INVALID_ARG,
                "vp_ro_cuda_prepare: %lld windows of width %d", (long long)d->n_windows, d->hidden);
-    vp_ro_prepare_kernel<<<(unsigned)d->n_windows, 128, 0, (cudaStream_t)stream>>>(*d, bars, *s, *w, enc, counter, eb,
+    vp_ro_prepare_kernel<<<(unsigned)d->n_windows, 128, 0, vp_cuda_stream_of(b)>>>(*d, bars, *s, *w, enc, counter, eb,
                                                                                    pf);
     VP_CUDA_CHECK_LAUNCH("vp_ro_prepare_kernel");
     return VP_OK;
 }
 
-extern "C" vp_status vp_ro_cuda_act(void* stream, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+extern "C" vp_status vp_ro_cuda_act(vp_backend* b, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
                                     const vp_ro_windows* w, const vp_ro_records* rec, int32_t* scratch, const float* q,
                                     const int32_t* forced, const int32_t* counter) {
     VP_REQUIRE(d != NULL && bars != NULL && s != NULL && w != NULL && rec != NULL && scratch != NULL &&
@@ -272,18 +273,29 @@ extern "C" vp_status vp_ro_cuda_act(void* stream, const vp_ro_dims* d, const vp_
     VP_REQUIRE(d->n_windows >= 1 && d->n_windows <= INT32_MAX, VP_ERR_INVALID_ARG, "vp_ro_cuda_act: %lld windows",
                (long long)d->n_windows);
     unsigned grid = (unsigned)((d->n_windows + VP_RO_ACT_THREADS - 1) / VP_RO_ACT_THREADS);
-    vp_ro_act_kernel<<<grid, VP_RO_ACT_THREADS, 0, (cudaStream_t)stream>>>(*d, bars, *s, *w, *rec, scratch, q, forced,
+    vp_ro_act_kernel<<<grid, VP_RO_ACT_THREADS, 0, vp_cuda_stream_of(b)>>>(*d, bars, *s, *w, *rec, scratch, q, forced,
                                                                             counter);
     VP_CUDA_CHECK_LAUNCH("vp_ro_act_kernel");
     return VP_OK;
 }
 
-extern "C" size_t vp_ro_fused_smem(const vp_ro_dims* d, int hh, int z) {
+extern "C" int vp_ro_cuda_graph_steps(vp_backend* b, int32_t max_steps) {
+    (void)b;
+    return max_steps < VP_RO_GRAPH_STEPS ? max_steps : VP_RO_GRAPH_STEPS;
+}
+
+/* Bytes of shared memory one block of the fused kernel needs (its largest branch). */
+static size_t fused_smem(const vp_ro_dims* d, int hh, int z) {
     (void)d;
     return (size_t)fused_layout_of(hh, z).total * sizeof(float);
 }
 
-extern "C" int vp_ro_cuda_fused_supported(size_t smem) {
+/* 1 when the current device can launch the fused kernel with the shared memory of heads of
+ * width hh and z atoms per block (thread-block clusters: compute capability 9.0 or newer;
+ * enough opt-in shared memory). */
+extern "C" int vp_ro_cuda_fused_supported(vp_backend* b, const vp_ro_dims* d, int hh, int z) {
+    (void)b;
+    const size_t smem = fused_smem(d, hh, z);
     int dev = 0, major = 0, optin = 0, cluster = 0;
     if (cudaGetDevice(&dev) != cudaSuccess) return 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
@@ -293,7 +305,9 @@ extern "C" int vp_ro_cuda_fused_supported(size_t smem) {
     return major >= 9 && cluster && smem + 1024 <= (size_t)optin;
 }
 
-extern "C" vp_status vp_ro_cuda_fused(void* stream, const vp_ro_dims* d, const vp_ro_fused_weights* fw,
+/* Launches the fused kernel on the backend's stream: one cluster of 4 blocks (a block per
+ * branch) per window, each running all the steps of its window and logging them. */
+extern "C" vp_status vp_ro_cuda_fused(vp_backend* b, const vp_ro_dims* d, const vp_ro_fused_weights* fw,
                                       const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
                                       const vp_ro_records* rec) {
     VP_REQUIRE(d != NULL && fw != NULL && bars != NULL && s != NULL && w != NULL && rec != NULL, VP_ERR_INVALID_ARG,
@@ -305,14 +319,14 @@ extern "C" vp_status vp_ro_cuda_fused(void* stream, const vp_ro_dims* d, const v
     for (int br = 0; br < VP_ENV_BRANCHES; ++br)
         VP_REQUIRE(d->layout.size[br] >= 1 && d->layout.size[br] <= VP_RO_MAX_CHOICES, VP_ERR_INVALID_ARG,
                    "vp_ro_cuda_fused: branch %d has %d choices (1 .. %d)", br, d->layout.size[br], VP_RO_MAX_CHOICES);
-    const size_t smem = vp_ro_fused_smem(d, fw->hh, fw->z);
+    const size_t smem = fused_smem(d, fw->hh, fw->z);
     VP_CUDA_CHECK(cudaFuncSetAttribute(vp_ro_fused_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     // one cluster of 4 blocks per window
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(d->n_windows * VP_ENV_BRANCHES), 1, 1);
     cfg.blockDim = dim3(VP_RO_FUSED_THREADS, 1, 1);
     cfg.dynamicSmemBytes = smem;
-    cfg.stream = (cudaStream_t)stream;
+    cfg.stream = vp_cuda_stream_of(b);
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = VP_ENV_BRANCHES;
@@ -324,3 +338,5 @@ extern "C" vp_status vp_ro_cuda_fused(void* stream, const vp_ro_dims* d, const v
     VP_CUDA_CHECK_LAUNCH("vp_ro_fused_kernel");
     return VP_OK;
 }
+
+extern "C" const vp_ro_kernels vp_ro_cuda = VP_KERNEL_TABLE(VP_RO_KERNELS, vp_ro, vp_ro_cuda);

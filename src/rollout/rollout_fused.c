@@ -2,16 +2,14 @@
  * (W1 Wp and W1 bp + b1, in double) and a host reference of the kernel's heads math (both
  * on any backend, for tests); on CUDA the encodings turned chunk by chunk into the first
  * layers' market terms u = W1 e (value and advantage streams), then one launch of the fused
- * kernel over all windows. */
+ * kernel over all windows (the rollout table's fused kernel: CUDA only, the CPU's fails and
+ * its fused_supported says 0, so vp_ro_fused_fits keeps the CPU on the op path). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rollout/rollout_impl.h"
 #include "vulpes/ops.h"
 #include "vulpes/run.h"
-#ifdef VP_HAVE_CUDA
-#include "backend/backend_impl.h" /* vp_cuda_backend_stream */
-#endif
 
 /* Downloads parameter `name` of m from params into host memory dst. */
 static vp_status fetch(const vp_model* m, const vp_tensor* params, const char* name, float* dst) {
@@ -109,18 +107,6 @@ vp_status vp_ro_fused_reference(const vp_model* m, const vp_tensor* params, cons
     return s;
 }
 
-#ifndef VP_HAVE_CUDA
-int vp_ro_fused_fits(const vp_ro_run* r) {
-    (void)r;
-    return 0;
-}
-
-vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s) {
-    (void)r, (void)encode_s, (void)sequential_s;
-    VP_FAIL(VP_ERR_UNSUPPORTED, "vp_backtest_run: the fused path needs a CUDA build");
-}
-#else
-
 /* A parameter's view by name (the model's table), into *out. */
 static vp_status param(const vp_ro_run* r, const char* name, vp_tensor* out) {
     const vp_param_info* p = vp_model_find_param(r->m, name);
@@ -130,10 +116,11 @@ static vp_status param(const vp_ro_run* r, const char* name, vp_tensor* out) {
 }
 
 int vp_ro_fused_fits(const vp_ro_run* r) {
-    if (!r->m || vp_backend_get_kind(r->b) != VP_BACKEND_CUDA) return 0;
+    const vp_ro_kernels* k = NULL;
+    if (!r->m || vp_ro_kernels_of(r->b, &k) != VP_OK) return 0;
     const vp_model_cfg* c = &r->m->cfg;
     if (2 * c->head_hidden > 1024 || c->n_atoms < 2) return 0;
-    return vp_ro_cuda_fused_supported(vp_ro_fused_smem(&r->dims, c->head_hidden, c->n_atoms));
+    return k->fused_supported(r->b, &r->dims, c->head_hidden, c->n_atoms);
 }
 
 /* u_v = e W_v1^T and u_a = e W_a1^T [n_rows, HH] for every decision bar, chunk by chunk. */
@@ -175,6 +162,8 @@ static vp_status encode_terms(const vp_ro_run* r, float* u_v, float* u_a) {
 }
 
 vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s) {
+    const vp_ro_kernels* k = NULL;
+    VP_TRY(vp_ro_kernels_of(r->b, &k));
     const vp_model_cfg* c = &r->m->cfg;
     const int64_t HH = c->head_hidden, P = VP_ENV_PORTFOLIO, n = r->n_steps;
     const size_t u_bytes = ((size_t)(n * HH) * 4 + 255) / 256 * 256, c_bytes = (size_t)(2 * HH * (P + 1)) * 4;
@@ -219,7 +208,7 @@ vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s) 
 
     // Every window's steps in one launch.
     if (s == VP_OK)
-        s = vp_ro_cuda_fused(vp_cuda_backend_stream(r->b), &r->dims, &fw, r->market.bars, &r->state, &r->win, &r->rec);
+        s = k->fused(r->b, &r->dims, &fw, r->market.bars, &r->state, &r->win, &r->rec);
     if (s == VP_OK) s = vp_backend_sync(r->b);
     double t2 = vp_clock_s();
     vp_buffer_free(r->b, &buf);
@@ -227,4 +216,3 @@ vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s) 
     *sequential_s = t2 - t1;
     return s;
 }
-#endif

@@ -1,10 +1,12 @@
 /* Internal: the backtest's run context shared by its phases — set-up and results
  * (backtest.c), the encoding and the op path's loop (backtest_loop.c), the fused CUDA path
  * (backtest_fused.c, backtest_cuda.cu), the trade log (backtest_trades.c) and the curves and
- * metrics (backtest_curve.c). */
+ * metrics (backtest_curve.c); and the table of the steps' kernels (the kit's pattern: the CPU
+ * loops in rollout_cpu.c, the CUDA launchers in rollout_cuda.cu). */
 #ifndef VP_EVAL_BACKTEST_IMPL_H
 #define VP_EVAL_BACKTEST_IMPL_H
 
+#include "backend/kit.h"
 #include "rollout/rollout_step.h"
 #include "vulpes/rollout.h"
 
@@ -68,27 +70,6 @@ vp_status vp_ro_fold_heads(const vp_model* m, const vp_tensor* params, float* ou
 vp_status vp_ro_fused_reference(const vp_model* m, const vp_tensor* params, const float* e /* [H] */,
                                 const float* p /* [8] */, float* q /* [A] */);
 
-/* CPU loop of the prepare step: for every active window, its encoding row into eb [N, H] and
- * its portfolio into pf [N, 8] (inactive windows get row 0 and their stale portfolio). */
-void vp_ro_cpu_prepare(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
-                       const float* enc /* [n_rows, H] */, const int32_t* counter, float* eb /* [N, H] */,
-                       float* pf /* [N, 8] */);
-
-/* CPU loop of the act step: choices from q [N, A] (or the forced table), step, log. */
-void vp_ro_cpu_act(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
-                   const vp_ro_records* rec, int32_t* scratch, const float* q, const int32_t* forced,
-                   const int32_t* counter);
-
-#ifdef VP_HAVE_CUDA
-/* CUDA launch of the prepare step on `stream` (pointers in device memory). */
-vp_status vp_ro_cuda_prepare(void* stream, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
-                             const vp_ro_windows* w, const float* enc, const int32_t* counter, float* eb, float* pf);
-
-/* CUDA launch of the act step on `stream`. */
-vp_status vp_ro_cuda_act(void* stream, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
-                         const vp_ro_windows* w, const vp_ro_records* rec, int32_t* scratch, const float* q,
-                         const int32_t* forced, const int32_t* counter);
-
 /* The head weights the fused kernel keeps on chip, in device memory. HH head width, Z atoms. */
 typedef struct vp_ro_fused_weights {
     int hh;              /* HH */
@@ -106,18 +87,62 @@ typedef struct vp_ro_fused_weights {
     const float* u_a;    /* [n_rows, HH] W_a1 e of every decision row */
 } vp_ro_fused_weights;
 
-/* Bytes of shared memory one block of the fused kernel needs (its largest branch). */
-size_t vp_ro_fused_smem(const vp_ro_dims* d, int hh, int z);
+/* ---- the kernels (the kit's pattern, backend/kit.h) ---------------------------------------------
+ * Pointers in the memory of backend b; the callers (rollout_loop.c, rollout_fused.c) pass the
+ * run's arrays, so an implementation may assume their shapes. */
 
-/* 1 when the current device can launch the fused kernel with `smem` bytes per block
- * (thread-block clusters: compute capability 9.0 or newer; enough opt-in shared memory). */
-int vp_ro_cuda_fused_supported(size_t smem);
+/* Prepare step: for every active window, its encoding row into eb [N, H] and its portfolio
+ * into pf [N, 8] (inactive windows keep their stale rows). */
+typedef vp_status vp_ro_prepare_fn(vp_backend* b, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+                                   const vp_ro_windows* w, const float* enc /* [n_rows, H] */,
+                                   const int32_t* counter /* [1] */, float* eb /* [N, H] */, float* pf /* [N, 8] */);
 
-/* Launches the fused kernel on `stream`: one cluster of 4 blocks (a block per branch) per
- * window, each running all the steps of its window and logging them. */
-vp_status vp_ro_cuda_fused(void* stream, const vp_ro_dims* d, const vp_ro_fused_weights* fw, const vp_env_bar* bars,
-                           const vp_env_state* s, const vp_ro_windows* w, const vp_ro_records* rec);
-#endif
+/* Act step: every active window's choices from q [N, A] (or the forced table
+ * [n_steps, 4] when d->forced), its environment step and its log. */
+typedef vp_status vp_ro_act_fn(vp_backend* b, const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s,
+                               const vp_ro_windows* w, const vp_ro_records* rec, int32_t* scratch /* [N, 4] */,
+                               const float* q /* [N, A] or NULL */, const int32_t* forced /* or NULL */,
+                               const int32_t* counter /* [1] */);
+
+/* Steps of the op path per graph launch when the longest window has max_steps (>= 1) steps:
+ * 1 on the CPU (a launch runs its steps directly, none past the longest window), up to
+ * VP_RO_GRAPH_STEPS on CUDA (a captured graph of several steps). */
+typedef int vp_ro_graph_steps_fn(vp_backend* b, int32_t max_steps);
+
+/* 1 when the fused kernel can run on b for heads of width hh and z atoms, else 0. The
+ * fused path is CUDA-only: the CPU's answer is always 0. */
+typedef int vp_ro_fused_supported_fn(vp_backend* b, const vp_ro_dims* d, int hh, int z);
+
+/* The fused kernel: every step of every window in one launch (CUDA: one cluster of 4 blocks,
+ * a block per branch, per window). The CPU's fails with VP_ERR_UNSUPPORTED; callers ask
+ * fused_supported (vp_ro_fused_fits) first. */
+typedef vp_status vp_ro_fused_fn(vp_backend* b, const vp_ro_dims* d, const vp_ro_fused_weights* fw,
+                                 const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
+                                 const vp_ro_records* rec);
+
+/* Steps per captured graph on CUDA. */
+#define VP_RO_GRAPH_STEPS 64
+
+/* Every kernel by name, in table order (the kit's list form, backend/kit.h). */
+#define VP_RO_KERNELS(X, f, i) \
+    X(f, i, prepare) X(f, i, act) X(f, i, graph_steps) X(f, i, fused_supported) X(f, i, fused)
+
+/* One backend's rollout kernels. */
+typedef struct vp_ro_kernels {
+    VP_KERNEL_FIELDS(VP_RO_KERNELS, vp_ro)
+} vp_ro_kernels;
+
+/* The CPU loops, vp_ro_cpu_<kernel>, and their table (rollout_cpu.c). */
+VP_KERNEL_DECLARE(VP_RO_KERNELS, vp_ro, vp_ro_cpu)
+extern const vp_ro_kernels vp_ro_cpu;
+
+/* The CUDA kernels' launchers, vp_ro_cuda_<kernel>, and their table (rollout_cuda.cu; CUDA
+ * builds only). */
+VP_KERNEL_DECLARE(VP_RO_KERNELS, vp_ro, vp_ro_cuda)
+extern const vp_ro_kernels vp_ro_cuda;
+
+/* *out = the rollout kernels of b's kind (vp_kernels_select; rollout_loop.c). */
+vp_status vp_ro_kernels_of(vp_backend* b, const vp_ro_kernels** out);
 
 #ifdef __cplusplus
 }

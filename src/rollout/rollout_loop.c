@@ -1,46 +1,23 @@
 /* The backtest's op path: the encoding of every decision bar in batches, then the windows
  * stepped side by side — prepare (encoding rows and portfolio), the model's heads
  * (vp_model_heads), act (choice, environment step, log) — replayed as one graph of several
- * steps on CUDA and run as a plain loop on the CPU. */
+ * steps on CUDA and run as a plain loop on the CPU. The steps' kernels come from the table of
+ * the backend's kind (rollout_cpu.c, rollout_cuda.cu). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rollout/rollout_impl.h"
 #include "vulpes/ops.h"
 #include "vulpes/run.h"
-#ifdef VP_HAVE_CUDA
-#include "backend/backend_impl.h" /* vp_cuda_backend_stream */
-#endif
 
-/* Steps per captured graph on CUDA (the CPU runs one step per launch). */
-#define VP_RO_GRAPH_STEPS 64
+/* ---- the kernels ------------------------------------------------------------------------------ */
 
-/* ---- CPU loops ------------------------------------------------------------------------------- */
-
-void vp_ro_cpu_prepare(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
-                       const float* enc, const int32_t* counter, float* eb, float* pf) {
-    const int32_t k = counter[0];
-    for (int64_t i = 0; i < d->n_windows; ++i) {
-        if (!vp_ro_active(w, i, k)) continue;
-        memcpy(eb + i * d->hidden, enc + (int64_t)s->t[i] * d->hidden, sizeof(float) * (size_t)d->hidden);
-        vp_ro_portfolio(d, bars, s, w, i, pf + i * VP_ENV_PORTFOLIO);
-    }
-}
-
-void vp_ro_cpu_act(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
-                   const vp_ro_records* rec, int32_t* scratch, const float* q, const int32_t* forced,
-                   const int32_t* counter) {
-    const int32_t k = counter[0];
-    for (int64_t i = 0; i < d->n_windows; ++i) {
-        if (!vp_ro_active(w, i, k)) continue;
-        int32_t a[VP_ENV_BRANCHES];
-        if (d->forced)
-            memcpy(a, forced + (int64_t)s->t[i] * VP_ENV_BRANCHES, sizeof a);
-        else
-            vp_action_greedy(&d->layout, q + i * d->layout.n_heads, a);
-        vp_ro_step(d, bars, s, w, scratch, k, i, a);
-        vp_ro_log(s, w, rec, k, i, a);
-    }
+vp_status vp_ro_kernels_of(vp_backend* b, const vp_ro_kernels** out) {
+    const void* t = NULL;
+    vp_status s =
+        vp_kernels_select("vp_backtest_run", "rollout kernels", b, &vp_ro_cpu, VP_KERNELS_CUDA(vp_ro_cuda), &t);
+    *out = (const vp_ro_kernels*)t;
+    return s;
 }
 
 /* ---- the loop -------------------------------------------------------------------------------- */
@@ -48,45 +25,25 @@ void vp_ro_cpu_act(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_sta
 /* What a step of the op path works on. */
 typedef struct ops_ctx {
     vp_ro_run* r;
-    vp_policy_work* work; /* the policy's scores of N windows */
-    vp_tensor enc;       /* [n_rows, H] encodings */
-    vp_tensor eb;        /* [N, H] this step's rows */
-    vp_tensor pf;        /* [N, 8] this step's portfolios */
-    int steps;           /* steps per launch */
+    const vp_ro_kernels* k; /* the backend's rollout kernels */
+    vp_policy_work* work;   /* the policy's scores of N windows */
+    vp_tensor enc;          /* [n_rows, H] encodings */
+    vp_tensor eb;           /* [N, H] this step's rows */
+    vp_tensor pf;           /* [N, 8] this step's portfolios */
+    int steps;              /* steps per launch */
 } ops_ctx;
 
-/* Prepare and act on the run's backend. */
+/* Prepare and act on the run's backend, through its kernels. */
 static vp_status prepare(ops_ctx* c) {
     vp_ro_run* r = c->r;
-    const vp_env_bar* bars = r->market.bars;
-    const int32_t* k = (const int32_t*)r->counter.data;
-    if (vp_backend_get_kind(r->b) == VP_BACKEND_CPU) {
-        vp_ro_cpu_prepare(&r->dims, bars, &r->state, &r->win, (const float*)c->enc.data, k, (float*)c->eb.data,
-                          (float*)c->pf.data);
-        return VP_OK;
-    }
-#ifdef VP_HAVE_CUDA
-    return vp_ro_cuda_prepare(vp_cuda_backend_stream(r->b), &r->dims, bars, &r->state, &r->win,
-                              (const float*)c->enc.data, k, (float*)c->eb.data, (float*)c->pf.data);
-#else
-    VP_FAIL(VP_ERR_UNSUPPORTED, "vp_backtest_run: backend %s is not supported by this build", vp_backend_name(r->b));
-#endif
+    return c->k->prepare(r->b, &r->dims, r->market.bars, &r->state, &r->win, (const float*)c->enc.data,
+                         (const int32_t*)r->counter.data, (float*)c->eb.data, (float*)c->pf.data);
 }
 
 static vp_status act(ops_ctx* c, const float* q) {
     vp_ro_run* r = c->r;
-    const vp_env_bar* bars = r->market.bars;
-    const int32_t* k = (const int32_t*)r->counter.data;
-    if (vp_backend_get_kind(r->b) == VP_BACKEND_CPU) {
-        vp_ro_cpu_act(&r->dims, bars, &r->state, &r->win, &r->rec, r->scratch, q, r->forced, k);
-        return VP_OK;
-    }
-#ifdef VP_HAVE_CUDA
-    return vp_ro_cuda_act(vp_cuda_backend_stream(r->b), &r->dims, bars, &r->state, &r->win, &r->rec, r->scratch, q,
-                          r->forced, k);
-#else
-    VP_FAIL(VP_ERR_UNSUPPORTED, "vp_backtest_run: backend %s is not supported by this build", vp_backend_name(r->b));
-#endif
+    return c->k->act(r->b, &r->dims, r->market.bars, &r->state, &r->win, &r->rec, r->scratch, q, r->forced,
+                     (const int32_t*)r->counter.data);
 }
 
 /* Graph body: `steps` steps of every window, each ending with the counter's increment. */
@@ -144,6 +101,7 @@ vp_status vp_ro_run_ops(vp_ro_run* r, double* encode_s, double* sequential_s) {
     ops_ctx c;
     memset(&c, 0, sizeof c);
     c.r = r;
+    VP_TRY(vp_ro_kernels_of(r->b, &c.k));
     vp_buffer buf;
     memset(&buf, 0, sizeof buf);
     vp_graph* g = NULL;
@@ -169,8 +127,7 @@ vp_status vp_ro_run_ops(vp_ro_run* r, double* encode_s, double* sequential_s) {
     double t1 = vp_clock_s();
 
     // The windows side by side: a graph of several steps, launched until the longest is done.
-    const int cpu = vp_backend_get_kind(r->b) == VP_BACKEND_CPU;
-    c.steps = cpu ? 1 : (r->max_steps < VP_RO_GRAPH_STEPS ? r->max_steps : VP_RO_GRAPH_STEPS);
+    c.steps = c.k->graph_steps(r->b, r->max_steps);
     if (s == VP_OK) s = vp_graph_capture(r->b, steps_body, &c, &g);
     for (int64_t k = 0; s == VP_OK && k < r->max_steps; k += c.steps) s = vp_graph_launch(r->b, g);
     if (s == VP_OK) s = vp_backend_sync(r->b);

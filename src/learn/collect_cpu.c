@@ -1,0 +1,20 @@
+/* The collection kernels on the CPU: one env after another, each from its own Philox
+ * stream (the per-env math of collect_math.h, shared with collect_cuda.cu). */
+#include "learn/collect_impl.h"
+
+vp_status vp_collect_cpu_act(vp_backend* b, const vp_collect_dims* d, const float* q, const int64_t* step,
+                             int32_t* actions) {
+    (void)b;
+    const int64_t k = step[0];
+    for (int64_t i = 0; i < d->n_envs; ++i)
+        vp_collect_act_index(d, q + i * d->layout.n_heads, k, i, actions + i * VP_ENV_BRANCHES);
+    return VP_OK;
+}
+
+vp_status vp_collect_cpu_tick(vp_backend* b, int64_t* step) {
+    (void)b;
+    step[0] += 1;
+    return VP_OK;
+}
+
+const vp_collect_kernels vp_collect_cpu = VP_KERNEL_TABLE(VP_COLLECT_KERNELS, vp_collect, vp_collect_cpu);
