@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "vulpes/synth.h"
+#include "vulpes/dqn.h"
 #include "vulpes/train.h"
 
 #define REPS 5 /* timed launches (median) */

@@ -10,6 +10,7 @@
 #include "test_train_util.h"
 #include "vulpes/checkpoint.h"
 #include "vp_test.h"
+#include "vulpes/dqn.h"
 
 /* Checks the raw bytes of a safetensors file against the items written (host tensors) and
  * the metadata pairs. */

@@ -12,6 +12,7 @@
 #include "test_train_util.h"
 #include "vp_test.h"
 #include "vulpes/backtest.h"
+#include "vulpes/dqn.h"
 
 /* A trainer on the test configuration (data in *d); returns 0 on failure. */
 static int trainer_make(vp_trainer* t, vp_train_data* d, vp_backend* b, const vp_config* cfg) {

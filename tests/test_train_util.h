@@ -11,6 +11,7 @@
 
 #include "test_util.h"
 #include "vulpes/config.h"
+#include "vulpes/dqn.h"
 #include "vulpes/train.h"
 
 /* A run small enough for a test: 1500 bars of the trend market, 8 envs, a 16-wide network,

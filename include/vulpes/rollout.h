@@ -70,7 +70,7 @@ typedef struct vp_rollout_trade {
     int64_t bars_held;    /* bar closes at which the position was open */
 } vp_rollout_trade;
 
-/* How to run a backtest; start from vp_rollout_cfg_default(). */
+/* How to run a rollout; start from vp_rollout_cfg_default(). */
 typedef struct vp_rollout_cfg {
     vp_instrument instrument; /* contract and costs: those of the training run */
     int32_t episode_bars;     /* the training run's episode length (>= 1): unit of portfolio entries 2 and 6 */
@@ -83,7 +83,7 @@ typedef struct vp_rollout_cfg {
                                       model's (tests); NULL: the model's greedy choice */
 } vp_rollout_cfg;
 
-/* Defaults: the default instrument, episode_bars 1024, sequential, chunk 8192, fused on,
+/* Defaults: the config table's instrument and episode length, sequential, chunk 8192, fused on,
  * 252 periods a year given. */
 vp_rollout_cfg vp_rollout_cfg_default(void);
 

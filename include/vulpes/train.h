@@ -24,6 +24,7 @@
 #include "vulpes/env.h"
 #include "vulpes/learner.h"
 #include "vulpes/metrics.h"
+#include "vulpes/policy.h"
 #include "vulpes/replay.h"
 #include "vulpes/rollout.h"
 #include "vulpes/run.h"
@@ -69,15 +70,15 @@ typedef struct vp_validator vp_validator;
  * or longer than the span: one window, the exact backtest), side by side, each starting flat,
  * with the training costs; the portfolio vector measures time in episodes of window_bars.
  * features [T, F] in backend memory; d and features outlive the validator. */
-vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m, const vp_tensor* features,
-                            const vp_train_data* d, vp_span span, const vp_instrument* inst, int64_t window_bars);
+vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_tensor* features, const vp_train_data* d,
+                            vp_span span, const vp_instrument* inst, int64_t window_bars);
 
 /* Frees a validator (NULL is a no-op). */
 void vp_validator_free(vp_validator* v);
 
-/* Runs the rollout with parameters `params` ([n_weights], backend memory) into *out
+/* Scores policy `pol` (computing on the validator's backend) by the rollout into *out
  * (allocates, uploads and downloads: not for inside an iteration). */
-vp_status vp_validator_run(vp_validator* v, const vp_tensor* params, vp_eval_result* out);
+vp_status vp_validator_run(vp_validator* v, const vp_policy* pol, vp_eval_result* out);
 
 /* ---- counters and checkpoints of a run ------------------------------------------------------- */
 
@@ -175,9 +176,5 @@ vp_status vp_train_trim_metrics(const char* path, int64_t iteration);
 #ifdef __cplusplus
 }
 #endif
-
-/* The DQN trainer, which benchmarks and tests drive directly (the library's layers above
- * learn use vulpes/algo.h). */
-#include "vulpes/dqn.h"
 
 #endif /* VULPES_TRAIN_H */

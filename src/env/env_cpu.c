@@ -1,10 +1,11 @@
 /* The CPU backend of the environment: a loop over envs calling the shared step math. */
 #include "env_impl.h"
+#include "vulpes/action.h"
 
 /* Every action index inside its branch (the CUDA kernel clamps instead of checking). */
 static vp_status check_actions(const int32_t* a, int64_t n) {
-    static const int32_t choices[VP_ENV_BRANCHES] = {VP_ENV_DIR_COUNT, VP_ENV_SIZE_CHOICES, VP_ENV_LEVEL_CHOICES,
-                                                     VP_ENV_LEVEL_CHOICES};
+    const vp_action_layout l = vp_action_layout_env();
+    const int* choices = l.size;
     static const char* branch[VP_ENV_BRANCHES] = {"direction", "size", "take-profit", "stop-loss"};
     for (int64_t i = 0; i < n; ++i)
         for (int j = 0; j < VP_ENV_BRANCHES; ++j) {

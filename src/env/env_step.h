@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "vulpes/action.h"
 #include "vulpes/defs.h"
 #include "vulpes/env.h"
 #include "vulpes/rng.h"
@@ -253,10 +254,11 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
 
     /* decode the action; the last step of a window targets flat */
     const int32_t* a = actions + i * VP_ENV_BRANCHES;
-    int32_t dir = vp_env_clampi(a[0], VP_ENV_DIR_COUNT - 1) - 1;
-    int32_t size = vp_env_clampi(a[1], VP_ENV_SIZE_CHOICES - 1);
-    int32_t k_tp = vp_env_clampi(a[2], VP_ENV_LEVEL_CHOICES - 1);
-    int32_t k_sl = vp_env_clampi(a[3], VP_ENV_LEVEL_CHOICES - 1);
+    const vp_action_layout lay = vp_action_layout_env();
+    int32_t dir = vp_env_clampi(a[0], lay.size[0] - 1) - 1;
+    int32_t size = vp_env_clampi(a[1], lay.size[1] - 1);
+    int32_t k_tp = vp_env_clampi(a[2], lay.size[2] - 1);
+    int32_t k_sl = vp_env_clampi(a[3], lay.size[3] - 1);
     int32_t window_end = s->window_end[i];
     int last_step = t + 1 >= window_end;
     int32_t target = (last_step || dir == 0) ? 0 : dir * vp_env_contracts(size, p->max_position);
@@ -365,10 +367,8 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
 /* Action of env i for draw `counter`: each branch from one Philox word, word x choices / 2^32. */
 VP_HD void vp_env_random_action(uint64_t seed, uint64_t counter, int64_t i, int32_t* a /* [4] */) {
     vp_u32x4 r = vp_rng_draw(seed, VP_ENV_ACTION_STREAM + (uint64_t)i, counter);
-    a[0] = (int32_t)(((uint64_t)r.v[0] * VP_ENV_DIR_COUNT) >> 32);
-    a[1] = (int32_t)(((uint64_t)r.v[1] * VP_ENV_SIZE_CHOICES) >> 32);
-    a[2] = (int32_t)(((uint64_t)r.v[2] * VP_ENV_LEVEL_CHOICES) >> 32);
-    a[3] = (int32_t)(((uint64_t)r.v[3] * VP_ENV_LEVEL_CHOICES) >> 32);
+    const vp_action_layout lay = vp_action_layout_env();
+    for (int br = 0; br < VP_ENV_BRANCHES; ++br) a[br] = (int32_t)(((uint64_t)r.v[br] * (uint64_t)lay.size[br]) >> 32);
 }
 
 #endif /* VP_ENV_STEP_H */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vulpes/algo.h"
+#include "vulpes/dqn.h"
 #include "vulpes/ops.h"
 
 /* The entry's state. */

@@ -1,7 +1,8 @@
 /* Validation: the rollout (vulpes/rollout.h) of the network's greedy policy over one span,
  * cut into windows of about the training episode's length that run side by side, scored
  * by the rollout's own metrics. The same path as the exact backtest: one window of the
- * validation span gives the same figures as `vulpes backtest` over it. */
+ * validation span gives the same figures as `vulpes backtest` over it. Any algorithm's
+ * policy (vulpes/policy.h) can be scored. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +12,14 @@
 
 struct vp_validator {
     vp_backend* backend;       /* where it runs */
-    const vp_model* model;     /* the network the parameters belong to */
     vp_rollout_data data;      /* bars, ATR, features and the span */
     vp_rollout_cfg cfg;        /* windows, instrument, episode length, annualisation */
     int64_t window_bars;       /* decisions per window (the shortest) */
 };
 
-vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m, const vp_tensor* features,
-                            const vp_train_data* d, vp_span span, const vp_instrument* inst, int64_t window_bars) {
-    VP_REQUIRE(out != NULL && b != NULL && m != NULL && features != NULL && d != NULL && inst != NULL,
+vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_tensor* features, const vp_train_data* d,
+                            vp_span span, const vp_instrument* inst, int64_t window_bars) {
+    VP_REQUIRE(out != NULL && b != NULL && features != NULL && d != NULL && inst != NULL,
                VP_ERR_INVALID_ARG, "vp_validator_init: NULL argument");
     *out = NULL;
     const int64_t len = vp_span_len(span);
@@ -29,7 +29,6 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m
     vp_validator* v = (vp_validator*)calloc(1, sizeof *v);
     VP_REQUIRE(v != NULL, VP_ERR_OOM, "vp_validator_init: out of host memory");
     v->backend = b;
-    v->model = m;
     v->data.bars = &d->bars;
     v->data.atr = d->atr;
     v->data.features = features;
@@ -47,12 +46,11 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_model* m
 
 void vp_validator_free(vp_validator* v) { free(v); }
 
-vp_status vp_validator_run(vp_validator* v, const vp_tensor* params, vp_eval_result* out) {
-    VP_REQUIRE(v != NULL && params != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_validator_run: NULL argument");
+vp_status vp_validator_run(vp_validator* v, const vp_policy* pol, vp_eval_result* out) {
+    VP_REQUIRE(v != NULL && pol != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_validator_run: NULL argument");
     memset(out, 0, sizeof *out);
-    const vp_policy pol = vp_model_policy(v->model, params);
     vp_rollout_result r;
-    vp_status s = vp_rollout_run(v->backend, &pol, &v->data, &v->cfg, &r);
+    vp_status s = vp_rollout_run(v->backend, pol, &v->data, &v->cfg, &r);
     if (s == VP_OK) {
         out->windows = r.n_windows;
         out->window_bars = v->window_bars;

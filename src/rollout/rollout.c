@@ -11,7 +11,7 @@ vp_rollout_cfg vp_rollout_cfg_default(void) {
     vp_rollout_cfg c;
     memset(&c, 0, sizeof c);
     c.instrument = vp_instrument_default();
-    c.episode_bars = 1024;
+    c.episode_bars = vp_env_config_default().episode_bars;
     c.n_windows = 1;
     c.encode_chunk = VP_ROLLOUT_CHUNK;
     c.fused = 1;
@@ -290,7 +290,7 @@ vp_status vp_rollout_run(vp_backend* b, const vp_policy* pol, const vp_rollout_d
     // The sequential part: the fused kernel on CUDA when it fits, else the op path.
     if (s == VP_OK) {
         const int fused = r.m != NULL && cfg->fused && vp_ro_fused_fits(&r);
-        out->path = fused ? "fused" : (vp_backend_get_kind(b) == VP_BACKEND_CPU ? "cpu" : "ops");
+        out->path = fused ? "fused" : (vp_backend_native_mem(b) == VP_MEM_HOST ? "cpu" : "ops");
         s = fused ? vp_ro_run_fused(&r, &out->encode_s, &out->sequential_s)
                   : vp_ro_run_ops(&r, &out->encode_s, &out->sequential_s);
     }
