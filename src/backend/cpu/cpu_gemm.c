@@ -13,6 +13,7 @@
  * The bits are the same for any row count, row offset, thread count or instruction set.
  * Products with A transposed (weight gradients, where rows are not samples) use BLAS. */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,17 +55,39 @@ static void apply_epilogue(vp_epilogue epi, const float* bias, int64_t m, int64_
 }
 
 /* A growable scratch block per thread for B laid out [k, n] (grown to the largest shape a
- * thread meets, then reused). */
-static _Thread_local float* g_scratch = NULL;
-static _Thread_local size_t g_scratch_n = 0;
+ * thread meets, then reused; freed when the thread ends). */
+typedef struct scratch_block {
+    size_t n;   /* floats held */
+    float* p;   /* [n] */
+} scratch_block;
 
-/* Scratch of at least n floats, or NULL when out of memory. */
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void* v) {
+    scratch_block* s = (scratch_block*)v;
+    if (s) free(s->p);
+    free(s);
+}
+
+static void scratch_key_make(void) { (void)pthread_key_create(&g_scratch_key, scratch_free); }
+
+/* This thread's scratch of at least n floats, or NULL when out of memory. */
 static float* scratch(size_t n) {
-    if (n <= g_scratch_n) return g_scratch;
-    float* p = (float*)realloc(g_scratch, n * sizeof(float));
+    (void)pthread_once(&g_scratch_once, scratch_key_make);
+    scratch_block* s = (scratch_block*)pthread_getspecific(g_scratch_key);
+    if (!s) {
+        s = (scratch_block*)calloc(1, sizeof *s);
+        if (!s || pthread_setspecific(g_scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (n <= s->n) return s->p;
+    float* p = (float*)realloc(s->p, n * sizeof(float));
     if (!p) return NULL;
-    g_scratch = p;
-    g_scratch_n = n;
+    s->p = p;
+    s->n = n;
     return p;
 }
 

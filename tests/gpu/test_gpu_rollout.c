@@ -1,0 +1,144 @@
+/* The rollout on CUDA against the CPU backend, and its window-count agreement on CUDA.
+ *
+ * Network: the default architecture from a fixed seed with the advantage stream's last
+ * layer scaled up 20x, so that no two actions lie within GEMM rounding of a tie; a
+ * rounding difference can then not flip a choice, and everything downstream of the choices
+ * (positions, fills, cash, equity: the environment's exact double arithmetic) must agree
+ * bit for bit. That is the tolerance of every comparison here:
+ * - CUDA with FP32 GEMMs, fused and op paths, 1 and 7 windows: points and trades equal to
+ *   the CPU backend's;
+ * - CUDA with TF32 GEMMs (as in training): each window of a 7-window run equal to the
+ *   exact rollout of that window alone, for both paths. */
+#include "gpu_twin.h"
+#include "test_backtest_util.h"
+#include "vulpes/backtest.h"
+
+enum { NBARS = 3000, A0 = 400, B0 = 3000 };
+
+/* The default network on backend b with parameters `h` (host copy, made when NULL). */
+static void net_make(vp_backend* b, int F, float** h, vp_model* m) {
+    vp_model_cfg c = vp_model_cfg_default();
+    c.n_features = F;
+    CHECK_OK(vp_model_init(m, b, &c, 2024));
+    const size_t bytes = (size_t)m->n_weights * sizeof(float);
+    if (!*h) {
+        *h = (float*)malloc(bytes);
+        CHECK_OK(vp_download(b, *h, &m->params, bytes));
+        const char* names[2] = {"c51.a2.w", "c51.a2.b"};
+        for (int i = 0; i < 2; ++i) {
+            const vp_param_info* p = vp_model_find_param(m, names[i]);
+            for (int64_t j = 0; p && j < p->numel; ++j) (*h)[p->offset + j] *= 20.0f;
+        }
+    }
+    CHECK_OK(vp_upload(b, &m->params, *h, bytes));
+}
+
+/* A rollout of [a, b) in n windows on backend be. */
+static void run(vp_backend* be, const vp_model* m, const vpt_market* mk, const vp_tensor* feat, int64_t a, int64_t b,
+                int64_t n, int fused, vp_rollout_result* r) {
+    vp_rollout_cfg c = vp_rollout_cfg_default();
+    c.instrument = vpt_instrument();
+    c.episode_bars = 256;
+    c.n_windows = n;
+    c.fused = fused;
+    vp_rollout_data d = {&mk->bars, mk->atr, feat, {a, b}};
+    CHECK_OK(vp_backtest_run(be, m, &m->params, &d, &c, r));
+}
+
+/* Whether window w of seg equals the one-window result one (points and trades). */
+static int window_equal(const vp_rollout_result* seg, int64_t w, const vp_rollout_result* one) {
+    const vp_rollout_window* x = &seg->windows[w];
+    if (one->n_points != x->n_points) return 0;
+    for (int64_t k = 0; k < x->n_points; ++k) {
+        const int64_t o = x->offset + k;
+        if (one->equity[k] != seg->equity[o] || one->cash[k] != seg->cash[o] || one->position[k] != seg->position[o] ||
+            memcmp(one->action + 4 * k, seg->action + 4 * o, 16) != 0)
+            return 0;
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < seg->n_trades; ++i) {
+        if (seg->trades[i].window != w) continue;
+        vp_rollout_trade u = seg->trades[i];
+        u.window = 0;
+        if (n >= one->n_trades || memcmp(&u, &one->trades[n], sizeof u) != 0) return 0;
+        ++n;
+    }
+    return n == one->n_trades;
+}
+
+static void test_cuda_equals_cpu(void) {
+    vpt_market mk;
+    CHECK(vpt_market_make(&mk, NBARS, 21), "market");
+    twin feat;
+    twin_2d(&feat, VP_F32, NBARS, mk.F);
+    memcpy(feat.h.data, mk.feat, sizeof(float) * (size_t)(NBARS * mk.F));
+    twin_push(&feat);
+    const vp_tensor fh = feat.h, fd = feat.d;
+    float* h = NULL;
+    vp_model cm, gm;
+    net_make(g_cpu, mk.F, &h, &cm);
+    net_make(g_gpu, mk.F, &h, &gm);
+    gm.precision = VP_PREC_FP32;
+    for (int64_t n = 1; n <= 7; n += 6) {
+        vp_rollout_result want;
+        run(g_cpu, &cm, &mk, &fh, A0, B0, n, 0, &want);
+        CHECK(want.n_trades > 10, "%lld windows: only %lld trades on the CPU", (long long)n, (long long)want.n_trades);
+        for (int fused = 1; fused >= 0; --fused) {
+            vp_rollout_result got;
+            run(g_gpu, &gm, &mk, &fd, A0, B0, n, fused, &got);
+            CHECK(vpt_results_equal(&want, &got), "%lld windows, %s path: the CUDA rollout differs from the CPU's",
+                  (long long)n, got.path ? got.path : "?");
+            printf("  %lld window(s), %s path: %lld points, %lld trades equal to the CPU's\n", (long long)n,
+                   got.path ? got.path : "?", (long long)got.n_points, (long long)got.n_trades);
+            vp_rollout_result_free(&got);
+        }
+        vp_rollout_result_free(&want);
+    }
+    vp_model_free(&cm);
+    vp_model_free(&gm);
+    free(h);
+    twin_free(&feat);
+    vpt_market_free(&mk);
+}
+
+static void test_cuda_windows_agree(void) {
+    vpt_market mk;
+    CHECK(vpt_market_make(&mk, NBARS, 22), "market");
+    twin feat;
+    twin_2d(&feat, VP_F32, NBARS, mk.F);
+    memcpy(feat.h.data, mk.feat, sizeof(float) * (size_t)(NBARS * mk.F));
+    twin_push(&feat);
+    const vp_tensor fd = feat.d;
+    float* h = NULL;
+    vp_model gm;
+    net_make(g_gpu, mk.F, &h, &gm);
+    gm.precision = VP_PREC_TF32;
+    for (int fused = 1; fused >= 0; --fused) {
+        vp_rollout_result seg;
+        run(g_gpu, &gm, &mk, &fd, A0, B0, 7, fused, &seg);
+        int64_t bad = 0;
+        for (int64_t w = 0; w < seg.n_windows; ++w) {
+            vp_rollout_result one;
+            run(g_gpu, &gm, &mk, &fd, seg.windows[w].begin, seg.windows[w].last + 1, 1, fused, &one);
+            bad += !window_equal(&seg, w, &one);
+            vp_rollout_result_free(&one);
+        }
+        CHECK(bad == 0, "%s path: %lld of 7 windows differ from their rollout alone", seg.path ? seg.path : "?",
+              (long long)bad);
+        printf("  TF32, %s path: 7 windows each equal to its rollout alone (%lld trades)\n", seg.path ? seg.path : "?",
+               (long long)seg.n_trades);
+        vp_rollout_result_free(&seg);
+    }
+    vp_model_free(&gm);
+    free(h);
+    twin_free(&feat);
+    vpt_market_free(&mk);
+}
+
+int main(void) {
+    gpu_setup("test_gpu_rollout");
+    RUN_TEST(test_cuda_equals_cpu);
+    RUN_TEST(test_cuda_windows_agree);
+    gpu_teardown();
+    return vpt_finish();
+}
