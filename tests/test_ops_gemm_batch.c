@@ -2,6 +2,7 @@
  * the same bits whether the product has 1 row, a few, or many beside it, whatever BLAS
  * kernel the library picks for the shape (OPENBLAS_CORETYPE, thread count). The shapes are
  * those of the network's layers, and odd ones. */
+#include "backend/cpu/cpu_impl.h"
 #include "ops_ref.h"
 #include "vp_test.h"
 
@@ -59,10 +60,33 @@ static void test_layer_shapes(void) {
     }
 }
 
+/* The portable build of the row-exact kernel gives the bits of the vectorised one. */
+static void test_isa_builds_agree(void) {
+    const int64_t m = 37, n = 77, k = 131;
+    float* A = (float*)malloc(sizeof(float) * (size_t)(m * k));
+    float* B = (float*)malloc(sizeof(float) * (size_t)(k * n));
+    float* bias = (float*)malloc(sizeof(float) * (size_t)n);
+    float* fast = ref_nan_buffer(m * n);
+    float* slow = ref_nan_buffer(m * n);
+    ref_fill_uniform(A, m * k, 9, 1, -1.0f, 1.0f);
+    ref_fill_uniform(B, k * n, 9, 2, -0.5f, 0.5f);
+    ref_fill_uniform(bias, n, 9, 3, -0.1f, 0.1f);
+    for (int tb = 0; tb < 2; ++tb) {
+        gemm_rows(A, B, bias, 0, m, n, k, tb, VP_EPI_BIAS, fast);
+        vp_cpu_gemm_force_portable(1);
+        gemm_rows(A, B, bias, 0, m, n, k, tb, VP_EPI_BIAS, slow);
+        vp_cpu_gemm_force_portable(0);
+        CHECK(memcmp(fast, slow, sizeof(float) * (size_t)(m * n)) == 0,
+              "trans_b %d: the portable kernel's bits differ from the vectorised one's", tb);
+    }
+    free(A), free(B), free(bias), free(fast), free(slow);
+}
+
 int main(void) {
     CHECK_OK(vp_backend_cpu_init(&g_b));
     if (!g_b) return 1;
     RUN_TEST(test_layer_shapes);
+    RUN_TEST(test_isa_builds_agree);
     vp_backend_free(g_b);
     return vpt_finish();
 }

@@ -8,11 +8,12 @@
  * (OpenBLAS turns a one-row product into a GEMV, and its kernels treat rows differently by
  * their position in a register tile: on Haswell-class kernels rows 0-5 and 6-11 of a tile
  * round differently). Such products therefore run through the kernel below: every element
- * is sum_p a[i,p] b[p,j] accumulated in order of p from 0, each product and each sum
- * rounded to float (no FMA: ISO C mode does not contract), vectorised across columns only.
- * The bits are the same for any row count, row offset, thread count or instruction set.
+ * is sum_p a[i,p] b[p,j] accumulated in order of p from 0 by correctly rounded fused
+ * multiply-adds, vectorised across columns only. The bits are the same for any row count,
+ * row offset, thread count, BLAS kernel or instruction set.
  * Products with A transposed (weight gradients, where rows are not samples) use BLAS. */
 #include <cblas.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,50 +94,95 @@ static float* scratch(size_t n) {
 
 /* Register tile of the row-exact kernel: TR rows x TC columns. */
 #define TR 4
-#define TC 16
+#define TC 32
 
-/* The row-exact product of rows [i0, i0 + rows) and columns [j0, j0 + cols) of
- * acc = A [m, k] Bp [k, n], then C = alpha acc + beta C. The full tile and the edges run the
- * same per-element arithmetic, so an element's bits do not depend on the tile it falls in. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static void exact_tiles(int64_t m, int64_t n, int64_t k, const float* A, const float* Bp, float alpha, float beta,
-                        float* C) {
-    for (int64_t i0 = 0; i0 < m; i0 += TR) {
-        const int64_t rows = m - i0 < TR ? m - i0 : TR;
-        for (int64_t j0 = 0; j0 < n; j0 += TC) {
-            const int64_t cols = n - j0 < TC ? n - j0 : TC;
-            float acc[TR][TC];
-            memset(acc, 0, sizeof acc);
-            if (rows == TR && cols == TC) {
-                // full tile: constant bounds, vectorised across the TC columns
-                for (int64_t p = 0; p < k; ++p) {
-                    const float* b = Bp + p * n + j0;
-                    for (int r = 0; r < TR; ++r) {
-                        const float a = A[(i0 + r) * k + p];
-                        for (int c = 0; c < TC; ++c) acc[r][c] += a * b[c];
-                    }
-                }
-            } else {
-                for (int64_t p = 0; p < k; ++p) {
-                    const float* b = Bp + p * n + j0;
-                    for (int64_t r = 0; r < rows; ++r) {
-                        const float a = A[(i0 + r) * k + p];
-                        for (int64_t c = 0; c < cols; ++c) acc[r][c] += a * b[c];
-                    }
-                }
-            }
-            // C = alpha acc + beta C (C not read when beta is 0)
-            for (int64_t r = 0; r < rows; ++r) {
-                float* cr = C + (i0 + r) * n + j0;
-                for (int64_t c = 0; c < cols; ++c) {
-                    float v = alpha == 1.0f ? acc[r][c] : alpha * acc[r][c];
-                    cr[c] = beta != 0.0f ? v + beta * cr[c] : v;
-                }
-            }
-        }
+/* The row-exact kernel: acc = A [m, k] Bp [k, n] with every element accumulated as
+ * acc = fmaf(a[i,p], b[p,j], acc) for p = 0 .. k-1 from 0 (one correctly rounded fused
+ * multiply-add per term, the same bits in hardware and in libm), then C = alpha acc + beta C.
+ * Full TR x TC tiles keep their accumulators in registers, vectorised across columns; the
+ * edges run the same per-element arithmetic, so an element's bits depend on neither the
+ * tile it falls in nor the instruction set. */
+#define VP_EXACT_TILES_BODY                                                                       \
+    for (int64_t i0 = 0; i0 < m; i0 += TR) {                                                      \
+        const int64_t rows = m - i0 < TR ? m - i0 : TR;                                           \
+        for (int64_t j0 = 0; j0 < n; j0 += TC) {                                                  \
+            const int64_t cols = n - j0 < TC ? n - j0 : TC;                                       \
+            float acc[TR][TC];                                                                    \
+            if (rows == TR && cols == TC) {                                                       \
+                float c0[TC], c1[TC], c2[TC], c3[TC];                                             \
+                for (int c = 0; c < TC; ++c) c0[c] = c1[c] = c2[c] = c3[c] = 0.0f;                 \
+                const float *a0 = A + i0 * k, *a1 = a0 + k, *a2 = a1 + k, *a3 = a2 + k;           \
+                for (int64_t p = 0; p < k; ++p) {                                                 \
+                    const float* b = Bp + p * n + j0;                                             \
+                    const float x0 = a0[p], x1 = a1[p], x2 = a2[p], x3 = a3[p];                   \
+                    for (int c = 0; c < TC; ++c) {                                                \
+                        c0[c] = fmaf(x0, b[c], c0[c]);                                            \
+                        c1[c] = fmaf(x1, b[c], c1[c]);                                            \
+                        c2[c] = fmaf(x2, b[c], c2[c]);                                            \
+                        c3[c] = fmaf(x3, b[c], c3[c]);                                            \
+                    }                                                                             \
+                }                                                                                 \
+                memcpy(acc[0], c0, sizeof c0);                                                    \
+                memcpy(acc[1], c1, sizeof c1);                                                    \
+                memcpy(acc[2], c2, sizeof c2);                                                    \
+                memcpy(acc[3], c3, sizeof c3);                                                    \
+            } else {                                                                              \
+                for (int64_t r = 0; r < rows; ++r)                                                \
+                    for (int64_t c = 0; c < cols; ++c) acc[r][c] = 0.0f;                          \
+                for (int64_t p = 0; p < k; ++p) {                                                 \
+                    const float* b = Bp + p * n + j0;                                             \
+                    for (int64_t r = 0; r < rows; ++r) {                                          \
+                        const float x = A[(i0 + r) * k + p];                                      \
+                        for (int64_t c = 0; c < cols; ++c) acc[r][c] = fmaf(x, b[c], acc[r][c]);  \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+            /* C = alpha acc + beta C (C not read when beta is 0) */                              \
+            for (int64_t r = 0; r < rows; ++r) {                                                  \
+                float* cr = C + (i0 + r) * n + j0;                                                \
+                for (int64_t c = 0; c < cols; ++c) {                                              \
+                    float v = alpha == 1.0f ? acc[r][c] : alpha * acc[r][c];                      \
+                    cr[c] = beta != 0.0f ? v + beta * cr[c] : v;                                  \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
     }
+
+#define VP_EXACT_TILES_ARGS                                                                       \
+    (int64_t m, int64_t n, int64_t k, const float* A /* [m, k] */, const float* Bp /* [k, n] */, \
+     float alpha, float beta, float* C /* [m, n] */)
+
+/* The portable build of the kernel (fmaf from libm where the processor has no FMA). */
+static void exact_tiles_portable VP_EXACT_TILES_ARGS { VP_EXACT_TILES_BODY }
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+/* The same source for processors with AVX-512 and with AVX2, each with FMA. */
+__attribute__((target("avx512f,fma"))) static void exact_tiles_avx512 VP_EXACT_TILES_ARGS { VP_EXACT_TILES_BODY }
+__attribute__((target("avx2,fma"))) static void exact_tiles_avx2 VP_EXACT_TILES_ARGS { VP_EXACT_TILES_BODY }
+#endif
+
+/* Set by vp_cpu_gemm_force_portable (tests). */
+static int g_force_portable = 0;
+
+void vp_cpu_gemm_force_portable(int on) { g_force_portable = on != 0; }
+
+/* The build of the kernel this processor runs best (every build gives the same bits). */
+static void exact_tiles VP_EXACT_TILES_ARGS {
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+    if (g_force_portable) {
+        exact_tiles_portable(m, n, k, A, Bp, alpha, beta, C);
+        return;
+    }
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) {
+        exact_tiles_avx512(m, n, k, A, Bp, alpha, beta, C);
+        return;
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        exact_tiles_avx2(m, n, k, A, Bp, alpha, beta, C);
+        return;
+    }
+#endif
+    exact_tiles_portable(m, n, k, A, Bp, alpha, beta, C);
 }
 
 /* C [m, n] = alpha A [m, k] op(B) + beta C by the row-exact kernel (B laid out [k, n] first

@@ -33,4 +33,8 @@ static inline float vp_cpu_bf16_to_f32(uint16_t h) {
  * cpu_optim.c (adamw, step_increment, clip_coef). */
 VP_BACKEND_OPS_DECLARE(vp_cpu)
 
+/* Tests only: 1 makes the CPU GEMM's row-exact kernel run its portable build instead of
+ * the AVX-512 or AVX2 one (all builds give the same bits; tests/test_ops_gemm_batch.c). */
+void vp_cpu_gemm_force_portable(int on);
+
 #endif /* VULPES_CPU_IMPL_H */
