@@ -42,11 +42,12 @@ typedef struct pool {
 
 /* One worker: its backend (NULL: make its own, freed at the end). */
 typedef struct worker {
-    pool* p;
-    vp_backend* b;
-    int own;
-    pthread_t th;
-    int started;
+    pool* p;        /* the shared claims */
+    vp_backend* b;  /* its backend (the caller's for worker 0) */
+    int own;        /* 1: b was made by the worker */
+    pthread_t th;   /* its thread (workers 1 ..) */
+    int started;    /* 1: th runs */
+    int64_t first;  /* the fold it starts with, claimed before any worker runs (-1: none) */
 } worker;
 
 /* A note on the progress stream (when progress is on). */
@@ -99,7 +100,7 @@ static void* work(void* arg) {
         }
         w->own = 1;
     }
-    for (int64_t k; (k = claim(p)) >= 0;) {
+    for (int64_t k = w->first; k >= 0 || (k = claim(p)) >= 0; k = -1) {
         int stopped = 0;
         vp_wf_brief brief;
         memset(&brief, 0, sizeof brief);
@@ -176,7 +177,9 @@ vp_status vp_wf_pool_run(vp_wf_ctx* c, unsigned char* finished, vp_wf_brief* bri
         pthread_mutex_destroy(&p.mu);
         VP_FAIL(VP_ERR_OOM, "walk-forward: %lld fold workers", (long long)n);
     }
-    for (int64_t i = 0; i < n; ++i) w[i].p = &p;
+    // every worker's first fold is claimed here, before any runs, so the folds that start
+    // together do not depend on thread timing (a stop request seen by one cannot keep another out)
+    for (int64_t i = 0; i < n; ++i) w[i].p = &p, w[i].first = claim(&p);
     w[0].b = c->b;
     for (int64_t i = 1; i < n; ++i) {
         w[i].started = pthread_create(&w[i].th, NULL, work, &w[i]) == 0;

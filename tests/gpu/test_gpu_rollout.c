@@ -7,8 +7,14 @@
  * bit for bit. That is the tolerance of every comparison here:
  * - CUDA with FP32 GEMMs, fused and op paths, 1 and 7 windows: points and trades equal to
  *   the CPU backend's;
- * - CUDA with TF32 GEMMs (as in training): each window of a 7-window run equal to the
- *   exact rollout of that window alone, for both paths. */
+ * - CUDA with FP32 GEMMs, both paths: each window of a 7-window run equal to the exact
+ *   rollout of that window alone. The windows' GEMMs have other row counts than a window's
+ *   alone, so cuBLASLt may pick other kernels: scores then differ by FP32 rounding (about
+ *   1e-6 relative), far below the choices' gaps.
+ * With TF32 GEMMs (as in training) the rounding is 2^-11 relative and can flip a near-tied
+ * choice between a 7-row and a 1-row product (measured on the H200: 2 of 7 windows on the
+ * op path, none on the fused path, whose heads are FP32 on chip); the test prints that
+ * count and does not assert it. */
 #include "gpu_twin.h"
 #include "test_backtest_util.h"
 #include "vulpes/backtest.h"
@@ -101,6 +107,25 @@ static void test_cuda_equals_cpu(void) {
     vpt_market_free(&mk);
 }
 
+/* Windows of a 7-window rollout on CUDA that differ from their rollout alone (path fused
+ * or ops, GEMMs at `prec`); *trades receives the 7-window run's trades. */
+static int64_t windows_differing(const vp_model* gm, const vpt_market* mk, const vp_tensor* fd, int fused,
+                                 int64_t* trades, const char** path) {
+    vp_rollout_result seg;
+    run(g_gpu, gm, mk, fd, A0, B0, 7, fused, &seg);
+    int64_t bad = 0;
+    for (int64_t w = 0; w < seg.n_windows; ++w) {
+        vp_rollout_result one;
+        run(g_gpu, gm, mk, fd, seg.windows[w].begin, seg.windows[w].last + 1, 1, fused, &one);
+        bad += !window_equal(&seg, w, &one);
+        vp_rollout_result_free(&one);
+    }
+    *trades = seg.n_trades;
+    *path = seg.path ? seg.path : "?";
+    vp_rollout_result_free(&seg);
+    return bad;
+}
+
 static void test_cuda_windows_agree(void) {
     vpt_market mk;
     CHECK(vpt_market_make(&mk, NBARS, 22), "market");
@@ -112,22 +137,17 @@ static void test_cuda_windows_agree(void) {
     float* h = NULL;
     vp_model gm;
     net_make(g_gpu, mk.F, &h, &gm);
-    gm.precision = VP_PREC_TF32;
     for (int fused = 1; fused >= 0; --fused) {
-        vp_rollout_result seg;
-        run(g_gpu, &gm, &mk, &fd, A0, B0, 7, fused, &seg);
-        int64_t bad = 0;
-        for (int64_t w = 0; w < seg.n_windows; ++w) {
-            vp_rollout_result one;
-            run(g_gpu, &gm, &mk, &fd, seg.windows[w].begin, seg.windows[w].last + 1, 1, fused, &one);
-            bad += !window_equal(&seg, w, &one);
-            vp_rollout_result_free(&one);
-        }
-        CHECK(bad == 0, "%s path: %lld of 7 windows differ from their rollout alone", seg.path ? seg.path : "?",
-              (long long)bad);
-        printf("  TF32, %s path: 7 windows each equal to its rollout alone (%lld trades)\n", seg.path ? seg.path : "?",
-               (long long)seg.n_trades);
-        vp_rollout_result_free(&seg);
+        int64_t trades = 0;
+        const char* path = NULL;
+        gm.precision = VP_PREC_FP32;
+        const int64_t bad = windows_differing(&gm, &mk, &fd, fused, &trades, &path);
+        CHECK(bad == 0, "FP32, %s path: %lld of 7 windows differ from their rollout alone", path, (long long)bad);
+        CHECK(trades > 10, "FP32, %s path: only %lld trades", path, (long long)trades);
+        gm.precision = VP_PREC_TF32;
+        const int64_t bad_tf32 = windows_differing(&gm, &mk, &fd, fused, &trades, &path);
+        printf("  %s path: FP32 %lld of 7 windows differ from their rollout alone (asserted 0); TF32 %lld (not "
+               "asserted)\n", path, (long long)bad, (long long)bad_tf32);
     }
     vp_model_free(&gm);
     free(h);
