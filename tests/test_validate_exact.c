@@ -29,7 +29,7 @@ static void compare(int64_t begin, int64_t end, int32_t episode, uint64_t seed) 
     vp_validator* v = NULL;
     vp_eval_result ev;
     CHECK_OK(vp_validator_init(&v, b, &mk.features, &d, span, &in, episode));
-    const vp_policy pol = vp_model_policy(&m, &m.params);
+    const vp_policy pol = vp_model_rollout_policy(&m, &m.params);
     CHECK_OK(vp_validator_run(v, &pol, &ev));
     vp_validator_free(v);
     CHECK(ev.windows == 1 && ev.window_bars == end - begin - 1, "validator: %lld x %lld bars", (long long)ev.windows,

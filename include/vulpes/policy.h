@@ -59,6 +59,8 @@ struct vp_policy {
     int n_portfolio;            /* P: portfolio vector width */
     int enc_dim;                /* width of an encoding row */
     vp_action_layout layout;    /* the environment's action layout (scores are [n, layout.n_heads]) */
+    int fp32_scores;            /* 1: score with full FP32 arithmetic whatever the training precision (rollouts:
+                                   a choice then does not flip with the number of rows scored together) */
 };
 
 /* Checks a policy value (ops and functions present, shapes positive, the env's layout). */
@@ -79,9 +81,15 @@ vp_status vp_policy_score(const vp_policy* p, vp_policy_work* w, const vp_tensor
                           int64_t n, vp_tensor* scores);
 
 /* The DQN agent's policy: network m with parameters params ([n_weights], m's backend memory)
- * — encode is vp_model_encode, score the C51 expected values vp_model_q of vp_model_heads.
- * Both pointers must outlive the value. */
+ * — encode is vp_model_encode, score the C51 expected values vp_model_q of vp_model_heads,
+ * both in the network's precision (collection). Both pointers must outlive the value. */
 vp_policy vp_model_policy(const vp_model* m, const vp_tensor* params);
+
+/* vp_model_policy with fp32_scores set: the heads' GEMMs in FP32 (the heads are small; FP32
+ * rounding, about 1e-7 relative, stays far below the gaps between actions, where TF32's
+ * 2^-11 can flip a near tie between a 7-row and a 1-row product), the encoding in the
+ * network's precision. What validation and the backtests run. */
+vp_policy vp_model_rollout_policy(const vp_model* m, const vp_tensor* params);
 
 /* The functions behind vp_model_policy (a rollout compares against it to pick a fast path). */
 extern const vp_policy_ops vp_model_policy_ops;

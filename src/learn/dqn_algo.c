@@ -149,7 +149,7 @@ static vp_status dqn_warm_start(vp_algo* a, const char* path) {
 }
 
 static vp_policy dqn_policy(const vp_algo* a, vp_algo_params which) {
-    return vp_model_policy(model_of(a), params_of(a, which));
+    return vp_model_rollout_policy(model_of(a), params_of(a, which));
 }
 
 const vp_algo_ops vp_dqn_algo = {

@@ -84,7 +84,7 @@ vp_status vp_trainer_stats(vp_trainer* t, vp_train_stats* out) {
 
 vp_status vp_trainer_validate(vp_trainer* t, const vp_tensor* params, vp_eval_result* out) {
     VP_REQUIRE(t != NULL && t->val != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_trainer_validate: NULL argument");
-    const vp_policy pol = vp_model_policy(&t->learner.model, params ? params : &t->learner.model.params);
+    const vp_policy pol = vp_model_rollout_policy(&t->learner.model, params ? params : &t->learner.model.params);
     VP_TRY(vp_validator_run(t->val, &pol, out));
     return vp_backend_sync(t->backend);
 }

@@ -45,9 +45,11 @@ vp_status vp_policy_score(const vp_policy* p, vp_policy_work* w, const vp_tensor
 
 /* ---- the DQN agent: vp_model_encode and the C51 expected values --------------------------- */
 
-/* The DQN policy's workspace is the network's forward activations (no IQN head). */
+/* The DQN policy's workspace: the network's forward activations (no IQN head) and the
+ * network as its scores are computed (with fp32_scores, a shallow copy with FP32 GEMMs). */
 struct vp_policy_work {
     vp_model_acts* acts; /* forward of up to `batch` samples */
+    vp_model heads;      /* the network for the heads (shares its buffers) */
 };
 
 static vp_status dqn_work_init(const vp_policy* p, int64_t batch, vp_policy_work** out) {
@@ -58,6 +60,8 @@ static vp_status dqn_work_init(const vp_policy* p, int64_t batch, vp_policy_work
         free(w);
         return s;
     }
+    w->heads = *(const vp_model*)p->impl;
+    if (p->fp32_scores) w->heads.precision = VP_PREC_FP32;
     *out = w;
     return VP_OK;
 }
@@ -77,7 +81,7 @@ static vp_status dqn_encode(const vp_policy* p, vp_policy_work* w, const vp_tens
 
 static vp_status dqn_score(const vp_policy* p, vp_policy_work* w, const vp_tensor* enc, const vp_tensor* portfolio,
                            int64_t n, vp_tensor* scores) {
-    VP_TRY(vp_model_heads((const vp_model*)p->impl, p->params, w->acts, enc, portfolio, NULL, n));
+    VP_TRY(vp_model_heads(&w->heads, p->params, w->acts, enc, portfolio, NULL, n));
     *scores = vp_model_q(w->acts);
     return VP_OK;
 }
@@ -103,5 +107,11 @@ vp_policy vp_model_policy(const vp_model* m, const vp_tensor* params) {
             p.layout.n_heads += m->cfg.branch_sizes[br];
         }
     }
+    return p;
+}
+
+vp_policy vp_model_rollout_policy(const vp_model* m, const vp_tensor* params) {
+    vp_policy p = vp_model_policy(m, params);
+    p.fp32_scores = 1;
     return p;
 }

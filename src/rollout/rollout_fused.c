@@ -147,7 +147,7 @@ static vp_status encode_terms(const vp_ro_run* r, float* u_v, float* u_a) {
         vp_tensor e = vp_model_encoding(acts);
         vp_tensor x = vp_tensor_2d(e.data, VP_F32, e.mem, nb, H);
         vp_gemm_desc g = vp_gemm_plain(0, 1, nb, HH, H);
-        g.precision = r->m->precision;
+        g.precision = r->pol->fp32_scores ? VP_PREC_FP32 : r->m->precision; /* the heads' first layers */
         vp_tensor yv = vp_tensor_2d(u_v + r0 * HH, VP_F32, VP_MEM_DEVICE, nb, HH);
         vp_tensor ya = vp_tensor_2d(u_a + r0 * HH, VP_F32, VP_MEM_DEVICE, nb, HH);
         if (s == VP_OK) s = vp_gemm(r->b, &g, &x, &wv, NULL, &yv);
