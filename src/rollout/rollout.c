@@ -1,4 +1,4 @@
-/* The backtest's entry point: argument checks, the windows, the state and log in backend
+/* The rollout's entry point: argument checks, the windows, the state and log in backend
  * memory, the choice of the sequential path, and the result assembled from the log. */
 #include <math.h>
 #include <stdlib.h>

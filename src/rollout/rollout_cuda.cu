@@ -1,5 +1,5 @@
-/* The backtest's CUDA kernels: the op path's prepare and act steps (the shared per-window
- * math of backtest_step.h, one block or thread per window), and the fused kernel that runs
+/* The rollout's CUDA kernels: the op path's prepare and act steps (the shared per-window
+ * math of rollout_step.h, one block or thread per window), and the fused kernel that runs
  * every step of a window — heads, choice, environment step, log — in one launch.
  *
  * The fused kernel: one thread-block cluster of 4 blocks per window, block r owning action

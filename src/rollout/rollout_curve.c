@@ -1,4 +1,4 @@
-/* The curves and metrics of a backtest: each window's returns and buy-and-hold, the windows
+/* The curves and metrics of a rollout: each window's returns and buy-and-hold, the windows
  * chained into one curve over the span (each starting from the previous one's ending
  * equity), its drawdown and positions, and the summary (strategy, baselines, trades). */
 #include <stdlib.h>

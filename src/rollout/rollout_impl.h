@@ -1,10 +1,10 @@
-/* Internal: the backtest's run context shared by its phases — set-up and results
- * (backtest.c), the encoding and the op path's loop (backtest_loop.c), the fused CUDA path
- * (backtest_fused.c, backtest_cuda.cu), the trade log (backtest_trades.c) and the curves and
- * metrics (backtest_curve.c); and the table of the steps' kernels (the kit's pattern: the CPU
+/* Internal: the rollout's run context shared by its phases — set-up and results
+ * (rollout.c), the encoding and the op path's loop (rollout_loop.c), the fused CUDA path
+ * (rollout_fused.c, rollout_cuda.cu), the trade log (rollout_trades.c) and the curves and
+ * metrics (rollout_curve.c); and the table of the steps' kernels (the kit's pattern: the CPU
  * loops in rollout_cpu.c, the CUDA launchers in rollout_cuda.cu). */
-#ifndef VP_EVAL_BACKTEST_IMPL_H
-#define VP_EVAL_BACKTEST_IMPL_H
+#ifndef VP_ROLLOUT_IMPL_H
+#define VP_ROLLOUT_IMPL_H
 
 #include "backend/kit.h"
 #include "rollout/rollout_step.h"
@@ -147,4 +147,4 @@ vp_status vp_ro_kernels_of(vp_backend* b, const vp_ro_kernels** out);
 #ifdef __cplusplus
 }
 #endif
-#endif /* VP_EVAL_BACKTEST_IMPL_H */
+#endif /* VP_ROLLOUT_IMPL_H */

@@ -1,6 +1,6 @@
-/* The backtest's op path: the encoding of every decision bar in batches, then the windows
+/* The rollout's op path: the encoding of every decision bar in batches, then the windows
  * stepped side by side — prepare (encoding rows and portfolio), the model's heads
- * (vp_model_heads), act (choice, environment step, log) — replayed as one graph of several
+ * (the policy's scores), act (choice, environment step, log) — replayed as one graph of several
  * steps on CUDA and run as a plain loop on the CPU. The steps' kernels come from the table of
  * the backend's kind (rollout_cpu.c, rollout_cuda.cu). */
 #include <stdlib.h>

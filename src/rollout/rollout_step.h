@@ -1,7 +1,7 @@
-/* Internal: the per-window math of the backtest's sequential part, written once (VP_HD) for
- * the CPU loop (backtest_loop.c) and the CUDA kernels (backtest_cuda.cu): the portfolio
- * vector and one step through the environment's own step
- * function with the backtest's window rules. */
+/* Internal: the per-window math of the rollout's sequential part, written once (VP_HD) for
+ * the CPU loops (rollout_cpu.c) and the CUDA kernels (rollout_cuda.cu): the portfolio
+ * vector, one step through the environment's own step function with the rollout's window
+ * rules, and the log of the step (state and the environment's fills). */
 #ifndef VP_ROLLOUT_STEP_H
 #define VP_ROLLOUT_STEP_H
 
