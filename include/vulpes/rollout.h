@@ -2,11 +2,12 @@
  * training cost model; validation, the exact backtest, walk-forward tests and the end-of-
  * training test span all go through it (SPEC section 7).
  *
- * Two phases. First the market part of the network (vp_model_encode) runs over every
- * decision bar of the span in large batches. Then the sequential part runs only the heads
- * bar by bar: portfolio vector, Q-values, the argmax of each branch, and the environment's
- * own step (src/env/env_step.h: fill at the next open plus slippage, commission, stop and
- * take-profit against the next bar's range, stop first), one position carried bar to bar.
+ * Two phases. First the policy's market part (vp_policy_encode) runs over every decision
+ * bar of the span in large batches. Then the sequential part runs only its decision part
+ * bar by bar: portfolio vector, scores (vp_policy_score), the argmax of each branch
+ * (vp_action_greedy), and the environment's own step (src/env/env_step.h: fill at the next
+ * open plus slippage, commission, stop and take-profit against the next bar's range, stop
+ * first), which writes its fills; one position carried bar to bar.
  *
  * - Exact sequential mode (n_windows = 1): one window over the whole span [a, b): decisions
  *   at the closes of bars a .. b-2, the position closed at the open of bar b-1, equity marked
