@@ -192,9 +192,13 @@ static vp_status start(job* j, const vp_config* cfg) {
     return vp_train_log_run(&j->run.metrics, t, 1);
 }
 
-/* A resume needs DIR/last.safetensors (checked before the folder is claimed). */
+/* A resume needs DIR/last.safetensors: said first of a folder that is no run at all (no
+ * config.yaml); in a run's folder the claim comes first, so a run in progress is reported as
+ * in use, and the load under the lock names what is missing. */
 static vp_status check_resumable(const char* dir) {
     char path[VP_RUN_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/config.yaml", dir);
+    if (access(path, R_OK) == 0) return VP_OK;
     snprintf(path, sizeof path, "%s/last.safetensors", dir);
     VP_REQUIRE(access(path, R_OK) == 0, VP_ERR_IO, "cannot resume '%s': cannot read %s: %s", dir, path,
                strerror(errno));
