@@ -4,7 +4,8 @@
  *   crash leaves either the old file or the new one, never half of one. Checkpoints,
  *   summary.json and config.yaml are written this way.
  * - The run folder: `--out DIR`, else runs/YYYYmmdd-HHMMSS-NAME. A folder that exists and
- *   is not empty is refused unless forced. config.yaml (the resolved configuration) is
+ *   is not empty is refused unless forced (the earlier run's files are then moved aside,
+ *   never deleted); a folder being written is locked (DIR/.lock) against other commands. config.yaml (the resolved configuration) is
  *   written when it opens; metrics.jsonl is appended to while the run goes.
  * - metrics.jsonl: one JSON object per line and log event, flushed per line, with the
  *   unit in every key's name (iteration, env_steps, learner_steps, loss, loss_c51,
@@ -90,15 +91,19 @@ void vp_metrics_log_close(vp_metrics_log* m);
 /* How vp_run_open treats an existing folder. */
 typedef enum vp_run_mode {
     VP_RUN_CREATE = 0, /* a new run: the folder must be absent or empty */
-    VP_RUN_FORCE,      /* a new run over an old one: its run files are removed first */
+    VP_RUN_FORCE,      /* a new run over an old one: its run files are moved aside first */
     VP_RUN_RESUME,     /* continue a run: config.yaml must be there; metrics are appended */
     VP_RUN_MODE_COUNT
 } vp_run_mode;
 
-/* An open run folder. */
+/* An open run folder. While claimed, the process holds an exclusive lock (flock) on
+ * DIR/.lock, which holds its pid; another claim of the folder is refused. */
 typedef struct vp_run {
     char dir[VP_RUN_PATH_MAX]; /* the folder, as given */
-    vp_metrics_log metrics;        /* DIR/metrics.jsonl */
+    vp_metrics_log metrics;    /* DIR/metrics.jsonl (open after vp_run_begin) */
+    vp_run_mode mode;          /* how it was claimed */
+    int lock_fd;               /* the open DIR/.lock (valid while `locked`) */
+    int locked;                /* 1: this vp_run holds the folder's lock */
 } vp_run;
 
 /* NAME of a run from a config path: its file name without folder and extension
@@ -109,17 +114,28 @@ const char* vp_run_name_from_path(const char* config_path, char* out, size_t n);
  * ("runs"), with -2, -3, ... appended when that folder already exists; into out[n]. */
 vp_status vp_run_dir_default(char* out, size_t n, const char* root, const char* name, time_t when);
 
-/* Opens the run folder `dir` (made with its parents when absent). CREATE refuses a
- * non-empty folder (the message names it and --force); FORCE removes the files a run
- * writes (config.yaml, metrics.jsonl, *.safetensors, trades.csv, equity.csv,
- * summary.json, report.html, *.tmp) and keeps any other; CREATE and FORCE write `cfg` to
- * config.yaml; RESUME needs config.yaml there (cfg may be NULL) and appends to metrics. */
+/* Claims the run folder `dir` for `mode` and checks it, changing nothing in it but the lock:
+ * CREATE and FORCE make the folder (with its parents) when absent, RESUME needs it with its
+ * config.yaml; then the lock DIR/.lock is taken (refused with "run folder DIR is in use by
+ * another vulpes process (pid N)" while another holds it; a stale one is taken over), and
+ * CREATE refuses a non-empty folder (the lock aside; the message names it and --force). */
+vp_status vp_run_claim(vp_run* r, const char* dir, vp_run_mode mode);
+
+/* Starts writing a claimed folder: FORCE moves the files an earlier run wrote (config.yaml,
+ * metrics.jsonl, last/best.safetensors, summary.json, trades.csv, equity.csv, report.html,
+ * walkforward.json, folds/, and their .tmp) into a new DIR/replaced-N (deleting nothing and
+ * leaving every other file alone); CREATE and FORCE write `cfg` to config.yaml and truncate
+ * metrics.jsonl; RESUME (cfg may be NULL) appends to metrics.jsonl. */
+vp_status vp_run_begin(vp_run* r, const vp_config* cfg);
+
+/* vp_run_claim then vp_run_begin (the run is closed again when begin fails). */
 vp_status vp_run_open(vp_run* r, const char* dir, vp_run_mode mode, const vp_config* cfg);
 
 /* DIR/file into out[n]. */
 vp_status vp_run_path(const vp_run* r, const char* file, char* out, size_t n);
 
-/* Closes the metrics file. */
+/* Closes the metrics file and releases the lock (removing DIR/.lock); a no-op on a run
+ * that holds neither. */
 void vp_run_close(vp_run* r);
 
 /* ---- progress ---------------------------------------------------------------------------------- */

@@ -170,7 +170,10 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
                             vp_train_result* out);
 
 /* Rewrites DIR/metrics.jsonl keeping the lines of iterations <= `iteration` (a resume drops
- * what an interrupted run logged after its checkpoint). A missing file is not an error. */
+ * what an interrupted run logged after its checkpoint, and a last line cut short). A
+ * complete line holding a NUL byte or no JSON event with an iteration is refused
+ * (VP_ERR_PARSE, naming the file and line) and the file is left as it was. A missing file
+ * is not an error. */
 vp_status vp_train_trim_metrics(const char* path, int64_t iteration);
 
 #ifdef __cplusplus

@@ -21,7 +21,7 @@ static void usage(FILE* f) {
             "                   default: the first bar after the feature warm-up\n"
             "  --to T1          end of the span, exclusive (same forms); default: the end of the data\n"
             "  --out DIR        output folder (default runs/YYYYmmdd-HHMMSS-backtest); must be absent or empty\n"
-            "  --force          reuse a non-empty output folder\n"
+            "  --force          reuse a non-empty output folder (the earlier files move into DIR/replaced-N)\n"
             "  --segments N     N windows side by side, each starting flat (fast; default 1: the exact path)\n"
             "  --backend B      where to run (default auto: the GPU when one is usable)\n"
             "  --no-fused       on CUDA, run the op path instead of the one-kernel sequential path\n");

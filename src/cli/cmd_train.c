@@ -27,11 +27,16 @@ static void usage(FILE* f) {
             "with the best parameters (trades.csv, equity.csv, report.html, summary.json) and prints the\n"
             "folder.\n\n"
             "  --out DIR      the run folder (must be absent or empty)\n"
-            "  --force        reuse a run folder, removing the files of the old run\n"
+            "  --force        reuse a run folder: the earlier run's files (config.yaml, metrics.jsonl,\n"
+            "                 the checkpoints, summary.json, the test-span files) move into\n"
+            "                 DIR/replaced-N; nothing is deleted and other files stay\n"
             "  --resume DIR   continue the run in DIR from its last.safetensors (CONFIG defaults to\n"
             "                 DIR/config.yaml; only train.iterations, checkpoint_every, log_every and\n"
             "                 run.* may differ)\n\n"
-            "Ctrl-C writes last.safetensors and stops; --resume continues bit for bit (same backend).\n");
+            "Ctrl-C, SIGTERM or SIGHUP writes last.safetensors and stops (exit 130, 143, 129); --resume\n"
+            "continues bit for bit (same backend). A run whose every learner step in a log interval is\n"
+            "non-finite fails (exit 1; no summary.json). While a command writes a folder it holds\n"
+            "DIR/.lock; another command on the folder is refused.\n");
 }
 
 /* Command-line choices. */
@@ -116,8 +121,9 @@ int vp_cmd_train(int argc, char** argv) {
     vp_backend* b = vp_cli_backend_for(&cfg);
     if (!b) return 1;
 
-    // Ctrl-C: checkpoint and stop between iterations; a second one ends the process at once.
-    vp_cli_trap_sigint();
+    // Ctrl-C, SIGTERM, SIGHUP: checkpoint and stop between iterations; a second one ends the
+    // process at once.
+    vp_cli_trap_signals();
 
     vp_train_opts o = vp_train_opts_default();
     o.progress = stderr;
@@ -138,11 +144,11 @@ int vp_cmd_train(int argc, char** argv) {
     if (s != VP_OK) return vp_cli_fail("training");
     report(&r, &exact);
     if (r.interrupted) {
-        fprintf(stderr, "vulpes train: interrupted at iteration %lld; %s/last.safetensors holds the run.\n"
-                "continue with: vulpes train %s --resume %s\n", (long long)r.count.iteration, r.run_dir, cfg_path,
-                r.run_dir);
+        fprintf(stderr, "vulpes train: stopped by %s at iteration %lld; %s/last.safetensors holds the run.\n"
+                "continue with: vulpes train %s --resume %s\n", vp_cli_stop_name(), (long long)r.count.iteration,
+                r.run_dir, cfg_path, r.run_dir);
         printf("run folder: %s\n", r.run_dir);
-        return 130;
+        return vp_cli_stop_status();
     }
     printf("run folder: %s\n", r.run_dir);
     return 0;

@@ -37,11 +37,13 @@ static void usage(FILE* f) {
             "  --parallel N      train up to N folds at once, each on its own backend (walkforward.parallel;\n"
             "                    fewer when free GPU memory holds fewer; 1 with --warm-start); same results\n"
             "  --out DIR         the walk-forward folder (default runs/YYYYmmdd-HHMMSS-walkforward-NAME)\n"
-            "  --force           start over in a non-empty folder\n"
+            "  --force           start over in a non-empty folder (the earlier walk-forward's files move\n"
+            "                    into DIR/replaced-N; nothing is deleted)\n"
             "  --resume DIR      continue an interrupted walk-forward at its first unfinished fold (the\n"
             "                    config and fold settings come from DIR/config.yaml)\n"
             "  --no-fused        on CUDA, backtest through the op path instead of the one-kernel path\n\n"
-            "Ctrl-C leaves the fold in progress unfinished; --resume DIR runs it again and goes on.\n");
+            "Ctrl-C, SIGTERM or SIGHUP leaves the fold in progress unfinished; --resume DIR runs it again\n"
+            "and goes on.\n");
 }
 
 /* The flags that set a walkforward.* key: flag, key, whether it takes a value, its least value. */
@@ -178,8 +180,9 @@ int vp_cmd_walkforward(int argc, char** argv) {
     vp_backend* b = vp_cli_backend_for(&cfg);
     if (!b) return 1;
 
-    // Ctrl-C: the fold in progress stops between iterations; a second one ends the process
-    vp_cli_trap_sigint();
+    // Ctrl-C, SIGTERM, SIGHUP: the fold in progress stops between iterations; a second one
+    // ends the process
+    vp_cli_trap_signals();
 
     vp_wf_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), stderr, &vp_cli_stop, 0,
                     a.fused};
@@ -195,8 +198,8 @@ int vp_cmd_walkforward(int argc, char** argv) {
     printf("\nwalk-forward folder: %s\n", dir);
     const int interrupted = r.interrupted;
     if (interrupted)
-        fprintf(stderr, "vulpes walkforward: stopped after %lld of %lld folds; continue with: vulpes walkforward "
-                "--resume %s\n", (long long)r.n_done, (long long)r.n_folds, dir);
+        fprintf(stderr, "vulpes walkforward: stopped by %s after %lld of %lld folds; continue with: vulpes "
+                "walkforward --resume %s\n", vp_cli_stop_name(), (long long)r.n_done, (long long)r.n_folds, dir);
     vp_wf_result_free(&r);
-    return interrupted ? 130 : 0;
+    return interrupted ? vp_cli_stop_status() : 0;
 }

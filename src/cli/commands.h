@@ -16,11 +16,19 @@ int vp_cmd_data(int argc, char** argv);
  * and returns NULL on failure. */
 vp_backend* vp_cli_backend(const char* choice);
 
-/* Set by the first Ctrl-C after vp_cli_trap_sigint; long jobs stop between iterations. */
+/* The signal number of the first Ctrl-C (SIGINT), SIGTERM or SIGHUP after
+ * vp_cli_trap_signals (0: none); long jobs checkpoint and stop between iterations. */
 extern volatile sig_atomic_t vp_cli_stop;
 
-/* Installs the Ctrl-C handler: the first sets vp_cli_stop, a second ends the process. */
-void vp_cli_trap_sigint(void);
+/* Installs the stop handler for SIGINT, SIGTERM and SIGHUP: the first sets vp_cli_stop, a
+ * second of the same signal ends the process at once. */
+void vp_cli_trap_signals(void);
+
+/* What stopped the job, for messages ("SIGTERM"); "a stop request" when no signal did. */
+const char* vp_cli_stop_name(void);
+
+/* The exit status of a stopped job: 128 + the signal (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP). */
+int vp_cli_stop_status(void);
 
 /* Creates the backend a resolved config asks for (run.backend); NULL after printing the
  * error. */

@@ -50,18 +50,32 @@ vp_backend* vp_cli_backend(const char* choice) {
 
 volatile sig_atomic_t vp_cli_stop = 0;
 
-static void on_sigint(int sig) {
-    (void)sig;
-    vp_cli_stop = 1;
+static void on_stop_signal(int sig) {
+    vp_cli_stop = sig;
 }
 
-void vp_cli_trap_sigint(void) {
+void vp_cli_trap_signals(void) {
+    // each signal's handler resets itself, so a second one of a kind ends the process
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_stop_signal;
     sa.sa_flags = SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; ++i) sigaction(sigs[i], &sa, NULL);
+}
+
+const char* vp_cli_stop_name(void) {
+    switch (vp_cli_stop) {
+    case SIGINT: return "Ctrl-C (SIGINT)";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "a stop request";
+    }
+}
+
+int vp_cli_stop_status(void) {
+    return vp_cli_stop > 0 ? 128 + (int)vp_cli_stop : 130;
 }
 
 vp_backend* vp_cli_backend_for(const vp_config* cfg) {

@@ -129,14 +129,18 @@ static vp_status load_policy(job_state* j, vp_backend* b, const char* path) {
     return vp_algo_load_params(&j->algo, path, VP_PARAMS_ONLINE);
 }
 
-/* The output folder: config.yaml and a "backtest" event in metrics.jsonl. */
-static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_rollout_result* r, char* dir,
-                          size_t cap) {
+/* Claims the output folder (--out, else runs/YYYYmmdd-HHMMSS-backtest) into *run: made,
+ * locked and checked before the backtest runs, so a refused folder costs nothing. */
+static vp_status claim_out(const vp_backtest_job* job, vp_run* run, char* dir, size_t cap) {
     if (job->out) snprintf(dir, cap, "%s", job->out);
     else VP_TRY(vp_run_dir_default(dir, cap, "runs", "backtest", time(NULL)));
-    vp_run run;
-    VP_TRY(vp_run_open(&run, dir, job->force ? VP_RUN_FORCE : VP_RUN_CREATE, &j->cfg));
-    vp_metrics_log* m = &run.metrics;
+    return vp_run_claim(run, dir, job->force ? VP_RUN_FORCE : VP_RUN_CREATE);
+}
+
+/* The claimed folder's config.yaml and a "backtest" event in metrics.jsonl. */
+static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_rollout_result* r, vp_run* run) {
+    VP_TRY(vp_run_begin(run, &j->cfg));
+    vp_metrics_log* m = &run->metrics;
     vp_status s = vp_metrics_log_begin(m, "backtest");
     if (s == VP_OK) s = vp_metrics_log_str(m, "checkpoint", job->checkpoint);
     if (s == VP_OK) s = vp_metrics_log_int(m, "first_bar", r->span.begin);
@@ -147,7 +151,6 @@ static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_rol
     if (s == VP_OK) s = vp_metrics_log_num(m, "encode_s", r->encode_s);
     if (s == VP_OK) s = vp_metrics_log_num(m, "sequential_s", r->sequential_s);
     if (s == VP_OK) s = vp_metrics_log_end(m);
-    vp_run_close(&run);
     return s;
 }
 
@@ -160,6 +163,8 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     job_state j;
     memset(&j, 0, sizeof j);
     // checkpoint, bars, span, features of the bars before the span's end, policy
+    vp_run run;
+    memset(&run, 0, sizeof run);
     vp_status s = load_config(&j, job->checkpoint);
     const char* data = job->data ? job->data : j.cfg.data.path;
     if (s == VP_OK) s = load_bars(&j, data);
@@ -178,6 +183,8 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
         s = vp_annual_measure(j.td.bars.time_ms, j.td.bars.n, &c.annual);
     }
     if (s == VP_OK) s = vp_algo_policy(&j.algo, VP_PARAMS_ONLINE, &pol);
+    // the output folder claimed (made, locked, checked) once the inputs are known to be good
+    if (s == VP_OK) s = claim_out(job, &run, out_dir, cap);
     if (s == VP_OK) {
         vp_rollout_data d = {&j.td.bars, j.td.atr, j.algo.features, j.span};
         s = vp_rollout_run(b, &pol, &d, &c, out);
@@ -185,13 +192,14 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
 
     // the folder and its files
     char* yaml = NULL;
-    if (s == VP_OK) s = open_out(&j, job, out, out_dir, cap);
+    if (s == VP_OK) s = open_out(&j, job, out, &run);
     if (s == VP_OK) s = vp_config_to_yaml(&j.cfg, &yaml);
     if (s == VP_OK) {
         vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars};
         s = vp_backtest_write(out, &info, out_dir);
     }
     free(yaml);
+    vp_run_close(&run);
     job_free(&j);
     return s;
 }

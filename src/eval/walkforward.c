@@ -2,7 +2,6 @@
  * and the stitched results of the finished folds. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,22 +61,6 @@ static vp_status plan_text(const vp_wf_ctx* c, char** out) {
     return VP_OK;
 }
 
-/* Removes DIR/folds/fold_* (a forced start over). */
-static void remove_folds(const vp_wf_ctx* c) {
-    char root[VP_RUN_PATH_MAX + 8], p[VP_RUN_PATH_MAX + 300];
-    snprintf(root, sizeof root, "%s/folds", c->opts->dir);
-    DIR* d = opendir(root);
-    if (!d) return;
-    struct dirent* e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "fold_", 5) != 0) continue;
-        if (snprintf(p, sizeof p, "%s/%s", root, e->d_name) >= (int)sizeof p) continue;
-        vp_wf_empty_dir(p);
-        rmdir(p);
-    }
-    closedir(d);
-}
-
 /* A resume's checks: the folder's plan has the same folds, and its config equals cfg (run.*
  * and walkforward.parallel aside; the fold settings are the plan's). */
 static vp_status check_resume(const vp_wf_ctx* c, const char* plan) {
@@ -102,18 +85,17 @@ static vp_status check_resume(const vp_wf_ctx* c, const char* plan) {
     return VP_OK;
 }
 
-/* Opens the folder per opts->mode and writes (or checks) the plan. */
-static vp_status open_dir(vp_wf_ctx* c) {
+/* Claims the folder per opts->mode into *run (locked until the caller closes it), checks a
+ * resume's plan and config before anything changes, then writes the plan of a new one (a
+ * forced start moves the earlier walk-forward's files, folds/ included, aside). */
+static vp_status open_dir(vp_wf_ctx* c, vp_run* run) {
     char* plan = NULL;
     VP_TRY(plan_text(c, &plan));
-    vp_run run;
-    vp_status s = VP_OK;
-    if (c->opts->mode == VP_RUN_RESUME) s = check_resume(c, plan);
-    if (s == VP_OK) s = vp_run_open(&run, c->opts->dir, c->opts->mode, c->cfg);
-    if (s == VP_OK) vp_run_close(&run);
+    vp_status s = vp_run_claim(run, c->opts->dir, c->opts->mode);
+    if (s == VP_OK && c->opts->mode == VP_RUN_RESUME) s = check_resume(c, plan);
+    if (s == VP_OK) s = vp_run_begin(run, c->cfg);
     if (s == VP_OK && c->opts->mode != VP_RUN_RESUME) {
         char path[VP_RUN_PATH_MAX + 32];
-        remove_folds(c);
         snprintf(path, sizeof path, "%s/walkforward.json", c->opts->dir);
         size_t n = strlen(plan);
         plan[n] = '\n';
@@ -213,7 +195,9 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_op
                     : vp_set_error(VP_ERR_OOM, VP_WHERE, "walk-forward: %lld folds", (long long)c.n_folds);
     }
     if (s == VP_OK) s = vp_config_to_yaml(cfg, &c.config_yaml);
-    if (s == VP_OK) s = open_dir(&c);
+    vp_run run;
+    memset(&run, 0, sizeof run);
+    if (s == VP_OK) s = open_dir(&c, &run);
     out->n_folds = c.n_folds;
     if (s == VP_OK) s = run_folds(&c, out);
     const int64_t n_done = out->n_done;
@@ -221,6 +205,7 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_op
     if (s == VP_OK && n_done > 0) s = vp_wf_stitch(&c, n_done, out);
     out->n_done = n_done, out->interrupted = interrupted, out->n_folds = c.n_folds;
     if (s == VP_OK && n_done > 0) s = vp_wf_write(&c, out);
+    vp_run_close(&run);
     free(c.folds);
     free(c.config_yaml);
     vp_train_data_free(&c.data);

@@ -182,22 +182,38 @@ vp_status vp_train_trim_metrics(const char* path, int64_t iteration) {
     char* out = (char*)malloc(got + 1);
     if (!out) free(text);
     VP_REQUIRE(out != NULL, VP_ERR_OOM, "trimming %s: out of memory", path);
-    // Keep complete lines whose iteration is at most the checkpoint's.
+    // Keep complete lines whose iteration is at most the checkpoint's; the last line, cut short
+    // by a crash (no newline), is dropped; a damaged complete line is refused, not dropped.
     size_t n_out = 0;
-    for (char* line = text; *line;) {
-        char* nl = strchr(line, '\n');
+    int64_t line_no = 0;
+    for (size_t at = 0; at < got;) {
+        char* line = text + at;
+        char* nl = (char*)memchr(line, '\n', got - at);
         if (!nl) break; /* a line cut short by a crash */
+        const size_t k = (size_t)(nl - line);
+        ++line_no;
+        at += k + 1;
+        const char* nul = (const char*)memchr(line, '\0', k);
         *nl = '\0';
-        cJSON* j = cJSON_Parse(line);
+        cJSON* j = nul ? NULL : cJSON_Parse(line);
         const cJSON* it = j ? cJSON_GetObjectItemCaseSensitive(j, "iteration") : NULL;
-        if (cJSON_IsNumber(it) && (int64_t)it->valuedouble <= iteration) {
-            size_t k = strlen(line);
+        if (!cJSON_IsNumber(it)) {
+            const long long col = nul ? (long long)(nul - line) + 1 : 0;
+            cJSON_Delete(j);
+            free(text);
+            free(out);
+            if (nul)
+                VP_FAIL(VP_ERR_PARSE, "%s line %lld holds a NUL byte (column %lld): the file is damaged; repair or "
+                        "remove that line to resume", path, (long long)line_no, col);
+            VP_FAIL(VP_ERR_PARSE, "%s line %lld is not a JSON event with an iteration: the file is damaged; repair "
+                    "or remove that line to resume", path, (long long)line_no);
+        }
+        if (it->valuedouble <= (double)iteration) {
             memcpy(out + n_out, line, k);
             out[n_out + k] = '\n';
             n_out += k + 1;
         }
         cJSON_Delete(j);
-        line = nl + 1;
     }
     vp_status s = vp_file_write_atomic(path, out, n_out);
     free(text);

@@ -2,10 +2,13 @@
  * the algorithm (train.algo), warm-up (or resume), the loop with its logs, validations and
  * checkpoints, an orderly stop on request, then the exact backtest of the test span, the
  * caller's finishing step and summary.json. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -34,15 +37,9 @@ typedef struct job {
     vp_train_counters at_log;  /* counters at the last log */
     double last_loss;          /* loss of the last log */
     double last_val;           /* Sharpe of the last validation */
-    int64_t nan_steps;         /* non-finite learner steps reported so far */
+    int64_t nan_steps;         /* non-finite learner steps counted at the last log (the run's count) */
+    int64_t last_ckpt;         /* iteration of the last last.safetensors (-1: none) */
 } job;
-
-/* DIR/file into out[n] for a folder that is not open yet. */
-static vp_status dir_file(const char* dir, const char* file, char* out, size_t n) {
-    int k = snprintf(out, n, "%s/%s", dir, file);
-    VP_REQUIRE(k > 0 && (size_t)k < n, VP_ERR_INVALID_ARG, "path '%s/%s' is too long", dir, file);
-    return VP_OK;
-}
 
 /* DIR/file into out[n]. */
 static vp_status run_file(const job* j, const char* file, char* out, size_t n) {
@@ -72,7 +69,14 @@ static void note(job* j, const char* msg) {
     if (j->progress_on) vp_progress_note(&j->prog, msg);
 }
 
-/* Writes the "train" and "timing" events and updates the progress line. */
+/* The learner's count of non-finite steps in a statistics list (0 when it has none). */
+static int64_t nan_count(const vp_kv_list* st) {
+    const double v = vp_kv_get(st, "nan_steps");
+    return isfinite(v) && v > 0 && v < 9e18 ? (int64_t)v : 0;
+}
+
+/* Writes the "train" and "timing" events and updates the progress line; fails when every
+ * learner step since the last log was non-finite. */
 static vp_status log_point(job* j) {
     vp_algo* t = &j->a;
     vp_kv_list st;
@@ -87,12 +91,12 @@ static vp_status log_point(job* j) {
         tm.learner_steps_per_s = (double)(t->count.learner_steps - j->at_log.learner_steps) / dt;
     }
     VP_TRY(vp_train_log_timing(&j->run.metrics, t, &tm));
+    const int64_t since = j->at_log.iteration, steps = t->count.learner_steps - j->at_log.learner_steps;
     j->t_log = now;
     j->at_log = t->count;
     j->last_loss = vp_kv_get(&st, "loss");
     // Non-finite learner steps are counted, not fatal: say so when the count grows.
-    const double nan_count = vp_kv_get(&st, "nan_steps");
-    const int64_t nan_steps = isnan(nan_count) ? 0 : (int64_t)nan_count;
+    const int64_t nan_steps = nan_count(&st), bad = nan_steps - j->nan_steps;
     if (nan_steps > j->nan_steps) {
         char msg[160];
         snprintf(msg, sizeof msg, "warning: %lld learner steps so far had a non-finite loss or gradient (iteration %lld)",
@@ -106,6 +110,17 @@ static vp_status log_point(job* j) {
                                 vp_kv_get(&st, "epsilon"), j->last_val};
         vp_progress_update(&j->prog, &ps, now);
     }
+    // ...but a log interval whose every learner step was non-finite is a run that learns nothing.
+    if (steps > 0 && bad >= steps) {
+        char kept[96] = "no last.safetensors was written";
+        if (j->last_ckpt >= 0) snprintf(kept, sizeof kept, "last.safetensors of iteration %lld is kept",
+                                        (long long)j->last_ckpt);
+        VP_FAIL(VP_ERR_NUMERIC,
+                "the run failed: all %lld learner steps of iterations %lld..%lld had a non-finite loss or gradient "
+                "(nan_steps %lld): check the data's prices and instrument.multiplier, instrument.initial_equity, "
+                "env.reward_scale and learn.lr; %s, no summary.json",
+                (long long)steps, (long long)since + 1, (long long)t->count.iteration, (long long)nan_steps, kept);
+    }
     return VP_OK;
 }
 
@@ -115,6 +130,7 @@ static vp_status save_last(job* j, const char* reason) {
     char path[VP_RUN_PATH_MAX];
     VP_TRY(run_file(j, "last.safetensors", path, sizeof path));
     VP_TRY(vp_algo_save(&j->a, path, VP_CKPT_RESUME));
+    j->last_ckpt = j->a.count.iteration;
     return vp_train_log_checkpoint(&j->run.metrics, &j->a, "last.safetensors", reason);
 }
 
@@ -137,29 +153,32 @@ static vp_status evaluate(job* j, vp_eval_result* r) {
     return vp_train_log_checkpoint(&j->run.metrics, t, "best.safetensors", "best");
 }
 
-/* The run folder and the starting state: a fresh run's warm-up, or a resume's checkpoint. */
-static vp_status start(job* j, const vp_config* cfg, const char* dir) {
+/* The starting state in the claimed run folder: a fresh run's warm-up, or a resume's
+ * checkpoint. A resume makes every check (the checkpoints and their config, the iterations
+ * left, metrics.jsonl readable line by line) before it changes a file. */
+static vp_status start(job* j, const vp_config* cfg) {
     vp_algo* t = &j->a;
     char path[VP_RUN_PATH_MAX];
     if (j->opts->mode != VP_RUN_RESUME) {
-        VP_TRY(vp_run_open(&j->run, dir, j->opts->mode, cfg));
+        VP_TRY(vp_run_begin(&j->run, cfg));
         if (j->opts->init_params) VP_TRY(vp_algo_warm_start(t, j->opts->init_params));
         VP_TRY(vp_algo_warmup(t));
         return vp_train_log_run(&j->run.metrics, t, 0);
     }
     // Resume: state from last.safetensors (config checked), metrics cut back to it.
-    VP_TRY(dir_file(dir, "last.safetensors", path, sizeof path));
+    VP_TRY(run_file(j, "last.safetensors", path, sizeof path));
     VP_TRY(vp_algo_load(t, path));
+    j->last_ckpt = t->count.iteration;
     VP_REQUIRE(t->count.iteration < cfg->train.iterations, VP_ERR_INVALID_ARG,
                "%s holds %lld iterations and train.iterations is %lld: raise train.iterations to continue", path,
                (long long)t->count.iteration, (long long)cfg->train.iterations);
     if (t->best_iteration >= 0) {
-        VP_TRY(dir_file(dir, "best.safetensors", path, sizeof path));
+        VP_TRY(run_file(j, "best.safetensors", path, sizeof path));
         VP_TRY(vp_algo_load_params(t, path, VP_PARAMS_BEST));
     }
-    VP_TRY(dir_file(dir, "metrics.jsonl", path, sizeof path));
+    // The first change: the trim refuses a damaged file before it writes.
+    VP_TRY(run_file(j, "metrics.jsonl", path, sizeof path));
     VP_TRY(vp_train_trim_metrics(path, t->count.iteration));
-    VP_TRY(vp_run_open(&j->run, dir, VP_RUN_RESUME, NULL));
     // The test-span files of an earlier finish describe a selection the continued run may
     // replace: gone until this run finishes (an interrupted run has none).
     static const char* stale[] = {"trades.csv", "equity.csv", "report.html"};
@@ -169,7 +188,59 @@ static vp_status start(job* j, const vp_config* cfg, const char* dir) {
     }
     VP_TRY(run_file(j, "config.yaml", path, sizeof path));
     VP_TRY(vp_config_write_yaml(cfg, path));
+    VP_TRY(vp_run_begin(&j->run, NULL));
     return vp_train_log_run(&j->run.metrics, t, 1);
+}
+
+/* A resume needs DIR/last.safetensors: said first of a folder that is no run at all (no
+ * config.yaml); in a run's folder the claim comes first, so a run in progress is reported as
+ * in use, and the load under the lock names what is missing. */
+static vp_status check_resumable(const char* dir) {
+    char path[VP_RUN_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/config.yaml", dir);
+    if (access(path, R_OK) == 0) return VP_OK;
+    snprintf(path, sizeof path, "%s/last.safetensors", dir);
+    VP_REQUIRE(access(path, R_OK) == 0, VP_ERR_IO, "cannot resume '%s': cannot read %s: %s", dir, path,
+               strerror(errno));
+    return VP_OK;
+}
+
+/* The learner's count of non-finite steps now, the baseline of the first log. */
+static vp_status nan_baseline(job* j) {
+    vp_kv_list st;
+    VP_TRY(vp_algo_stats(&j->a, &st));
+    j->nan_steps = nan_count(&st);
+    return VP_OK;
+}
+
+/* Refuses scales that no double or float carries, before anything is made: the largest
+ * notional (prices x instrument.multiplier x instrument.max_position) must stay far inside
+ * the double range, instrument.initial_equity must be a normal number, and the reward of a
+ * bar that moves by the whole price at full size (notional / initial_equity x
+ * env.reward_scale) must fit a float with room (1e30), or every learner step is NaN. */
+static vp_status check_scales(const vp_config* cfg, const vp_train_data* d) {
+    const vp_bars* b = &d->bars;
+    double pmax = 0.0;
+    for (int64_t i = 0; i < b->n; ++i) {
+        const double p[4] = {b->open[i], b->high[i], b->low[i], b->close[i]};
+        for (int k = 0; k < 4; ++k) pmax = fabs(p[k]) > pmax || isnan(p[k]) ? fabs(p[k]) : pmax;
+    }
+    const double mult = cfg->instrument.multiplier, pos = cfg->instrument.max_position;
+    const double eq = cfg->instrument.initial_equity, scale = cfg->env.reward_scale;
+    const double notional = pmax * mult * pos;
+    VP_REQUIRE(isfinite(notional) && notional < 1e300, VP_ERR_INVALID_ARG,
+               "%s: the bars' prices (up to %g) x instrument.multiplier (%g) x instrument.max_position (%g) = %g "
+               "overflow double arithmetic: rescale the prices or the instrument",
+               d->source, pmax, mult, pos, notional);
+    VP_REQUIRE(isnormal(eq), VP_ERR_INVALID_ARG,
+               "instrument.initial_equity = %g is subnormal: equity, returns and rewards would not be finite", eq);
+    const double reward = notional / eq * scale;
+    VP_REQUIRE(isfinite(reward) && reward <= 1e30, VP_ERR_INVALID_ARG,
+               "%s: a bar moving by its price at full size is a reward of %g (prices up to %g x "
+               "instrument.multiplier %g x instrument.max_position %g / instrument.initial_equity %g x "
+               "env.reward_scale %g), beyond what float rewards carry (1e30): every learner step would be NaN",
+               d->source, reward, pmax, mult, pos, eq, scale);
+    return VP_OK;
 }
 
 /* The loop: iterations with their logs, validations and checkpoints, until done or stopped. */
@@ -281,12 +352,17 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     memset(&j, 0, sizeof j);
     j.opts = opts ? opts : &def;
     j.last_loss = j.last_val = NAN;
+    j.last_ckpt = -1;
     VP_TRY(vp_config_check(cfg));
+    VP_TRY(check_scales(cfg, d));
     VP_TRY(pick_dir(cfg, j.opts, out->run_dir, sizeof out->run_dir));
 
-    // Every part of the run, then its start.
+    // Every part of the run, the folder claimed (locked and checked), then its start.
     vp_status s = vp_algo_create(&j.a, cfg, b, d, VP_ALGO_TRAIN);
-    if (s == VP_OK) s = start(&j, cfg, out->run_dir);
+    if (s == VP_OK && j.opts->mode == VP_RUN_RESUME) s = check_resumable(out->run_dir);
+    if (s == VP_OK) s = vp_run_claim(&j.run, out->run_dir, j.opts->mode);
+    if (s == VP_OK) s = start(&j, cfg);
+    if (s == VP_OK) s = nan_baseline(&j);
     if (s == VP_OK) {
         // Progress counts from here, so a resumed run's rates are its own.
         j.t0 = j.t_log = vp_clock_s();
