@@ -13,7 +13,7 @@
 #include "io/safetensors.h"
 #include "vulpes/checkpoint.h"
 
-/* The metadata key of the checksum, and the tensors a file may mark as statistics. */
+/* The metadata key of the checksum; how many tensors a reader may declare as statistics. */
 #define CHECKSUM_KEY "vulpes.checksum"
 #define MAX_NONFINITE 8
 
