@@ -3,11 +3,15 @@
  * given, header padded with spaces to a multiple of 8, metadata strings), the round trip,
  * strict dtype and shape checks on reading, the atomic replace (no temporary left), and
  * the names a training run's checkpoints hold. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "test_train_util.h"
+#include "io/safetensors.h"
 #include "vulpes/checkpoint.h"
 #include "vp_test.h"
 #include "vulpes/dqn.h"
@@ -65,16 +69,19 @@ static void check_layout(const char* path, const vp_ckpt_item* items, int n, con
         at += vp_tensor_bytes(t);
     }
     CHECK(8 + hs + at == len, "file has %zu bytes, header + tensors make %zu", len, (size_t)(8 + hs + at));
-    // Metadata: exactly the pairs given, all strings; nothing else in the header.
+    // Metadata: exactly the pairs given and the checksum, all strings; nothing else in the header.
     cJSON* m = root ? cJSON_GetObjectItemCaseSensitive(root, "__metadata__") : NULL;
-    CHECK(n_meta == 0 || (m && cJSON_GetArraySize(m) == n_meta), "metadata has %d pairs, expected %d",
+    CHECK(m && cJSON_GetArraySize(m) == n_meta + 1, "metadata has %d pairs, expected %d and the checksum",
           m ? cJSON_GetArraySize(m) : -1, n_meta);
     for (int i = 0; m && i < n_meta; ++i) {
         cJSON* v = cJSON_GetObjectItemCaseSensitive(m, meta[i].key);
         CHECK(cJSON_IsString(v) && strcmp(v->valuestring, meta[i].value) == 0, "metadata %s", meta[i].key);
     }
-    CHECK(root && cJSON_GetArraySize(root) == n + (n_meta > 0), "header holds %d entries, expected %d",
-          root ? cJSON_GetArraySize(root) : -1, n + (n_meta > 0));
+    cJSON* sum = m ? cJSON_GetObjectItemCaseSensitive(m, "vulpes.checksum") : NULL;
+    CHECK(cJSON_IsString(sum) && strncmp(sum->valuestring, "xxh64:", 6) == 0 && strlen(sum->valuestring) == 22,
+          "vulpes.checksum is %s", cJSON_IsString(sum) ? sum->valuestring : "missing");
+    CHECK(root && cJSON_GetArraySize(root) == n + 1, "header holds %d entries, expected %d",
+          root ? cJSON_GetArraySize(root) : -1, n + 1);
     cJSON_Delete(root);
     free(hdr);
     free(f);
@@ -205,14 +212,203 @@ static void test_training_checkpoints(void) {
           "best checkpoint content");
     vp_checkpoint_close(ck);
     CHECK_STATUS(vp_trainer_load(&t, path), VP_ERR_PARSE, "not a resume checkpoint");
+    // The learner's statistics may be NaN (a skipped step) and still resume.
+    float* stats = (float*)t.learner.stats.data;
+    stats[VP_STAT_LOSS] = NAN;
+    CHECK_OK(vp_trainer_save(&t, path, VP_CKPT_RESUME));
+    CHECK_OK(vp_trainer_load(&t, path));
+    // A NaN parameter is refused wherever parameters are read, naming the tensor.
+    const vp_param_info* p1 = &t.learner.model.info[1];
+    vp_tensor bv = vp_model_param_view(&t.learner.model, &t.best_params, p1);
+    ((float*)bv.data)[0] = NAN;
+    CHECK_OK(vp_trainer_save(&t, path, VP_CKPT_BEST));
+    CHECK_STATUS(vp_trainer_load_params(&t, path, &t.learner.model.params), VP_ERR_NUMERIC, p1->name);
+    CHECK_STATUS(vp_trainer_load_params(&t, path, &t.learner.model.params), VP_ERR_NUMERIC, "element 0 ");
     remove(path);
     vp_trainer_free(&t);
     vp_train_data_free(&d);
     vp_backend_free(b);
 }
 
+/* Replaces the first occurrence of `from` in the file at path by `to` (same length); 1 when found. */
+static int patch_file(const char* path, const char* from, const char* to) {
+    size_t len = 0;
+    char* f = vpt_read_file(path, NULL, &len);
+    size_t k = strlen(from);
+    char* at = NULL;
+    for (size_t i = 0; f && i + k <= len && !at; ++i)
+        if (memcmp(f + i, from, k) == 0) at = f + i;
+    if (at) {
+        memcpy(at, to, k);
+        FILE* fp = fopen(path, "wb");
+        if (fp) {
+            fwrite(f, 1, len, fp);
+            fclose(fp);
+        }
+    }
+    free(f);
+    return at != NULL;
+}
+
+/* Flips one bit of byte `at` (negative: from the end) of the file at path. */
+static void flip_byte(const char* path, long at) {
+    size_t len = 0;
+    char* f = vpt_read_file(path, NULL, &len);
+    if (!f || len == 0) {
+        free(f);
+        return;
+    }
+    size_t i = at < 0 ? len - (size_t)(-at) : (size_t)at;
+    f[i] ^= 0x10;
+    FILE* fp = fopen(path, "wb");
+    if (fp) {
+        fwrite(f, 1, len, fp);
+        fclose(fp);
+    }
+    free(f);
+}
+
+/* Every checkpoint carries a checksum of its tensors and metadata; a changed byte anywhere in
+ * them, a missing or malformed checksum is refused on opening, naming the file. */
+static void test_checksum(void) {
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    if (!b) return;
+    float w[6] = {1, 2, 3, 4, 5, 6};
+    int32_t step[1] = {7};
+    vp_ckpt_item items[2] = {{"w", vp_tensor_2d(w, VP_F32, VP_MEM_HOST, 2, 3)},
+                             {"step", vp_tensor_1d(step, VP_I32, VP_MEM_HOST, 1)}};
+    vp_ckpt_meta meta[2] = {{"config", "env:\n  cost_bps: 0.75\n"}, {"vulpes.iteration", "4"}};
+    char path[512];
+    vpt_tmp_dir(path, sizeof path, "sum.safetensors");
+    vp_checkpoint* ck = NULL;
+    const char* mismatch = "checksum mismatch: the file was changed after it was written";
+    // Intact: opens.
+    CHECK_OK(vp_checkpoint_save(b, path, items, 2, meta, 2));
+    CHECK_OK(vp_checkpoint_open(&ck, path));
+    vp_checkpoint_close(ck);
+    // One bit of tensor data.
+    flip_byte(path, -1);
+    CHECK_STATUS(vp_checkpoint_open(&ck, path), VP_ERR_PARSE, mismatch);
+    CHECK_STATUS(vp_checkpoint_open(&ck, path), VP_ERR_PARSE, path);
+    // A config value (the cost).
+    CHECK_OK(vp_checkpoint_save(b, path, items, 2, meta, 2));
+    CHECK(patch_file(path, "0.75", "0.00"), "config value not found in the file");
+    CHECK_STATUS(vp_checkpoint_open(&ck, path), VP_ERR_PARSE, mismatch);
+    // Another metadata value, and the checksum itself.
+    CHECK_OK(vp_checkpoint_save(b, path, items, 2, meta, 2));
+    CHECK(patch_file(path, "\"vulpes.iteration\":\"4\"", "\"vulpes.iteration\":\"5\""), "iteration not found");
+    CHECK_STATUS(vp_checkpoint_open(&ck, path), VP_ERR_PARSE, mismatch);
+    CHECK_OK(vp_checkpoint_save(b, path, items, 2, meta, 2));
+    CHECK(patch_file(path, "\"vulpes.checksum\":\"xxh64:", "\"vulpes.checksum\":\"xxh65:"), "checksum not found");
+    CHECK_STATUS(vp_checkpoint_open(&ck, path), VP_ERR_PARSE, "is not xxh64:");
+    // A tensor renamed (same length).
+    CHECK_OK(vp_checkpoint_save(b, path, items, 2, meta, 2));
+    CHECK(patch_file(path, "\"step\":", "\"stop\":"), "tensor name not found");
+    CHECK_STATUS(vp_checkpoint_open(&ck, path), VP_ERR_PARSE, mismatch);
+    // A plain safetensors file without the checksum is not a trusted checkpoint.
+    vp_st_writer sw;
+    vp_st_writer_init(&sw);
+    int64_t sh[2] = {2, 3};
+    CHECK_OK(vp_st_writer_meta(&sw, "config", "env:\n  cost_bps: 0.75\n"));
+    CHECK_OK(vp_st_writer_add(&sw, "w", VP_F32, 2, sh, w));
+    CHECK_OK(vp_st_writer_save(&sw, path));
+    CHECK_STATUS(vp_checkpoint_open(&ck, path), VP_ERR_PARSE, "has no vulpes.checksum");
+    CHECK_OK(vp_st_writer_meta(&sw, "vulpes.checksum", "xxh64:0123"));
+    CHECK_OK(vp_st_writer_save(&sw, path));
+    CHECK_STATUS(vp_checkpoint_open(&ck, path), VP_ERR_PARSE, "'xxh64:0123' is not xxh64:");
+    vp_st_writer_free(&sw);
+    CHECK(ck == NULL, "a refused open gives no checkpoint");
+    // The key is the writer's own.
+    vp_ckpt_meta forged[1] = {{"vulpes.checksum", "xxh64:0000000000000000"}};
+    CHECK_STATUS(vp_checkpoint_save(b, path, items, 2, forged, 1), VP_ERR_INVALID_ARG, "vulpes.checksum");
+    remove(path);
+    vp_backend_free(b);
+}
+
+/* NaN or Inf in an F32 / BF16 tensor is refused on reading, naming the tensor and the first
+ * bad element, before any tensor of the list is uploaded; a tensor declared to hold
+ * statistics may hold them. */
+static void test_nonfinite(void) {
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    if (!b) return;
+    float good[3] = {1, 2, 3}, bad[6] = {0, 1, 2, 3, NAN, INFINITY}, inf[2] = {-INFINITY, 1};
+    uint16_t half[2] = {0x3f80, 0x7f80};
+    int32_t raw[1] = {0x7fc00000};
+    vp_ckpt_item items[5] = {{"good", vp_tensor_1d(good, VP_F32, VP_MEM_HOST, 3)},
+                             {"bad", vp_tensor_2d(bad, VP_F32, VP_MEM_HOST, 2, 3)},
+                             {"inf", vp_tensor_1d(inf, VP_F32, VP_MEM_HOST, 2)},
+                             {"half", vp_tensor_1d(half, VP_BF16, VP_MEM_HOST, 2)},
+                             {"raw", vp_tensor_1d(raw, VP_I32, VP_MEM_HOST, 1)}};
+    char path[512];
+    vpt_tmp_dir(path, sizeof path, "nan.safetensors");
+    CHECK_OK(vp_checkpoint_save(b, path, items, 5, NULL, 0));
+    vp_checkpoint* ck = NULL;
+    CHECK_OK(vp_checkpoint_open(&ck, path));
+    if (!ck) {
+        vp_backend_free(b);
+        return;
+    }
+    float g2[3] = {0}, b2[6] = {0}, i2[2] = {0};
+    uint16_t h2[2] = {0};
+    int32_t r2[1] = {0};
+    vp_ckpt_item back[5] = {{"good", vp_tensor_1d(g2, VP_F32, VP_MEM_HOST, 3)},
+                            {"bad", vp_tensor_2d(b2, VP_F32, VP_MEM_HOST, 2, 3)},
+                            {"inf", vp_tensor_1d(i2, VP_F32, VP_MEM_HOST, 2)},
+                            {"half", vp_tensor_1d(h2, VP_BF16, VP_MEM_HOST, 2)},
+                            {"raw", vp_tensor_1d(r2, VP_I32, VP_MEM_HOST, 1)}};
+    CHECK_STATUS(vp_checkpoint_read(b, ck, &back[1]), VP_ERR_NUMERIC, "tensor 'bad' element 4 ([1, 1]) is nan");
+    CHECK_STATUS(vp_checkpoint_read(b, ck, &back[1]), VP_ERR_NUMERIC, path);
+    CHECK_STATUS(vp_checkpoint_read(b, ck, &back[2]), VP_ERR_NUMERIC, "tensor 'inf' element 0 ([0]) is -inf");
+    CHECK_STATUS(vp_checkpoint_read(b, ck, &back[3]), VP_ERR_NUMERIC, "tensor 'half' element 1 ([1]) is inf");
+    CHECK(b2[4] == 0 && i2[0] == 0 && h2[1] == 0, "a refused tensor was uploaded");
+    // A list with one bad tensor uploads none of it.
+    CHECK_STATUS(vp_checkpoint_read_all(b, ck, back, 5), VP_ERR_NUMERIC, "'bad'");
+    CHECK(g2[0] == 0 && r2[0] == 0, "read_all uploaded tensors before refusing the list");
+    // Integer words are raw state, not values; declared statistics may be NaN.
+    CHECK_OK(vp_checkpoint_read(b, ck, &back[4]));
+    CHECK(r2[0] == 0x7fc00000, "raw words");
+    CHECK_OK(vp_checkpoint_allow_nonfinite(ck, "bad"));
+    CHECK_OK(vp_checkpoint_read(b, ck, &back[1]));
+    CHECK(isnan(b2[4]) && isinf(b2[5]), "statistics read back");
+    CHECK_STATUS(vp_checkpoint_read(b, ck, &back[2]), VP_ERR_NUMERIC, "'inf'");
+    vp_checkpoint_close(ck);
+    remove(path);
+    vp_backend_free(b);
+}
+
+/* A full disk: the message gives the errno, and no file or temporary is left. */
+static void test_write_enospc(void) {
+    FILE* full = fopen("/dev/full", "wb");
+    if (!full) return;
+    fclose(full);
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    if (!b) return;
+    float w[64] = {0};
+    vp_ckpt_item items[1] = {{"w", vp_tensor_1d(w, VP_F32, VP_MEM_HOST, 64)}};
+    char path[512], tmp[600];
+    vpt_tmp_dir(path, sizeof path, "full.safetensors");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    remove(path);
+    remove(tmp);
+    // PATH.tmp leads to /dev/full, where every write fails with ENOSPC.
+    CHECK(symlink("/dev/full", tmp) == 0, "symlink %s", tmp);
+    CHECK_STATUS(vp_checkpoint_save(b, path, items, 1, NULL, 0), VP_ERR_IO, strerror(ENOSPC));
+    CHECK(access(path, F_OK) != 0 && access(tmp, F_OK) != 0, "a failed save left a file behind");
+    CHECK(symlink("/dev/full", tmp) == 0, "symlink %s", tmp);
+    CHECK_STATUS(vp_file_write_atomic(path, w, sizeof w), VP_ERR_IO, strerror(ENOSPC));
+    CHECK(access(path, F_OK) != 0 && access(tmp, F_OK) != 0, "a failed write left a file behind");
+    remove(tmp);
+    vp_backend_free(b);
+}
+
 int main(void) {
     RUN_TEST(test_layout_and_round_trip);
     RUN_TEST(test_training_checkpoints);
+    RUN_TEST(test_checksum);
+    RUN_TEST(test_nonfinite);
+    RUN_TEST(test_write_enospc);
     return vpt_finish();
 }

@@ -6,7 +6,9 @@
  * contiguous in the order given, "__metadata__" holding string pairs) padded with spaces
  * to a multiple of 8 bytes, then the raw little-endian data. A save writes PATH.tmp,
  * flushes it to disk and renames it over PATH, so a crash leaves the old file or the new
- * one, never half of one. What a training run puts in it is listed in docs/train.md. */
+ * one, never half of one. Every file is sealed with "vulpes.checksum" in its metadata (XXH64
+ * of every tensor and metadata pair), verified on opening. What a training run puts in it
+ * is listed in docs/train.md. */
 #ifndef VULPES_CHECKPOINT_H
 #define VULPES_CHECKPOINT_H
 
@@ -34,15 +36,19 @@ typedef struct vp_ckpt_meta {
     const char* value; /* any text; the resolved config YAML for "config" */
 } vp_ckpt_meta;
 
-/* Downloads items[n] from backend `b` and writes them with meta[n_meta] to `path`
- * atomically (PATH.tmp, fsync, rename). The tensors are written in the order given. */
+/* Downloads items[n] from backend `b` and writes them with meta[n_meta] and the checksum
+ * of both ("vulpes.checksum", a key callers may not use) to `path` atomically (PATH.tmp,
+ * fsync, rename; a failed write names the errno). The tensors are written in the order
+ * given. */
 vp_status vp_checkpoint_save(vp_backend* b, const char* path, const vp_ckpt_item* items /* [n] */, int n,
                              const vp_ckpt_meta* meta /* [n_meta] */, int n_meta);
 
 /* An open checkpoint file held in host memory. */
 typedef struct vp_checkpoint vp_checkpoint;
 
-/* Reads and checks the file at `path` into *out (free with vp_checkpoint_close). */
+/* Reads and checks the file at `path` into *out (free with vp_checkpoint_close): a valid
+ * safetensors file whose "vulpes.checksum" matches its content; a file without one or with
+ * another is refused ("checksum mismatch: the file was changed after it was written"). */
 vp_status vp_checkpoint_open(vp_checkpoint** out, const char* path);
 
 /* Frees an open checkpoint (NULL is a no-op). */
@@ -55,11 +61,18 @@ const char* vp_checkpoint_meta(const vp_checkpoint* ck, const char* key);
 int vp_checkpoint_has(const vp_checkpoint* ck, const char* name);
 
 /* Uploads the tensor `item->name` into item->tensor after checking that its dtype and
- * shape equal the view's exactly; the message names the file, the tensor and what differs. */
+ * shape equal the view's exactly and that an F32 / BF16 tensor holds no NaN or Inf (unless
+ * allowed by vp_checkpoint_allow_nonfinite: VP_ERR_NUMERIC naming the first bad element);
+ * the message names the file, the tensor and what differs. */
 vp_status vp_checkpoint_read(vp_backend* b, const vp_checkpoint* ck, const vp_ckpt_item* item);
 
-/* Reads items[n] in turn (vp_checkpoint_read). */
+/* Checks every one of items[n] as vp_checkpoint_read does, then uploads them all: a refused
+ * list uploads nothing. */
 vp_status vp_checkpoint_read_all(vp_backend* b, const vp_checkpoint* ck, const vp_ckpt_item* items /* [n] */, int n);
+
+/* Lets the tensor `name` hold NaN and Inf (statistics); vp_checkpoint_read refuses every
+ * other F32 or BF16 tensor that is not finite everywhere. */
+vp_status vp_checkpoint_allow_nonfinite(vp_checkpoint* ck, const char* name);
 
 /* The file's path (as opened). */
 const char* vp_checkpoint_path(const vp_checkpoint* ck);

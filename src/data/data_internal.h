@@ -5,15 +5,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/hash.h"
 #include "vulpes/data.h"
 
 /* Parses the decimal number s[0, len) (sign, digits, '.', exponent; "nan", "inf",
  * "infinity" in any case) into *out, locale-independent and correctly rounded.
  * Returns 1 on success, 0 when the text is not a number. */
 int vp_parse_double(const char* s, size_t len, double* out);
-
-/* XXH64 of data[0, len) with a seed (the xxHash 64-bit algorithm). */
-uint64_t vp_hash64(const void* data, size_t len, uint64_t seed);
 
 /* The identity of a source file that a cache entry must match. */
 typedef struct vp_source_id {

@@ -1,7 +1,8 @@
-/* XXH64 (Yann Collet's xxHash, 64-bit variant), used to fingerprint cached sources. */
+/* XXH64 (Yann Collet's xxHash, 64-bit variant), used to fingerprint cached sources
+ * and to checksum checkpoints. */
 #include <string.h>
 
-#include "data/data_internal.h"
+#include "data/hash.h"
 
 static const uint64_t P1 = 11400714785074694791ULL;
 static const uint64_t P2 = 14029467366897019727ULL;

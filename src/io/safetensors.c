@@ -42,12 +42,35 @@ static char* dup_str(const char* s) {
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
-/* Fills one entry from its JSON object; the message names the file and the entry. */
+/* Largest integer a JSON number holds exactly (2^53). */
+#define VP_ST_MAX_INT 9007199254740992.0
+
+/* Reads a JSON number that must be a non-negative integer into *out; 0 when it is not one. */
+static int json_uint(const cJSON* x, uint64_t* out) {
+    if (!cJSON_IsNumber(x)) return 0;
+    double v = x->valuedouble;
+    if (!(v >= 0 && v <= VP_ST_MAX_INT) || v != (double)(uint64_t)v) return 0;
+    *out = (uint64_t)v;
+    return 1;
+}
+
+/* The text of a JSON value for a message ("0.5", "\"8\"", "null") into buf[n]. */
+static const char* json_text(const cJSON* x, char* buf, size_t n) {
+    char* t = x ? cJSON_PrintUnformatted(x) : NULL;
+    snprintf(buf, n, "%s", t ? t : "(missing)");
+    free(t);
+    return buf;
+}
+
+/* Fills one entry from its JSON object: dtype, shape (non-negative integers whose product
+ * and byte count do not overflow), data_offsets (two integers inside the data area spanning
+ * exactly the shape's bytes); the message names the file and the entry. */
 static vp_status parse_entry(const char* path, const cJSON* j, size_t data_bytes, vp_st_entry* e) {
     const char* nm = j->string;
     const cJSON* dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
     const cJSON* sh = cJSON_GetObjectItemCaseSensitive(j, "shape");
     const cJSON* of = cJSON_GetObjectItemCaseSensitive(j, "data_offsets");
+    char txt[64];
     VP_REQUIRE(cJSON_IsObject(j) && cJSON_IsString(dt) && cJSON_IsArray(sh) && cJSON_IsArray(of), VP_ERR_PARSE,
                "%s: tensor '%s' needs string dtype, array shape and array data_offsets", path, nm);
     VP_REQUIRE(dtype_from_tag(dt->valuestring, &e->dtype), VP_ERR_PARSE,
@@ -55,65 +78,182 @@ static vp_status parse_entry(const char* path, const cJSON* j, size_t data_bytes
     e->ndim = cJSON_GetArraySize(sh);
     VP_REQUIRE(e->ndim >= 0 && e->ndim <= VP_MAX_DIMS, VP_ERR_PARSE, "%s: tensor '%s' has %d dims (at most %d)", path,
                nm, e->ndim, VP_MAX_DIMS);
-    e->numel = 1;
-    int d = 0;
+    // Extents, and their product without overflow (an empty extent makes the count 0).
+    int d = 0, overflow = 0, empty = 0;
+    uint64_t numel = 1;
     const cJSON* x;
     cJSON_ArrayForEach(x, sh) {
-        VP_REQUIRE(cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble < 9.0e15, VP_ERR_PARSE,
-                   "%s: tensor '%s' has a bad extent at dim %d", path, nm, d);
-        e->shape[d++] = (int64_t)x->valuedouble;
-        e->numel *= (int64_t)x->valuedouble;
+        uint64_t v = 0;
+        VP_REQUIRE(json_uint(x, &v), VP_ERR_PARSE, "%s: tensor '%s' shape[%d] = %s is not a non-negative integer",
+                   path, nm, d, json_text(x, txt, sizeof txt));
+        e->shape[d++] = (int64_t)v;
+        if (__builtin_mul_overflow(numel, v, &numel)) overflow = 1;
+        if (v == 0) empty = 1;
     }
-    VP_REQUIRE(cJSON_GetArraySize(of) == 2 && cJSON_IsNumber(of->child) && cJSON_IsNumber(of->child->next),
-               VP_ERR_PARSE, "%s: tensor '%s' data_offsets must be two numbers", path, nm);
-    double b0 = of->child->valuedouble, b1 = of->child->next->valuedouble;
-    VP_REQUIRE(b0 >= 0 && b1 >= b0 && b1 <= (double)data_bytes, VP_ERR_PARSE,
-               "%s: tensor '%s' spans bytes [%.0f, %.0f) outside the %zu data bytes", path, nm, b0, b1, data_bytes);
-    e->offset = (size_t)b0;
-    e->bytes = (size_t)(b1 - b0);
-    VP_REQUIRE(e->bytes == (size_t)e->numel * vp_dtype_size(e->dtype), VP_ERR_PARSE,
-               "%s: tensor '%s' holds %zu bytes, but %lld %s elements need %zu", path, nm, e->bytes,
-               (long long)e->numel, dt->valuestring, (size_t)e->numel * vp_dtype_size(e->dtype));
+    if (empty) {
+        numel = 0;
+        overflow = 0;
+    }
+    uint64_t need = 0;
+    VP_REQUIRE(!overflow && numel <= (uint64_t)INT64_MAX &&
+                   !__builtin_mul_overflow(numel, (uint64_t)vp_dtype_size(e->dtype), &need) && need <= SIZE_MAX,
+               VP_ERR_PARSE, "%s: tensor '%s' has more elements than a file can hold", path, nm);
+    e->numel = (int64_t)numel;
+    // The byte range: two integers, ordered, inside the data area, as long as the shape needs.
+    VP_REQUIRE(cJSON_GetArraySize(of) == 2, VP_ERR_PARSE, "%s: tensor '%s' data_offsets must be two numbers", path, nm);
+    uint64_t b[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+        const cJSON* o = cJSON_GetArrayItem(of, k);
+        VP_REQUIRE(json_uint(o, &b[k]), VP_ERR_PARSE,
+                   "%s: tensor '%s' data_offsets[%d] = %s is not a non-negative integer", path, nm, k,
+                   json_text(o, txt, sizeof txt));
+    }
+    VP_REQUIRE(b[1] >= b[0] && b[1] <= (uint64_t)data_bytes, VP_ERR_PARSE,
+               "%s: tensor '%s' spans bytes [%llu, %llu) outside the %zu data bytes", path, nm,
+               (unsigned long long)b[0], (unsigned long long)b[1], data_bytes);
+    e->offset = (size_t)b[0];
+    e->bytes = (size_t)(b[1] - b[0]);
+    VP_REQUIRE(e->bytes == (size_t)need, VP_ERR_PARSE, "%s: tensor '%s' holds %zu bytes, but %lld %s elements need %zu",
+               path, nm, e->bytes, (long long)e->numel, dt->valuestring, (size_t)need);
     e->name = dup_str(nm);
     VP_REQUIRE(e->name != NULL, VP_ERR_OOM, "%s: out of memory", path);
     return VP_OK;
 }
 
-/* Parses the JSON header into f (entries and metadata). */
+/* Order of entries by byte range (start, then end), for the tiling check. */
+static int by_offset(const void* pa, const void* pb) {
+    const vp_st_entry* a = *(const vp_st_entry* const*)pa;
+    const vp_st_entry* b = *(const vp_st_entry* const*)pb;
+    if (a->offset != b->offset) return a->offset < b->offset ? -1 : 1;
+    if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
+    return 0;
+}
+
+/* Order of C strings, for the duplicate checks. */
+static int by_text(const void* pa, const void* pb) { return strcmp(*(const char* const*)pa, *(const char* const*)pb); }
+
+/* A name that occurs twice in names[n] (sorted in place), or NULL. */
+static const char* repeated(const char** names, int n) {
+    qsort(names, (size_t)n, sizeof *names, by_text);
+    for (int i = 1; i < n; ++i)
+        if (strcmp(names[i - 1], names[i]) == 0) return names[i];
+    return NULL;
+}
+
+/* Checks that no name repeats and that the tensors' byte ranges tile the data area exactly
+ * (in any order; empty tensors take no bytes), as the format requires: no overlaps, no
+ * bytes that belong to no tensor, nothing after the last one. */
+static vp_status check_layout(const char* path, const vp_st_file* f) {
+    if (f->n_entries == 0) {
+        VP_REQUIRE(f->data_bytes == 0, VP_ERR_PARSE, "%s: %zu bytes of data but no tensor in the header", path,
+                   f->data_bytes);
+        return VP_OK;
+    }
+    const vp_st_entry** order = (const vp_st_entry**)malloc(sizeof *order * (size_t)f->n_entries);
+    const char** names = (const char**)malloc(sizeof *names * (size_t)f->n_entries);
+    vp_status s = (order && names) ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "%s: out of memory", path);
+    for (int i = 0; s == VP_OK && i < f->n_entries; ++i) {
+        order[i] = &f->entries[i];
+        names[i] = f->entries[i].name;
+    }
+    const char* twice = s == VP_OK ? repeated(names, f->n_entries) : NULL;
+    if (twice) s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: tensor '%s' appears twice in the header", path, twice);
+    if (s == VP_OK) qsort(order, (size_t)f->n_entries, sizeof *order, by_offset);
+    size_t at = 0;
+    const vp_st_entry* prev = NULL;
+    for (int i = 0; s == VP_OK && i < f->n_entries; ++i) {
+        const vp_st_entry* e = order[i];
+        if (e->offset < at)
+            s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: tensor '%s' (bytes [%zu, %zu)) overlaps tensor '%s' (bytes "
+                             "[%zu, %zu))", path, e->name, e->offset, e->offset + e->bytes, prev->name, prev->offset,
+                             prev->offset + prev->bytes);
+        else if (e->offset > at)
+            s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: bytes [%zu, %zu) before tensor '%s' belong to no tensor",
+                             path, at, e->offset, e->name);
+        at = e->offset + e->bytes;
+        if (e->bytes > 0 || !prev) prev = e;
+    }
+    if (s == VP_OK && at != f->data_bytes)
+        s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: %zu bytes of the %zu-byte data area follow the last tensor '%s' "
+                         "(trailing bytes, or a header length that does not match the header)", path,
+                         f->data_bytes - at, f->data_bytes, prev->name);
+    free(order);
+    free(names);
+    return s;
+}
+
+/* Whether the JSON text[0, len) holds an escaped NUL (\u0000, not preceded by an escaped
+ * backslash), which a C string cannot keep. */
+static int has_escaped_nul(const char* text, size_t len) {
+    for (size_t i = 0; i + 6 <= len; ++i) {
+        if (text[i] != '\\' || memcmp(text + i + 1, "u0000", 5) != 0) continue;
+        size_t k = 0;
+        while (k < i && text[i - 1 - k] == '\\') ++k;
+        if (k % 2 == 0) return 1;
+    }
+    return 0;
+}
+
+/* Reads the "__metadata__" object (string pairs, unique keys) into f. */
+static vp_status parse_meta(const char* path, const cJSON* j, vp_st_file* f) {
+    VP_REQUIRE(f->meta_keys == NULL, VP_ERR_PARSE, "%s: '__metadata__' appears twice in the header", path);
+    VP_REQUIRE(cJSON_IsObject(j), VP_ERR_PARSE, "%s: '__metadata__' is not an object", path);
+    int m = cJSON_GetArraySize(j);
+    f->meta_keys = (char**)calloc((size_t)(m > 0 ? m : 1), sizeof(char*));
+    f->meta_values = (char**)calloc((size_t)(m > 0 ? m : 1), sizeof(char*));
+    VP_REQUIRE(f->meta_keys && f->meta_values, VP_ERR_OOM, "%s: out of memory", path);
+    const cJSON* kv;
+    cJSON_ArrayForEach(kv, j) {
+        VP_REQUIRE(cJSON_IsString(kv), VP_ERR_PARSE, "%s: metadata '%s' is not a string", path, kv->string);
+        f->meta_keys[f->n_meta] = dup_str(kv->string);
+        f->meta_values[f->n_meta] = dup_str(kv->valuestring);
+        f->n_meta++;
+        VP_REQUIRE(f->meta_keys[f->n_meta - 1] && f->meta_values[f->n_meta - 1], VP_ERR_OOM, "%s: out of memory",
+                   path);
+    }
+    // No key twice.
+    const char** keys = (const char**)malloc(sizeof *keys * (size_t)(m > 0 ? m : 1));
+    VP_REQUIRE(keys != NULL, VP_ERR_OOM, "%s: out of memory", path);
+    memcpy(keys, f->meta_keys, sizeof *keys * (size_t)f->n_meta);
+    const char* twice = repeated(keys, f->n_meta);
+    vp_status s = twice ? vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: metadata '%s' appears twice", path, twice) : VP_OK;
+    free(keys);
+    return s;
+}
+
+/* Parses the JSON header into f (entries and metadata): one JSON object beginning at the
+ * first byte, followed by nothing but space padding. */
 static vp_status parse_header(const char* path, const char* text, size_t len, vp_st_file* f) {
-    cJSON* root = cJSON_ParseWithLength(text, len);
+    VP_REQUIRE(len > 0 && text[0] == '{', VP_ERR_PARSE, "%s: the header does not begin with '{'", path);
+    const char* end = NULL;
+    cJSON* root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     VP_REQUIRE(root != NULL, VP_ERR_PARSE, "%s: the header is not valid JSON (near byte %ld)", path,
                cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - text) : -1L);
     vp_status s = VP_OK;
+    size_t used = end ? (size_t)(end - text) : len;
+    for (size_t i = used; s == VP_OK && i < len; ++i)
+        if (text[i] != ' ')
+            s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: header byte %zu after the JSON is 0x%02x, not a space "
+                             "(a header length that does not match the header?)", path, i, (unsigned char)text[i]);
+    if (s == VP_OK && (memchr(text, '\0', used) != NULL || has_escaped_nul(text, used)))
+        s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: the header holds a NUL character", path);
     int n = cJSON_GetArraySize(root);
-    f->entries = (vp_st_entry*)calloc((size_t)(n > 0 ? n : 1), sizeof *f->entries);
-    const cJSON* j;
-    if (!cJSON_IsObject(root)) s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: the header is not a JSON object", path);
+    if (s == VP_OK && !cJSON_IsObject(root))
+        s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: the header is not a JSON object", path);
+    if (s == VP_OK) f->entries = (vp_st_entry*)calloc((size_t)(n > 0 ? n : 1), sizeof *f->entries);
     if (s == VP_OK && !f->entries) s = vp_set_error(VP_ERR_OOM, VP_WHERE, "%s: out of memory", path);
+    const cJSON* j;
     cJSON_ArrayForEach(j, root) {
         if (s != VP_OK) break;
         if (strcmp(j->string, "__metadata__") == 0) {
-            // Metadata: an object of string pairs.
-            int m = cJSON_GetArraySize(j);
-            f->meta_keys = (char**)calloc((size_t)(m > 0 ? m : 1), sizeof(char*));
-            f->meta_values = (char**)calloc((size_t)(m > 0 ? m : 1), sizeof(char*));
-            if (!f->meta_keys || !f->meta_values) s = vp_set_error(VP_ERR_OOM, VP_WHERE, "%s: out of memory", path);
-            const cJSON* kv;
-            cJSON_ArrayForEach(kv, j) {
-                if (s != VP_OK) break;
-                if (!cJSON_IsObject(j) || !cJSON_IsString(kv)) {
-                    s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s: metadata '%s' is not a string", path, kv->string);
-                    break;
-                }
-                f->meta_keys[f->n_meta] = dup_str(kv->string);
-                f->meta_values[f->n_meta++] = dup_str(kv->valuestring);
-            }
+            s = parse_meta(path, j, f);
             continue;
         }
         s = parse_entry(path, j, f->data_bytes, &f->entries[f->n_entries]);
         if (s == VP_OK) f->n_entries++;
     }
     cJSON_Delete(root);
+    if (s == VP_OK) s = check_layout(path, f);
     return s;
 }
 
@@ -122,7 +262,7 @@ vp_status vp_st_load(vp_st_file* f, const char* path) {
     memset(f, 0, sizeof *f);
     FILE* fp = fopen(path, "rb");
     VP_REQUIRE(fp != NULL, VP_ERR_IO, "vp_st_load: cannot open %s: %s", path, strerror(errno));
-    // File size, then the 8-byte header length.
+    // File size, then the 8-byte header length: the header lies inside the file.
     unsigned char len8[8];
     long size = (fseek(fp, 0, SEEK_END) == 0) ? ftell(fp) : -1;
     int ok = size >= 8 && fseek(fp, 0, SEEK_SET) == 0 && fread(len8, 1, 8, fp) == 8;
@@ -139,11 +279,13 @@ vp_status vp_st_load(vp_st_file* f, const char* path) {
     f->data = (unsigned char*)aligned_alloc(64, (f->data_bytes + 63) / 64 * 64 + 64);
     ok = text && f->data && fread(text, 1, (size_t)hlen, fp) == (size_t)hlen &&
          fread(f->data, 1, f->data_bytes, fp) == f->data_bytes;
+    int err = errno;
     fclose(fp);
     if (!ok) {
+        const char* why = (!text || !f->data) ? "out of memory" : (err ? strerror(err) : "the file is shorter than it was");
         free(text);
         vp_st_free(f);
-        VP_FAIL(VP_ERR_IO, "vp_st_load: reading %s failed", path);
+        VP_FAIL(VP_ERR_IO, "vp_st_load: reading %s failed: %s", path, why);
     }
     text[hlen] = '\0';
     vp_status s = parse_header(path, text, (size_t)hlen, f);
@@ -242,13 +384,20 @@ vp_status vp_st_writer_add(vp_st_writer* w, const char* name, vp_dtype dtype, in
     e.dtype = dtype;
     e.ndim = ndim;
     e.numel = 1;
+    int overflow = 0, empty = 0;
     for (int d = 0; d < ndim; ++d) {
         VP_REQUIRE(shape[d] >= 0, VP_ERR_SHAPE, "vp_st_writer_add(%s): extent %d is %lld", name, d,
                    (long long)shape[d]);
         e.shape[d] = shape[d];
-        e.numel *= shape[d];
+        if (__builtin_mul_overflow(e.numel, shape[d], &e.numel)) overflow = 1;
+        if (shape[d] == 0) empty = 1;
     }
-    e.bytes = (size_t)e.numel * vp_dtype_size(dtype);
+    if (empty) {
+        e.numel = 0;
+        overflow = 0;
+    }
+    VP_REQUIRE(!overflow && !__builtin_mul_overflow((size_t)e.numel, vp_dtype_size(dtype), &e.bytes), VP_ERR_SHAPE,
+               "vp_st_writer_add(%s): the shape has more elements than a file can hold", name);
     e.offset = f->data_bytes;
     // Grow the entry table and the data block as needed.
     if (f->n_entries == w->cap_entries) {
@@ -313,12 +462,19 @@ vp_status vp_st_writer_save(const vp_st_writer* w, const char* path) {
         free(text);
         VP_FAIL(VP_ERR_IO, "vp_st_writer_save: cannot create %s: %s", path, strerror(errno));
     }
+    // The first failure's errno (a full disk shows at a write, the flush or the close).
+    errno = 0;
     int ok = fwrite(len8, 1, 8, fp) == 8 && fwrite(text, 1, n, fp) == n;
     for (size_t i = n; ok && i < padded; ++i) ok = fputc(' ', fp) != EOF;
     ok = ok && (w->f.data_bytes == 0 || fwrite(w->f.data, 1, w->f.data_bytes, fp) == w->f.data_bytes);
-    ok = (fclose(fp) == 0) && ok;
+    ok = ok && fflush(fp) == 0;
+    int err = ok ? 0 : errno;
+    if (fclose(fp) != 0 && ok) {
+        ok = 0;
+        err = errno;
+    }
     free(text);
-    VP_REQUIRE(ok, VP_ERR_IO, "vp_st_writer_save: writing %s failed", path);
+    VP_REQUIRE(ok, VP_ERR_IO, "vp_st_writer_save: writing %s failed: %s", path, strerror(err ? err : EIO));
     return VP_OK;
 }
 

@@ -38,8 +38,11 @@ typedef struct vp_st_file {
     size_t data_bytes;     /* its length */
 } vp_st_file;
 
-/* Reads and checks a file (header size, JSON, dtypes, shapes, byte ranges inside the data
- * section and matching the shapes); messages name the file and the bad entry. */
+/* Reads and checks a file: the header length inside the file, one JSON object followed only
+ * by space padding, no NUL, known dtypes, shapes and offsets of non-negative integers whose
+ * element and byte counts do not overflow, no name twice, and byte ranges that match the
+ * shapes and tile the data section exactly (no overlap, no gap, no trailing bytes); the
+ * message names the file and the bad entry. */
 vp_status vp_st_load(vp_st_file* f, const char* path);
 
 /* Frees what vp_st_load made (a zeroed struct is a no-op). */

@@ -228,6 +228,7 @@ vp_status vp_trainer_load(vp_trainer* t, const char* path) {
                       : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s is not a resume checkpoint (vulpes.kind "
                                      "'%s'; last.safetensors is)", path, kind ? kind : "(none)");
     if (s == VP_OK) s = check_config(t, ck);
+    if (s == VP_OK) s = vp_checkpoint_allow_nonfinite(ck, "learner.stats");
 
     // Tensors straight into the run's buffers, then the host counters.
     item_list l;
