@@ -52,8 +52,8 @@ fuzz:
 	  > $(FUZZ_BUILD).configure.log 2>&1 || (cat $(FUZZ_BUILD).configure.log; exit 1)
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	@failed=""; root=$$(pwd); \
-	for t in $(FUZZ_BUILD)/fuzz/fuzz_*; do \
-	  [ -x "$$t" ] || continue; name=$${t##*/fuzz_}; \
+	for src in fuzz/fuzz_*.c; do \
+	  [ -f "$$src" ] || continue; name=$${src#fuzz/fuzz_}; name=$${name%.c}; t=$(FUZZ_BUILD)/fuzz/fuzz_$$name; \
 	  scratch=$$(mktemp -d); art="$$root/$(FUZZ_BUILD)/artifacts/$$name"; log="$$root/$(FUZZ_BUILD)/fuzz_$$name.log"; \
 	  mkdir -p "$$scratch/corpus" "$$art"; \
 	  if [ -d "fuzz/corpus/$$name" ]; then cp -R "fuzz/corpus/$$name/." "$$scratch/corpus/"; fi; \
