@@ -1,26 +1,50 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages vulpes builds against, when they are missing, and
-# Python's safetensors and numpy for the checkpoint_python test.
-# Safe to run again: it installs nothing that is already there.
+# Python's safetensors and numpy for the checkpoint_python test. With --fuzz (`make fuzz`):
+# clang and its libFuzzer runtime (libclang-rt-N-dev on Debian 12 and later) instead of the
+# Python part. Safe to run again: it installs nothing that is already there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+fuzz=0
+[ "${1:-}" = "--fuzz" ] && fuzz=1
+
+# Installs the Debian packages given that are missing.
+install_missing() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  echo "vulpes setup: installing ${missing[*]}"
+  local SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
 
 # ---- Debian packages -----------------------------------------------------------------
 pkgs=(build-essential cmake pkg-config python3 python3-venv python3-numpy libopenblas-dev libyaml-dev libcjson-dev
       libzstd-dev chromium)
 # safetensors has a Debian package only in newer releases
 if apt-cache show python3-safetensors >/dev/null 2>&1; then pkgs+=(python3-safetensors); fi
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "vulpes setup: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_missing "${pkgs[@]}"
+
+# ---- clang and libFuzzer for `make fuzz` -------------------------------------------------
+# Debian's clang (clang-14 on Debian 12) only recommends the runtime libraries; libFuzzer's
+# archive is in libclang-rt-N-dev (N: clang's major version), or in older releases in
+# libclang-common-N-dev, which clang already pulls in.
+if [ "$fuzz" = 1 ]; then
+  install_missing clang
+  major=$(clang -dumpversion | cut -d. -f1)
+  if [ ! -f "$(clang --print-runtime-dir)/libclang_rt.fuzzer-x86_64.a" ]; then
+    install_missing "libclang-rt-$major-dev"
+  fi
+  if [ ! -f "$(clang --print-runtime-dir)/libclang_rt.fuzzer-x86_64.a" ]; then
+    echo "vulpes setup: clang $major has no libFuzzer runtime ($(clang --print-runtime-dir)); install libclang-rt-$major-dev" >&2
+    exit 1
+  fi
+  exit 0
 fi
 
 # ---- Python for the checkpoint_python test ---------------------------------------------

@@ -108,6 +108,15 @@ int vp_cache_read(const char* cache_path, const vp_source_id* src, vp_bars* out,
             for (int i = 0; i < 6 && intact; ++i) intact = fread(cols[i], 8, (size_t)h.n, fp) == (size_t)h.n;
             intact = intact && payload_hash(out) == h.payload_hash;
         }
+
+        /* Bars that break the rules a CSV row must follow (a hash can be forged with the
+         * values): the same checks as after a parse. */
+        char why[400] = "";
+        if (intact && vp_bars_validate(out) != VP_OK) {
+            snprintf(why, sizeof why, " (%s)", vp_last_error());
+            vp_clear_error();
+            intact = 0;
+        }
         if (intact) {
             memset(meta, 0, sizeof *meta);
             meta->rows_read = h.rows_read;
@@ -121,7 +130,7 @@ int vp_cache_read(const char* cache_path, const vp_source_id* src, vp_bars* out,
             hit = 1;
         } else {
             vp_bars_free(out);
-            vp_log(VP_LOG_WARN, "bar cache %s is damaged; parsing the source again", cache_path);
+            vp_log(VP_LOG_WARN, "bar cache %s is damaged%s; parsing the source again", cache_path, why);
         }
     }
     fclose(fp);

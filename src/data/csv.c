@@ -150,6 +150,36 @@ static vp_status shrink(vp_bars* b, int64_t n) {
 /* Whitespace that may end a file. */
 static inline int is_space(char ch) { return ch == '\n' || ch == '\r' || ch == ' ' || ch == '\t'; }
 
+/* Checks the line [p, le) (line `line` of `path`) for bytes no line may hold: a NUL, and,
+ * when lines end in LF, a CR that ends no line. Both are file rules, never skipped: the file
+ * is not text, or its line ends are mixed. Returns 0, or 1 with the message in msg[cap]
+ * naming line, column (1-based field; its header name when lay is given) and rule. */
+static int bad_byte(const char* path, int64_t line, const vp_csv_layout* lay, char delim, const char* p,
+                    const char* le, int lf_ends, char* msg, size_t cap) {
+    size_t len = (size_t)(le - p);
+    const char* z = (const char*)memchr(p, '\0', len);
+    const char* r = lf_ends ? (const char*)memchr(p, '\r', z ? (size_t)(z - p) : len) : NULL;
+    const char* at = r ? r : z;
+    if (!at) return 0;
+
+    /* The field holding the byte: the fields before it, plus one (an open quote counts too). */
+    int k = vp_csv_split(p, at, delim, NULL, 0);
+    int col = k < 0 ? -k : k;
+    char name[80] = "";
+    if (lay) snprintf(name, sizeof name, " (%s)", col <= lay->ncols ? lay->names[col - 1] : "beyond the header");
+    if (at == z)
+        snprintf(msg, cap,
+                 "%s: line %lld, column %d%s: NUL byte: byte %lld of the line is a NUL; a CSV file holds text, "
+                 "never NUL bytes",
+                 path, (long long)line, col, name, (long long)(at - p) + 1);
+    else
+        snprintf(msg, cap,
+                 "%s: line %lld, column %d%s: mixed line ends: byte %lld of the line is a CR that ends no line "
+                 "(CR-only line ends mixed with LF ones); use LF, CRLF or CR-only line ends throughout",
+                 path, (long long)line, col, name, (long long)(at - p) + 1);
+    return 1;
+}
+
 vp_status vp_csv_parse(const char* path, const char* buf, size_t len, const vp_load_opts* opts, vp_bars* out,
                        vp_cache_meta* meta) {
     memset(out, 0, sizeof *out);
@@ -162,10 +192,18 @@ vp_status vp_csv_parse(const char* path, const char* buf, size_t len, const vp_l
     while (end > p && is_space(end[-1])) --end;
     if (end == p) VP_FAIL(VP_ERR_PARSE, "%s: line 1: empty file: there is no header row", path);
 
+    /* Line ends: LF (a CR before it belongs to the end: CRLF), or CR alone when the file
+     * has no LF at all. */
+    int lf_ends = memchr(p, '\n', (size_t)(end - p)) != NULL || memchr(p, '\r', (size_t)(end - p)) == NULL;
+    char eol = lf_ends ? '\n' : '\r';
+
     /* Header. */
-    const char* nl = (const char*)memchr(p, '\n', (size_t)(end - p));
+    const char* nl = (const char*)memchr(p, eol, (size_t)(end - p));
     const char* he = nl ? nl : end;
-    if (he > p && he[-1] == '\r') --he;
+    if (lf_ends && he > p && he[-1] == '\r') --he;
+    char bad[768];
+    if (bad_byte(path, 1, NULL, vp_csv_delimiter(p, he), p, he, lf_ends, bad, sizeof bad))
+        VP_FAIL(VP_ERR_PARSE, "%s", bad);
     vp_csv_layout lay;
     VP_TRY(vp_csv_layout_read(path, p, he, &lay));
     if (!nl) {
@@ -176,7 +214,7 @@ vp_status vp_csv_parse(const char* path, const char* buf, size_t len, const vp_l
     /* Room for every remaining line. */
     const char* data = nl + 1;
     int64_t cap = 1;
-    for (const char* q = data; (q = (const char*)memchr(q, '\n', (size_t)(end - q))) != NULL; ++q) ++cap;
+    for (const char* q = data; (q = (const char*)memchr(q, eol, (size_t)(end - q))) != NULL; ++q) ++cap;
     row_ctx c;
     memset(&c, 0, sizeof c);
     c.path = path;
@@ -188,11 +226,15 @@ vp_status vp_csv_parse(const char* path, const char* buf, size_t len, const vp_l
     /* Rows: each parsed and checked; a bad one fails the load or is dropped and counted. */
     int skip = opts && opts->skip_bad_rows;
     for (p = data; st == VP_OK && p < end;) {
-        nl = (const char*)memchr(p, '\n', (size_t)(end - p));
+        nl = (const char*)memchr(p, eol, (size_t)(end - p));
         const char* le = nl ? nl : end;
         const char* next = nl ? nl + 1 : end;
-        if (le > p && le[-1] == '\r') --le;
+        if (lf_ends && le > p && le[-1] == '\r') --le;
         c.line++;
+        if (bad_byte(path, c.line, &lay, lay.delim, p, le, lf_ends, bad, sizeof bad)) {
+            st = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s", bad);
+            break;
+        }
         meta->rows_read++;
         vp_time_format tfmt = VP_TIME_FORMAT_COUNT;
         if (parse_row(&c, p, le, out, c.kept, &tfmt) == 0) {

@@ -61,6 +61,11 @@ static int is_time_name(const char* name) {
            strcmp(name, "timestamp") == 0;
 }
 
+char vp_csv_delimiter(const char* p, const char* end) {
+    size_t len = (size_t)(end - p);
+    return memchr(p, ',', len) ? ',' : memchr(p, ';', len) ? ';' : memchr(p, '\t', len) ? '\t' : ',';
+}
+
 void vp_csv_layout_free(vp_csv_layout* lay) {
     if (!lay) return;
     free(lay->names);
@@ -71,9 +76,7 @@ vp_status vp_csv_layout_read(const char* path, const char* p, const char* end, v
     memset(lay, 0, sizeof *lay);
     for (int r = 0; r < VP_COL_ROLE_COUNT; ++r) lay->col[r] = -1;
 
-    /* Delimiter: a comma, else a semicolon, else a tab. */
-    size_t len = (size_t)(end - p);
-    lay->delim = memchr(p, ',', len) ? ',' : memchr(p, ';', len) ? ';' : memchr(p, '\t', len) ? '\t' : ',';
+    lay->delim = vp_csv_delimiter(p, end);
     int n = vp_csv_split(p, end, lay->delim, NULL, 0);
     if (n < 0) VP_FAIL(VP_ERR_PARSE, "%s: line 1: unparsable header: a quote is not closed", path);
     vp_field* f = (vp_field*)malloc((size_t)n * sizeof *f);

@@ -37,6 +37,10 @@ typedef struct vp_csv_layout {
  * followed by text. */
 int vp_csv_split(const char* p, const char* end, char delim, vp_field* f, int cap);
 
+/* The delimiter a header line [p, end) asks for: a comma, else a semicolon, else a tab
+ * (a comma when it has none). */
+char vp_csv_delimiter(const char* p, const char* end);
+
 /* Reads the header line [p, end) of file `path` into *lay (names allocated; free with
  * vp_csv_layout_free); fails naming the missing, duplicate or ambiguous column. */
 vp_status vp_csv_layout_read(const char* path, const char* p, const char* end, vp_csv_layout* lay);

@@ -38,10 +38,9 @@ static int parse_special(const char* p, const char* end, int neg, double* out) {
     return 0;
 }
 
-/* strtod on a copy; retries with the locale's decimal point if the C one was refused. */
-static int parse_slow(const char* s, size_t len, double* out) {
-    char buf[512];
-    if (len >= sizeof buf) return 0;
+/* strtod on a NUL-terminated copy of buf[0, len) (room for len + 1); retries with the
+ * locale's decimal point if the C one was refused. */
+static int strtod_copy(const char* s, size_t len, char* buf, double* out) {
     memcpy(buf, s, len);
     buf[len] = '\0';
     char* endp = NULL;
@@ -56,6 +55,18 @@ static int parse_slow(const char* s, size_t len, double* out) {
     }
     *out = v;
     return 1;
+}
+
+/* strtod on a copy: on the stack when short, else on the heap (a valid number may have
+ * any number of digits; the text was checked to be one before). */
+static int parse_slow(const char* s, size_t len, double* out) {
+    char buf[512];
+    if (len < sizeof buf) return strtod_copy(s, len, buf, out);
+    char* heap = (char*)malloc(len + 1);
+    if (!heap) return 0;
+    int ok = strtod_copy(s, len, heap, out);
+    free(heap);
+    return ok;
 }
 
 int vp_parse_double(const char* s, size_t len, double* out) {
