@@ -100,7 +100,7 @@ static void test_depth(void) {
 
 static void test_size(void) {
     // a document over the limit: refused before parsing, from a string and from a file
-    size_t big = (size_t)1048576 + 1;  // VP_CONFIG_MAX_BYTES + 1
+    size_t big = (size_t)VP_CONFIG_MAX_BYTES + 1;
     char* text = (char*)malloc(big + 1);
     if (!text) return;
     memset(text, '#', big);
@@ -238,6 +238,22 @@ static void test_utf8(void) {
     }
 }
 
+static void test_long_overrides(void) {
+    // an override longer than a value holds is refused whole, never cut to fit
+    char a[1400];
+    int n = snprintf(a, sizeof a, "data.path=");
+    memset(a + n, 'a', 600);
+    a[n + 600] = '\0';
+    expect_override_error(a, "command line: data.path: the value is longer than 511 bytes");
+    n = snprintf(a, sizeof a, "learn.lr=0.1");
+    memset(a + n, '0', 600);
+    snprintf(a + n + 600, sizeof a - (size_t)n - 600, "5");
+    expect_override_error(a, "command line: learn.lr: the value is longer than 511 bytes");
+    memset(a, 'k', 300);
+    snprintf(a + 300, sizeof a - 300, "=1");
+    expect_override_error(a, "command line: unknown key 'kkk");
+}
+
 /* Writes a checkpoint holding no tensors and the metadata `kind` and `config` to `path`. */
 static int write_meta_checkpoint(vp_backend* b, const char* path, const char* kind, const char* config) {
     vp_ckpt_meta meta[3] = {{"format", "vulpes"}, {"vulpes.kind", kind}, {"config", config}};
@@ -296,6 +312,7 @@ int main(void) {
     RUN_TEST(test_integer_ranges);
     RUN_TEST(test_scalar_forms);
     RUN_TEST(test_utf8);
+    RUN_TEST(test_long_overrides);
     RUN_TEST(test_checkpoint_metadata);
     return vpt_finish();
 }

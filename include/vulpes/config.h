@@ -66,8 +66,9 @@ typedef enum vp_run_precision {
  *   KIND    INT (int64_t), FLOAT (double), BOOL (bool), STRING (char[VP_CONFIG_STR_MAX]),
  *           ENUM (int: the index of the value in `values`)
  *   default a number for INT / FLOAT, true / false for BOOL, a string for STRING / ENUM
- *   lo, hi  the allowed range of INT / FLOAT (INFINITY for none); `bounds` says whether
- *           each end is included: "[]", "[)", "(]" or "()"
+ *   lo, hi  the allowed range of INT / FLOAT (INFINITY for none; an INT key's open upper
+ *           end stops at VP_CONFIG_INT_MAX); `bounds` says whether each end is included:
+ *           "[]", "[)", "(]" or "()"
  *   values  ENUM: the allowed values, "a|b|c"; NULL otherwise
  *   doc     one line */
 #define VP_CFG_INF INFINITY

@@ -340,22 +340,25 @@ vp_status vp_config_set(vp_config* cfg, const char* name, const char* value, con
     return vp_cfg_parse_into(cfg, k, value, VP_CFG_PLAIN, source);
 }
 
-/* Copies s[0..n) into buf[cap] without surrounding blanks. */
-static void trim_copy(char* buf, size_t cap, const char* s, size_t n) {
+/* Copies s[0..n) into buf[cap] without surrounding blanks; 0 when it does not fit. */
+static int trim_copy(char* buf, size_t cap, const char* s, size_t n) {
     while (n && isspace((unsigned char)*s)) ++s, --n;
     while (n && isspace((unsigned char)s[n - 1])) --n;
-    if (n >= cap) n = cap - 1;
+    if (n >= cap) return 0;
     memcpy(buf, s, n);
     buf[n] = '\0';
+    return 1;
 }
 
 vp_status vp_config_override(vp_config* cfg, const char* assignment) {
     VP_REQUIRE(cfg && assignment, VP_ERR_INVALID_ARG, "vp_config_override: cfg and assignment must not be NULL");
     const char* eq = strchr(assignment, '=');
     VP_REQUIRE(eq != NULL, VP_ERR_INVALID_ARG, "command line: '%.200s' is not a key=value override", assignment);
-    char name[256], value[VP_CONFIG_STR_MAX + 1];
-    trim_copy(name, sizeof name, assignment, (size_t)(eq - assignment));
-    trim_copy(value, sizeof value, eq + 1, strlen(eq + 1));
+    char name[256], value[VP_CONFIG_STR_MAX];
+    VP_REQUIRE(trim_copy(name, sizeof name, assignment, (size_t)(eq - assignment)), VP_ERR_INVALID_ARG,
+               "command line: unknown key '%.200s...' (longer than any key)", assignment);
+    VP_REQUIRE(trim_copy(value, sizeof value, eq + 1, strlen(eq + 1)), VP_ERR_INVALID_ARG,
+               "command line: %s: the value is longer than %d bytes", name, VP_CONFIG_STR_MAX - 1);
     VP_REQUIRE(name[0], VP_ERR_INVALID_ARG, "command line: '%.200s' has no key before '='", assignment);
     return vp_config_set(cfg, name, value, "command line");
 }
