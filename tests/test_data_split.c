@@ -1,4 +1,7 @@
 /* Tests of time-based splits and walk-forward folds, edge cases included. */
+#include <stdint.h>
+#include <stdio.h>
+
 #include "vp_test.h"
 #include "vulpes/split.h"
 
@@ -126,10 +129,67 @@ static void test_walkforward(void) {
     CHECK_STATUS(vp_walkforward_make(5000, &c, f, 16, &k), VP_ERR_INVALID_ARG, "zero length");
 }
 
+/* Huge embargoes, lengths and steps (config values, or a caller's) are refused as too little
+ * data with the real numbers, never wrapped into a span. */
+static void test_overflow(void) {
+    vp_split_cfg c = {0};
+    c.train_frac = 0.7;
+    c.val_frac = 0.15;
+    c.test_frac = 0.15;
+    c.warmup = 100;
+    vp_split s;
+    const int64_t big[] = {INT64_MAX, INT64_MAX / 2 + 1, INT64_MAX / 2, INT64_MAX - 100};
+    for (int i = 0; i < 4; ++i) {
+        c.embargo = big[i];
+        char needle[200];
+        snprintf(needle, sizeof needle, "too little data: 1000 bars leave none after warm-up 100 and embargo 2 x %lld",
+                 (long long)big[i]);
+        CHECK_STATUS(vp_split_make(1000, &c, &s), VP_ERR_INVALID_ARG, needle);
+    }
+    c.embargo = 0;
+    c.warmup = INT64_MAX;
+    CHECK_STATUS(vp_split_make(1000, &c, &s), VP_ERR_INVALID_ARG, "leave none after warm-up 9223372036854775807");
+    /* By lengths: the need is said as more than the largest count. */
+    c.warmup = 100;
+    c.train_len = INT64_MAX;
+    c.val_len = 10;
+    c.test_len = 10;
+    CHECK_STATUS(vp_split_make(1000, &c, &s), VP_ERR_INVALID_ARG,
+                 "too little data: 1000 bars, the split needs more than 9223372036854775807");
+    c.train_len = 10;
+    c.embargo = INT64_MAX / 2;
+    CHECK_STATUS(vp_split_make(1000, &c, &s), VP_ERR_INVALID_ARG, "the split needs more than 9223372036854775807");
+    /* Walk-forward: a huge embargo, lengths or step. */
+    vp_walkforward_cfg w = {1000, 200, 200, 200, 10, 383, 0};
+    vp_split f[4];
+    int64_t k = -1;
+    w.embargo = INT64_MAX;
+    CHECK_STATUS(vp_walkforward_make(5000, &w, f, 4, &k), VP_ERR_INVALID_ARG,
+                 "too little data: 5000 bars, one fold needs more than 9223372036854775807");
+    w.embargo = 10;
+    w.train_len = INT64_MAX - 10;
+    CHECK_STATUS(vp_walkforward_make(5000, &w, f, 4, &k), VP_ERR_INVALID_ARG, "one fold needs more than");
+    w.train_len = 1000;
+    for (int anchored = 0; anchored < 2; ++anchored) {
+        w.anchored = anchored;
+        w.step = INT64_MAX;
+        CHECK_OK(vp_walkforward_make(5000, &w, f, 4, &k));
+        CHECK(k == 1 && f[0].test.end == 383 + 1400 + 20, "one fold with a huge step: %lld", (long long)k);
+        w.step = INT64_MAX / 3;
+        CHECK_OK(vp_walkforward_make(INT64_MAX, &w, f, 4, &k));
+        CHECK(k == 3, "folds of a huge step over the largest count: %lld", (long long)k);
+        CHECK_OK(vp_split_check(&f[2], INT64_MAX, 383));
+    }
+    /* A span far below zero has no warm-up before it. */
+    vp_span out;
+    CHECK_STATUS(vp_span_with_warmup((vp_span){INT64_MIN + 5, 0}, 10, &out), VP_ERR_INVALID_ARG, "bars before it");
+}
+
 int main(void) {
     RUN_TEST(test_fractions);
     RUN_TEST(test_lengths);
     RUN_TEST(test_check);
     RUN_TEST(test_walkforward);
+    RUN_TEST(test_overflow);
     return vpt_finish();
 }

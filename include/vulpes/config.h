@@ -9,7 +9,11 @@
  * A configuration is a YAML mapping with a nested mapping per section (or dotted keys);
  * `key=value` overrides apply after the file. Unknown keys, wrong types, out-of-range
  * values, duplicate keys and malformed YAML are errors naming the key, the file and the
- * line (or "command line"), with the nearest known key for an unknown one. */
+ * line (or "command line"), with the nearest known key for an unknown one. A config text
+ * is UTF-8, at most VP_CONFIG_MAX_BYTES long and nested at most VP_CONFIG_DEPTH_MARGIN
+ * levels below its deepest key; anchors, aliases and tags other than the core ones of a
+ * key's type (!!str, !!int, !!float, !!bool) are refused, and so is every value that is
+ * not UTF-8 text a config file can hold (from a file or the command line). */
 #ifndef VULPES_CONFIG_H
 #define VULPES_CONFIG_H
 
@@ -27,6 +31,19 @@ extern "C" {
 
 /* Capacity of a string value, terminating NUL included. */
 #define VP_CONFIG_STR_MAX 512
+
+/* Largest value of an INT key whose range has no upper end (10^9): such keys are counts
+ * (bars, steps, items) that the library may hold in int, so the sum of two still fits in
+ * int and any product of two in int64. run.seed alone takes any int64 in its range. */
+#define VP_CONFIG_INT_MAX 1000000000
+
+/* Largest configuration text the loader reads (a file, or the config in a checkpoint's
+ * metadata), in bytes. */
+#define VP_CONFIG_MAX_BYTES (1 << 20)
+
+/* Levels of nested mappings and lists the loader reads beyond the deepest key's
+ * ("section.key": 2), enough to report a misplaced mapping or list under a key. */
+#define VP_CONFIG_DEPTH_MARGIN 4
 
 /* run.backend: where the run computes. */
 typedef enum vp_run_backend {
@@ -49,8 +66,9 @@ typedef enum vp_run_precision {
  *   KIND    INT (int64_t), FLOAT (double), BOOL (bool), STRING (char[VP_CONFIG_STR_MAX]),
  *           ENUM (int: the index of the value in `values`)
  *   default a number for INT / FLOAT, true / false for BOOL, a string for STRING / ENUM
- *   lo, hi  the allowed range of INT / FLOAT (INFINITY for none); `bounds` says whether
- *           each end is included: "[]", "[)", "(]" or "()"
+ *   lo, hi  the allowed range of INT / FLOAT (INFINITY for none; an INT key's open upper
+ *           end stops at VP_CONFIG_INT_MAX); `bounds` says whether each end is included:
+ *           "[]", "[)", "(]" or "()"
  *   values  ENUM: the allowed values, "a|b|c"; NULL otherwise
  *   doc     one line */
 #define VP_CFG_INF INFINITY
@@ -298,8 +316,9 @@ vp_status vp_config_check(const vp_config* cfg);
 
 /* ---- YAML -------------------------------------------------------------------------------------- */
 
-/* Applies the YAML file at `path` on top of `cfg` (unset keys keep their value). Errors
- * (VP_ERR_IO, VP_ERR_PARSE, VP_ERR_INVALID_ARG) name the file, the line and the key. */
+/* Applies the YAML file at `path` on top of `cfg` (unset keys keep their value); on an
+ * error `cfg` is unchanged. Errors (VP_ERR_IO, VP_ERR_PARSE, VP_ERR_INVALID_ARG) name the
+ * file, the line (and the column for anchors, aliases, nesting and bad bytes) and the key. */
 vp_status vp_config_load_file(vp_config* cfg, const char* path);
 
 /* Same as vp_config_load_file for YAML text `yaml` (`name` stands for the file in

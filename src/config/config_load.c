@@ -1,5 +1,13 @@
-/* Loading a configuration from YAML (libyaml's document loader): nested section
- * mappings or dotted keys, every error naming the file, the line and the key. */
+/* Loading a configuration from YAML with libyaml's event parser: nested section mappings
+ * or dotted keys, every error naming the file, the line and the key.
+ *
+ * A text is read twice. The first pass takes only the events' shape: it refuses a text
+ * over VP_CONFIG_MAX_BYTES, malformed YAML, anchors and aliases, a second document and
+ * nesting deeper than the table needs, and stops at the first of them (a 100,000-deep
+ * mapping is refused after a handful of levels). The second pass walks the same events
+ * into the keys; its recursion is bounded by the first. Bytes that are not UTF-8 are
+ * replaced for the two passes by '_' (so the parser can say where they are) and always
+ * fail the load, naming the key whose value or name holds the first of them. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -9,34 +17,194 @@
 
 #include "config/config_impl.h"
 
-/* State of one load. */
+/* One load's text, and where its first byte that is not UTF-8 lies. */
+typedef struct text_in {
+    const char* name;           /* file name in messages */
+    const unsigned char* text;  /* [n] what the parser reads (the given text, or the cleaned copy) */
+    size_t n;                   /* bytes */
+    size_t bad;                 /* byte offset of the first byte that is not UTF-8; n when none */
+    unsigned bad_byte;          /* its value */
+    size_t bad_index;           /* its character index (libyaml's yaml_mark_t.index) */
+    int bad_line, bad_col;      /* its 1-based line and column */
+    int bad_named;              /* the walk failed on it, naming the key */
+} text_in;
+
+/* State of the walk over one document. */
 typedef struct load_ctx {
-    const char* name;      /* file name in messages */
-    yaml_document_t* doc;  /* the parsed document */
-    vp_config* cfg;        /* values being filled (a copy; committed on success) */
-    int* set_line;         /* [n_keys] 1-based line where each key was set, 0 if not yet */
+    text_in* t;
+    yaml_parser_t parser;
+    vp_config* cfg;  /* values being filled (a copy; committed on success) */
+    int* set_line;   /* [n_keys] 1-based line where each key was set, 0 if not yet */
+    int max_depth;   /* mappings and lists nested at most this deep */
 } load_ctx;
 
-/* A node's kind as a noun for messages. */
-static const char* node_noun(const yaml_node_t* n) {
-    return n->type == YAML_MAPPING_NODE ? "a mapping" : n->type == YAML_SEQUENCE_NODE ? "a list" : "a value";
+/* The core-schema tags, as libyaml spells them after resolving "!!". */
+#define TAG_PREFIX "tag:yaml.org,2002:"
+
+/* ---- positions and messages -------------------------------------------------------------- */
+
+/* The 1-based line and column and the character index (a BOM not counted, as libyaml
+ * counts) of byte `off` of s[n]. */
+static void position(const unsigned char* s, size_t n, size_t off, int* line, int* col, size_t* index) {
+    size_t i = n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf ? 3 : 0;
+    int l = 1, c = 1;
+    size_t idx = 0;
+    for (; i < off && i < n; ++i) {
+        if ((s[i] & 0xc0) == 0x80) continue;  // a continuation byte: same character
+        ++idx;
+        if (s[i] == '\n' || (s[i] == '\r' && (i + 1 >= n || s[i + 1] != '\n'))) l++, c = 1;
+        else if (s[i] != '\r') c++;
+    }
+    *line = l, *col = c, *index = idx;
 }
 
-/* Fails with "FILE:LINE: unknown key 'K' (did you mean 'N'?)". */
+/* A node's kind (from the event that starts it) as a noun for messages. */
+static const char* event_noun(const yaml_event_t* e) {
+    return e->type == YAML_MAPPING_START_EVENT ? "a mapping" : e->type == YAML_SEQUENCE_START_EVENT ? "a list" : "a value";
+}
+
+/* A tag as written: "!!str" for the core schema's, else as is. */
+static const char* tag_text(const char* tag, char* buf, size_t n) {
+    size_t p = strlen(TAG_PREFIX);
+    if (strncmp(tag, TAG_PREFIX, p) == 0) snprintf(buf, n, "!!%.100s", tag + p);
+    else snprintf(buf, n, "%.100s", tag);
+    return buf;
+}
+
+/* Fails with the parser's problem: "FILE:LINE[:COL]: malformed YAML: PROBLEM[ CONTEXT]". */
+static vp_status parse_error(const text_in* t, const yaml_parser_t* p) {
+    const char* problem = p->problem ? p->problem : "parse error";
+    // a reader error (a control character) has a byte offset, the others a mark
+    if (p->error == YAML_READER_ERROR) {
+        int line, col;
+        size_t idx;
+        position(t->text, t->n, p->problem_offset, &line, &col, &idx);
+        VP_FAIL(VP_ERR_PARSE, "%s:%d:%d: malformed YAML: %s (U+%04X)", t->name, line, col, problem,
+                (unsigned)p->problem_value);
+    }
+    char ctx[160] = "";
+    if (p->context)
+        snprintf(ctx, sizeof ctx, " %s started at line %d", p->context, (int)p->context_mark.line + 1);
+    VP_FAIL(VP_ERR_PARSE, "%s:%d: malformed YAML: %s%s", t->name, (int)p->problem_mark.line + 1, problem, ctx);
+}
+
+/* Fails with "FILE:LINE:COL: not valid UTF-8 (byte 0xNN)" at the text's first bad byte. */
+static vp_status utf8_error(const text_in* t) {
+    VP_FAIL(VP_ERR_PARSE, "%s:%d:%d: not valid UTF-8 (byte 0x%02x); a config file is UTF-8 text", t->name,
+            t->bad_line, t->bad_col, t->bad_byte);
+}
+
+/* Whether scalar event `e` spans the text's first bad byte. */
+static int holds_bad(const text_in* t, const yaml_event_t* e) {
+    return t->bad < t->n && e->start_mark.index <= t->bad_index && t->bad_index < e->end_mark.index;
+}
+
+/* Fails with "FILE:LINE:COL: unknown key 'K' (did you mean 'N'?)". */
 static vp_status unknown_key(const load_ctx* c, const char* full, int line) {
-    VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: unknown key '%.200s' (did you mean '%s'?)", c->name, line, full,
+    VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: unknown key '%.200s' (did you mean '%s'?)", c->t->name, line, full,
             vp_config_nearest_key(full)->name);
 }
 
-/* Sets one leaf key `full` from value node `v` (defined at 1-based `line`). */
-static vp_status set_leaf(load_ctx* c, const char* full, const yaml_node_t* v, int line) {
+/* ---- the first pass: shape and limits ------------------------------------------------------ */
+
+/* Fails when event `e` carries an anchor or is an alias. */
+static vp_status check_anchor(const text_in* t, const yaml_event_t* e) {
+    const yaml_char_t* anchor = e->type == YAML_ALIAS_EVENT          ? e->data.alias.anchor
+                                : e->type == YAML_SCALAR_EVENT         ? e->data.scalar.anchor
+                                : e->type == YAML_MAPPING_START_EVENT  ? e->data.mapping_start.anchor
+                                : e->type == YAML_SEQUENCE_START_EVENT ? e->data.sequence_start.anchor
+                                                                       : NULL;
+    if (!anchor && e->type != YAML_ALIAS_EVENT) return VP_OK;
+    VP_FAIL(VP_ERR_PARSE, "%s:%d:%d: YAML anchors and aliases are not supported (%s '%c%.100s'); write each value out",
+            t->name, (int)e->start_mark.line + 1, (int)e->start_mark.column + 1,
+            e->type == YAML_ALIAS_EVENT ? "alias" : "anchor", e->type == YAML_ALIAS_EVENT ? '*' : '&',
+            anchor ? (const char*)anchor : "");
+}
+
+/* Reads every event of the text once: syntax, anchors and aliases, one document, depth. */
+static vp_status check_shape(const text_in* t, int max_depth) {
+    yaml_parser_t p;
+    VP_REQUIRE(yaml_parser_initialize(&p), VP_ERR_OOM, "%s: cannot create the YAML parser", t->name);
+    yaml_parser_set_input_string(&p, t->text, t->n);
+    vp_status s = VP_OK;
+    int depth = 0, docs = 0;
+    for (int done = 0; !done && s == VP_OK;) {
+        yaml_event_t e;
+        if (!yaml_parser_parse(&p, &e)) {
+            s = parse_error(t, &p);
+            break;
+        }
+        s = check_anchor(t, &e);
+        int line = (int)e.start_mark.line + 1, col = (int)e.start_mark.column + 1;
+        switch (e.type) {
+        case YAML_STREAM_END_EVENT: done = 1; break;
+        case YAML_DOCUMENT_START_EVENT:
+            if (s == VP_OK && ++docs > 1)
+                s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s:%d: a second YAML document; a config file holds one mapping",
+                                 t->name, line);
+            break;
+        case YAML_MAPPING_START_EVENT:
+        case YAML_SEQUENCE_START_EVENT:
+            if (s == VP_OK && ++depth > max_depth)
+                s = vp_set_error(VP_ERR_PARSE, VP_WHERE,
+                                 "%s:%d:%d: mappings and lists nested deeper than %d levels (the deepest key, "
+                                 "section.key, is %d deep)", t->name, line, col, max_depth, vp_cfg_max_parts());
+            break;
+        case YAML_MAPPING_END_EVENT:
+        case YAML_SEQUENCE_END_EVENT: --depth; break;
+        default: break;
+        }
+        yaml_event_delete(&e);
+    }
+    yaml_parser_delete(&p);
+    return s;
+}
+
+/* ---- the second pass: keys ------------------------------------------------------------------ */
+
+/* The next event of the walk into *e. */
+static vp_status next_event(load_ctx* c, yaml_event_t* e) {
+    if (!yaml_parser_parse(&c->parser, e)) return parse_error(c->t, &c->parser);
+    return VP_OK;
+}
+
+/* How scalar `v` was written, or a failure naming key `full` for a tag no key takes. */
+static vp_status scalar_form(const load_ctx* c, const char* full, const yaml_event_t* v, int line, vp_cfg_form* form) {
+    static const char* const tags[] = {"str", "int", "float", "bool", "null"};
+    static const vp_cfg_form forms[] = {VP_CFG_TAG_STR, VP_CFG_TAG_INT, VP_CFG_TAG_FLOAT, VP_CFG_TAG_BOOL,
+                                        VP_CFG_TAG_NULL};
+    const char* tag = (const char*)v->data.scalar.tag;
+    *form = v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? VP_CFG_PLAIN : VP_CFG_QUOTED;
+    if (!tag) return VP_OK;
+    if (strcmp(tag, "!") == 0) return *form = VP_CFG_QUOTED, VP_OK;
+    for (int i = 0; i < 5; ++i) {
+        char want[64];
+        snprintf(want, sizeof want, TAG_PREFIX "%s", tags[i]);
+        if (strcmp(tag, want) == 0) return *form = forms[i], VP_OK;
+    }
+    char shown[128];
+    VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: %s: tag '%s' is not supported (a value takes no tag, or its type's: !!str, "
+            "!!int, !!float or !!bool)", c->t->name, line, full, tag_text(tag, shown, sizeof shown));
+}
+
+/* Fails unless mapping-start `m` (the value of `full`) is untagged or tagged !!map. */
+static vp_status check_mapping_tag(const load_ctx* c, const char* full, const yaml_event_t* m, int line) {
+    const char* tag = (const char*)m->data.mapping_start.tag;
+    if (!tag || strcmp(tag, TAG_PREFIX "map") == 0) return VP_OK;
+    char shown[128];
+    VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: %s: tag '%s' is not supported (a section is a plain mapping)", c->t->name, line,
+            full, tag_text(tag, shown, sizeof shown));
+}
+
+/* Sets one leaf key `full` from value event `v` (defined at 1-based `line`). */
+static vp_status set_leaf(load_ctx* c, const char* full, const yaml_event_t* v, int line) {
     const vp_config_key* k = vp_config_find_key(full);
     char where[512];
-    snprintf(where, sizeof where, "%s:%d", c->name, line);
+    snprintf(where, sizeof where, "%s:%d", c->t->name, line);
     // a section given a scalar, an unknown key
     if (!k && vp_cfg_is_section(full))
         VP_FAIL(VP_ERR_INVALID_ARG, "%s: '%s' is a section: expected a mapping of its keys (e.g. '%s'), got %s",
-                where, full, vp_config_nearest_key(full)->name, node_noun(v));
+                where, full, vp_config_nearest_key(full)->name, event_noun(v));
     if (!k) return unknown_key(c, full, line);
     // the same key set twice (nested and dotted forms count as the same key)
     int idx = vp_cfg_key_index(k);
@@ -44,116 +212,212 @@ static vp_status set_leaf(load_ctx* c, const char* full, const yaml_node_t* v, i
         VP_FAIL(VP_ERR_INVALID_ARG, "%s: duplicate key '%s' (first set at line %d)", where, full, c->set_line[idx]);
     c->set_line[idx] = line;
     // a mapping or a list where a value belongs
-    if (v->type != YAML_SCALAR_NODE) {
+    if (v->type != YAML_SCALAR_EVENT) {
         char what[160];
         VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected %s, got %s", where, full, vp_cfg_describe(k, what, sizeof what),
-                node_noun(v));
+                event_noun(v));
     }
-    int quoted = v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
-    return vp_cfg_parse_into(c->cfg, k, (const char*)v->data.scalar.value, quoted, where);
+    // bytes that are not UTF-8, a NUL, a tag of another type, then the value itself
+    if (holds_bad(c->t, v)) {
+        c->t->bad_named = 1;
+        VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d:%d: %s: not valid UTF-8 (byte 0x%02x); a config value must be UTF-8 text",
+                c->t->name, c->t->bad_line, c->t->bad_col, full, c->t->bad_byte);
+    }
+    VP_TRY(vp_cfg_check_text(k, (const char*)v->data.scalar.value, v->data.scalar.length, where));
+    vp_cfg_form form;
+    VP_TRY(scalar_form(c, full, v, line, &form));
+    return vp_cfg_parse_into(c->cfg, k, (const char*)v->data.scalar.value, form, where);
 }
 
-/* Walks mapping `map` whose keys live under `prefix` ("" at the top). */
-static vp_status walk_mapping(load_ctx* c, const yaml_node_t* map, const char* prefix) {
-    const yaml_node_pair_t* first = map->data.mapping.pairs.start;
-    for (const yaml_node_pair_t* p = first; p < map->data.mapping.pairs.top; ++p) {
-        const yaml_node_t* kn = yaml_document_get_node(c->doc, p->key);
-        const yaml_node_t* vn = yaml_document_get_node(c->doc, p->value);
-        int line = (int)kn->start_mark.line + 1;
-        VP_REQUIRE(kn->type == YAML_SCALAR_NODE, VP_ERR_PARSE, "%s:%d: a key must be a plain name, got %s", c->name,
-                   line, node_noun(kn));
-        const char* key = (const char*)kn->data.scalar.value;
-        // the same name twice in one mapping
-        for (const yaml_node_pair_t* q = first; q < p; ++q) {
-            const yaml_node_t* prev = yaml_document_get_node(c->doc, q->key);
-            if (prev->type == YAML_SCALAR_NODE && strcmp((const char*)prev->data.scalar.value, key) == 0)
-                VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: duplicate key '%s%s%.200s' (first at line %d)", c->name, line,
-                        prefix, prefix[0] ? "." : "", key, (int)prev->start_mark.line + 1);
-        }
-        char full[512];
-        snprintf(full, sizeof full, "%s%s%s", prefix, prefix[0] ? "." : "", key);
-        // a nested mapping is a section; under an unknown one the first leaf is reported,
-        // so the suggestion can fix the section name ("lern.lr" -> "learn.lr")
-        if (vn->type == YAML_MAPPING_NODE && !vp_config_find_key(full)) {
-            int empty = vn->data.mapping.pairs.top == vn->data.mapping.pairs.start;
-            if (empty && !vp_cfg_is_section(full)) return unknown_key(c, full, line);
-            VP_TRY(walk_mapping(c, vn, full));
-            continue;
-        }
-        VP_TRY(set_leaf(c, full, vn, line));
+/* One key seen in a mapping: its name and 1-based line. */
+typedef struct seen_key {
+    char* name;
+    int line;
+} seen_key;
+
+/* The keys of one mapping, for the duplicate check. */
+typedef struct seen_list {
+    seen_key* at;
+    int n, cap;
+} seen_list;
+
+static void seen_free(seen_list* l) {
+    for (int i = 0; i < l->n; ++i) free(l->at[i].name);
+    free(l->at);
+}
+
+/* Records key `name` at `line`, failing when the mapping already has it. */
+static vp_status seen_add(const load_ctx* c, seen_list* l, const char* prefix, const char* name, int line) {
+    for (int i = 0; i < l->n; ++i)
+        if (strcmp(l->at[i].name, name) == 0)
+            VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: duplicate key '%s%s%.200s' (first at line %d)", c->t->name, line,
+                    prefix, prefix[0] ? "." : "", name, l->at[i].line);
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        seen_key* at = (seen_key*)realloc(l->at, sizeof *at * (size_t)cap);
+        VP_REQUIRE(at != NULL, VP_ERR_OOM, "%s: out of memory", c->t->name);
+        l->at = at, l->cap = cap;
     }
+    char* copy = strdup(name);
+    VP_REQUIRE(copy != NULL, VP_ERR_OOM, "%s: out of memory", c->t->name);
+    l->at[l->n++] = (seen_key){copy, line};
     return VP_OK;
 }
 
-/* Loads the document from an initialised parser on top of `cfg`. */
-static vp_status load_parser(vp_config* cfg, yaml_parser_t* parser, const char* name) {
-    yaml_document_t doc;
-    // parse the first document; a problem inside a construct also names where it started
-    if (!yaml_parser_load(parser, &doc)) {
-        char ctx[160] = "";
-        if (parser->context)
-            snprintf(ctx, sizeof ctx, " %s started at line %d", parser->context, (int)parser->context_mark.line + 1);
-        VP_FAIL(VP_ERR_PARSE, "%s:%d: malformed YAML: %s%s", name, (int)parser->problem_mark.line + 1,
-                parser->problem ? parser->problem : "parse error", ctx);
+static vp_status walk_mapping(load_ctx* c, const char* prefix, int depth, int* n_pairs);
+
+/* Handles one key event `ke` of the mapping under `prefix` and its value (read here). */
+static vp_status walk_pair(load_ctx* c, const char* prefix, int depth, seen_list* seen, const yaml_event_t* ke) {
+    int line = (int)ke->start_mark.line + 1;
+    VP_REQUIRE(ke->type == YAML_SCALAR_EVENT, VP_ERR_PARSE, "%s:%d: a key must be a plain name, got %s", c->t->name,
+               line, event_noun(ke));
+    if (holds_bad(c->t, ke)) return c->t->bad_named = 1, utf8_error(c->t);
+    const char* key = (const char*)ke->data.scalar.value;
+    VP_TRY(seen_add(c, seen, prefix, key, line));
+    char full[512];
+    snprintf(full, sizeof full, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+    yaml_event_t ve;
+    VP_TRY(next_event(c, &ve));
+    vp_status s;
+    // a nested mapping is a section; under an unknown one the first leaf is reported,
+    // so the suggestion can fix the section name ("lern.lr" -> "learn.lr")
+    if (ve.type == YAML_MAPPING_START_EVENT && !vp_config_find_key(full)) {
+        int n = 0;
+        s = check_mapping_tag(c, full, &ve, line);
+        if (s == VP_OK) s = walk_mapping(c, full, depth + 1, &n);
+        if (s == VP_OK && n == 0 && !vp_cfg_is_section(full)) s = unknown_key(c, full, line);
+    } else {
+        s = set_leaf(c, full, &ve, line);
     }
-    yaml_node_t* root = yaml_document_get_root_node(&doc);
-    if (!root) {
-        yaml_document_delete(&doc);
-        return VP_OK;  // an empty file: nothing to change
-    }
-    // a second document is refused
-    yaml_document_t more;
-    if (!yaml_parser_load(parser, &more)) {
-        yaml_document_delete(&doc);
-        VP_FAIL(VP_ERR_PARSE, "%s:%d: malformed YAML: %s", name, (int)parser->problem_mark.line + 1,
-                parser->problem ? parser->problem : "parse error");
-    }
-    int extra = yaml_document_get_root_node(&more) != NULL;
-    int extra_line = extra ? (int)more.start_mark.line + 1 : 0;
-    yaml_document_delete(&more);
-    if (extra) {
-        yaml_document_delete(&doc);
-        VP_FAIL(VP_ERR_PARSE, "%s:%d: a second YAML document; a config file holds one mapping", name, extra_line);
-    }
-    // walk the root mapping into a copy, committed only when every key is good
+    yaml_event_delete(&ve);
+    return s;
+}
+
+/* Walks the mapping under `prefix` ("" at the top) whose start event was just read, up to
+ * and including its end; *n_pairs receives its number of keys. */
+static vp_status walk_mapping(load_ctx* c, const char* prefix, int depth, int* n_pairs) {
+    VP_REQUIRE(depth <= c->max_depth, VP_ERR_PARSE, "%s: nested deeper than %d levels", c->t->name, c->max_depth);
+    seen_list seen = {NULL, 0, 0};
     vp_status s = VP_OK;
-    vp_config work = *cfg;
-    load_ctx c = {name, &doc, &work, calloc((size_t)vp_config_key_count(), sizeof(int))};
-    if (!c.set_line) s = vp_set_error(VP_ERR_OOM, VP_WHERE, "%s: out of memory", name);
-    else if (root->type != YAML_MAPPING_NODE)
+    for (;;) {
+        yaml_event_t ke;
+        s = next_event(c, &ke);
+        if (s != VP_OK) break;
+        if (ke.type == YAML_MAPPING_END_EVENT) {
+            yaml_event_delete(&ke);
+            break;
+        }
+        s = walk_pair(c, prefix, depth, &seen, &ke);
+        yaml_event_delete(&ke);
+        if (s != VP_OK) break;
+    }
+    *n_pairs = seen.n;
+    seen_free(&seen);
+    return s;
+}
+
+/* Walks the document (the first pass found at most one) into c->cfg. */
+static vp_status walk_document(load_ctx* c) {
+    // the stream start, then the document start or the end of an empty stream
+    yaml_event_t e;
+    VP_TRY(next_event(c, &e));
+    yaml_event_delete(&e);
+    VP_TRY(next_event(c, &e));
+    int empty = e.type == YAML_STREAM_END_EVENT;
+    yaml_event_delete(&e);
+    if (empty) return VP_OK;  // an empty file: nothing to change
+    // the root: a mapping of keys
+    VP_TRY(next_event(c, &e));
+    vp_status s = VP_OK;
+    if (e.type != YAML_MAPPING_START_EVENT)
         s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s:%d: expected a mapping of keys (section: {key: value}), got %s",
-                         name, (int)root->start_mark.line + 1, node_noun(root));
-    else s = walk_mapping(&c, root, "");
+                         c->t->name, (int)e.start_mark.line + 1, event_noun(&e));
+    else s = check_mapping_tag(c, "the document", &e, (int)e.start_mark.line + 1);
+    int n = 0;
+    if (s == VP_OK) s = walk_mapping(c, "", 1, &n);
+    yaml_event_delete(&e);
+    return s;
+}
+
+/* ---- loading -------------------------------------------------------------------------------- */
+
+/* Loads text[n] (at most VP_CONFIG_MAX_BYTES, checked by the caller) on top of `cfg`. */
+static vp_status load_text(vp_config* cfg, const char* name, const char* text, size_t n) {
+    text_in t = {name, (const unsigned char*)text, n, n, 0, 0, 0, 0, 0};
+    // find the first byte that is not UTF-8; the passes read a copy with such bytes as '_'
+    unsigned char* clean = NULL;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int len = vp_cfg_utf8_next(t.text + i, n - i, &cp);
+        if (len > 0) {
+            i += (size_t)len;
+            continue;
+        }
+        if (!clean) {
+            clean = (unsigned char*)malloc(n);
+            VP_REQUIRE(clean != NULL, VP_ERR_OOM, "%s: out of memory", name);
+            memcpy(clean, text, n);
+            t.bad = i, t.bad_byte = t.text[i];
+        }
+        clean[i++] = '_';
+    }
+    if (clean) {
+        t.text = clean;
+        position(clean, n, t.bad, &t.bad_line, &t.bad_col, &t.bad_index);
+    }
+    // the shape, then the keys into a copy, committed only when every key is good
+    load_ctx c = {&t, {0}, NULL, NULL, vp_cfg_max_parts() + VP_CONFIG_DEPTH_MARGIN};
+    vp_status s = check_shape(&t, c.max_depth);
+    vp_config work = *cfg;
+    if (s == VP_OK) {
+        c.cfg = &work;
+        c.set_line = (int*)calloc((size_t)vp_config_key_count(), sizeof(int));
+        if (!c.set_line) s = vp_set_error(VP_ERR_OOM, VP_WHERE, "%s: out of memory", name);
+        else if (!yaml_parser_initialize(&c.parser)) s = vp_set_error(VP_ERR_OOM, VP_WHERE, "%s: cannot create the YAML parser", name);
+        else {
+            yaml_parser_set_input_string(&c.parser, t.text, n);
+            s = walk_document(&c);
+            yaml_parser_delete(&c.parser);
+        }
+        free(c.set_line);
+    }
+    // a bad byte fails the load, by its key when the walk reached it
+    if (t.bad < n && !(s != VP_OK && t.bad_named)) s = utf8_error(&t);
     if (s == VP_OK) *cfg = work;
-    free(c.set_line);
-    yaml_document_delete(&doc);
+    free(clean);
     return s;
 }
 
 vp_status vp_config_load_string(vp_config* cfg, const char* yaml, const char* name) {
     VP_REQUIRE(cfg && yaml, VP_ERR_INVALID_ARG, "vp_config_load_string: cfg and yaml must not be NULL");
     if (!name) name = "<string>";
-    yaml_parser_t parser;
-    VP_REQUIRE(yaml_parser_initialize(&parser), VP_ERR_OOM, "%s: cannot create the YAML parser", name);
-    yaml_parser_set_input_string(&parser, (const unsigned char*)yaml, strlen(yaml));
-    vp_status s = load_parser(cfg, &parser, name);
-    yaml_parser_delete(&parser);
-    return s;
+    size_t n = strnlen(yaml, (size_t)VP_CONFIG_MAX_BYTES + 1);
+    VP_REQUIRE(n <= (size_t)VP_CONFIG_MAX_BYTES, VP_ERR_INVALID_ARG,
+               "%s: larger than %d bytes; a config is at most 1 MiB", name, VP_CONFIG_MAX_BYTES);
+    return load_text(cfg, name, yaml, n);
 }
 
 vp_status vp_config_load_file(vp_config* cfg, const char* path) {
     VP_REQUIRE(cfg && path, VP_ERR_INVALID_ARG, "vp_config_load_file: cfg and path must not be NULL");
     FILE* f = fopen(path, "rb");
     VP_REQUIRE(f != NULL, VP_ERR_IO, "cannot open config file '%s': %s", path, strerror(errno));
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
+    // the whole file, one byte past the limit at most
+    size_t cap = (size_t)VP_CONFIG_MAX_BYTES + 1;
+    char* buf = (char*)malloc(cap);
+    if (!buf) {
         fclose(f);
-        VP_FAIL(VP_ERR_OOM, "%s: cannot create the YAML parser", path);
+        VP_FAIL(VP_ERR_OOM, "%s: out of memory", path);
     }
-    yaml_parser_set_input_file(&parser, f);
-    vp_status s = load_parser(cfg, &parser, path);
-    yaml_parser_delete(&parser);
+    size_t n = fread(buf, 1, cap, f);
+    int err = ferror(f) ? errno : 0;
     fclose(f);
+    vp_status s = VP_OK;
+    if (err) s = vp_set_error(VP_ERR_IO, VP_WHERE, "cannot read config file '%s': %s", path, strerror(err));
+    else if (n > (size_t)VP_CONFIG_MAX_BYTES)
+        s = vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE, "%s: larger than %d bytes; a config file is at most 1 MiB", path,
+                         VP_CONFIG_MAX_BYTES);
+    else s = load_text(cfg, path, buf, n);
+    free(buf);
     return s;
 }
 

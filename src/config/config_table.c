@@ -55,6 +55,16 @@ int vp_cfg_is_section(const char* prefix) {
     return 0;
 }
 
+int vp_cfg_max_parts(void) {
+    int most = 0;
+    for (int i = 0; i < N_KEYS; ++i) {
+        int parts = 1;
+        for (const char* p = KEYS[i].name; *p; ++p) parts += *p == '.';
+        if (parts > most) most = parts;
+    }
+    return most;
+}
+
 /* ---- nearest key ---------------------------------------------------------------------------- */
 
 /* Levenshtein distance between a and b (each read up to 127 characters). */

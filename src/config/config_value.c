@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,49 +64,131 @@ static int in_range(const vp_config_key* k, double v) {
     return lo_ok && hi_ok;
 }
 
-/* ---- parsing scalars ------------------------------------------------------------------------ */
+/* ---- integer bounds -------------------------------------------------------------------------- */
 
-/* Parses a YAML integer ("42", "-3", "1_000_000", or an integral float such as "1e6"). */
-static int parse_int(const char* s, int64_t* out) {
-    char digits[64];
-    size_t n = 0;
-    // drop YAML 1.1 digit separators
-    for (const char* p = s; *p; ++p) {
-        if (*p == '_' && p != s && isdigit((unsigned char)p[-1]) && isdigit((unsigned char)p[1])) continue;
-        if (n + 1 >= sizeof digits) return 0;
-        digits[n++] = *p;
-    }
-    digits[n] = '\0';
-    if (n == 0 || isspace((unsigned char)digits[0])) return 0;
-    char* end = NULL;
-    errno = 0;
-    long long v = strtoll(digits, &end, 10);
-    if (*end == '\0' && errno == 0) {
-        *out = (int64_t)v;
-        return 1;
-    }
-    if (*end == '\0') return 0;  // out of int64 range
-    // an integral float
-    double d = strtod(digits, &end);
-    if (*end != '\0' || !isfinite(d) || d != floor(d) || fabs(d) >= 9.2e18) return 0;
-    *out = (int64_t)d;
-    return 1;
+/* Keys that hold a 64-bit quantity rather than a count: they take any int64 in their range. */
+static const char* const WIDE_KEYS[] = {"run.seed"};
+
+/* The int64 values INT key `k` takes: its table range, with an open upper end meaning
+ * VP_CONFIG_INT_MAX (INT64_MAX for the wide keys). */
+static void int_bounds(const vp_config_key* k, int64_t* lo, int64_t* hi) {
+    int wide = 0;
+    for (size_t i = 0; i < sizeof WIDE_KEYS / sizeof WIDE_KEYS[0]; ++i) wide |= strcmp(k->name, WIDE_KEYS[i]) == 0;
+    const int64_t top = wide ? INT64_MAX : VP_CONFIG_INT_MAX;
+    *lo = isinf(k->lo) ? -top : (int64_t)k->lo + (k->bounds[0] == '(');
+    *hi = isinf(k->hi) || k->hi >= (double)top ? top : (int64_t)k->hi - (k->bounds[1] == ')');
 }
 
-/* Parses a YAML float ("1e-4", "-2", ".inf"); NaN is refused. */
+/* ---- parsing scalars ------------------------------------------------------------------------ */
+
+/* What parse_int made of a text. */
+typedef enum int_parse {
+    INT_BAD = 0, /* not an integer */
+    INT_OK,      /* an integer, in *out */
+    INT_HUGE     /* an integer beyond int64 */
+} int_parse;
+
+/* Reads the digits at *p into dig (digits only, '_' allowed between two digits when `seps`)
+ * and advances *p; returns how many digits it read. */
+static size_t read_digits(const char** p, char* dig, size_t* n, int seps) {
+    size_t got = 0;
+    const char* q = *p;
+    for (;; ++q) {
+        if (isdigit((unsigned char)*q)) dig[(*n)++] = *q, ++got;
+        else if (seps && *q == '_' && got && isdigit((unsigned char)q[1])) continue;
+        else break;
+    }
+    *p = q;
+    return got;
+}
+
+/* Parses a decimal YAML integer exactly: "42", "-3", "1_000_000", or an integral number
+ * in decimal notation such as "1e6" or "2.50e1". Hex, octal and binary forms, leading
+ * zeros ("010", an octal 8 to YAML 1.1), and fractions are not integers. */
+static int_parse parse_int(const char* s, int64_t* out) {
+    const char* p = s;
+    int neg = 0;
+    if (*p == '+' || *p == '-') neg = *p++ == '-';
+    if (p[0] == '0' && (isdigit((unsigned char)p[1]) || p[1] == '_')) return INT_BAD;
+    // the digits of the integer part and of the fraction, then the exponent
+    size_t cap = strlen(p) + 1, n = 0;
+    char* dig = (char*)malloc(cap);
+    if (!dig) return INT_BAD;
+    int_parse r = INT_BAD;
+    long long nfrac = 0, exp10 = 0;
+    if (read_digits(&p, dig, &n, 1) == 0) goto done;
+    if (*p == '.') {
+        ++p;
+        nfrac = (long long)read_digits(&p, dig, &n, 1);
+    }
+    if (*p == 'e' || *p == 'E') {
+        ++p;
+        int eneg = 0;
+        if (*p == '+' || *p == '-') eneg = *p++ == '-';
+        if (!isdigit((unsigned char)*p)) goto done;
+        for (; isdigit((unsigned char)*p); ++p)
+            if (exp10 < 1000000) exp10 = exp10 * 10 + (*p - '0');
+        if (eneg) exp10 = -exp10;
+    }
+    if (*p != '\0') goto done;
+    // value = digits x 10^(exp10 - nfrac): drop leading zeros, then the zeros a negative shift removes
+    size_t lead = 0;
+    while (lead < n && dig[lead] == '0') ++lead;
+    long long len = (long long)(n - lead), shift = exp10 - nfrac;
+    if (len == 0) {
+        *out = 0;
+        r = INT_OK;
+        goto done;
+    }
+    for (; shift < 0 && len > 0 && dig[lead + (size_t)len - 1] == '0'; ++shift) --len;
+    if (shift < 0) goto done;  // a fraction remains
+    if (len + shift > 19) {
+        r = INT_HUGE;
+        goto done;
+    }
+    // at most 19 digits: exact in uint64
+    uint64_t v = 0;
+    for (long long i = 0; i < len; ++i) v = v * 10 + (uint64_t)(dig[lead + (size_t)i] - '0');
+    for (long long i = 0; i < shift; ++i) v *= 10;
+    if (v > (uint64_t)INT64_MAX + (uint64_t)neg) {
+        r = INT_HUGE;
+        goto done;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    r = INT_OK;
+done:
+    free(dig);
+    return r;
+}
+
+/* Parses a decimal YAML float ("1e-4", "-2", "0.5", ".inf"); NaN, hex floats and other
+ * strtod spellings ("inf", "0x1p3") are refused. */
 static int parse_float(const char* s, double* out) {
     const char* p = s;
     int neg = 0;
     if (*p == '+' || *p == '-') neg = *p++ == '-';
-    if (strcasecmp(p, ".inf") == 0) {
+    if (strcmp(p, ".inf") == 0 || strcmp(p, ".Inf") == 0 || strcmp(p, ".INF") == 0) {
         *out = neg ? -INFINITY : INFINITY;
         return 1;
     }
-    if (!*s || isspace((unsigned char)*s)) return 0;
-    char* end = NULL;
-    double d = strtod(s, &end);
-    if (*end != '\0' || isnan(d)) return 0;
-    *out = d;
+    // digits [. digits] or . digits, then an optional exponent
+    size_t before = strspn(p, "0123456789");
+    p += before;
+    size_t after = 0;
+    if (*p == '.') {
+        after = strspn(p + 1, "0123456789");
+        p += 1 + after;
+    }
+    if (before + after == 0) return 0;
+    if (*p == 'e' || *p == 'E') {
+        ++p;
+        if (*p == '+' || *p == '-') ++p;
+        size_t e = strspn(p, "0123456789");
+        if (e == 0) return 0;
+        p += e;
+    }
+    if (*p != '\0') return 0;
+    *out = strtod(s, NULL);
     return 1;
 }
 
@@ -120,53 +203,121 @@ static int parse_bool(const char* s, bool* out) {
     return 0;
 }
 
-/* Fails with "SOURCE: KEY: expected WHAT, got 'TEXT'". */
-static vp_status type_error(const vp_config_key* k, const char* text, int quoted, const char* source) {
-    char what[160];
-    vp_cfg_describe(k, what, sizeof what);
-    if (!quoted && !text[0]) VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected %s, got nothing", source, k->name, what);
-    VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected %s, got %s'%.200s'", source, k->name, what,
-            quoted ? "the quoted string " : "", text);
+/* ---- text ------------------------------------------------------------------------------------ */
+
+int vp_cfg_utf8_next(const unsigned char* s, size_t n, uint32_t* cp) {
+    if (n == 0) return 0;
+    unsigned c = s[0];
+    if (c < 0x80) return *cp = c, 1;
+    // the length from the lead byte, and the smallest code point of that length
+    int len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (len == 0 || (size_t)len > n) return 0;
+    uint32_t v = c & (0xffu >> (len + 1));
+    for (int i = 1; i < len; ++i) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        v = (v << 6) | (s[i] & 0x3fu);
+    }
+    if (v < least[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+    *cp = v;
+    return len;
 }
 
-vp_status vp_cfg_parse_into(vp_config* cfg, const vp_config_key* k, const char* text, int quoted,
+vp_status vp_cfg_check_text(const vp_config_key* k, const char* text, size_t n, const char* source) {
+    const unsigned char* s = (const unsigned char*)text;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp = 0;
+        int len = vp_cfg_utf8_next(s + i, n - i, &cp);
+        if (s[i] == 0)
+            VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: holds a NUL character (offset %zu); a value is text without NULs",
+                    source, k->name, i);
+        if (len == 0)
+            VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: not valid UTF-8 (byte 0x%02x at offset %zu); a config value must be "
+                    "UTF-8 text", source, k->name, s[i], i);
+        // code points that YAML reads as a line break or refuses, so a written config.yaml would not load
+        if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff || cp == 0xfffe || cp == 0xffff)
+            VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: holds U+%04X, a character a config file cannot hold (offset %zu)",
+                    source, k->name, (unsigned)cp, i);
+        i += (size_t)len;
+    }
+    return VP_OK;
+}
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+/* How a scalar of each form is named in "got ...'TEXT'". */
+static const char* form_noun(vp_cfg_form form) {
+    static const char* nouns[VP_CFG_FORM_COUNT] = {"", "the quoted string ", "the !!str string ", "the !!int value ",
+                                                   "the !!float value ", "the !!bool value ", "the !!null value "};
+    return (int)form >= 0 && form < VP_CFG_FORM_COUNT ? nouns[form] : "";
+}
+
+/* Fails with "SOURCE: KEY: expected WHAT, got 'TEXT'". */
+static vp_status type_error(const vp_config_key* k, const char* text, vp_cfg_form form, const char* source) {
+    char what[160];
+    vp_cfg_describe(k, what, sizeof what);
+    if (form == VP_CFG_PLAIN && !text[0]) VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected %s, got nothing", source, k->name, what);
+    VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected %s, got %s'%.200s'", source, k->name, what, form_noun(form), text);
+}
+
+/* Fails with "SOURCE: KEY: expected an integer in [LO, HI], got 'TEXT'" for an integer past
+ * what the key holds. */
+static vp_status int_range_error(const vp_config_key* k, const char* text, const char* source) {
+    int64_t lo, hi;
+    int_bounds(k, &lo, &hi);
+    VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected an integer in [%lld, %lld], got '%.200s'", source, k->name,
+            (long long)lo, (long long)hi, text);
+}
+
+vp_status vp_cfg_parse_into(vp_config* cfg, const vp_config_key* k, const char* text, vp_cfg_form form,
                             const char* source) {
+    VP_TRY(vp_cfg_check_text(k, text, strlen(text), source));
     void* f = vp_cfg_field(cfg, k);
     switch (k->kind) {
     case VP_CONFIG_INT: {
-        int64_t v = 0;
-        if (quoted || !parse_int(text, &v) || !in_range(k, (double)v)) return type_error(k, text, quoted, source);
+        // a decimal integer inside the table's range, then inside what the key holds
+        int64_t v = 0, lo, hi;
+        int_parse r = form == VP_CFG_PLAIN || form == VP_CFG_TAG_INT ? parse_int(text, &v) : INT_BAD;
+        if (r == INT_BAD || (r == INT_OK && !in_range(k, (double)v)))
+            return type_error(k, text, form, source);
+        int_bounds(k, &lo, &hi);
+        if (r == INT_HUGE || v < lo || v > hi) return int_range_error(k, text, source);
         *(int64_t*)f = v;
         return VP_OK;
     }
     case VP_CONFIG_FLOAT: {
         double v = 0;
-        if (quoted || !parse_float(text, &v) || !in_range(k, v)) return type_error(k, text, quoted, source);
+        int numeric = form == VP_CFG_PLAIN || form == VP_CFG_TAG_FLOAT || form == VP_CFG_TAG_INT;
+        if (!numeric || !parse_float(text, &v) || !in_range(k, v)) return type_error(k, text, form, source);
         *(double*)f = v;
         return VP_OK;
     }
     case VP_CONFIG_BOOL: {
         bool v = false;
-        if (quoted || !parse_bool(text, &v)) return type_error(k, text, quoted, source);
+        if ((form != VP_CFG_PLAIN && form != VP_CFG_TAG_BOOL) || !parse_bool(text, &v))
+            return type_error(k, text, form, source);
         *(bool*)f = v;
         return VP_OK;
     }
     case VP_CONFIG_STRING: {
-        // a plain null ("", "~", "null") is the empty string
-        int is_null = !quoted && (!text[0] || strcmp(text, "~") == 0 || strcasecmp(text, "null") == 0);
-        if (strlen(text) >= VP_CONFIG_STR_MAX) return type_error(k, text, quoted, source);
+        // a plain null ("", "~", "null") or a !!null one is the empty string
+        int plain = form == VP_CFG_PLAIN || form == VP_CFG_TAG_NULL;
+        int is_null = plain && (!text[0] || strcmp(text, "~") == 0 || strcasecmp(text, "null") == 0);
+        int stringy = form == VP_CFG_PLAIN || form == VP_CFG_QUOTED || form == VP_CFG_TAG_STR;
+        if ((!stringy && !is_null) || strlen(text) >= VP_CONFIG_STR_MAX) return type_error(k, text, form, source);
         snprintf((char*)f, VP_CONFIG_STR_MAX, "%s", is_null ? "" : text);
         return VP_OK;
     }
     case VP_CONFIG_ENUM: {
         char v[64];
-        for (int i = 0; vp_config_enum_name(k, i, v, sizeof v)[0]; ++i) {
+        int stringy = form == VP_CFG_PLAIN || form == VP_CFG_QUOTED || form == VP_CFG_TAG_STR;
+        for (int i = 0; stringy && vp_config_enum_name(k, i, v, sizeof v)[0]; ++i) {
             if (strcmp(v, text) == 0) {
                 *(int*)f = i;
                 return VP_OK;
             }
         }
-        return type_error(k, text, 0, source);
+        return type_error(k, text, stringy ? VP_CFG_PLAIN : form, source);
     }
     default: VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: unknown key type %d", source, k->name, (int)k->kind);
     }
@@ -186,25 +337,28 @@ vp_status vp_config_set(vp_config* cfg, const char* name, const char* value, con
         VP_FAIL(VP_ERR_INVALID_ARG, "%s: unknown key '%.200s' (did you mean '%s'?)", source, name,
                 vp_config_nearest_key(name)->name);
     }
-    return vp_cfg_parse_into(cfg, k, value, 0, source);
+    return vp_cfg_parse_into(cfg, k, value, VP_CFG_PLAIN, source);
 }
 
-/* Copies s[0..n) into buf[cap] without surrounding blanks. */
-static void trim_copy(char* buf, size_t cap, const char* s, size_t n) {
+/* Copies s[0..n) into buf[cap] without surrounding blanks; 0 when it does not fit. */
+static int trim_copy(char* buf, size_t cap, const char* s, size_t n) {
     while (n && isspace((unsigned char)*s)) ++s, --n;
     while (n && isspace((unsigned char)s[n - 1])) --n;
-    if (n >= cap) n = cap - 1;
+    if (n >= cap) return 0;
     memcpy(buf, s, n);
     buf[n] = '\0';
+    return 1;
 }
 
 vp_status vp_config_override(vp_config* cfg, const char* assignment) {
     VP_REQUIRE(cfg && assignment, VP_ERR_INVALID_ARG, "vp_config_override: cfg and assignment must not be NULL");
     const char* eq = strchr(assignment, '=');
     VP_REQUIRE(eq != NULL, VP_ERR_INVALID_ARG, "command line: '%.200s' is not a key=value override", assignment);
-    char name[256], value[VP_CONFIG_STR_MAX + 1];
-    trim_copy(name, sizeof name, assignment, (size_t)(eq - assignment));
-    trim_copy(value, sizeof value, eq + 1, strlen(eq + 1));
+    char name[256], value[VP_CONFIG_STR_MAX];
+    VP_REQUIRE(trim_copy(name, sizeof name, assignment, (size_t)(eq - assignment)), VP_ERR_INVALID_ARG,
+               "command line: unknown key '%.200s...' (longer than any key)", assignment);
+    VP_REQUIRE(trim_copy(value, sizeof value, eq + 1, strlen(eq + 1)), VP_ERR_INVALID_ARG,
+               "command line: %s: the value is longer than %d bytes", name, VP_CONFIG_STR_MAX - 1);
     VP_REQUIRE(name[0], VP_ERR_INVALID_ARG, "command line: '%.200s' has no key before '='", assignment);
     return vp_config_set(cfg, name, value, "command line");
 }
