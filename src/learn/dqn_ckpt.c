@@ -322,7 +322,8 @@ static vp_status check_steps(vp_trainer* t, const char* path, const vp_train_cou
     float st[VP_STAT_COUNT];
     VP_TRY(vp_download(t->backend, &adam, &t->learner.step, sizeof adam));
     VP_TRY(vp_download(t->backend, &collect, &t->collector.step, sizeof collect));
-    VP_TRY(vp_download(t->backend, st, &t->learner.stats, sizeof st));
+    // The statistics block is mapped memory: read in place (the load has synchronised).
+    memcpy(st, t->learner.stats_host, sizeof st);
     const int64_t want = c->learner_steps < INT32_MAX ? c->learner_steps : INT32_MAX;
     VP_REQUIRE(adam == want, VP_ERR_PARSE,
                "checkpoint %s: tensor 'adam.step' = %d, but vulpes.learner_steps = %lld (must be %lld)", path, (int)adam,
