@@ -263,24 +263,46 @@ vp_status vp_env_state_get(const vp_env* e, vp_env_state* host) {
     return transfer_state(e, host, 1);
 }
 
-/* Checks one env of a host state: bars inside the span, levels and money sane. A window may
- * be longer than an episode (a validation window; the portfolio vector caps time left). */
+/* Checks one money or price field of env i: finite, and > 0 (peak), >= 0 (price levels) or any. */
+static vp_status check_money(int64_t i, const char* name, double v, int sign) {
+    VP_REQUIRE(isfinite(v) && (sign == 0 || (sign > 0 ? v > 0 : v >= 0)), VP_ERR_INVALID_ARG,
+               "vp_env_state_set: env %lld has %s %g (must be finite%s)", (long long)i, name, v,
+               sign == 0 ? "" : (sign > 0 ? " and > 0" : " and >= 0"));
+    return VP_OK;
+}
+
+/* Checks one env of a host state: bars inside the span, a position within max_position (and
+ * nothing open when flat), bars held since the span's start at most, finite money with the
+ * peak at or above the equity, price levels >= 0, a last size of k/4 with |k| <= 4. A window
+ * may be longer than an episode (a validation window; the portfolio vector caps time left). */
 static vp_status check_env_state(const vp_env* e, const vp_env_state* h, int64_t i) {
     const vp_env_market* m = e->market;
-    int32_t t = h->t[i], w = h->window_end[i];
+    const int32_t t = h->t[i], w = h->window_end[i], pos = h->position[i], held = h->bars_held[i];
+    const int32_t max = e->instrument.max_position;
     VP_REQUIRE(t >= m->begin && t < w && w < m->end, VP_ERR_INVALID_ARG,
                "vp_env_state_set: env %lld has t %d, window_end %d (need begin %lld <= t < window_end < end %lld)",
                (long long)i, (int)t, (int)w, (long long)m->begin, (long long)m->end);
-    VP_REQUIRE(h->position[i] >= -e->instrument.max_position && h->position[i] <= e->instrument.max_position &&
-                   h->bars_held[i] >= 0,
-               VP_ERR_INVALID_ARG, "vp_env_state_set: env %lld has position %d, bars_held %d (max_position %d)",
-               (long long)i, (int)h->position[i], (int)h->bars_held[i], (int)e->instrument.max_position);
-    VP_REQUIRE(isfinite(h->cash[i]) && isfinite(h->equity[i]) && isfinite(h->peak[i]) && h->peak[i] > 0 &&
-                   isfinite(h->entry[i]) && h->entry[i] >= 0 && isfinite(h->take_profit[i]) &&
-                   h->take_profit[i] >= 0 && isfinite(h->stop_loss[i]) && h->stop_loss[i] >= 0 &&
-                   fabsf(h->last_size[i]) <= 1.0f,
-               VP_ERR_INVALID_ARG, "vp_env_state_set: env %lld has non-finite money, peak <= 0, a negative price "
-               "level or |last_size| > 1", (long long)i);
+    VP_REQUIRE(pos >= -max && pos <= max, VP_ERR_INVALID_ARG,
+               "vp_env_state_set: env %lld has position %d (allowed -%d .. %d, max_position)", (long long)i, (int)pos,
+               (int)max, (int)max);
+    VP_REQUIRE(held >= 0 && held <= t - m->begin && (pos != 0 || held == 0), VP_ERR_INVALID_ARG,
+               "vp_env_state_set: env %lld has bars_held %d at position %d (allowed 0 .. t - begin = %lld, 0 when flat)",
+               (long long)i, (int)held, (int)pos, (long long)(t - m->begin));
+    VP_TRY(check_money(i, "cash", h->cash[i], 0));
+    VP_TRY(check_money(i, "equity", h->equity[i], 0));
+    VP_TRY(check_money(i, "peak", h->peak[i], 1));
+    VP_REQUIRE(h->peak[i] >= h->equity[i], VP_ERR_INVALID_ARG,
+               "vp_env_state_set: env %lld has peak %g below its equity %g (the peak is the episode's highest equity)",
+               (long long)i, h->peak[i], h->equity[i]);
+    VP_TRY(check_money(i, "entry", h->entry[i], -1));
+    VP_TRY(check_money(i, "take_profit", h->take_profit[i], -1));
+    VP_TRY(check_money(i, "stop_loss", h->stop_loss[i], -1));
+    VP_REQUIRE(pos != 0 || (h->entry[i] == 0 && h->take_profit[i] == 0 && h->stop_loss[i] == 0), VP_ERR_INVALID_ARG,
+               "vp_env_state_set: env %lld is flat with entry %g, take_profit %g, stop_loss %g (all 0 when flat)",
+               (long long)i, h->entry[i], h->take_profit[i], h->stop_loss[i]);
+    const float ls = h->last_size[i], q = ls * 4.0f;
+    VP_REQUIRE(fabsf(ls) <= 1.0f && q == (float)(int)q, VP_ERR_INVALID_ARG,
+               "vp_env_state_set: env %lld has last_size %g (allowed k/4 for k in -4 .. 4)", (long long)i, (double)ls);
     return VP_OK;
 }
 

@@ -49,9 +49,11 @@ VP_HD float vp_collect_div(float a, float b) {
 #endif
 }
 
-/* Epsilon at collection step `step`: start + (end - start) * step / steps, then end. */
+/* Epsilon at collection step `step`: start + (end - start) * step / steps, then end (start
+ * for a step below 0, so the rate stays between the two ends). */
 VP_HD float vp_collect_eps_at(float start, float end, int64_t steps, int64_t step) {
     if (steps <= 0 || step >= steps) return end;
+    if (step <= 0) return start;
     float frac = vp_collect_div((float)step, (float)steps);
     return vp_collect_add(start, vp_collect_mul(vp_collect_add(end, -start), frac));
 }

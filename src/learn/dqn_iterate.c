@@ -51,12 +51,20 @@ static vp_status prime(vp_trainer* t) {
 vp_status vp_trainer_iterate(vp_trainer* t, int64_t n) {
     VP_REQUIRE(t != NULL && t->replay != NULL, VP_ERR_INVALID_ARG, "vp_trainer_iterate: trainer is not initialised");
     VP_REQUIRE(n >= 0, VP_ERR_INVALID_ARG, "vp_trainer_iterate: n = %lld", (long long)n);
+    const int64_t E = t->cfg.env.n_envs, cs = t->cfg.train.collect_steps, ts = t->cfg.train.train_steps;
+    // Every counter after n more iterations must fit an int64.
+    const struct { const char* name; int64_t now, per; } cnt[] = {
+        {"iteration", t->count.iteration, 1}, {"collect_steps", t->count.collect_steps, cs},
+        {"env_steps", t->count.env_steps, cs * E}, {"learner_steps", t->count.learner_steps, ts}};
+    for (size_t k = 0; k < sizeof cnt / sizeof cnt[0]; ++k)
+        VP_REQUIRE(cnt[k].now >= 0 && (cnt[k].per == 0 || n <= (INT64_MAX - cnt[k].now) / cnt[k].per), VP_ERR_STATE,
+                   "vp_trainer_iterate: %lld more iterations take the counter %s from %lld past 2^63 - 1 (%lld per "
+                   "iteration)", (long long)n, cnt[k].name, (long long)cnt[k].now, (long long)cnt[k].per);
     // One capture (after a priming pass), then one launch per iteration.
     if (!t->graph && n > 0) {
         VP_TRY(prime(t));
         VP_TRY(vp_graph_capture(t->backend, vp_trainer_iteration_body, t, &t->graph));
     }
-    const int64_t E = t->cfg.env.n_envs, cs = t->cfg.train.collect_steps, ts = t->cfg.train.train_steps;
     for (int64_t i = 0; i < n; ++i) {
         vp_status s = vp_graph_launch(t->backend, t->graph);
         if (s != VP_OK) return vp_error_context(s, "training iteration %lld", (long long)(t->count.iteration + 1));

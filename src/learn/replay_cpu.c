@@ -68,7 +68,7 @@ vp_status vp_replay_cpu_sample(vp_backend* b, const vp_replay_dev* d, const vp_r
     /* count the step */
     ctl->beta = beta;
     ctl->total = total;
-    ctl->sample_step = step + 1;
+    ctl->sample_step = vp_replay_count_add(step, 1);
     return VP_OK;
 }
 

@@ -150,7 +150,7 @@ __global__ void replay_weight_kernel(vp_replay_dev d, vp_replay_batch_dev o) {
     if (tid == 0) {
         d.ctrl->beta = beta;
         d.ctrl->total = d.prioritized ? vp_replay_root(&d) : 0.0f;
-        d.ctrl->sample_step = step + 1;
+        d.ctrl->sample_step = vp_replay_count_add(step, 1);
     }
 }
 

@@ -106,6 +106,29 @@ typedef struct vp_replay_batch_dev {
     float* w;                 /* [B] */
 } vp_replay_batch_dev;
 
+/* ---- a restored ring's checks ----------------------------------------------------------------- */
+
+/* What a restored ring must agree with: the bar span its indices come from, the action
+ * branches, the counters of the run and (optionally) the envs whose pending steps it holds. */
+typedef struct vp_replay_expect {
+    int64_t bar_begin, bar_end;  /* every stored bar index in [bar_begin, bar_end) */
+    const int* action_size;      /* [n_branches] choices of each branch */
+    int64_t pushes;              /* push calls the ring has seen */
+    int64_t samples;             /* sample calls the ring has seen */
+    const int32_t* env_t;        /* [E] each env's decision bar now (NULL: pending steps unchecked against the envs) */
+    const int32_t* env_wend;     /* [E] each env's window end */
+    int32_t episode_bars;        /* steps of a full episode (the envs' windows) */
+} vp_replay_expect;
+
+/* Checks every counter, pending window and stored slot of the ring's memory (as a checkpoint
+ * restored it) against its invariants and `x`, before any kernel uses it; the message names
+ * the field, the slot or env, the value and the allowed range (VP_ERR_PARSE). */
+vp_status vp_replay_check_state(vp_replay* r, const vp_replay_expect* x);
+
+/* The ring as kernels see it (tests and checks). */
+const vp_replay_dev* vp_replay_dev_get(const vp_replay* r);
+
+const vp_replay_dev* vp_replay_dev_get(const vp_replay* r);
 /* ---- the kernels: arguments checked by replay.c ------------------------------------------ */
 
 /* Push of one step of every env (vp_replay_push). */

@@ -288,13 +288,16 @@ VP_HD int64_t vp_replay_env_first(const vp_replay_dev* d, int64_t e) {
     return d->ctrl->base + d->tile_off[e / VP_REPLAY_SCAN_TILE] + d->emit_off[e];
 }
 
-/* Moves the ring's counters past a push that wrote `total` transitions. */
+/* a + b for a counter and b >= 0, held at INT64_MAX instead of overflowing. */
+VP_HD int64_t vp_replay_count_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+/* Moves the ring's counters past a push that wrote `total` transitions (0 <= total <= cap). */
 VP_HD void vp_replay_ctrl_advance(vp_replay_ctrl* ctl, int64_t total, int64_t cap) {
     ctl->base = ctl->head;
     ctl->head = (ctl->head + total) % cap;
-    ctl->size = ctl->size + total < cap ? ctl->size + total : cap;
-    ctl->emitted += total;
-    ctl->pushes += 1;
+    ctl->size = ctl->size < cap - total ? ctl->size + total : cap;
+    ctl->emitted = vp_replay_count_add(ctl->emitted, total);
+    ctl->pushes = vp_replay_count_add(ctl->pushes, 1);
 }
 
 #endif /* VULPES_REPLAY_MATH_H */

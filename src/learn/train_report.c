@@ -9,11 +9,16 @@
 #include "learn/train_report.h"
 #include "vulpes/version.h"
 
-/* The entries of a key/value list, in order. */
+/* Whether v converts to an int64 (finite, inside +-2^63). */
+static int int64_fits(double v) { return v >= -9223372036854775808.0 && v < 9223372036854775808.0; }
+
+/* The entries of a key/value list, in order; a count that is not a finite int64 (a NaN
+ * statistic) is written as a number, which JSON makes null. */
 static vp_status add_kv(vp_metrics_log* m, const vp_kv_list* l) {
     for (int i = 0; i < l->n; ++i) {
         const vp_kv* e = &l->items[i];
-        VP_TRY(e->integer ? vp_metrics_log_int(m, e->key, (int64_t)e->value) : vp_metrics_log_num(m, e->key, e->value));
+        VP_TRY(e->integer && int64_fits(e->value) ? vp_metrics_log_int(m, e->key, (int64_t)e->value)
+                                                  : vp_metrics_log_num(m, e->key, e->value));
     }
     return VP_OK;
 }

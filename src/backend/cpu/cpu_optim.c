@@ -1,6 +1,7 @@
 /* Optimiser ops on the CPU: fused AdamW (PyTorch semantics), the step counter, and the
  * global grad-norm clip coefficient. Scalars are read from backend memory, as on CUDA. */
 #include <math.h>
+#include <stdint.h>
 
 #include "cpu_impl.h"
 
@@ -35,7 +36,9 @@ vp_status vp_cpu_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param,
 
 vp_status vp_cpu_step_increment(vp_backend* b, vp_tensor* counter) {
     (void)b;
-    ((int32_t*)counter->data)[0] += 1;
+    /* held at INT32_MAX: the bias corrections are 1 long before, so nothing changes there */
+    int32_t* c = (int32_t*)counter->data;
+    if (c[0] < INT32_MAX) c[0] += 1;
     return VP_OK;
 }
 

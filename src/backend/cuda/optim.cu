@@ -41,7 +41,10 @@ __global__ void adamw_kernel(float* p, const float* __restrict__ g, float* m, fl
         adamw_one(p[i], g[i] * scale, m[i], v[i], lr, b1, b2, eps, wd, step_size, bc2_sqrt);
 }
 
-__global__ void step_increment_kernel(int32_t* c) { c[0] += 1; }
+/* Held at INT32_MAX (the bias corrections are 1 long before), as on the CPU. */
+__global__ void step_increment_kernel(int32_t* c) {
+    if (c[0] < INT32_MAX) c[0] += 1;
+}
 
 /* ---- launchers ------------------------------------------------------------------------------ */
 
