@@ -200,7 +200,7 @@ vp_status vp_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param,
                    const vp_tensor* grad, vp_tensor* m, vp_tensor* v, const vp_tensor* step,
                    const vp_tensor* grad_scale);
 
-/* counter[0] += 1 on the backend; counter [1] i32. */
+/* counter[0] += 1 on the backend, staying at INT32_MAX once there; counter [1] i32. */
 vp_status vp_step_increment(vp_backend* b, vp_tensor* counter);
 
 /* norm[0] = sqrt(sum(x^2)) over x (f32, any shape, e.g. the flat gradient) and

@@ -19,7 +19,9 @@ __global__ void collect_act_kernel(vp_collect_dims d, const float* q, const int6
 }
 
 /* One thread: the counter advances. */
-__global__ void collect_tick_kernel(int64_t* step) { step[0] += 1; }
+__global__ void collect_tick_kernel(int64_t* step) {
+    if (step[0] < INT64_MAX) step[0] += 1; /* a counter at its end stays there */
+}
 
 /* ---- launchers ---------------------------------------------------------------------------------- */
 

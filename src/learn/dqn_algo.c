@@ -98,7 +98,10 @@ static vp_status dqn_stats(vp_algo* a, vp_kv_list* out) {
     vp_kv_add(out, "grad_norm", st.learner[VP_STAT_GRAD_NORM], 0);
     vp_kv_add(out, "q_mean", st.learner[VP_STAT_Q_MEAN], 0);
     vp_kv_add(out, "q_max", st.learner[VP_STAT_Q_MAX], 0);
-    vp_kv_add(out, "nan_steps", (double)(int64_t)st.learner[VP_STAT_NAN_STEPS], 1);
+    const float nan_steps = st.learner[VP_STAT_NAN_STEPS];
+    // a count as an integer only when it is one that an int64 holds; else the raw value
+    const int whole = nan_steps >= 0.0f && nan_steps < 9.2e18f;
+    vp_kv_add(out, "nan_steps", whole ? (double)(int64_t)nan_steps : (double)nan_steps, whole);
     vp_kv_add(out, "replay_size", (double)st.replay_size, 1);
     return VP_OK;
 }
