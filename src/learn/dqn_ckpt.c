@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "learn/dqn_check.h"
 #include "learn/replay_impl.h"
 #include "vulpes/checkpoint.h"
 #include "vulpes/version.h"
 #include "vulpes/dqn.h"
 
-/* Longest tensor name a checkpoint makes. */
-#define NAME_MAX_LEN 96
+#define NAME_MAX_LEN VP_DQN_NAME_MAX
 /* Metadata pairs a checkpoint writes at most. */
 #define META_MAX 24
 
@@ -221,186 +221,6 @@ static vp_status check_config(const vp_trainer* t, const vp_checkpoint* ck) {
     return VP_OK;
 }
 
-/* ---- checks of a restored state: every value before anything uses it --------------------------- */
-
-/* a * b + c into *out for a, b, c >= 0; 0 when it does not fit an int64. */
-static int fits(int64_t a, int64_t b, int64_t c, int64_t* out) {
-    if (b != 0 && a > (INT64_MAX - c) / b) return 0;
-    *out = a * b + c;
-    return 1;
-}
-
-/* The host counters (metadata): in range, and what the run's config makes of the iteration
- * count: ceil(warmup / E) warm-up steps, collect_steps and train_steps per iteration, E env
- * steps per collection step; the best iteration -1 (no Sharpe) or 0 .. iteration. */
-static vp_status check_counters(const vp_trainer* t, const char* path, const vp_train_counters* c, int64_t best_it,
-                                double best_sh) {
-    const vp_config* g = &t->cfg;
-    const int64_t E = g->env.n_envs, cs = g->train.collect_steps, ts = g->train.train_steps;
-    const int64_t wu = (g->replay.warmup + E - 1) / E;
-    // The largest iteration count whose counters all fit an int64.
-    int64_t max_it = INT64_MAX / E - wu;
-    if (cs > 0) max_it /= cs;
-    if (ts > 0 && INT64_MAX / ts < max_it) max_it = INT64_MAX / ts;
-    VP_REQUIRE(c->iteration >= 0 && c->iteration <= max_it, VP_ERR_PARSE,
-               "checkpoint %s: metadata vulpes.iteration = %lld (allowed 0 .. %lld)", path, (long long)c->iteration,
-               (long long)max_it);
-    VP_REQUIRE(c->warmup_steps == wu, VP_ERR_PARSE,
-               "checkpoint %s: metadata vulpes.warmup_steps = %lld, the config's replay.warmup %lld over %lld envs "
-               "makes %lld", path, (long long)c->warmup_steps, (long long)g->replay.warmup, (long long)E, (long long)wu);
-    int64_t want = 0;
-    fits(c->iteration, cs, 0, &want);
-    VP_REQUIRE(c->collect_steps == want, VP_ERR_PARSE,
-               "checkpoint %s: metadata vulpes.collect_steps = %lld, but %lld iterations of train.collect_steps %lld "
-               "make %lld", path, (long long)c->collect_steps, (long long)c->iteration, (long long)cs, (long long)want);
-    fits(wu + want, E, 0, &want);
-    VP_REQUIRE(c->env_steps == want, VP_ERR_PARSE,
-               "checkpoint %s: metadata vulpes.env_steps = %lld, but (warm-up + collection steps) x %lld envs make %lld",
-               path, (long long)c->env_steps, (long long)E, (long long)want);
-    fits(c->iteration, ts, 0, &want);
-    VP_REQUIRE(c->learner_steps == want, VP_ERR_PARSE,
-               "checkpoint %s: metadata vulpes.learner_steps = %lld, but %lld iterations of train.train_steps %lld "
-               "make %lld", path, (long long)c->learner_steps, (long long)c->iteration, (long long)ts, (long long)want);
-    VP_REQUIRE(best_it >= -1 && best_it <= c->iteration, VP_ERR_PARSE,
-               "checkpoint %s: metadata vulpes.best_iteration = %lld (allowed -1 .. iteration %lld)", path,
-               (long long)best_it, (long long)c->iteration);
-    VP_REQUIRE((best_it == -1) == (isnan(best_sh) != 0), VP_ERR_PARSE,
-               "checkpoint %s: metadata vulpes.best_val_sharpe = %g with vulpes.best_iteration %lld (NaN exactly when "
-               "there is no best, -1)", path, best_sh, (long long)best_it);
-    return VP_OK;
-}
-
-/* Downloads a tensor of backend memory into a fresh host copy (free it). */
-static vp_status download_copy(vp_backend* b, const vp_tensor* src, void** out) {
-    const size_t bytes = vp_tensor_bytes(src);
-    *out = malloc(bytes ? bytes : 1);
-    VP_REQUIRE(*out != NULL, VP_ERR_OOM, "checkpoint: out of host memory for %zu bytes", bytes);
-    vp_status s = vp_download(b, *out, src, bytes);
-    if (s != VP_OK) {
-        free(*out);
-        *out = NULL;
-    }
-    return s;
-}
-
-/* Every element of a restored f32 tensor is finite (and >= 0 when nonneg). */
-static vp_status check_floats(vp_backend* b, const char* path, const char* name, const vp_tensor* x, int nonneg) {
-    float* h = NULL;
-    VP_TRY(download_copy(b, x, (void**)&h));
-    const int64_t n = vp_tensor_numel(x);
-    int64_t bad = -1;
-    for (int64_t i = 0; i < n && bad < 0; ++i)
-        if (!isfinite(h[i]) || (nonneg && h[i] < 0.0f)) bad = i;
-    const double v = bad >= 0 ? (double)h[bad] : 0.0;
-    free(h);
-    VP_REQUIRE(bad < 0, VP_ERR_PARSE, "checkpoint %s: tensor '%s' has %g at element %lld (must be finite%s)", path,
-               name, v, (long long)bad, nonneg ? " and >= 0" : "");
-    return VP_OK;
-}
-
-/* Parameters, target and moments: finite, the second moment >= 0. */
-static vp_status check_params(vp_trainer* t, const char* path) {
-    const vp_model* m = &t->learner.model;
-    static const char* prefix[4] = {"", "target.", "adam.m.", "adam.v."};
-    const vp_tensor* flat[4] = {&m->params, &t->learner.target, &t->learner.adam_m, &t->learner.adam_v};
-    for (int k = 0; k < 4; ++k)
-        for (int i = 0; i < m->n_params; ++i) {
-            char name[NAME_MAX_LEN];
-            snprintf(name, sizeof name, "%s%s", prefix[k], m->info[i].name);
-            vp_tensor v = vp_model_param_view(m, flat[k], &m->info[i]);
-            VP_TRY(check_floats(t->backend, path, name, &v, k == 3));
-        }
-    return VP_OK;
-}
-
-/* The device counters and statistics against the host counters: adam.step = learner steps (held
- * at INT32_MAX), collect.step = policy collection steps, learner.stats' NaN-step count an
- * integer in 0 .. learner steps and its NaN flag 0 or 1. */
-static vp_status check_steps(vp_trainer* t, const char* path, const vp_train_counters* c) {
-    int32_t adam = 0;
-    int64_t collect = 0;
-    float st[VP_STAT_COUNT];
-    VP_TRY(vp_download(t->backend, &adam, &t->learner.step, sizeof adam));
-    VP_TRY(vp_download(t->backend, &collect, &t->collector.step, sizeof collect));
-    // The statistics block is mapped memory: read in place (the load has synchronised).
-    memcpy(st, t->learner.stats_host, sizeof st);
-    const int64_t want = c->learner_steps < INT32_MAX ? c->learner_steps : INT32_MAX;
-    VP_REQUIRE(adam == want, VP_ERR_PARSE,
-               "checkpoint %s: tensor 'adam.step' = %d, but vulpes.learner_steps = %lld (must be %lld)", path, (int)adam,
-               (long long)c->learner_steps, (long long)want);
-    VP_REQUIRE(collect == c->collect_steps, VP_ERR_PARSE,
-               "checkpoint %s: tensor 'collect.step' = %lld, but vulpes.collect_steps = %lld (must be equal)", path,
-               (long long)collect, (long long)c->collect_steps);
-    const float nan_steps = st[VP_STAT_NAN_STEPS], flag = st[VP_STAT_NAN];
-    VP_REQUIRE(nan_steps >= 0.0f && (double)nan_steps <= (double)c->learner_steps && nan_steps == floorf(nan_steps),
-               VP_ERR_PARSE, "checkpoint %s: tensor 'learner.stats' has nan_steps %g (allowed an integer 0 .. "
-               "learner steps %lld)", path, (double)nan_steps, (long long)c->learner_steps);
-    VP_REQUIRE(flag == 0.0f || flag == 1.0f, VP_ERR_PARSE,
-               "checkpoint %s: tensor 'learner.stats' has NaN flag %g (allowed 0 or 1)", path, (double)flag);
-    return VP_OK;
-}
-
-/* Host arrays of n envs' state in one block (free .t). */
-static vp_status env_host(int64_t n, vp_env_state* h) {
-    const size_t N = (size_t)n;
-    char* p = (char*)malloc(N * (4 * sizeof(int32_t) + sizeof(uint32_t) + 6 * sizeof(double) + sizeof(float)));
-    VP_REQUIRE(p != NULL, VP_ERR_OOM, "checkpoint: out of host memory for %lld env states", (long long)n);
-    // Doubles first, so every array is aligned.
-    double* d = (double*)(void*)p;
-    h->cash = d, h->equity = d + N, h->peak = d + 2 * N, h->entry = d + 3 * N, h->take_profit = d + 4 * N;
-    h->stop_loss = d + 5 * N;
-    int32_t* i = (int32_t*)(void*)(d + 6 * N);
-    h->t = i, h->window_end = i + N, h->position = i + 2 * N, h->bars_held = i + 3 * N;
-    h->episode = (uint32_t*)(void*)(i + 4 * N);
-    h->last_size = (float*)(void*)(i + 5 * N);
-    return VP_OK;
-}
-
-/* The env state (the env's own checks, then each window a training episode: episode_bars long,
- * t inside it) and the replay ring (its own checks, and the pending steps of each env). */
-static vp_status check_env_replay(vp_trainer* t, const vp_train_counters* c) {
-    vp_env* e = &t->env;
-    vp_env_state h;
-    VP_TRY(env_host(e->n_envs, &h));
-    void* block = (void*)h.cash;
-    // The env's own checks (the same bits go back), then each window a training episode.
-    vp_status s = vp_env_state_get(e, &h);
-    if (s == VP_OK) s = vp_env_state_set(e, &h);
-    const int32_t eb = e->config.episode_bars;
-    for (int64_t i = 0; s == VP_OK && i < e->n_envs; ++i) {
-        const int64_t w = h.window_end[i], into = (int64_t)h.t[i] - (w - eb);
-        if (into < 0 || into >= eb || w - eb < e->market->begin)
-            s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "env %lld has t %d, window_end %d: a training window is "
-                             "episode_bars %d long and starts at or after begin %lld, with t inside it", (long long)i,
-                             (int)h.t[i], (int)w, (int)eb, (long long)e->market->begin);
-    }
-    if (s != VP_OK) {
-        // A bad checkpoint is malformed input, whichever check found it.
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", vp_last_error());
-        s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "tensor 'env.state': %s", msg);
-    }
-    if (s == VP_OK) {
-        const vp_action_layout lay = vp_action_layout_env();
-        vp_replay_expect x = {t->market.begin, t->market.end, lay.size, c->warmup_steps + c->collect_steps,
-                              c->learner_steps, h.t, h.window_end, eb};
-        s = vp_replay_check_state(t->replay, &x);
-        if (s != VP_OK) s = vp_error_context(s, "tensor 'replay.state'");
-    }
-    free(block);
-    return s;
-}
-
-/* Every restored tensor against its invariants and the host counters. */
-static vp_status check_restored(vp_trainer* t, const char* path, const vp_train_counters* c) {
-    VP_TRY(check_steps(t, path, c));
-    vp_status s = check_env_replay(t, c);
-    if (s != VP_OK) return vp_error_context(s, "checkpoint %s", path);
-    return check_params(t, path);
-}
-
-/* A refused load (any error) leaves the trainer's tensors partly overwritten: free it or load
- * again. Nothing restored is used (the collector's observation) before every check passed. */
 vp_status vp_trainer_load(vp_trainer* t, const char* path) {
     VP_REQUIRE(t != NULL && t->replay != NULL && path != NULL, VP_ERR_INVALID_ARG, "vp_trainer_load: NULL argument");
     vp_checkpoint* ck = NULL;
@@ -432,7 +252,7 @@ vp_status vp_trainer_load(vp_trainer* t, const char* path) {
             s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s: metadata 'vulpes.best_val_sharpe' = '%.40s' is "
                              "not a number", path, bs);
     }
-    if (s == VP_OK) s = check_counters(t, path, &c, best_it, best_sh);
+    if (s == VP_OK) s = vp_dqn_check_counters(t, path, &c, best_it, best_sh);
 
     // Tensors straight into the run's buffers, each checked before anything uses it.
     item_list l;
@@ -440,7 +260,7 @@ vp_status vp_trainer_load(vp_trainer* t, const char* path) {
     if (s == VP_OK) s = resume_items(t, &l);
     if (s == VP_OK) s = vp_checkpoint_read_all(t->backend, ck, l.items, l.n);
     if (s == VP_OK) s = vp_backend_sync(t->backend);
-    if (s == VP_OK) s = check_restored(t, path, &c);
+    if (s == VP_OK) s = vp_dqn_check_restored(t, path, &c);
     if (s == VP_OK) {
         t->count = c;
         t->best_iteration = best_it;
