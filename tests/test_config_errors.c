@@ -130,7 +130,7 @@ static void test_files(void) {
     CHECK_STATUS(vp_config_resolve(&c, path, 1, over), VP_ERR_INVALID_ARG, needle);
     // a good file, then overrides win over it
     f = fopen(path, "w");
-    fputs("learn:\n  lr: 0.001\n  batch: 32\nreplay:\n  capacity: 1000\n  warmup: 100\n", f);
+    fputs("learn:\n  lr: 0.001\n  batch: 32\nenv:\n  n_envs: 4\nreplay:\n  capacity: 1000\n  warmup: 100\n", f);
     fclose(f);
     CHECK_OK(vp_config_resolve(&c, path, 1, over));
     CHECK(c.learn.lr == 0.001 && c.learn.batch == 64 && c.replay.capacity == 1000, "file then overrides");

@@ -305,6 +305,17 @@ static void test_checkpoint_metadata(void) {
     vp_backend_free(b);
 }
 
+/* A warm-up too short to store one n-step transition is refused, naming the least warm-up. */
+static void test_warmup_fills_the_replay(void) {
+    vp_config c;
+    char* over[] = {"env.n_envs=32", "learn.n_step=3", "replay.warmup=64"};
+    CHECK_STATUS(vp_config_resolve(&c, NULL, 3, over), VP_ERR_INVALID_ARG,
+                 "replay.warmup (64) is 2 warm-up step(s) of 32 envs, fewer than learn.n_step (3)");
+    CHECK_STATUS(vp_config_resolve(&c, NULL, 3, over), VP_ERR_INVALID_ARG, "use replay.warmup >= 65");
+    char* ok[] = {"env.n_envs=32", "learn.n_step=3", "replay.warmup=65"};
+    CHECK_OK(vp_config_resolve(&c, NULL, 3, ok));
+}
+
 int main(void) {
     RUN_TEST(test_aliases_and_anchors);
     RUN_TEST(test_depth);
@@ -314,5 +325,6 @@ int main(void) {
     RUN_TEST(test_utf8);
     RUN_TEST(test_long_overrides);
     RUN_TEST(test_checkpoint_metadata);
+    RUN_TEST(test_warmup_fills_the_replay);
     return vpt_finish();
 }

@@ -390,5 +390,14 @@ vp_status vp_config_check(const vp_config* cfg) {
     VP_REQUIRE(cfg->replay.warmup <= cfg->replay.capacity, VP_ERR_INVALID_ARG,
                "replay.warmup (%lld) is larger than replay.capacity (%lld)", (long long)cfg->replay.warmup,
                (long long)cfg->replay.capacity);
+    // the warm-up stores transitions: an n-step transition leaves the ring's pending window
+    // after n steps, so fewer warm-up steps than learn.n_step would leave the ring empty at
+    // the first learner step (samples of nothing)
+    const int64_t E = cfg->env.n_envs, steps = (cfg->replay.warmup + E - 1) / E;
+    VP_REQUIRE(steps >= cfg->learn.n_step, VP_ERR_INVALID_ARG,
+               "replay.warmup (%lld) is %lld warm-up step(s) of %lld envs, fewer than learn.n_step (%lld): the replay "
+               "would hold no transition at the first learner step; use replay.warmup >= %lld",
+               (long long)cfg->replay.warmup, (long long)steps, (long long)E, (long long)cfg->learn.n_step,
+               (long long)(E * (cfg->learn.n_step - 1) + 1));
     return VP_OK;
 }
