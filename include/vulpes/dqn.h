@@ -79,7 +79,9 @@ vp_status vp_trainer_save(vp_trainer* t, const char* path, vp_ckpt_kind kind);
 /* Restores a VP_CKPT_RESUME checkpoint: every tensor, the counters and the best score. The
  * file's config must equal t->cfg except the keys a resume may change (train.iterations,
  * train.checkpoint_every, train.log_every, run.out, run.name, run.backend); the message
- * names the first key that differs. */
+ * names the first key that differs. Every restored value is checked before it is used
+ * (src/learn/dqn_check.c); after a refusal t's tensors may hold part of the file: free t or
+ * load again before using it. */
 vp_status vp_trainer_load(vp_trainer* t, const char* path);
 
 /* Loads the parameters of a checkpoint of either kind into dst ([n_weights], backend memory). */
