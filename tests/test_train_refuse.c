@@ -16,16 +16,7 @@
 /* Runs the test config (plus overrides) in dir with the given mode, the test span's files
  * written at the end as `vulpes train` does. */
 static vp_status run(const char* dir, vp_run_mode mode, int n, const char* const* over, vp_train_result* r) {
-    vp_backend* b = NULL;
-    vp_config cfg;
-    if (vp_backend_cpu_init(&b) != VP_OK || !vpt_train_cfg(&cfg, n, over)) return VP_ERR_STATE;
-    vp_train_opts o = vp_train_opts_default();
-    o.run_dir = dir;
-    o.mode = mode;
-    o.finish = vp_backtest_train_finish;
-    vp_status s = vp_train_run(&cfg, b, &o, r);
-    vp_backend_free(b);
-    return s;
+    return vpt_train_run(dir, mode, 0, vp_backtest_train_finish, n, over, r);
 }
 
 /* Every entry of dir, sorted by name, with its bytes: "name\n<size>\n<bytes>" each. Free it. */

@@ -10,16 +10,7 @@
 /* Runs the test config (plus overrides) in dir with the given mode and stop point. */
 static vp_status run(const char* dir, vp_run_mode mode, int64_t stop_after, int n, const char* const* over,
                      vp_train_result* r) {
-    vp_backend* b = NULL;
-    vp_config cfg;
-    if (vp_backend_cpu_init(&b) != VP_OK || !vpt_train_cfg(&cfg, n, over)) return VP_ERR_STATE;
-    vp_train_opts o = vp_train_opts_default();
-    o.run_dir = dir;
-    o.mode = mode;
-    o.stop_after = stop_after;
-    vp_status s = vp_train_run(&cfg, b, &o, r);
-    vp_backend_free(b);
-    return s;
+    return vpt_train_run(dir, mode, stop_after, NULL, n, over, r);
 }
 
 /* Appends text to dir/metrics.jsonl. */

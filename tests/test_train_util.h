@@ -137,4 +137,21 @@ static inline int vpt_count_lines(const char* s) {
     return n;
 }
 
+/* Runs the test config (plus n overrides) in dir with the given mode, stopping as on an
+ * interrupt after stop_after iterations (0: never) and with `finish` at the end (NULL: none). */
+static inline vp_status vpt_train_run(const char* dir, vp_run_mode mode, int64_t stop_after, vp_train_finish_fn finish,
+                                      int n, const char* const* over, vp_train_result* r) {
+    vp_backend* b = NULL;
+    vp_config cfg;
+    if (vp_backend_cpu_init(&b) != VP_OK || !vpt_train_cfg(&cfg, n, over)) return VP_ERR_STATE;
+    vp_train_opts o = vp_train_opts_default();
+    o.run_dir = dir;
+    o.mode = mode;
+    o.stop_after = stop_after;
+    o.finish = finish;
+    vp_status s = vp_train_run(&cfg, b, &o, r);
+    vp_backend_free(b);
+    return s;
+}
+
 #endif /* VP_TEST_TRAIN_UTIL_H */
