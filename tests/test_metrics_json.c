@@ -74,7 +74,7 @@ static void test_summary_json(void) {
     CHECK_NEAR(num(an, "periods_per_year"), 252, 0, 0);
     CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(an, "method")), "given") == 0, "method");
     // no key of the strategy lacks a unit: each ends in a known suffix or is a count/status
-    const char* units[] = {"_frac", "_ratio", "_ccy", "_bars", "_per_year", "_position", "status", "returns", "trades"};
+    const char* units[] = {"_frac", "_ratio", "_ccy", "_bars", "_per_year", "_position", "_years", "extrapolated", "status", "returns", "trades"};
     for (const cJSON* it = st->child; it; it = it->next) {
         int ok = 0;
         size_t kl = strlen(it->string);
@@ -140,7 +140,7 @@ static void test_text_table(void) {
     CHECK(strstr(text, "hit rate") && strstr(text, "66.67 %"), "hit rate:\n%s", text);
     int rows = 0;
     for (const char* p = text; (p = strchr(p, '\n')); ++p) rows++;
-    CHECK(rows == 1 + 1 + 8 + 1 + 1 + 15, "table has %d lines:\n%s", rows, text);
+    CHECK(rows == 1 + 1 + 10 + 1 + 1 + 15, "table has %d lines:\n%s", rows, text);
     CHECK_STATUS(vp_metrics_print(&s, NULL), VP_ERR_INVALID_ARG, "must not be NULL");
 }
 

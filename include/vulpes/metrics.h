@@ -83,10 +83,61 @@ typedef struct vp_perf {
     double downside_risk;      /* sqrt(mean(min(r, 0)^2)) x sqrt(ppy) */
     double max_drawdown;       /* min over t of equity / running peak - 1 (<= 0), from 1 before r[0] */
     double calmar;             /* annual_return / |max_drawdown| */
+    double skewness;           /* m3 / m2^1.5 of the valid returns, central moments over n_valid (NaN: < 2 or constant) */
+    double kurtosis;           /* m4 / m2^2, not excess (3 for a normal law; NaN as skewness) */
+    double sharpe_se;          /* standard error of sharpe (Mertens 2002), annualised like it */
+    double psr_vs_zero;        /* probabilistic Sharpe ratio against SR* = 0 (Bailey, Lopez de Prado 2012) */
+    double years;              /* n_returns / ppy: the years the annual figures are drawn from */
+    int extrapolated;          /* 1: years < 1, the annual figures extrapolate a shorter span */
 } vp_perf;
 
 /* Computes the metrics of returns[n] (NaN allowed, +-inf refused) annualised by ppy (> 0). */
 vp_status vp_perf_compute(const double* returns /* [n] */, int64_t n, double periods_per_year, vp_perf* out);
+
+/* ---- statistical weight of a Sharpe ratio (docs/metrics.md, "Statistical weight") ---------- */
+
+/* Standard normal CDF, Phi(x) = erfc(-x / sqrt 2) / 2; NaN for NaN. */
+double vp_norm_cdf(double x);
+
+/* Standard normal quantile Phi^-1(p) to double precision (Acklam's start, one Halley step on
+ * erfc); -inf at 0, +inf at 1, NaN outside [0, 1]. */
+double vp_norm_quantile(double p);
+
+/* Variance of a per-period Sharpe estimate over n returns with skewness g3 and (non-excess)
+ * kurtosis g4 (Mertens 2002): (1 - g3 SR + (g4 - 1) / 4 SR^2) / (n - 1); NaN when undefined. */
+double vp_sharpe_variance(double sr, double skew, double kurt, int64_t n);
+
+/* Probabilistic Sharpe ratio Phi((SR - SR*) sqrt(n - 1) / sqrt(1 - g3 SR + (g4 - 1) / 4 SR^2)),
+ * SR and SR* per period (not annualised); NaN when undefined. */
+double vp_psr(double sr, double sr_star, double skew, double kurt, int64_t n);
+
+/* PSR of series p against the Sharpe of series bench over the same bars (p's moments and
+ * count; both Sharpes de-annualised by p's factor); NaN when either is undefined. */
+double vp_perf_psr_vs(const vp_perf* p, const vp_perf* bench);
+
+/* Expected maximum Sharpe of n_trials unskilled trials whose Sharpes have variance var_sr
+ * (Bailey, Lopez de Prado 2014): sqrt(var) ((1 - g) Phi^-1(1 - 1/N) + g Phi^-1(1 - 1/(N e))),
+ * g the Euler-Mascheroni constant; same units as sqrt(var_sr); NaN for N < 2 or var < 0. */
+double vp_expected_max_sharpe(double var_sr, int64_t n_trials);
+
+/* The Sharpes of the trials a selection compared (e.g. the validations of one training run). */
+typedef struct vp_selection {
+    int64_t n_trials; /* trials with a finite Sharpe */
+    double mean;      /* their mean Sharpe, annualised */
+    double m2;        /* sum of squared deviations from the mean (Welford) */
+} vp_selection;
+
+/* Adds one trial's annualised Sharpe (a NaN or infinite one is not counted). */
+void vp_selection_add(vp_selection* s, double sharpe);
+
+/* Sample variance (ddof 1) of the trials' annualised Sharpes; NaN with fewer than 2. */
+double vp_selection_variance(const vp_selection* s);
+
+/* Deflated Sharpe ratio of `best` (the selected trial's series) among the trials of s:
+ * PSR(SR0) with SR0 = vp_expected_max_sharpe of the trials' variance, all in per-period
+ * units (annual / sqrt(ppy) of best). *sr0_annual (may be NULL) receives SR0 annualised.
+ * NaN when fewer than 2 trials or best is undefined. */
+double vp_deflated_sharpe(const vp_selection* s, const vp_perf* best, double* sr0_annual);
 
 /* Short name of a series status ("ok", "short", "all_nan", "empty"); never NULL. */
 const char* vp_perf_status_name(vp_perf_status s);

@@ -56,6 +56,8 @@ typedef struct vp_report {
     const vp_report_fold* folds;       /* [n_folds] walk-forward folds, or NULL */
     int64_t n_folds;                   /* rows of the per-fold table (0: no table) */
     const char* config_text;           /* the resolved config, shown as is (escaped), or NULL */
+    int64_t selection_trials;          /* validations the parameters were selected among (< 2: no DSR line) */
+    double deflated_sharpe;            /* deflated Sharpe of that selection (vp_deflated_sharpe) */
 } vp_report;
 
 /* Writes the page to `path` atomically (PATH.tmp, then renamed over PATH). */

@@ -155,6 +155,8 @@ typedef struct vp_train_result {
     vp_eval_result final_val;      /* validation of the final parameters (when finished) */
     double best_val_sharpe;        /* best validation Sharpe (NaN: none) */
     int64_t best_iteration;        /* its iteration (-1: none) */
+    int64_t val_trials;            /* validations compared by this process (the selection's trials) */
+    double best_val_deflated_sharpe; /* deflated Sharpe of the selection (NaN: < 2 trials or best from before a resume) */
     vp_eval_result test;           /* the test span's exact backtest (one window) with the selected
                                       parameters (when finished) */
 } vp_train_result;

@@ -97,14 +97,17 @@ static int parse(int argc, char** argv, train_args* a) {
  * (finished runs). */
 static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
     if (!isnan(r->best_val_sharpe))
-        fprintf(stderr, "best validation Sharpe %.3f at iteration %lld\n", r->best_val_sharpe,
-                (long long)r->best_iteration);
+        fprintf(stderr, "best validation Sharpe %.3f at iteration %lld; deflated Sharpe %.3f over %lld validations\n",
+                r->best_val_sharpe, (long long)r->best_iteration, r->best_val_deflated_sharpe,
+                (long long)r->val_trials);
     if (r->interrupted) return;
-    fprintf(stderr, "test span (%s, exact backtest): Sharpe %.3f, total return %.2f %%, max drawdown %.2f %%, "
-            "%lld trades; buy & hold Sharpe %.3f (report.html)\n",
-            r->best_iteration >= 0 ? "best parameters" : "final parameters", r->test.strategy.sharpe,
-            100.0 * r->test.strategy.total_return, 100.0 * r->test.strategy.max_drawdown,
-            (long long)exact->trades.n_trades, r->test.buy_hold.sharpe);
+    const vp_perf* t = &r->test.strategy;
+    fprintf(stderr, "test span (%s, exact backtest): Sharpe %.3f +- %.3f (SE), PSR vs 0 %.1f %%, vs buy & hold %.1f %%, "
+            "total return %.2f %%, max drawdown %.2f %%, %lld trades; buy & hold Sharpe %.3f%s (report.html)\n",
+            r->best_iteration >= 0 ? "best parameters" : "final parameters", t->sharpe, t->sharpe_se,
+            100.0 * t->psr_vs_zero, 100.0 * vp_perf_psr_vs(t, &r->test.buy_hold), 100.0 * t->total_return,
+            100.0 * t->max_drawdown, (long long)exact->trades.n_trades, r->test.buy_hold.sharpe,
+            t->extrapolated ? "; annual figures extrapolated from less than a year" : "");
 }
 
 int vp_cmd_train(int argc, char** argv) {

@@ -139,6 +139,28 @@ static vp_status write_charts(FILE* out, const vp_report* r) {
     return st;
 }
 
+/* Whether the strategy's Sharpe stands out from noise (PSR against 0 at 95 %), its standard
+ * error, whether the annual figures extrapolate less than a year, and the selection's DSR. */
+static void write_weight(FILE* out, const vp_report* r) {
+    const vp_perf* p = &r->metrics->strategy;
+    char sr[32], se[32], pz[32], pb[32];
+    double psr_bh = vp_perf_psr_vs(p, &r->metrics->buy_hold);
+    const char* verdict = isnan(p->psr_vs_zero) ? "not enough varied returns to judge it against noise"
+                          : p->psr_vs_zero >= 0.95 ? "distinguishable from noise at 95 %"
+                                                   : "not distinguishable from noise at 95 %";
+    fprintf(out, "<p class=\"meta\">Sharpe %s &plusmn; %s (standard error); P(true Sharpe &gt; 0) %s, "
+            "&gt; buy &amp; hold's %s: %s</p>\n",
+            vp_metric_format(p->sharpe, VP_METRIC_UNIT_RATIO, sr, sizeof sr),
+            vp_metric_format(p->sharpe_se, VP_METRIC_UNIT_RATIO, se, sizeof se),
+            vp_metric_format(p->psr_vs_zero, VP_METRIC_UNIT_FRAC, pz, sizeof pz),
+            vp_metric_format(psr_bh, VP_METRIC_UNIT_FRAC, pb, sizeof pb), verdict);
+    if (p->extrapolated)
+        fprintf(out, "<p class=\"meta\">annual figures extrapolated from %.3f years of bars</p>\n", p->years);
+    if (r->selection_trials >= 2)
+        fprintf(out, "<p class=\"meta\">deflated Sharpe of the selection among %lld validations: %s</p>\n",
+                (long long)r->selection_trials, vp_metric_format(r->deflated_sharpe, VP_METRIC_UNIT_FRAC, pz, sizeof pz));
+}
+
 vp_status vp_report_write_stream(FILE* out, const vp_report* r) {
     VP_REQUIRE(out && r, VP_ERR_INVALID_ARG, "vp_report_write_stream: out and r must not be NULL");
     VP_TRY(check_input(r));
@@ -163,6 +185,7 @@ vp_status vp_report_write_stream(FILE* out, const vp_report* r) {
         fputs("<p class=\"meta\">annualisation: ", out);
         vp_html_escape_write(out, vp_annual_describe(&r->metrics->annual, line, sizeof line));
         fputs("</p>\n", out);
+        write_weight(out, r);
     }
 
     // charts, tables, folds, config

@@ -148,7 +148,7 @@ static vp_status write_report(const vp_wf_ctx* c, const vp_wf_result* r, const d
     char title[96], path[VP_RUN_PATH_MAX + 16];
     snprintf(title, sizeof title, "walk-forward: %lld of %lld folds", (long long)r->n_done, (long long)r->n_folds);
     vp_report rep = {title, r->n_curve, times, r->equity, r->benchmark, dd, &r->summary, rows, r->n_done,
-                     c->config_yaml};
+                     c->config_yaml, 0, NAN};
     if (s == VP_OK) s = vp_wf_top_file(c, "report.html", path, sizeof path);
     if (s == VP_OK) s = vp_report_write(path, &rep);
     free(times);

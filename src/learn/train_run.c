@@ -37,6 +37,9 @@ typedef struct job {
     vp_train_counters at_log;  /* counters at the last log */
     double last_loss;          /* loss of the last log */
     double last_val;           /* Sharpe of the last validation */
+    vp_selection sel;          /* the validation Sharpes this process compared (the trials) */
+    vp_perf best_val;          /* the strategy series of the best validation this process saw */
+    int best_seen;             /* best_val is set (0 after a resume until a new best) */
     int64_t nan_steps;         /* non-finite learner steps counted at the last log (the run's count) */
     int64_t last_ckpt;         /* iteration of the last last.safetensors (-1: none) */
 } job;
@@ -142,6 +145,11 @@ static vp_status evaluate(job* j, vp_eval_result* r) {
     const int best = !isnan(sh) && (isnan(t->best_val_sharpe) || sh > t->best_val_sharpe);
     VP_TRY(vp_train_log_eval(&j->run.metrics, t, r, best));
     j->last_val = sh;
+    vp_selection_add(&j->sel, sh);
+    if (best) {
+        j->best_val = r->strategy;
+        j->best_seen = 1;
+    }
     if (j->opts->on_eval) j->opts->on_eval(j->opts->ctx, t->count.iteration, r, best);
     if (!best) return VP_OK;
     t->best_val_sharpe = sh;
@@ -298,6 +306,21 @@ static vp_status test_json(const vp_rollout_result* r, const char* params, cJSON
     return VP_OK;
 }
 
+/* The deflated Sharpe of the best-by-validation selection into summary.json's best_validation
+ * and *out: the trials are the validations this process compared (NaN before two, or when the
+ * best was found before a resume). */
+static vp_status add_selection(job* j, cJSON* root, vp_train_result* out) {
+    double sr0 = NAN;
+    out->val_trials = j->sel.n_trials;
+    out->best_val_deflated_sharpe = j->best_seen ? vp_deflated_sharpe(&j->sel, &j->best_val, &sr0) : NAN;
+    cJSON* best = cJSON_GetObjectItemCaseSensitive(root, "best_validation");
+    VP_REQUIRE(best != NULL, VP_ERR_STATE, "summary.json: no best_validation object to add the deflated Sharpe to");
+    VP_TRY(vp_metric_json_add(best, "trials", (double)j->sel.n_trials));
+    VP_TRY(vp_metric_json_add(best, "trials_sharpe_variance", vp_selection_variance(&j->sel)));
+    VP_TRY(vp_metric_json_add(best, "expected_max_sharpe", sr0));
+    return vp_metric_json_add(best, "deflated_sharpe", out->best_val_deflated_sharpe);
+}
+
 /* After the last iteration: the exact backtest of the test span with the best parameters (the
  * final ones when no validation scored), the caller's finishing step (the test span's files
  * under `vulpes train`), then summary.json, written also when one of them fails. */
@@ -306,6 +329,11 @@ static vp_status finish(job* j, vp_train_result* out) {
     const vp_algo_params which = vp_algo_selected(a);
     cJSON* root = NULL;
     VP_TRY(vp_train_summary_json(a, out, 1, &root));
+    vp_status sel = add_selection(j, root, out);
+    if (sel != VP_OK) {
+        cJSON_Delete(root);
+        return sel;
+    }
     vp_rollout_result r;
     vp_status s = test_span(j, which, &r);
     cJSON* test = NULL;
@@ -347,6 +375,7 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     memset(out, 0, sizeof *out);
     out->best_val_sharpe = NAN;
     out->best_iteration = -1;
+    out->best_val_deflated_sharpe = NAN;
     vp_train_opts def = vp_train_opts_default();
     job j;
     memset(&j, 0, sizeof j);
@@ -381,6 +410,7 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
         cJSON* root = NULL;
         s = run_file(&j, "summary.json", path, sizeof path);
         if (s == VP_OK) s = vp_train_summary_json(&j.a, out, 0, &root);
+        if (s == VP_OK) s = add_selection(&j, root, out);
         if (s == VP_OK) s = vp_train_summary_write(path, root);
         cJSON_Delete(root);
     }

@@ -15,6 +15,8 @@ const vp_metric_field vp_perf_fields[] = {
     PERF_FIELD("annual_return_frac", "annual return", VP_METRIC_UNIT_FRAC, annual_return),
     PERF_FIELD("annual_volatility_frac", "annual volatility", VP_METRIC_UNIT_FRAC, annual_volatility),
     PERF_FIELD("sharpe_ratio", "Sharpe ratio", VP_METRIC_UNIT_RATIO, sharpe),
+    PERF_FIELD("sharpe_se_ratio", "Sharpe standard error", VP_METRIC_UNIT_RATIO, sharpe_se),
+    PERF_FIELD("psr_vs_zero_frac", "P(true Sharpe > 0) (PSR)", VP_METRIC_UNIT_FRAC, psr_vs_zero),
     PERF_FIELD("sortino_ratio", "Sortino ratio", VP_METRIC_UNIT_RATIO, sortino),
     PERF_FIELD("downside_risk_frac", "downside risk", VP_METRIC_UNIT_FRAC, downside_risk),
     PERF_FIELD("max_drawdown_frac", "max drawdown", VP_METRIC_UNIT_FRAC, max_drawdown),

@@ -38,7 +38,12 @@ vp_status vp_perf_to_json(const vp_perf* p, cJSON* obj) {
     VP_TRY(vp_metric_json_add(obj, "n_returns", (double)p->n_returns));
     VP_TRY(vp_metric_json_add(obj, "n_valid_returns", (double)p->n_valid));
     VP_TRY(vp_metric_json_add(obj, "periods_per_year", p->periods_per_year));
-    return add_fields(obj, vp_perf_fields, vp_perf_n_fields, p);
+    VP_TRY(vp_metric_json_add(obj, "annualised_from_years", p->years));
+    VP_REQUIRE(cJSON_AddBoolToObject(obj, "extrapolated", p->extrapolated), VP_ERR_OOM,
+               "metrics JSON: out of memory at 'extrapolated'");
+    VP_TRY(add_fields(obj, vp_perf_fields, vp_perf_n_fields, p));
+    VP_TRY(vp_metric_json_add(obj, "skewness_ratio", p->skewness));
+    return vp_metric_json_add(obj, "kurtosis_ratio", p->kurtosis);
 }
 
 vp_status vp_trade_stats_to_json(const vp_trade_stats* t, cJSON* obj) {
@@ -70,6 +75,7 @@ static vp_status summary_fill(const vp_metrics_summary* s, cJSON* root) {
         cJSON* o = cJSON_AddObjectToObject(root, names[i]);
         VP_REQUIRE(o, VP_ERR_OOM, "metrics JSON: out of memory");
         VP_TRY(vp_perf_to_json(series[i], o));
+        if (i == 0) VP_TRY(vp_metric_json_add(o, "psr_vs_buy_hold_frac", vp_perf_psr_vs(&s->strategy, &s->buy_hold)));
     }
     cJSON* trades = cJSON_AddObjectToObject(root, "trades");
     VP_REQUIRE(trades, VP_ERR_OOM, "metrics JSON: out of memory");

@@ -27,6 +27,7 @@ const char* vp_perf_status_name(vp_perf_status s) {
 static void perf_undefined(vp_perf* p) {
     p->total_return = p->annual_return = p->annual_volatility = NAN;
     p->sharpe = p->sortino = p->downside_risk = p->max_drawdown = p->calmar = NAN;
+    p->skewness = p->kurtosis = p->sharpe_se = p->psr_vs_zero = NAN;
 }
 
 vp_status vp_perf_compute(const double* returns, int64_t n, double periods_per_year, vp_perf* out) {
@@ -39,6 +40,8 @@ vp_status vp_perf_compute(const double* returns, int64_t n, double periods_per_y
     out->n_returns = n;
     out->periods_per_year = periods_per_year;
     perf_undefined(out);
+    out->years = (double)n / periods_per_year;
+    out->extrapolated = n > 0 && out->years < 1.0;
 
     // count valid returns; infinities are an upstream error, NaN is skipped
     int64_t n_valid = 0, first = -1;
@@ -88,11 +91,13 @@ vp_status vp_perf_compute(const double* returns, int64_t n, double periods_per_y
     double mean_d = sum_d / (double)n_valid, mean = r0 + mean_d;
     out->downside_risk = sqrt(sum_down2 / (double)n_valid) * sqrt(periods_per_year);
     if (n_valid < 2) return VP_OK;
-    double ss = 0.0;
+    double ss = 0.0, s3 = 0.0, s4 = 0.0;
     for (int64_t i = 0; i < n; ++i) {
         if (isnan(returns[i])) continue;
-        double e = (returns[i] - r0) - mean_d;
-        ss += e * e;
+        double e = (returns[i] - r0) - mean_d, e2 = e * e;
+        ss += e2;
+        s3 += e2 * e;
+        s4 += e2 * e2;
     }
     double std = sqrt(ss / (double)(n_valid - 1));
 
@@ -100,5 +105,16 @@ vp_status vp_perf_compute(const double* returns, int64_t n, double periods_per_y
     out->annual_volatility = std * sqrt(periods_per_year);
     out->sharpe = vp_metric_ratio(mean, std) * sqrt(periods_per_year);
     out->sortino = vp_metric_ratio(mean * periods_per_year, out->downside_risk);
+
+    // central moments over n_valid (Bailey and Lopez de Prado's skewness and kurtosis), the
+    // standard error of the Sharpe and its probability of beating 0, in per-period units
+    if (ss > 0.0) {
+        double m2 = ss / (double)n_valid;
+        out->skewness = (s3 / (double)n_valid) / (m2 * sqrt(m2));
+        out->kurtosis = (s4 / (double)n_valid) / (m2 * m2);
+        double sr = out->sharpe / sqrt(periods_per_year);
+        out->sharpe_se = sqrt(vp_sharpe_variance(sr, out->skewness, out->kurtosis, n_valid)) * sqrt(periods_per_year);
+        out->psr_vs_zero = vp_psr(sr, 0.0, out->skewness, out->kurtosis, n_valid);
+    }
     return VP_OK;
 }
