@@ -109,6 +109,8 @@ typedef struct vp_train_end {
     const vp_rollout_result* test;  /* the exact backtest of the test span with the selected parameters */
     const char* run_dir;            /* the run folder */
     const char* checkpoint;         /* the file of the selected parameters ("best.safetensors", ...) */
+    int64_t val_trials;             /* validations the parameters were selected among */
+    double deflated_sharpe;         /* deflated Sharpe of that selection (NaN: none) */
 } vp_train_end;
 
 /* A step added to the end of a finished run (vp_train_opts.finish), after the test span's

@@ -343,7 +343,8 @@ static vp_status finish(job* j, vp_train_result* out) {
     }
     // The finishing step adds its keys to the test object.
     if (s == VP_OK && j->opts->finish) {
-        vp_train_end end = {a, &r, j->run.dir, which == VP_PARAMS_BEST ? "best.safetensors" : "last.safetensors"};
+        vp_train_end end = {a, &r, j->run.dir, which == VP_PARAMS_BEST ? "best.safetensors" : "last.safetensors",
+                            out->val_trials, out->best_val_deflated_sharpe};
         s = j->opts->finish(j->opts->ctx, &end, test);
     }
     vp_rollout_result_free(&r);
