@@ -87,7 +87,7 @@ static void test_job(void) {
     vp_rollout_result r[3];
     for (int k = 0; k < 3; ++k) {
         snprintf(out[k], sizeof out[k], "%s/out%d", dir, k);
-        vp_backtest_job job = {ck, data[k], from[k], to[k], out[k], 0, 1, 1};
+        vp_backtest_job job = {ck, data[k], from[k], to[k], out[k], 0, 1, 1, NULL, NULL};
         char got[400];
         CHECK_OK(vp_backtest_job_run(b, &job, &r[k], got, sizeof got));
         CHECK(strcmp(got, out[k]) == 0, "output folder %s", got);
@@ -108,7 +108,7 @@ static void test_job(void) {
     snprintf(path[1], sizeof path[1], "%s/summary.json", out[1]);
     CHECK(same_text(path[0], path[1], "\"backtest\""), "summary.json differs");
     // an existing folder is refused without force, reused with it
-    vp_backtest_job again = {ck, csv_a, "400", "760", out[0], 0, 1, 1};
+    vp_backtest_job again = {ck, csv_a, "400", "760", out[0], 0, 1, 1, NULL, NULL};
     vp_rollout_result r4;
     char got[400];
     CHECK(vp_backtest_job_run(b, &again, &r4, got, sizeof got) != VP_OK, "non-empty folder reused without force");

@@ -212,6 +212,20 @@ vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_
     add_span(bt, "span", info, r->span.begin, r->span.end - 1);
     cJSON_AddNumberToObject(bt, "n_decisions", (double)(r->span.end - r->span.begin - 1));
     cJSON_AddNumberToObject(bt, "n_trades", (double)r->n_trades);
+    // where the span came from and how many of its bars the training run saw
+    const vp_backtest_span_info* si = info->span_info;
+    if (si) {
+        cJSON_AddStringToObject(bt, "span_source", si->source);
+        cJSON* ov = cJSON_AddObjectToObject(root, "overlap");
+        cJSON_AddBoolToObject(ov, "known", si->overlap_known);
+        cJSON_AddNumberToObject(ov, "n_bars", (double)si->n_bars);
+        if (si->overlap_known) {
+            cJSON_AddNumberToObject(ov, "train_bars", (double)si->train_bars);
+            cJSON_AddNumberToObject(ov, "val_bars", (double)si->val_bars);
+        } else {
+            cJSON_AddStringToObject(ov, "why_unknown", si->unknown_why);
+        }
+    }
     // wall-clock figures (the only values that differ between identical runs)
     cJSON* tm = cJSON_AddObjectToObject(root, "timing");
     cJSON_AddNumberToObject(tm, "encode_s", r->encode_s);
@@ -274,6 +288,17 @@ vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_
     vp_report rep;
     memset(&rep, 0, sizeof rep);
     rep.title = info->title ? info->title : "backtest";
+    // the heading warns when training saw bars of the span, or when nobody can tell
+    char title[320];
+    const vp_backtest_span_info* si = info->span_info;
+    if (si && (!si->overlap_known || si->train_bars + si->val_bars > 0)) {
+        if (si->overlap_known)
+            snprintf(title, sizeof title, "%s (warning: %lld of the %lld bars were seen in training)", rep.title,
+                     (long long)(si->train_bars + si->val_bars), (long long)si->n_bars);
+        else
+            snprintf(title, sizeof title, "%s (overlap with training unknown: %s)", rep.title, si->unknown_why);
+        rep.title = title;
+    }
     rep.n = r->n_curve;
     rep.times_ms = r->curve_time_ms;
     rep.equity = r->curve_equity;
