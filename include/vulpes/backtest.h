@@ -39,6 +39,7 @@ typedef struct vp_backtest_info {
     const char* config_text; /* the run's resolved config (NULL: none) */
     const vp_bars* bars;     /* the bars the result's indices point into (times of trades and points) */
     const vp_backtest_span_info* span_info; /* the span's source and overlap with training (NULL: none) */
+    double tick_size;        /* trades.csv prints prices with the tick's decimals (0: exact, 15-17 digits) */
 } vp_backtest_info;
 
 /* Writes trades.csv, equity.csv, summary.json and report.html into folder `dir` (made when

@@ -155,7 +155,8 @@ static vp_status resolve_span(job_state* j, const vp_backtest_job* job, const ch
     // --from / --to replace its bounds
     if (job->from) VP_TRY(span_bound(j, 1, job->from, &j->span.begin));
     if (job->to) VP_TRY(span_bound(j, 0, job->to, &j->span.end));
-    if (job->from || job->to)
+    if (job->from && job->to && !job->span) snprintf(si->source, sizeof si->source, "bars given by --from/--to");
+    else if (job->from || job->to)
         snprintf(si->source + strlen(si->source), sizeof si->source - strlen(si->source), ", bounds from %s",
                  job->from && job->to ? "--from/--to" : job->from ? "--from" : "--to");
     VP_REQUIRE(j->span.end - j->span.begin >= 2, VP_ERR_INVALID_ARG,
@@ -286,7 +287,7 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     if (s == VP_OK) s = open_out(&j, job, out, &run);
     if (s == VP_OK) s = vp_config_to_yaml(&j.cfg, &yaml);
     if (s == VP_OK) {
-        vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars, si};
+        vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars, si, j.algo.instrument.tick_size};
         s = vp_backtest_write(out, &info, out_dir);
     }
     free(yaml);
@@ -305,7 +306,8 @@ vp_status vp_backtest_train_finish(void* ctx, const vp_train_end* end, cJSON* te
     // the files beside the run's own, and the description in the summary's "test" object
     char* yaml = NULL;
     vp_status s = vp_config_to_yaml(&end->algo->cfg, &yaml);
-    vp_backtest_info info = {"training run: test span", end->checkpoint, td->source, yaml, &td->bars, NULL};
+    vp_backtest_info info = {"training run: test span", end->checkpoint, td->source, yaml, &td->bars, NULL,
+                             end->algo->instrument.tick_size};
     if (s == VP_OK) s = vp_backtest_write_files(r, &info, end->run_dir);
     if (s == VP_OK) s = vp_backtest_summary_add(r, &info, test);
     if (s == VP_OK && ctx) *(vp_metrics_summary*)ctx = r->summary;

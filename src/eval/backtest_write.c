@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,22 @@ static const char* bar_time(const vp_backtest_info* info, int64_t i, char* buf) 
 const char* vp_eval_format_exact(double v, char* buf) {
     snprintf(buf, 32, "%.15g", v);
     if (strtod(buf, NULL) != v) snprintf(buf, 32, "%.17g", v);
+    return buf;
+}
+
+/* Decimals of a tick size (0.00001: 5, 0.25: 2, 1: 0); -1 for none or more than 10. */
+static int tick_decimals(double tick) {
+    if (!(tick > 0)) return -1;
+    double scaled = tick;
+    for (int d = 0; d <= 10; ++d, scaled *= 10.0)
+        if (fabs(scaled - nearbyint(scaled)) <= 1e-9 * scaled) return d;
+    return -1;
+}
+
+/* A price with `decimals` decimals (1.18676), or exact (vp_eval_format_exact) when decimals < 0. */
+static const char* format_price(double v, int decimals, char* buf) {
+    if (decimals < 0) return vp_eval_format_exact(v, buf);
+    snprintf(buf, 32, "%.*f", decimals, v);
     return buf;
 }
 
@@ -126,6 +143,7 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
     vp_csv_write_header(f.f, &vp_trades_schema, "");
     char t0[32], t1[32], x[4][32], n[5][24];
     const char* fl[VP_TRADES_COL_COUNT];
+    const int dec = tick_decimals(info->tick_size);
     for (int64_t i = 0; i < r->n_trades; ++i) {
         const vp_rollout_trade* t = &r->trades[i];
         snprintf(n[0], sizeof n[0], "%d", (int)t->window);
@@ -138,10 +156,10 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
         fl[VP_TRADES_SIZE] = n[1];
         fl[VP_TRADES_ENTRY_TIME] = bar_time(info, t->entry_bar, t0);
         fl[VP_TRADES_ENTRY_BAR] = n[2];
-        fl[VP_TRADES_ENTRY_PRICE] = vp_eval_format_exact(t->entry_price, x[0]);
+        fl[VP_TRADES_ENTRY_PRICE] = format_price(t->entry_price, dec, x[0]);
         fl[VP_TRADES_EXIT_TIME] = bar_time(info, t->exit_bar, t1);
         fl[VP_TRADES_EXIT_BAR] = n[3];
-        fl[VP_TRADES_EXIT_PRICE] = vp_eval_format_exact(t->exit_price, x[1]);
+        fl[VP_TRADES_EXIT_PRICE] = format_price(t->exit_price, dec, x[1]);
         fl[VP_TRADES_PNL] = vp_eval_format_exact(t->pnl, x[2]);
         fl[VP_TRADES_COSTS] = vp_eval_format_exact(t->costs, x[3]);
         fl[VP_TRADES_BARS_HELD] = n[4];
