@@ -1,5 +1,6 @@
 /* The `vulpes backtest` job: the config and parameters from a checkpoint, the bars, the
- * span from --from / --to, features and ATR computed the way training computes them over
+ * span (the training run's test span by default, --span, --from / --to) and its overlap with
+ * the bars the run trained and validated on, features and ATR computed the way training computes them over
  * the bars before the span's end only, the algorithm's policy (an inference instance of its
  * train.algo), the backtest, and the output folder. Also the end of a training run: the test
  * span's exact backtest written as files (vp_backtest_train_finish). */
@@ -90,6 +91,14 @@ static vp_status load_bars(job_state* j, const char* data) {
     return VP_OK;
 }
 
+/* Bars of feature warm-up, as training reserves them: the features' history or the model's window. */
+static int64_t warmup_of(const vp_config* c) {
+    vp_feature_cfg fc = vp_feature_cfg_default();
+    fc.norm_window = (int)c->features.window;
+    const int64_t warm = vp_features_warmup(&fc);
+    return warm < c->model.window ? c->model.window : warm;
+}
+
 /* Bars of [a, b) inside span s. */
 static int64_t overlap_len(int64_t a, int64_t b, vp_span s) {
     const int64_t lo = a > s.begin ? a : s.begin, hi = b < s.end ? b : s.end;
@@ -126,10 +135,7 @@ static vp_status span_bound(const job_state* j, int is_from, const char* text, i
  * --from or --to is given), its bounds replaced by --from / --to; and its overlap with the
  * training run's train and validation spans when the data is the training run's. */
 static vp_status resolve_span(job_state* j, const vp_backtest_job* job, const char* data, vp_backtest_span_info* si) {
-    vp_feature_cfg fc = vp_feature_cfg_default();
-    fc.norm_window = (int)j->cfg.features.window;
-    int64_t warm = vp_features_warmup(&fc);
-    if (warm < j->cfg.model.window) warm = j->cfg.model.window;
+    const int64_t warm = warmup_of(&j->cfg);
     memset(si, 0, sizeof *si);
     training_split(j, warm, si);
     const char* kind = job->span ? job->span : (job->from || job->to) ? "all" : "test";
@@ -198,8 +204,7 @@ static vp_status prepare_data(job_state* j) {
     vp_feature_cfg fc = vp_feature_cfg_default();
     fc.norm_window = (int)j->cfg.features.window;
     d->n_features = vp_features_count(&fc);
-    d->warmup = vp_features_warmup(&fc);
-    if (d->warmup < j->cfg.model.window) d->warmup = j->cfg.model.window;
+    d->warmup = warmup_of(&j->cfg);
     d->features = (float*)malloc(sizeof(float) * (size_t)e * (size_t)d->n_features);
     d->atr = (double*)malloc(sizeof(double) * (size_t)e);
     vp_status s = (d->features && d->atr) ? VP_OK
