@@ -9,6 +9,7 @@
 #include "vp_test.h"
 #include "vulpes/checkpoint.h"
 #include "vulpes/config.h"
+#include "vulpes/dataset.h"
 #include "vulpes/train.h"
 
 enum { NBARS = 900, FROM = 400, TO = 760 };
@@ -87,7 +88,7 @@ static void test_job(void) {
     vp_rollout_result r[3];
     for (int k = 0; k < 3; ++k) {
         snprintf(out[k], sizeof out[k], "%s/out%d", dir, k);
-        vp_backtest_job job = {ck, data[k], from[k], to[k], out[k], 0, 1, 1};
+        vp_backtest_job job = {ck, data[k], from[k], to[k], out[k], 0, 1, 1, NULL, NULL};
         char got[400];
         CHECK_OK(vp_backtest_job_run(b, &job, &r[k], got, sizeof got));
         CHECK(strcmp(got, out[k]) == 0, "output folder %s", got);
@@ -108,7 +109,7 @@ static void test_job(void) {
     snprintf(path[1], sizeof path[1], "%s/summary.json", out[1]);
     CHECK(same_text(path[0], path[1], "\"backtest\""), "summary.json differs");
     // an existing folder is refused without force, reused with it
-    vp_backtest_job again = {ck, csv_a, "400", "760", out[0], 0, 1, 1};
+    vp_backtest_job again = {ck, csv_a, "400", "760", out[0], 0, 1, 1, NULL, NULL};
     vp_rollout_result r4;
     char got[400];
     CHECK(vp_backtest_job_run(b, &again, &r4, got, sizeof got) != VP_OK, "non-empty folder reused without force");
@@ -130,7 +131,131 @@ static void test_job(void) {
     tdu_rmtree(dir);
 }
 
+/* Runs a job over the checkpoint with the given data, span and bounds into dir/out; the span
+ * info into *si. */
+static vp_status run_span(vp_backend* b, const char* ck, const char* data, const char* span, const char* from,
+                          const char* to, const char* out, vp_rollout_result* r, vp_backtest_span_info* si) {
+    vp_backtest_job job = {ck, data, from, to, out, 1, 1, 1, span, si};
+    char got[400];
+    vp_status s = vp_backtest_job_run(b, &job, r, got, sizeof got);
+    return s;
+}
+
+/* The span: the training run's test span by default, --span all with its overlap with the
+ * train and validation spans counted (in summary.json and the report's heading), --from /
+ * --to as given, --from after the last bar naming it, other data with the overlap unknown, a
+ * file too short for the training split backtested with bounds; prices at the tick's decimals. */
+static void test_span(void) {
+    char dir[256], csv[320], other[320], shortf[320], ck[320], out[320], path[400];
+    CHECK(tdu_mkdtemp(dir, sizeof dir) != NULL, "temporary folder");
+    setenv("VULPES_CACHE_DIR", dir, 1);
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    vpt_market mk;
+    CHECK(vpt_market_make(&mk, NBARS, 31), "market");
+    snprintf(csv, sizeof csv, "%s/a.csv", dir);
+    snprintf(other, sizeof other, "%s/other.csv", dir);
+    CHECK_OK(vp_bars_save_csv(&mk.bars, csv, -1));
+    CHECK_OK(vp_bars_save_csv(&mk.bars, other, -1));
+    vp_config cfg;
+    tiny_config(&cfg, csv);
+    snprintf(ck, sizeof ck, "%s/best.safetensors", dir);
+    CHECK(write_checkpoint(b, &cfg, ck), "checkpoint: %s", vp_last_error());
+    vp_train_data td;
+    CHECK_OK(vp_train_data_load(&td, &cfg));
+    const vp_split sp = td.split;
+    vp_train_data_free(&td);
+    vp_rollout_result r;
+    vp_backtest_span_info si;
+
+    // default: the training run's test span, none of it seen in training
+    snprintf(out, sizeof out, "%s/default", dir);
+    CHECK_OK(run_span(b, ck, NULL, NULL, NULL, NULL, out, &r, &si));
+    CHECK(r.span.begin == sp.test.begin && r.span.end == sp.test.end, "span [%lld, %lld), test [%lld, %lld)",
+          (long long)r.span.begin, (long long)r.span.end, (long long)sp.test.begin, (long long)sp.test.end);
+    CHECK(strstr(si.source, "test span") != NULL, "source '%s'", si.source);
+    CHECK(si.overlap_known && si.train_bars == 0 && si.val_bars == 0, "overlap %d %lld %lld", si.overlap_known,
+          (long long)si.train_bars, (long long)si.val_bars);
+    // prices at the tick's decimals (0.01: two)
+    snprintf(path, sizeof path, "%s/trades.csv", out);
+    char* text = vpt_slurp(path, NULL);
+    char* row = text ? strchr(text, '\n') : NULL;
+    CHECK(row != NULL && r.n_trades > 0, "trades.csv has no trade");
+    if (row) {
+        char* f = row + 1;
+        for (int i = 0; i < 5; ++i) f = strchr(f, ',') + 1; // entry_price
+        const char* dot = strchr(f, '.');
+        CHECK(dot != NULL && strcspn(dot + 1, ",") == 2, "entry price '%.20s' at tick 0.01", f);
+    }
+    free(text);
+    vp_rollout_result_free(&r);
+
+    // --span all: the train and validation spans inside, counted and written
+    snprintf(out, sizeof out, "%s/all", dir);
+    CHECK_OK(run_span(b, ck, csv, "all", NULL, NULL, out, &r, &si));
+    CHECK(si.overlap_known && si.train_bars == vp_span_len(sp.train) && si.val_bars == vp_span_len(sp.val),
+          "overlap %lld train, %lld val", (long long)si.train_bars, (long long)si.val_bars);
+    CHECK(si.n_bars == vp_span_len(r.span), "n_bars %lld", (long long)si.n_bars);
+    snprintf(path, sizeof path, "%s/summary.json", out);
+    text = vpt_slurp(path, NULL);
+    CHECK(text && strstr(text, "\"overlap\"") && strstr(text, "\"train_bars\""), "summary.json without overlap");
+    free(text);
+    snprintf(path, sizeof path, "%s/report.html", out);
+    text = vpt_slurp(path, NULL);
+    char needle[128];
+    snprintf(needle, sizeof needle, "%lld of the %lld bars were seen in training",
+             (long long)(si.train_bars + si.val_bars), (long long)si.n_bars);
+    CHECK(text && strstr(text, needle), "report.html without '%s'", needle);
+    free(text);
+    vp_rollout_result_free(&r);
+
+    // --from / --to as given; --span val
+    snprintf(out, sizeof out, "%s/bounds", dir);
+    CHECK_OK(run_span(b, ck, NULL, NULL, "400", "760", out, &r, &si));
+    CHECK(r.span.begin == 400 && r.span.end == 760 && strstr(si.source, "--from/--to"), "span [%lld, %lld) '%s'",
+          (long long)r.span.begin, (long long)r.span.end, si.source);
+    CHECK(si.train_bars == (sp.train.end > 400 ? sp.train.end - 400 : 0), "train overlap %lld",
+          (long long)si.train_bars);
+    vp_rollout_result_free(&r);
+    CHECK_OK(run_span(b, ck, NULL, "val", NULL, NULL, out, &r, &si));
+    CHECK(r.span.begin == sp.val.begin && r.span.end == sp.val.end && si.val_bars == vp_span_len(sp.val),
+          "val span [%lld, %lld)", (long long)r.span.begin, (long long)r.span.end);
+    vp_rollout_result_free(&r);
+    char last[32], want[96];
+    snprintf(want, sizeof want, "after the last bar, %s", vp_time_format_iso(mk.bars.time_ms[NBARS - 1], last, 32));
+    CHECK_STATUS(run_span(b, ck, NULL, NULL, "2100-01-01", NULL, out, &r, &si), VP_ERR_INVALID_ARG, want);
+    vp_rollout_result_free(&r);
+    CHECK_STATUS(run_span(b, ck, NULL, "later", NULL, NULL, out, &r, &si), VP_ERR_INVALID_ARG, "--span 'later'");
+    vp_rollout_result_free(&r);
+
+    // other data: the overlap unknown
+    CHECK_OK(run_span(b, ck, other, NULL, NULL, NULL, out, &r, &si));
+    CHECK(!si.overlap_known && strstr(si.unknown_why, "data.path"), "overlap known on other data");
+    vp_rollout_result_free(&r);
+
+    // a file too short for the training split: bounds work, the default says what it needs
+    const int64_t n_short = sp.train.begin + 4;
+    vp_bars head = mk.bars;
+    head.n = n_short;
+    snprintf(shortf, sizeof shortf, "%s/short.csv", dir);
+    CHECK_OK(vp_bars_save_csv(&head, shortf, -1));
+    char to_s[24];
+    snprintf(to_s, sizeof to_s, "%lld", (long long)n_short);
+    CHECK_OK(run_span(b, ck, shortf, NULL, "2", to_s, out, &r, &si));
+    CHECK(r.span.end == n_short && !si.split_fits, "short span end %lld", (long long)r.span.end);
+    vp_rollout_result_free(&r);
+    CHECK_STATUS(run_span(b, ck, shortf, NULL, NULL, NULL, out, &r, &si), VP_ERR_INVALID_ARG,
+                 "does not fit the");
+    CHECK(strstr(vp_last_error(), "vp_split_make") == NULL, "split error shown: %s", vp_last_error());
+    vp_rollout_result_free(&r);
+
+    vpt_market_free(&mk);
+    vp_backend_free(b);
+    tdu_rmtree(dir);
+}
+
 int main(void) {
     RUN_TEST(test_job);
+    RUN_TEST(test_span);
     return vpt_finish();
 }

@@ -23,6 +23,14 @@ static void test_unknown_keys(void) {
     expect_error("\n\n# comment\nenv:\n  n_env: 3\n", VP_ERR_INVALID_ARG,
                  "bad.yaml:5: unknown key 'env.n_env' (did you mean 'env.n_envs'?)");
     expect_error("? [a, b]\n: 1\n", VP_ERR_PARSE, "bad.yaml:1: a key must be a plain name");
+    // the last part weighs, and other trainers' names get ours
+    expect_error("learn:\n  learning_rate: 0.1\n", VP_ERR_INVALID_ARG,
+                 "unknown key 'learn.learning_rate' (did you mean 'learn.lr'?)");
+    expect_error("batch_size: 32\n", VP_ERR_INVALID_ARG, "unknown key 'batch_size' (did you mean 'learn.batch'?)");
+    expect_error("train:\n  epochs: 3\n", VP_ERR_INVALID_ARG,
+                 "unknown key 'train.epochs' (did you mean 'train.iterations'?)");
+    expect_error("gamma: 0.9\n", VP_ERR_INVALID_ARG, "unknown key 'gamma' (did you mean 'learn.gamma'?)");
+    expect_error("learn:\n  max_grad_norm: 1\n", VP_ERR_INVALID_ARG, "(did you mean 'learn.clip_norm'?)");
 }
 
 static void test_wrong_types_and_ranges(void) {

@@ -19,6 +19,18 @@ extern "C" {
 vp_status vp_backtest_run(vp_backend* b, const vp_model* m, const vp_tensor* params /* [n_weights] */,
                           const vp_rollout_data* data, const vp_rollout_cfg* cfg, vp_rollout_result* out);
 
+/* Which bars a `vulpes backtest` ran and how many of them the training run saw. */
+typedef struct vp_backtest_span_info {
+    char source[96];    /* how the span was chosen: "the training run's test span", "--from/--to", ... */
+    int split_fits;     /* 1: the training run's split (config split.*) fits the data; split holds it */
+    vp_split split;     /* the training run's train / val / test spans over the data (when split_fits) */
+    int overlap_known;  /* 1: the data is the training run's data.path and its split fits: counts below hold */
+    int64_t n_bars;     /* bars of the backtested span */
+    int64_t train_bars; /* of them, bars inside the training run's train span (when overlap_known) */
+    int64_t val_bars;   /* of them, bars inside its validation span (when overlap_known) */
+    char unknown_why[160]; /* why the overlap is unknown (when !overlap_known) */
+} vp_backtest_span_info;
+
 /* What the output files say besides the result. */
 typedef struct vp_backtest_info {
     const char* title;       /* report heading (NULL: "backtest") */
@@ -26,6 +38,8 @@ typedef struct vp_backtest_info {
     const char* data;        /* the bar file or market (NULL: none) */
     const char* config_text; /* the run's resolved config (NULL: none) */
     const vp_bars* bars;     /* the bars the result's indices point into (times of trades and points) */
+    const vp_backtest_span_info* span_info; /* the span's source and overlap with training (NULL: none) */
+    double tick_size;        /* trades.csv prints prices with the tick's decimals (0: exact, 15-17 digits) */
 } vp_backtest_info;
 
 /* Writes trades.csv, equity.csv, summary.json and report.html into folder `dir` (made when
@@ -48,13 +62,17 @@ vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest
 typedef struct vp_backtest_job {
     const char* checkpoint; /* a checkpoint of a training run (best.safetensors, last.safetensors) */
     const char* data;       /* CSV bar file or synth:KIND[:...] market; NULL: the checkpoint config's data.path */
-    const char* from;       /* first decision bar: ISO date / date-time (first bar at or after it) or a bar
-                               index below 10^8; NULL: the first bar after the feature warm-up */
-    const char* to;         /* end of the span, exclusive, same forms; NULL: the end of the data */
+    const char* from;       /* first decision bar, replacing the span's: ISO date / date-time (first bar at
+                               or after it) or a bar index below 10^8; NULL: the span's */
+    const char* to;         /* end of the span, exclusive, same forms; NULL: the span's */
     const char* out;        /* output folder; NULL: runs/YYYYmmdd-HHMMSS-backtest */
     int force;              /* 1: reuse a non-empty output folder (its run files are replaced) */
     int64_t n_windows;      /* 1: exact sequential path; N > 1: segment-parallel (see vp_rollout_cfg) */
     int fused;              /* see vp_rollout_cfg.fused */
+    const char* span;       /* "train", "val", "test" (the training run's split of the data, recomputed from
+                               the checkpoint's config) or "all" (every bar after the feature warm-up);
+                               NULL: "test", or "all" when from or to is given */
+    vp_backtest_span_info* span_info; /* receives the span's source and overlap (NULL: not wanted) */
 } vp_backtest_job;
 
 /* Runs a job on backend b: loads the checkpoint and the bars, runs the backtest, writes

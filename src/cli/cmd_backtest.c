@@ -1,6 +1,6 @@
-/* `vulpes backtest --checkpoint CK --data FILE [--from T0] [--to T1] [--out DIR] [--force]
- * [--segments N] [--backend B] [--no-fused]`: runs vp_backtest_job_run, prints the metrics
- * table and the output folder. */
+/* `vulpes backtest --checkpoint CK [--data FILE] [--span S] [--from T0] [--to T1] [--out DIR] [--force]
+ * [--segments N] [--backend B] [--no-fused]`: runs vp_backtest_job_run, prints the span, its
+ * overlap with the training run's bars, the metrics table and the output folder. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +10,41 @@
 
 static void usage(FILE* f) {
     fprintf(f,
-            "usage: vulpes backtest --checkpoint CK [--data FILE] [--from T0] [--to T1] [--out DIR] [--force]\n"
-            "                       [--segments N] [--backend cpu|cuda|auto] [--no-fused]\n\n"
-            "Runs the checkpoint's network greedily over bars [T0, T1) of FILE with the training run's costs and\n"
-            "writes trades.csv, equity.csv, summary.json and report.html.\n\n"
+            "usage: vulpes backtest --checkpoint CK [--data FILE] [--span train|val|test|all] [--from T0] [--to T1]\n"
+            "                       [--out DIR] [--force] [--segments N] [--backend cpu|cuda|auto] [--no-fused]\n\n"
+            "Runs the checkpoint's network greedily over a span of FILE with the training run's costs and\n"
+            "writes trades.csv, equity.csv, summary.json and report.html. By default the span is the training\n"
+            "run's test span (its split recomputed from the checkpoint's config and the data): bars it never saw.\n"
+            "Bars of the span that the training run trained or validated on are counted and reported.\n\n"
             "  --checkpoint CK  best.safetensors (or last.safetensors) of a training run; its config gives the\n"
             "                   network, instrument, episode length and features\n"
             "  --data FILE      CSV bars (or synth:KIND[:...]); default: the run's data.path\n"
-            "  --from T0        first decision bar: a bar index, or a time (2017-06-01, 2017-06-01T12:00);\n"
-            "                   default: the first bar after the feature warm-up\n"
-            "  --to T1          end of the span, exclusive (same forms); default: the end of the data\n"
+            "  --span S         train, val or test: that span of the training run's split; all: every bar after\n"
+            "                   the feature warm-up; default: test (all when --from or --to is given)\n"
+            "  --from T0        first decision bar, replacing the span's: a bar index, or a time (2017-06-01,\n"
+            "                   2017-06-01T12:00)\n"
+            "  --to T1          end of the span, exclusive (same forms), replacing the span's\n"
             "  --out DIR        output folder (default runs/YYYYmmdd-HHMMSS-backtest); must be absent or empty\n"
             "  --force          reuse a non-empty output folder (the earlier files move into DIR/replaced-N)\n"
             "  --segments N     N windows side by side, each starting flat (fast; default 1: the exact path)\n"
             "  --backend B      where to run (default auto: the GPU when one is usable)\n"
             "  --no-fused       on CUDA, run the op path instead of the one-kernel sequential path\n");
+}
+
+/* The span's source, bars and dates, and how many of its bars the training run saw. */
+static void print_span(const vp_rollout_result* r, const vp_backtest_span_info* si) {
+    char a[32], b[32];
+    printf("span: %s, bars %lld..%lld (%s to %s)\n", si->source, (long long)r->span.begin,
+           (long long)(r->span.end - 1), vp_time_format_iso(r->curve_time_ms[0], a, sizeof a),
+           vp_time_format_iso(r->curve_time_ms[r->n_curve - 1], b, sizeof b));
+    if (!si->overlap_known)
+        printf("overlap with training: unknown (%s)\n", si->unknown_why);
+    else if (si->train_bars + si->val_bars == 0)
+        printf("overlap with training: none (0 of the %lld bars were seen in training)\n", (long long)si->n_bars);
+    else
+        printf("warning: %lld of the %lld bars were seen in training (%lld train, %lld validation)\n",
+               (long long)(si->train_bars + si->val_bars), (long long)si->n_bars, (long long)si->train_bars,
+               (long long)si->val_bars);
 }
 
 int vp_cmd_backtest(int argc, char** argv) {
@@ -43,6 +63,13 @@ int vp_cmd_backtest(int argc, char** argv) {
             job.checkpoint = argv[++i];
         } else if (strcmp(s, "--data") == 0 && more) {
             job.data = argv[++i];
+        } else if (strcmp(s, "--span") == 0 && more) {
+            job.span = argv[++i];
+            if (strcmp(job.span, "train") != 0 && strcmp(job.span, "val") != 0 && strcmp(job.span, "test") != 0 &&
+                strcmp(job.span, "all") != 0) {
+                fprintf(stderr, "vulpes backtest: --span takes train, val, test or all, got '%s'\n", job.span);
+                return 2;
+            }
         } else if (strcmp(s, "--from") == 0 && more) {
             job.from = argv[++i];
         } else if (strcmp(s, "--to") == 0 && more) {
@@ -77,8 +104,11 @@ int vp_cmd_backtest(int argc, char** argv) {
     if (!b) return 1;
     vp_rollout_result r;
     char dir[1024];
+    vp_backtest_span_info si;
+    job.span_info = &si;
     vp_status s = vp_backtest_job_run(b, &job, &r, dir, sizeof dir);
     if (s == VP_OK) {
+        print_span(&r, &si);
         printf("backtest of bars [%lld, %lld): %lld decisions, %lld window%s, %s path on %s\n",
                (long long)r.span.begin, (long long)r.span.end, (long long)(r.span.end - r.span.begin - 1),
                (long long)r.n_windows, r.n_windows == 1 ? "" : "s", r.path, vp_backend_name(b));

@@ -44,7 +44,7 @@ int vp_cmd_config(int argc, char** argv) {
     vp_config cfg;
     vp_status s = vp_config_resolve(&cfg, path, argc - first_override, argv + first_override);
     if (s != VP_OK) {
-        fprintf(stderr, "vulpes: %s\n", vp_last_error());
+        fprintf(stderr, "vulpes: %s\n", vp_cli_error());
         return 1;
     }
     vp_config_style style = defaults ? (markdown ? VP_CONFIG_STYLE_MARKDOWN : VP_CONFIG_STYLE_DOCS) : VP_CONFIG_STYLE_YAML;

@@ -37,6 +37,10 @@ vp_backend* vp_cli_backend_for(const vp_config* cfg);
 /* Prints the library's last error to stderr with a prefix, returns exit code 1. */
 int vp_cli_fail(const char* what);
 
+/* vp_last_error() without its source location (" (VP_ERR_..., file.c:123)"), which stays
+ * when the environment sets VULPES_DEBUG=1; a static buffer. */
+const char* vp_cli_error(void);
+
 /* `vulpes config --defaults [--markdown] | CONFIG [key=value ...]`. */
 int vp_cmd_config(int argc, char** argv);
 

@@ -1,6 +1,7 @@
 /* vulpes: the command-line tool. Turns library statuses into messages and exit codes. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,8 +84,22 @@ vp_backend* vp_cli_backend_for(const vp_config* cfg) {
     return vp_cli_backend(backends[cfg->run.backend]);
 }
 
+const char* vp_cli_error(void) {
+    // the location tail " (VP_ERR_..., file.c:123)" is for developers: kept with VULPES_DEBUG=1
+    static char buf[1200];
+    const char* msg = vp_last_error();
+    const char* dbg = getenv("VULPES_DEBUG");
+    if (dbg && dbg[0] && strcmp(dbg, "0") != 0) return msg;
+    snprintf(buf, sizeof buf, "%s", msg);
+    char* tail = NULL;
+    for (char* t = strstr(buf, " (VP_ERR_"); t; t = strstr(t + 1, " (VP_ERR_")) tail = t;
+    const size_t n = strlen(buf);
+    if (tail && n > 0 && buf[n - 1] == ')') *tail = '\0';
+    return buf;
+}
+
 int vp_cli_fail(const char* what) {
-    fprintf(stderr, "vulpes: error %s: %s\n", what, vp_last_error());
+    fprintf(stderr, "vulpes: error %s: %s\n", what, vp_cli_error());
     return 1;
 }
 

@@ -93,14 +93,50 @@ static const char* leaf_of(const char* name) {
     return dot ? dot + 1 : name;
 }
 
+/* Names other trainers use for a key (the last part of the unknown name), each with ours. */
+static const char* const ALIASES[][2] = {
+    {"learning_rate", "learn.lr"},       {"lr_rate", "learn.lr"},
+    {"batch_size", "learn.batch"},       {"minibatch_size", "learn.batch"},
+    {"epochs", "train.iterations"},      {"n_epochs", "train.iterations"},
+    {"num_iterations", "train.iterations"}, {"discount", "learn.gamma"},
+    {"discount_factor", "learn.gamma"},  {"max_grad_norm", "learn.clip_norm"},
+    {"grad_clip", "learn.clip_norm"},    {"clip_grad_norm", "learn.clip_norm"},
+    {"buffer_size", "replay.capacity"},  {"replay_size", "replay.capacity"},
+    {"memory_size", "replay.capacity"},  {"num_envs", "env.n_envs"},
+    {"n_steps", "learn.n_step"},         {"nstep", "learn.n_step"},
+    {"hidden_size", "model.hidden"},     {"hidden_dim", "model.hidden"},
+    {"episode_length", "env.episode_bars"}, {"slippage", "instrument.slippage_ticks"},
+    {"tick", "instrument.tick_size"},    {"device", "run.backend"},
+};
+
+/* The initials of a snake_case name ("learning_rate": "lr") into buf[cap]. */
+static const char* initials(const char* s, char* buf, size_t cap) {
+    size_t n = 0;
+    for (const char* p = s; *p && n + 1 < cap; ++p)
+        if (p == s || p[-1] == '_') buf[n++] = *p;
+    buf[n] = '\0';
+    return buf;
+}
+
 const vp_config_key* vp_config_nearest_key(const char* name) {
+    // a name other trainers use: our key for it
+    const char* want = leaf_of(name);
+    for (size_t i = 0; i < sizeof ALIASES / sizeof ALIASES[0]; ++i)
+        if (strcmp(want, ALIASES[i][0]) == 0) {
+            const vp_config_key* k = vp_config_find_key(ALIASES[i][1]);
+            if (k) return k;
+        }
     const vp_config_key* best = &KEYS[0];
     int best_score = 1 << 30;
+    char ini[64];
+    const int abbrev = strchr(want, '_') != NULL;
     for (int i = 0; i < N_KEYS; ++i) {
-        // the whole name, or the last part put under another section (one edit more)
+        // the whole name, or the last part put under another section (one edit more), or the
+        // last part abbreviated to its initials as the key is ("learning_rate": "lr")
         int whole = edit_distance(name, KEYS[i].name);
-        int leaf = edit_distance(leaf_of(name), leaf_of(KEYS[i].name)) + 1;
+        int leaf = edit_distance(want, leaf_of(KEYS[i].name)) + 1;
         int score = whole < leaf ? whole : leaf;
+        if (abbrev && strcmp(initials(want, ini, sizeof ini), leaf_of(KEYS[i].name)) == 0) score = 1;
         if (score < best_score) {
             best_score = score;
             best = &KEYS[i];

@@ -1,5 +1,6 @@
 /* The `vulpes backtest` job: the config and parameters from a checkpoint, the bars, the
- * span from --from / --to, features and ATR computed the way training computes them over
+ * span (the training run's test span by default, --span, --from / --to) and its overlap with
+ * the bars the run trained and validated on, features and ATR computed the way training computes them over
  * the bars before the span's end only, the algorithm's policy (an inference instance of its
  * train.algo), the backtest, and the output folder. Also the end of a training run: the test
  * span's exact backtest written as files (vp_backtest_train_finish). */
@@ -14,6 +15,9 @@
 #include "vulpes/checkpoint.h"
 #include "vulpes/features.h"
 #include "vulpes/run.h"
+
+/* ATR period of the training data (src/data/dataset.c: VP_DATASET_ATR_PERIOD). */
+#define VP_BACKTEST_ATR_PERIOD 14
 
 vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* index) {
     VP_REQUIRE(bars != NULL && text != NULL && index != NULL && text[0] != '\0', VP_ERR_INVALID_ARG,
@@ -87,38 +91,129 @@ static vp_status load_bars(job_state* j, const char* data) {
     return VP_OK;
 }
 
-/* The span from --from / --to (defaults: after the warm-up, to the end). */
-static vp_status resolve_span(job_state* j, const vp_backtest_job* job) {
+/* Bars of feature warm-up, as training reserves them: the features' history or the model's window. */
+static int64_t warmup_of(const vp_config* c) {
     vp_feature_cfg fc = vp_feature_cfg_default();
-    fc.norm_window = (int)j->cfg.features.window;
-    int64_t warm = vp_features_warmup(&fc);
-    if (warm < j->cfg.model.window) warm = j->cfg.model.window;
-    j->span.begin = warm < j->all.n ? warm : 0;
-    j->span.end = j->all.n;
-    if (job->from) VP_TRY(vp_backtest_bar_of(&j->all, job->from, &j->span.begin));
-    if (job->to) VP_TRY(vp_backtest_bar_of(&j->all, job->to, &j->span.end));
+    fc.norm_window = (int)c->features.window;
+    const int64_t warm = vp_features_warmup(&fc);
+    return warm < c->model.window ? c->model.window : warm;
+}
+
+/* Bars of [a, b) inside span s. */
+static int64_t overlap_len(int64_t a, int64_t b, vp_span s) {
+    const int64_t lo = a > s.begin ? a : s.begin, hi = b < s.end ? b : s.end;
+    return hi > lo ? hi - lo : 0;
+}
+
+/* The training run's split of all the bars, as vp_train_data_load makes it; into si. */
+static void training_split(const job_state* j, int64_t warm, vp_backtest_span_info* si) {
+    vp_split_cfg sc;
+    memset(&sc, 0, sizeof sc);
+    sc.train_frac = j->cfg.split.train;
+    sc.val_frac = j->cfg.split.val;
+    sc.test_frac = j->cfg.split.test;
+    sc.embargo = j->cfg.split.embargo;
+    sc.warmup = warm;
+    si->split_fits = vp_split_make(j->all.n, &sc, &si->split) == VP_OK;
+    if (!si->split_fits) vp_clear_error();
+}
+
+/* A bound (--from: is_from 1, --to) into *index; a start after the last bar is refused naming
+ * that bar. */
+static vp_status span_bound(const job_state* j, int is_from, const char* text, int64_t* index) {
+    VP_TRY(vp_backtest_bar_of(&j->all, text, index));
+    if (is_from && *index >= j->all.n && j->all.n > 0) {
+        char t[32];
+        return vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE, "--from %s is after the last bar, %s (bar %lld)", text,
+                            vp_time_format_iso(j->all.time_ms[j->all.n - 1], t, sizeof t),
+                            (long long)(j->all.n - 1));
+    }
+    return VP_OK;
+}
+
+/* The span: --span's (default: the training run's test span; all bars after the warm-up when
+ * --from or --to is given), its bounds replaced by --from / --to; and its overlap with the
+ * training run's train and validation spans when the data is the training run's. */
+static vp_status resolve_span(job_state* j, const vp_backtest_job* job, const char* data, vp_backtest_span_info* si) {
+    const int64_t warm = warmup_of(&j->cfg);
+    memset(si, 0, sizeof *si);
+    training_split(j, warm, si);
+    const char* kind = job->span ? job->span : (job->from || job->to) ? "all" : "test";
+
+    // the base span
+    if (strcmp(kind, "all") == 0) {
+        j->span.begin = warm < j->all.n ? warm : 0;
+        j->span.end = j->all.n;
+        snprintf(si->source, sizeof si->source, "all bars after the feature warm-up");
+    } else {
+        const int which = strcmp(kind, "train") == 0 ? 0 : strcmp(kind, "val") == 0 ? 1 : strcmp(kind, "test") == 0 ? 2 : -1;
+        VP_REQUIRE(which >= 0, VP_ERR_INVALID_ARG, "--span '%s': use train, val, test or all", kind);
+        VP_REQUIRE(si->split_fits, VP_ERR_INVALID_ARG,
+                   "%s the training run's %s span, but its split (split.train %g, split.val %g, split.test %g, "
+                   "split.embargo %lld, %lld bars of feature warm-up) does not fit the %lld bars of %s; give "
+                   "--from/--to or --span all",
+                   job->span ? "--span asks for" : "the default span is", kind, j->cfg.split.train, j->cfg.split.val,
+                   j->cfg.split.test, (long long)j->cfg.split.embargo, (long long)warm, (long long)j->all.n, data);
+        const vp_span* sp[3] = {&si->split.train, &si->split.val, &si->split.test};
+        j->span = *sp[which];
+        snprintf(si->source, sizeof si->source, "the training run's %s span", which == 0 ? "train" : which == 1 ? "val" : "test");
+    }
+    // --from / --to replace its bounds
+    if (job->from) VP_TRY(span_bound(j, 1, job->from, &j->span.begin));
+    if (job->to) VP_TRY(span_bound(j, 0, job->to, &j->span.end));
+    if (job->from && job->to && !job->span) snprintf(si->source, sizeof si->source, "bars given by --from/--to");
+    else if (job->from || job->to)
+        snprintf(si->source + strlen(si->source), sizeof si->source - strlen(si->source), ", bounds from %s",
+                 job->from && job->to ? "--from/--to" : job->from ? "--from" : "--to");
     VP_REQUIRE(j->span.end - j->span.begin >= 2, VP_ERR_INVALID_ARG,
                "the span [%lld, %lld) of the %lld bars holds fewer than 2 bars", (long long)j->span.begin,
                (long long)j->span.end, (long long)j->all.n);
     if (j->span.begin < warm)
         vp_log(VP_LOG_WARN, "backtest: the span starts at bar %lld, before the %lld bars of feature warm-up: its "
                "first features see less history than training's", (long long)j->span.begin, (long long)warm);
+
+    // the bars the training run saw: only known when the data is its data and its split fits
+    si->n_bars = vp_span_len(j->span);
+    const int same = job->data == NULL || strcmp(job->data, j->cfg.data.path) == 0;
+    si->overlap_known = same && si->split_fits;
+    if (si->overlap_known) {
+        si->train_bars = overlap_len(j->span.begin, j->span.end, si->split.train);
+        si->val_bars = overlap_len(j->span.begin, j->span.end, si->split.val);
+    } else {
+        snprintf(si->unknown_why, sizeof si->unknown_why, "%s",
+                 !same ? "the data is not the training run's data.path"
+                       : "the training run's split does not fit this data");
+    }
     return VP_OK;
 }
 
-/* Features and ATR of bars [0, b) only, by training's own code. */
+/* Features and ATR of bars [0, b) only, by training's own functions (no training split: a
+ * backtest needs none). */
 static vp_status prepare_data(job_state* j) {
     const int64_t e = j->span.end;
-    vp_bars head;
-    VP_TRY(vp_bars_alloc(&head, e));
-    memcpy(head.time_ms, j->all.time_ms, sizeof(int64_t) * (size_t)e);
-    memcpy(head.open, j->all.open, sizeof(double) * (size_t)e);
-    memcpy(head.high, j->all.high, sizeof(double) * (size_t)e);
-    memcpy(head.low, j->all.low, sizeof(double) * (size_t)e);
-    memcpy(head.close, j->all.close, sizeof(double) * (size_t)e);
-    memcpy(head.volume, j->all.volume, sizeof(double) * (size_t)e);
-    vp_status s = vp_train_data_from_bars(&j->td, &j->cfg, &head);
-    vp_bars_free(&head);
+    vp_train_data* d = &j->td;
+    memset(d, 0, sizeof *d);
+    VP_TRY(vp_bars_alloc(&d->bars, e));
+    memcpy(d->bars.time_ms, j->all.time_ms, sizeof(int64_t) * (size_t)e);
+    memcpy(d->bars.open, j->all.open, sizeof(double) * (size_t)e);
+    memcpy(d->bars.high, j->all.high, sizeof(double) * (size_t)e);
+    memcpy(d->bars.low, j->all.low, sizeof(double) * (size_t)e);
+    memcpy(d->bars.close, j->all.close, sizeof(double) * (size_t)e);
+    memcpy(d->bars.volume, j->all.volume, sizeof(double) * (size_t)e);
+    snprintf(d->source, sizeof d->source, "(bars given)");
+    vp_feature_cfg fc = vp_feature_cfg_default();
+    fc.norm_window = (int)j->cfg.features.window;
+    d->n_features = vp_features_count(&fc);
+    d->warmup = warmup_of(&j->cfg);
+    d->features = (float*)malloc(sizeof(float) * (size_t)e * (size_t)d->n_features);
+    d->atr = (double*)malloc(sizeof(double) * (size_t)e);
+    vp_status s = (d->features && d->atr) ? VP_OK
+                                          : vp_set_error(VP_ERR_OOM, VP_WHERE, "features of %lld bars", (long long)e);
+    if (s == VP_OK) s = vp_features_compute(&d->bars, &fc, d->features, e * d->n_features);
+    if (s == VP_OK) s = vp_atr(&d->bars, VP_BACKTEST_ATR_PERIOD, d->atr);
+    vp_annual an;
+    if (s == VP_OK) s = vp_annual_measure(d->bars.time_ms, e, &an);
+    if (s == VP_OK) d->periods_per_year = an.periods_per_year;
     if (s != VP_OK) return vp_error_context(s, "features of bars [0, %lld)", (long long)e);
     return VP_OK;
 }
@@ -165,10 +260,12 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     // checkpoint, bars, span, features of the bars before the span's end, policy
     vp_run run;
     memset(&run, 0, sizeof run);
+    vp_backtest_span_info si_local, *si = job->span_info ? job->span_info : &si_local;
+    memset(si, 0, sizeof *si);
     vp_status s = load_config(&j, job->checkpoint);
     const char* data = job->data ? job->data : j.cfg.data.path;
     if (s == VP_OK) s = load_bars(&j, data);
-    if (s == VP_OK) s = resolve_span(&j, job);
+    if (s == VP_OK) s = resolve_span(&j, job, data, si);
     if (s == VP_OK) s = prepare_data(&j);
     if (s == VP_OK) s = load_policy(&j, b, job->checkpoint);
 
@@ -195,7 +292,7 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     if (s == VP_OK) s = open_out(&j, job, out, &run);
     if (s == VP_OK) s = vp_config_to_yaml(&j.cfg, &yaml);
     if (s == VP_OK) {
-        vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars};
+        vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars, si, j.algo.instrument.tick_size};
         s = vp_backtest_write(out, &info, out_dir);
     }
     free(yaml);
@@ -214,7 +311,8 @@ vp_status vp_backtest_train_finish(void* ctx, const vp_train_end* end, cJSON* te
     // the files beside the run's own, and the description in the summary's "test" object
     char* yaml = NULL;
     vp_status s = vp_config_to_yaml(&end->algo->cfg, &yaml);
-    vp_backtest_info info = {"training run: test span", end->checkpoint, td->source, yaml, &td->bars};
+    vp_backtest_info info = {"training run: test span", end->checkpoint, td->source, yaml, &td->bars, NULL,
+                             end->algo->instrument.tick_size};
     if (s == VP_OK) s = vp_backtest_write_files(r, &info, end->run_dir);
     if (s == VP_OK) s = vp_backtest_summary_add(r, &info, test);
     if (s == VP_OK && ctx) *(vp_metrics_summary*)ctx = r->summary;

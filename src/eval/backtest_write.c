@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,22 @@ static const char* bar_time(const vp_backtest_info* info, int64_t i, char* buf) 
 const char* vp_eval_format_exact(double v, char* buf) {
     snprintf(buf, 32, "%.15g", v);
     if (strtod(buf, NULL) != v) snprintf(buf, 32, "%.17g", v);
+    return buf;
+}
+
+/* Decimals of a tick size (0.00001: 5, 0.25: 2, 1: 0); -1 for none or more than 10. */
+static int tick_decimals(double tick) {
+    if (!(tick > 0)) return -1;
+    double scaled = tick;
+    for (int d = 0; d <= 10; ++d, scaled *= 10.0)
+        if (fabs(scaled - nearbyint(scaled)) <= 1e-9 * scaled) return d;
+    return -1;
+}
+
+/* A price with `decimals` decimals (1.18676), or exact (vp_eval_format_exact) when decimals < 0. */
+static const char* format_price(double v, int decimals, char* buf) {
+    if (decimals < 0) return vp_eval_format_exact(v, buf);
+    snprintf(buf, 32, "%.*f", decimals, v);
     return buf;
 }
 
@@ -126,6 +143,7 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
     vp_csv_write_header(f.f, &vp_trades_schema, "");
     char t0[32], t1[32], x[4][32], n[5][24];
     const char* fl[VP_TRADES_COL_COUNT];
+    const int dec = tick_decimals(info->tick_size);
     for (int64_t i = 0; i < r->n_trades; ++i) {
         const vp_rollout_trade* t = &r->trades[i];
         snprintf(n[0], sizeof n[0], "%d", (int)t->window);
@@ -138,10 +156,10 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
         fl[VP_TRADES_SIZE] = n[1];
         fl[VP_TRADES_ENTRY_TIME] = bar_time(info, t->entry_bar, t0);
         fl[VP_TRADES_ENTRY_BAR] = n[2];
-        fl[VP_TRADES_ENTRY_PRICE] = vp_eval_format_exact(t->entry_price, x[0]);
+        fl[VP_TRADES_ENTRY_PRICE] = format_price(t->entry_price, dec, x[0]);
         fl[VP_TRADES_EXIT_TIME] = bar_time(info, t->exit_bar, t1);
         fl[VP_TRADES_EXIT_BAR] = n[3];
-        fl[VP_TRADES_EXIT_PRICE] = vp_eval_format_exact(t->exit_price, x[1]);
+        fl[VP_TRADES_EXIT_PRICE] = format_price(t->exit_price, dec, x[1]);
         fl[VP_TRADES_PNL] = vp_eval_format_exact(t->pnl, x[2]);
         fl[VP_TRADES_COSTS] = vp_eval_format_exact(t->costs, x[3]);
         fl[VP_TRADES_BARS_HELD] = n[4];
@@ -212,6 +230,20 @@ vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_
     add_span(bt, "span", info, r->span.begin, r->span.end - 1);
     cJSON_AddNumberToObject(bt, "n_decisions", (double)(r->span.end - r->span.begin - 1));
     cJSON_AddNumberToObject(bt, "n_trades", (double)r->n_trades);
+    // where the span came from and how many of its bars the training run saw
+    const vp_backtest_span_info* si = info->span_info;
+    if (si) {
+        cJSON_AddStringToObject(bt, "span_source", si->source);
+        cJSON* ov = cJSON_AddObjectToObject(root, "overlap");
+        cJSON_AddBoolToObject(ov, "known", si->overlap_known);
+        cJSON_AddNumberToObject(ov, "n_bars", (double)si->n_bars);
+        if (si->overlap_known) {
+            cJSON_AddNumberToObject(ov, "train_bars", (double)si->train_bars);
+            cJSON_AddNumberToObject(ov, "val_bars", (double)si->val_bars);
+        } else {
+            cJSON_AddStringToObject(ov, "why_unknown", si->unknown_why);
+        }
+    }
     // wall-clock figures (the only values that differ between identical runs)
     cJSON* tm = cJSON_AddObjectToObject(root, "timing");
     cJSON_AddNumberToObject(tm, "encode_s", r->encode_s);
@@ -274,6 +306,17 @@ vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_
     vp_report rep;
     memset(&rep, 0, sizeof rep);
     rep.title = info->title ? info->title : "backtest";
+    // the heading warns when training saw bars of the span, or when nobody can tell
+    char title[320];
+    const vp_backtest_span_info* si = info->span_info;
+    if (si && (!si->overlap_known || si->train_bars + si->val_bars > 0)) {
+        if (si->overlap_known)
+            snprintf(title, sizeof title, "%s (warning: %lld of the %lld bars were seen in training)", rep.title,
+                     (long long)(si->train_bars + si->val_bars), (long long)si->n_bars);
+        else
+            snprintf(title, sizeof title, "%s (overlap with training unknown: %s)", rep.title, si->unknown_why);
+        rep.title = title;
+    }
     rep.n = r->n_curve;
     rep.times_ms = r->curve_time_ms;
     rep.equity = r->curve_equity;

@@ -87,7 +87,8 @@ vp_status vp_cpu_backend_create(vp_backend** out) {
     b->kind = VP_BACKEND_CPU;
     b->ops = &CPU_OPS;
     b->impl = NULL;
-    snprintf(b->name, sizeof b->name, "cpu (OpenBLAS, %d threads)", openblas_get_num_threads());
+    const int nt = openblas_get_num_threads();
+    snprintf(b->name, sizeof b->name, "cpu (OpenBLAS, %d thread%s)", nt, nt == 1 ? "" : "s");
     *out = b;
     return VP_OK;
 }
