@@ -139,7 +139,7 @@ static void test_files(void) {
     char dir[256], sub[300], path[400], line[512];
     CHECK(tdu_mkdtemp(dir, sizeof dir) != NULL, "temporary folder");
     snprintf(sub, sizeof sub, "%s/out/bt", dir);
-    vp_backtest_info info = {"hand", "ck.safetensors", "bars.csv", "run:\n  seed: 1\n", &f.bars, NULL, 0.0};
+    vp_backtest_info info = {"hand", "ck.safetensors", "bars.csv", "run:\n  seed: 1\n", &f.bars, NULL, 0.0, 0, 0.0};
     CHECK_OK(vp_backtest_write(&r, &info, sub));
     // trades.csv: header, then the stop-loss exit of the third trade, times in ISO
     snprintf(path, sizeof path, "%s/trades.csv", sub);

@@ -210,6 +210,11 @@ static void test_report_content(void) {
         // the statistical weight: SE, PSR and its verdict, and the selection's deflated Sharpe
         CHECK(strstr(html, "(standard error); P(true Sharpe &gt; 0) ") && strstr(html, "from noise at 95 %</p>"),
               "Sharpe weight line missing");
+        const double psr = s.m.strategy.psr_vs_zero;
+        const char* verdict = psr >= 0.95   ? ": a gain distinguishable from noise at 95 %</p>"
+                              : psr <= 0.05 ? ": a loss distinguishable from noise at 95 %</p>"
+                                            : ": not distinguishable from noise at 95 %</p>";
+        CHECK(strstr(html, verdict) != NULL, "PSR %g: verdict '%s' missing", psr, verdict);
         CHECK(strstr(html, "deflated Sharpe of the selection among 5 validations: 42.00 %") != NULL,
               "deflated Sharpe line missing");
         CHECK(count_of(html, "<tr><td>") == 3, "fold rows: %d", count_of(html, "<tr><td>"));

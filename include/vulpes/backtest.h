@@ -40,6 +40,8 @@ typedef struct vp_backtest_info {
     const vp_bars* bars;     /* the bars the result's indices point into (times of trades and points) */
     const vp_backtest_span_info* span_info; /* the span's source and overlap with training (NULL: none) */
     double tick_size;        /* trades.csv prints prices with the tick's decimals (0: exact, 15-17 digits) */
+    int64_t selection_trials; /* validations the parameters were selected among (< 2: the report says nothing) */
+    double deflated_sharpe;  /* deflated Sharpe of that selection (report header) */
 } vp_backtest_info;
 
 /* Writes trades.csv, equity.csv, summary.json and report.html into folder `dir` (made when

@@ -292,7 +292,8 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     if (s == VP_OK) s = open_out(&j, job, out, &run);
     if (s == VP_OK) s = vp_config_to_yaml(&j.cfg, &yaml);
     if (s == VP_OK) {
-        vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars, si, j.algo.instrument.tick_size};
+        vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars, si, j.algo.instrument.tick_size,
+                                 0, NAN};
         s = vp_backtest_write(out, &info, out_dir);
     }
     free(yaml);
@@ -312,7 +313,7 @@ vp_status vp_backtest_train_finish(void* ctx, const vp_train_end* end, cJSON* te
     char* yaml = NULL;
     vp_status s = vp_config_to_yaml(&end->algo->cfg, &yaml);
     vp_backtest_info info = {"training run: test span", end->checkpoint, td->source, yaml, &td->bars, NULL,
-                             end->algo->instrument.tick_size};
+                             end->algo->instrument.tick_size, end->val_trials, end->deflated_sharpe};
     if (s == VP_OK) s = vp_backtest_write_files(r, &info, end->run_dir);
     if (s == VP_OK) s = vp_backtest_summary_add(r, &info, test);
     if (s == VP_OK && ctx) *(vp_metrics_summary*)ctx = r->summary;

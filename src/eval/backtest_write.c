@@ -324,6 +324,8 @@ vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_
     rep.drawdown = r->curve_drawdown;
     rep.metrics = &r->summary;
     rep.config_text = info->config_text;
+    rep.selection_trials = info->selection_trials;
+    rep.deflated_sharpe = info->deflated_sharpe;
     VP_TRY(join(dir, "report.html", path, sizeof path));
     return vp_report_write(path, &rep);
 }

@@ -146,7 +146,8 @@ static void write_weight(FILE* out, const vp_report* r) {
     char sr[32], se[32], pz[32], pb[32];
     double psr_bh = vp_perf_psr_vs(p, &r->metrics->buy_hold);
     const char* verdict = isnan(p->psr_vs_zero) ? "not enough varied returns to judge it against noise"
-                          : p->psr_vs_zero >= 0.95 ? "distinguishable from noise at 95 %"
+                          : p->psr_vs_zero >= 0.95 ? "a gain distinguishable from noise at 95 %"
+                          : p->psr_vs_zero <= 0.05 ? "a loss distinguishable from noise at 95 %"
                                                    : "not distinguishable from noise at 95 %";
     fprintf(out, "<p class=\"meta\">Sharpe %s &plusmn; %s (standard error); P(true Sharpe &gt; 0) %s, "
             "&gt; buy &amp; hold's %s: %s</p>\n",

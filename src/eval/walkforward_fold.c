@@ -65,7 +65,8 @@ static vp_status finish(void* ctx, const vp_train_end* end, cJSON* test) {
         VP_TRY(vp_algo_save(a, ck, VP_CKPT_BEST));
     }
     snprintf(title, sizeof title, "walk-forward fold %lld: test", (long long)f->k);
-    vp_backtest_info info = {title, ck, f->view.source, f->c->config_yaml, &f->view.bars, NULL, a->instrument.tick_size};
+    vp_backtest_info info = {title, ck, f->view.source, f->c->config_yaml, &f->view.bars, NULL, a->instrument.tick_size,
+                             end->val_trials, end->deflated_sharpe};
     VP_TRY(vp_backtest_write(end->test, &info, end->run_dir));
     const vp_perf* p = &end->test->summary.strategy;
     say(f, "test Sharpe %.3f, total return %.2f %%", p->sharpe, 100.0 * p->total_return);
