@@ -8,7 +8,11 @@ static vp_backend* g_b;
 static void test_identity(void) {
     CHECK(vp_backend_get_kind(g_b) == VP_BACKEND_CPU, "kind %d", (int)vp_backend_get_kind(g_b));
     CHECK(strncmp(vp_backend_name(g_b), "cpu (OpenBLAS, ", 15) == 0, "name '%s'", vp_backend_name(g_b));
-    CHECK(strstr(vp_backend_name(g_b), "threads)") != NULL, "name '%s'", vp_backend_name(g_b));
+    // the thread count, singular for one: "cpu (OpenBLAS, 1 thread)", "cpu (OpenBLAS, 2 threads)"
+    const char* name = vp_backend_name(g_b);
+    const char* comma = strrchr(name, ',');
+    long nt = comma ? strtol(comma + 1, NULL, 10) : 0;
+    CHECK(nt >= 1 && strstr(name, nt == 1 ? " 1 thread)" : " threads)") != NULL, "name '%s'", name);
     CHECK(vp_backend_native_mem(g_b) == VP_MEM_HOST, "native memory");
     CHECK(vp_backend_can_read(g_b, VP_MEM_HOST) && vp_backend_can_read(g_b, VP_MEM_MAPPED) &&
               !vp_backend_can_read(g_b, VP_MEM_DEVICE),
