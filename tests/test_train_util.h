@@ -91,14 +91,23 @@ static inline void vpt_tmp_dir(char* out, size_t n, const char* tag) {
     snprintf(out, n, "%s/vulpes-%s-%ld", base && base[0] ? base : "/tmp", tag, (long)getpid());
 }
 
-/* Removes the files a run writes in `dir` and the folder itself. */
+/* Removes the files a run writes in `dir` (the test-span files and the lock included), the
+ * folders --force moved older runs into (DIR/replaced-N), and the folder itself, so that a
+ * later test process with the same pid, and so the same folder name, starts from nothing. */
 static inline void vpt_rm_run(const char* dir) {
-    static const char* files[] = {"config.yaml", "metrics.jsonl", "last.safetensors", "best.safetensors",
-                                  "summary.json", "last.safetensors.tmp", "best.safetensors.tmp"};
-    char p[1200];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i) {
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        remove(p);
+    static const char* files[] = {"config.yaml",      "metrics.jsonl",        "last.safetensors",
+                                  "best.safetensors", "summary.json",         "last.safetensors.tmp",
+                                  "best.safetensors.tmp", "trades.csv",       "equity.csv",
+                                  "report.html",      ".lock"};
+    char sub[1100], p[1200];
+    for (int r = 0; r <= 16; ++r) {
+        if (r == 0) snprintf(sub, sizeof sub, "%s", dir);
+        else snprintf(sub, sizeof sub, "%s/replaced-%d", dir, r);
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i) {
+            snprintf(p, sizeof p, "%s/%s", sub, files[i]);
+            remove(p);
+        }
+        if (r > 0) rmdir(sub);
     }
     rmdir(dir);
 }
