@@ -20,7 +20,7 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # The main job on shipped data: train on the EUR/USD bars (the GPU when there is one, else
-# the CPU; a few minutes on 2 cores) into a new runs/YYYYmmdd-HHMMSS-eurusd folder, which
+# the CPU; about a minute and a half on 2 cores) into a new runs/YYYYmmdd-HHMMSS-eurusd folder, which
 # the last line names.
 run: build
 	./$(BUILD)/vulpes train examples/eurusd.yaml
