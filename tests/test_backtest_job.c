@@ -88,7 +88,7 @@ static void test_job(void) {
     vp_rollout_result r[3];
     for (int k = 0; k < 3; ++k) {
         snprintf(out[k], sizeof out[k], "%s/out%d", dir, k);
-        vp_backtest_job job = {ck, data[k], from[k], to[k], out[k], 0, 1, 1, NULL, NULL};
+        vp_backtest_job job = {ck, data[k], from[k], to[k], out[k], 0, 1, 1, NULL, NULL, 0, NULL};
         char got[400];
         CHECK_OK(vp_backtest_job_run(b, &job, &r[k], got, sizeof got));
         CHECK(strcmp(got, out[k]) == 0, "output folder %s", got);
@@ -109,7 +109,7 @@ static void test_job(void) {
     snprintf(path[1], sizeof path[1], "%s/summary.json", out[1]);
     CHECK(same_text(path[0], path[1], "\"backtest\""), "summary.json differs");
     // an existing folder is refused without force, reused with it
-    vp_backtest_job again = {ck, csv_a, "400", "760", out[0], 0, 1, 1, NULL, NULL};
+    vp_backtest_job again = {ck, csv_a, "400", "760", out[0], 0, 1, 1, NULL, NULL, 0, NULL};
     vp_rollout_result r4;
     char got[400];
     CHECK(vp_backtest_job_run(b, &again, &r4, got, sizeof got) != VP_OK, "non-empty folder reused without force");
@@ -135,7 +135,7 @@ static void test_job(void) {
  * info into *si. */
 static vp_status run_span(vp_backend* b, const char* ck, const char* data, const char* span, const char* from,
                           const char* to, const char* out, vp_rollout_result* r, vp_backtest_span_info* si) {
-    vp_backtest_job job = {ck, data, from, to, out, 1, 1, 1, span, si};
+    vp_backtest_job job = {ck, data, from, to, out, 1, 1, 1, span, si, 0, NULL};
     char got[400];
     vp_status s = vp_backtest_job_run(b, &job, r, got, sizeof got);
     return s;
@@ -254,8 +254,58 @@ static void test_span(void) {
     tdu_rmtree(dir);
 }
 
+/* instrument.* overrides change the costs of one backtest (every trade pays the extra commission);
+ * any other key is refused before an output folder is made. */
+static void test_cost_overrides(void) {
+    char dir[256], csv[320], ck[320], out[320];
+    CHECK(tdu_mkdtemp(dir, sizeof dir) != NULL, "temporary folder");
+    setenv("VULPES_CACHE_DIR", dir, 1);
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    vpt_market mk;
+    CHECK(vpt_market_make(&mk, NBARS, 33), "market");
+    snprintf(csv, sizeof csv, "%s/a.csv", dir);
+    CHECK_OK(vp_bars_save_csv(&mk.bars, csv, -1));
+    vp_config cfg;
+    tiny_config(&cfg, csv);
+    snprintf(ck, sizeof ck, "%s/best.safetensors", dir);
+    CHECK(write_checkpoint(b, &cfg, ck), "checkpoint: %s", vp_last_error());
+    vp_rollout_result base, dear;
+    char got[400];
+    snprintf(out, sizeof out, "%s/base", dir);
+    vp_backtest_job job = {ck, NULL, NULL, NULL, out, 0, 1, 1, "all", NULL, 0, NULL};
+    CHECK_OK(vp_backtest_job_run(b, &job, &base, got, sizeof got));
+    char c1[64];
+    snprintf(c1, sizeof c1, "instrument.commission=%g", cfg.instrument.commission + 7.0);
+    char* over[] = {c1};
+    snprintf(out, sizeof out, "%s/dear", dir);
+    job.out = out, job.n_overrides = 1, job.overrides = over;
+    CHECK_OK(vp_backtest_job_run(b, &job, &dear, got, sizeof got));
+    // every trade pays the extra 7 a contract on at least two fills of at least one contract (the
+    // decisions may differ: the portfolio vector sees the drawdown, which the costs change)
+    CHECK(base.n_trades > 0 && dear.n_trades > 0, "%lld and %lld trades", (long long)base.n_trades,
+          (long long)dear.n_trades);
+    const double per_base = base.summary.trades.costs / (double)base.n_trades;
+    const double per_dear = dear.summary.trades.costs / (double)dear.n_trades;
+    CHECK(per_dear >= per_base + 14.0 - 1e-9, "costs per trade %g with the override, %g without", per_dear, per_base);
+    vp_rollout_result_free(&base);
+    vp_rollout_result_free(&dear);
+    // a key of the training config is refused, and no folder is made
+    char* bad[] = {"learn.lr=0.1"};
+    snprintf(out, sizeof out, "%s/refused", dir);
+    job.out = out, job.overrides = bad;
+    CHECK_STATUS(vp_backtest_job_run(b, &job, &base, got, sizeof got), VP_ERR_INVALID_ARG,
+                 "a backtest may change only instrument.* keys");
+    vp_rollout_result_free(&base);
+    CHECK(!vpt_exists(dir, "refused"), "a refused backtest made its folder");
+    vpt_market_free(&mk);
+    vp_backend_free(b);
+    tdu_rmtree(dir);
+}
+
 int main(void) {
     RUN_TEST(test_job);
     RUN_TEST(test_span);
+    RUN_TEST(test_cost_overrides);
     return vpt_finish();
 }

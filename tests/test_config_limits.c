@@ -265,7 +265,7 @@ static void test_checkpoint_metadata(void) {
     // backtest: the config in the metadata is refused, by name, and nothing is written
     for (int i = 0; i < 3; ++i) {
         CHECK(write_meta_checkpoint(b, path, "best", bad[i]), "checkpoint: %s", vp_last_error());
-        vp_backtest_job job = {path, "synth:trend", NULL, NULL, out, 0, 1, 0, NULL, NULL};
+        vp_backtest_job job = {path, "synth:trend", NULL, NULL, out, 0, 1, 0, NULL, NULL, 0, NULL};
         vp_rollout_result r;
         memset(&r, 0, sizeof r);
         char od[600];

@@ -75,6 +75,9 @@ typedef struct vp_backtest_job {
                                the checkpoint's config) or "all" (every bar after the feature warm-up);
                                NULL: "test", or "all" when from or to is given */
     vp_backtest_span_info* span_info; /* receives the span's source and overlap (NULL: not wanted) */
+    int n_overrides;        /* entries of `overrides` */
+    char* const* overrides; /* [n_overrides] "instrument.KEY=VALUE": costs and contract for this backtest only
+                               (the network keeps what it was trained with); any other key is refused */
 } vp_backtest_job;
 
 /* Runs a job on backend b: loads the checkpoint and the bars, runs the backtest, writes

@@ -11,11 +11,15 @@
 static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes backtest --checkpoint CK [--data FILE] [--span train|val|test|all] [--from T0] [--to T1]\n"
-            "                       [--out DIR] [--force] [--segments N] [--backend cpu|cuda|auto] [--no-fused]\n\n"
+            "                       [--out DIR] [--force] [--segments N] [--backend cpu|cuda|auto] [--no-fused]\n"
+            "                       [instrument.KEY=VALUE ...]\n\n"
             "Runs the checkpoint's network greedily over a span of FILE with the training run's costs and\n"
             "writes trades.csv, equity.csv, summary.json and report.html. By default the span is the training\n"
             "run's test span (its split recomputed from the checkpoint's config and the data): bars it never saw.\n"
-            "Bars of the span that the training run trained or validated on are counted and reported.\n\n"
+            "Bars of the span that the training run trained or validated on are counted and reported.\n"
+            "instrument.KEY=VALUE (commission, slippage_ticks, tick_size, multiplier, max_position,\n"
+            "initial_equity) changes the costs or contract for this backtest only, for cost sensitivity\n"
+            "without retraining; other keys are refused (the network keeps its training config).\n\n"
             "  --checkpoint CK  best.safetensors (or last.safetensors) of a training run; its config gives the\n"
             "                   network, instrument, episode length and features\n"
             "  --data FILE      CSV bars (or synth:KIND[:...]); default: the run's data.path\n"
@@ -53,6 +57,8 @@ int vp_cmd_backtest(int argc, char** argv) {
     job.n_windows = 1;
     job.fused = 1;
     const char* backend = "auto";
+    char* over[64];
+    int n_over = 0;
     for (int i = 1; i < argc; ++i) {
         const char* s = argv[i];
         const int more = i + 1 < argc;
@@ -89,6 +95,9 @@ int vp_cmd_backtest(int argc, char** argv) {
                 fprintf(stderr, "vulpes backtest: --segments needs a positive integer, got '%s'\n", argv[i]);
                 return 2;
             }
+        } else if (s[0] != '-' && strchr(s, '=') != NULL) {
+            // instrument.KEY=VALUE: costs and contract for this backtest (the job refuses other keys)
+            if (n_over < (int)(sizeof over / sizeof over[0])) over[n_over++] = argv[i];
         } else {
             fprintf(stderr, "vulpes backtest: unexpected argument '%s'\n\n", s);
             usage(stderr);
@@ -100,6 +109,8 @@ int vp_cmd_backtest(int argc, char** argv) {
         usage(stderr);
         return 2;
     }
+    job.n_overrides = n_over;
+    job.overrides = over;
     vp_backend* b = vp_cli_backend(backend);
     if (!b) return 1;
     vp_rollout_result r;
@@ -109,6 +120,7 @@ int vp_cmd_backtest(int argc, char** argv) {
     vp_status s = vp_backtest_job_run(b, &job, &r, dir, sizeof dir);
     if (s == VP_OK) {
         print_span(&r, &si);
+        for (int k = 0; k < n_over; ++k) printf("cost override for this backtest: %s\n", over[k]);
         printf("backtest of bars [%lld, %lld): %lld decisions, %lld window%s, %s path on %s\n",
                (long long)r.span.begin, (long long)r.span.end, (long long)(r.span.end - r.span.begin - 1),
                (long long)r.n_windows, r.n_windows == 1 ? "" : "s", r.path, vp_backend_name(b));

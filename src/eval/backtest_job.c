@@ -60,6 +60,20 @@ static void job_free(job_state* j) {
     vp_bars_free(&j->all);
 }
 
+/* Applies the job's instrument.* overrides to the training run's config (costs and contract
+ * for this backtest only); any other key is refused, naming it. */
+static vp_status apply_overrides(job_state* j, const vp_backtest_job* job) {
+    for (int i = 0; i < job->n_overrides; ++i) {
+        const char* a = job->overrides[i];
+        VP_REQUIRE(a != NULL && strncmp(a, "instrument.", 11) == 0 && strchr(a, '=') != NULL, VP_ERR_INVALID_ARG,
+                   "'%s': a backtest may change only instrument.* keys (costs and contract: commission, "
+                   "slippage_ticks, tick_size, multiplier, max_position, initial_equity); the network keeps the "
+                   "rest of its training config", a ? a : "(null)");
+        VP_TRY(vp_config_override(&j->cfg, a));
+    }
+    return VP_OK;
+}
+
 /* The config of the training run, from the checkpoint's metadata. */
 static vp_status load_config(job_state* j, const char* path) {
     vp_checkpoint* ck = NULL;
@@ -263,6 +277,8 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     vp_backtest_span_info si_local, *si = job->span_info ? job->span_info : &si_local;
     memset(si, 0, sizeof *si);
     vp_status s = load_config(&j, job->checkpoint);
+    if (s == VP_OK) s = apply_overrides(&j, job);
+    if (s == VP_OK) s = vp_config_check(&j.cfg);
     const char* data = job->data ? job->data : j.cfg.data.path;
     if (s == VP_OK) s = load_bars(&j, data);
     if (s == VP_OK) s = resolve_span(&j, job, data, si);
