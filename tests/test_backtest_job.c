@@ -56,27 +56,48 @@ static int same_text(const char* a, const char* b, const char* cut) {
     return same;
 }
 
-static void test_job(void) {
-    char dir[256], csv_a[320], csv_b[320], ck[320], out[4][320], path[2][400];
-    CHECK(tdu_mkdtemp(dir, sizeof dir) != NULL, "temporary folder");
-    setenv("VULPES_CACHE_DIR", dir, 1);
-    vp_backend* b = NULL;
-    CHECK_OK(vp_backend_cpu_init(&b));
-    // two bar files: equal before TO, prices tripled with huge volume from TO on
+/* A job's inputs: a temporary folder (also the bar cache's), the CPU backend, a synthetic
+ * market saved as DIR/a.csv, the tiny config on it and a checkpoint DIR/best.safetensors. */
+typedef struct job_fixture {
+    char dir[256], csv[320], ck[320];
+    vp_backend* b;
     vpt_market mk;
-    CHECK(vpt_market_make(&mk, NBARS, 31), "market");
-    snprintf(csv_a, sizeof csv_a, "%s/a.csv", dir);
+    vp_config cfg;
+} job_fixture;
+
+static void fixture_init(job_fixture* f, uint64_t seed) {
+    memset(f, 0, sizeof *f);
+    CHECK(tdu_mkdtemp(f->dir, sizeof f->dir) != NULL, "temporary folder");
+    setenv("VULPES_CACHE_DIR", f->dir, 1);
+    CHECK_OK(vp_backend_cpu_init(&f->b));
+    CHECK(vpt_market_make(&f->mk, NBARS, seed), "market");
+    snprintf(f->csv, sizeof f->csv, "%s/a.csv", f->dir);
+    CHECK_OK(vp_bars_save_csv(&f->mk.bars, f->csv, -1));
+    tiny_config(&f->cfg, f->csv);
+    snprintf(f->ck, sizeof f->ck, "%s/best.safetensors", f->dir);
+    CHECK(write_checkpoint(f->b, &f->cfg, f->ck), "checkpoint: %s", vp_last_error());
+}
+
+static void fixture_free(job_fixture* f) {
+    vpt_market_free(&f->mk);
+    vp_backend_free(f->b);
+    tdu_rmtree(f->dir);
+}
+
+static void test_job(void) {
+    char csv_b[320], out[4][320], path[2][400];
+    job_fixture fx;
+    fixture_init(&fx, 31);
+    vp_backend* b = fx.b;
+    vpt_market mk = fx.mk;
+    const char *dir = fx.dir, *csv_a = fx.csv, *ck = fx.ck;
+    // two bar files: equal before TO, prices tripled with huge volume from TO on
     snprintf(csv_b, sizeof csv_b, "%s/b.csv", dir);
-    CHECK_OK(vp_bars_save_csv(&mk.bars, csv_a, -1));
     for (int64_t i = TO; i < NBARS; ++i) {
         mk.bars.open[i] *= 3.0, mk.bars.high[i] *= 3.0, mk.bars.low[i] *= 3.0, mk.bars.close[i] *= 3.0;
         mk.bars.volume[i] = 1e9;
     }
     CHECK_OK(vp_bars_save_csv(&mk.bars, csv_b, -1));
-    vp_config cfg;
-    tiny_config(&cfg, csv_a);
-    snprintf(ck, sizeof ck, "%s/best.safetensors", dir);
-    CHECK(write_checkpoint(b, &cfg, ck), "checkpoint: %s", vp_last_error());
 
     // the same span: by index on file a, by index on file b, by time on file b
     char from_t[32], to_t[32];
@@ -126,9 +147,7 @@ static void test_job(void) {
     CHECK_STATUS(vp_backtest_bar_of(&mk.bars, "yesterday", &idx), VP_ERR_INVALID_ARG, "yesterday");
     CHECK_STATUS(vp_backtest_bar_of(&mk.bars, "901", &idx), VP_ERR_INVALID_ARG, "beyond");
     for (int k = 0; k < 3; ++k) vp_rollout_result_free(&r[k]);
-    vpt_market_free(&mk);
-    vp_backend_free(b);
-    tdu_rmtree(dir);
+    fixture_free(&fx);
 }
 
 /* Runs a job over the checkpoint with the given data, span and bounds into dir/out; the span
@@ -146,21 +165,15 @@ static vp_status run_span(vp_backend* b, const char* ck, const char* data, const
  * --to as given, --from after the last bar naming it, other data with the overlap unknown, a
  * file too short for the training split backtested with bounds; prices at the tick's decimals. */
 static void test_span(void) {
-    char dir[256], csv[320], other[320], shortf[320], ck[320], out[320], path[400];
-    CHECK(tdu_mkdtemp(dir, sizeof dir) != NULL, "temporary folder");
-    setenv("VULPES_CACHE_DIR", dir, 1);
-    vp_backend* b = NULL;
-    CHECK_OK(vp_backend_cpu_init(&b));
-    vpt_market mk;
-    CHECK(vpt_market_make(&mk, NBARS, 31), "market");
-    snprintf(csv, sizeof csv, "%s/a.csv", dir);
+    char other[320], shortf[320], out[320], path[400];
+    job_fixture fx;
+    fixture_init(&fx, 31);
+    vp_backend* b = fx.b;
+    vpt_market mk = fx.mk;
+    vp_config cfg = fx.cfg;
+    const char *dir = fx.dir, *csv = fx.csv, *ck = fx.ck;
     snprintf(other, sizeof other, "%s/other.csv", dir);
-    CHECK_OK(vp_bars_save_csv(&mk.bars, csv, -1));
     CHECK_OK(vp_bars_save_csv(&mk.bars, other, -1));
-    vp_config cfg;
-    tiny_config(&cfg, csv);
-    snprintf(ck, sizeof ck, "%s/best.safetensors", dir);
-    CHECK(write_checkpoint(b, &cfg, ck), "checkpoint: %s", vp_last_error());
     vp_train_data td;
     CHECK_OK(vp_train_data_load(&td, &cfg));
     const vp_split sp = td.split;
@@ -249,27 +262,18 @@ static void test_span(void) {
     CHECK(strstr(vp_last_error(), "vp_split_make") == NULL, "split error shown: %s", vp_last_error());
     vp_rollout_result_free(&r);
 
-    vpt_market_free(&mk);
-    vp_backend_free(b);
-    tdu_rmtree(dir);
+    fixture_free(&fx);
 }
 
 /* instrument.* overrides change the costs of one backtest (every trade pays the extra commission);
  * any other key is refused before an output folder is made. */
 static void test_cost_overrides(void) {
-    char dir[256], csv[320], ck[320], out[320];
-    CHECK(tdu_mkdtemp(dir, sizeof dir) != NULL, "temporary folder");
-    setenv("VULPES_CACHE_DIR", dir, 1);
-    vp_backend* b = NULL;
-    CHECK_OK(vp_backend_cpu_init(&b));
-    vpt_market mk;
-    CHECK(vpt_market_make(&mk, NBARS, 33), "market");
-    snprintf(csv, sizeof csv, "%s/a.csv", dir);
-    CHECK_OK(vp_bars_save_csv(&mk.bars, csv, -1));
-    vp_config cfg;
-    tiny_config(&cfg, csv);
-    snprintf(ck, sizeof ck, "%s/best.safetensors", dir);
-    CHECK(write_checkpoint(b, &cfg, ck), "checkpoint: %s", vp_last_error());
+    char out[320];
+    job_fixture fx;
+    fixture_init(&fx, 33);
+    vp_backend* b = fx.b;
+    const vp_config cfg = fx.cfg;
+    const char *dir = fx.dir, *ck = fx.ck;
     vp_rollout_result base, dear;
     char got[400];
     snprintf(out, sizeof out, "%s/base", dir);
@@ -298,9 +302,7 @@ static void test_cost_overrides(void) {
                  "a backtest may change only instrument.* keys");
     vp_rollout_result_free(&base);
     CHECK(!vpt_exists(dir, "refused"), "a refused backtest made its folder");
-    vpt_market_free(&mk);
-    vp_backend_free(b);
-    tdu_rmtree(dir);
+    fixture_free(&fx);
 }
 
 int main(void) {
