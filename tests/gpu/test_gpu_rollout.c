@@ -38,6 +38,13 @@ static void net_make(vp_backend* b, int F, float** h, vp_model* m) {
     CHECK_OK(vp_upload(b, &m->params, *h, bytes));
 }
 
+/* The market's feature matrix on both backends. */
+static void features_twin(const vpt_market* mk, twin* feat) {
+    twin_2d(feat, VP_F32, NBARS, mk->F);
+    memcpy(feat->h.data, mk->feat, sizeof(float) * (size_t)(NBARS * mk->F));
+    twin_push(feat);
+}
+
 /* A rollout of [a, b) in n windows on backend be. */
 static int g_tf32_scores = 0; /* 1: score with vp_model_policy (the network's precision) */
 
@@ -78,9 +85,7 @@ static void test_cuda_equals_cpu(void) {
     vpt_market mk;
     CHECK(vpt_market_make(&mk, NBARS, 21), "market");
     twin feat;
-    twin_2d(&feat, VP_F32, NBARS, mk.F);
-    memcpy(feat.h.data, mk.feat, sizeof(float) * (size_t)(NBARS * mk.F));
-    twin_push(&feat);
+    features_twin(&mk, &feat);
     const vp_tensor fh = feat.h, fd = feat.d;
     float* h = NULL;
     vp_model cm, gm;
@@ -132,9 +137,7 @@ static void test_cuda_windows_agree(void) {
     vpt_market mk;
     CHECK(vpt_market_make(&mk, NBARS, 22), "market");
     twin feat;
-    twin_2d(&feat, VP_F32, NBARS, mk.F);
-    memcpy(feat.h.data, mk.feat, sizeof(float) * (size_t)(NBARS * mk.F));
-    twin_push(&feat);
+    features_twin(&mk, &feat);
     const vp_tensor fd = feat.d;
     float* h = NULL;
     vp_model gm;
