@@ -37,6 +37,14 @@ vp_status vp_train_data_load(vp_train_data* d, const vp_config* cfg);
 /* Makes the features, ATR and split of bars `bars` (taken over: freed with d) under cfg. */
 vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bars* bars);
 
+/* vp_train_data_from_bars without the time split (d->split stays zero): features, ATR,
+ * warm-up and bars per year, for a backtest of bars a training split does not have to fit. */
+vp_status vp_train_data_prepare(vp_train_data* d, const vp_config* cfg, vp_bars* bars);
+
+/* Bars of feature history a run reserves before its first decision under cfg: the features'
+ * warm-up, and at least the model's window. */
+int64_t vp_train_data_warmup(const vp_config* cfg);
+
 /* Frees what vp_train_data_load made (a zeroed struct is a no-op). */
 void vp_train_data_free(vp_train_data* d);
 

@@ -92,9 +92,16 @@ vp_status vp_train_data_load(vp_train_data* d, const vp_config* cfg) {
     return s;
 }
 
-vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bars* bars) {
+int64_t vp_train_data_warmup(const vp_config* cfg) {
+    vp_feature_cfg fc = vp_feature_cfg_default();
+    fc.norm_window = (int)cfg->features.window;
+    const int64_t warm = vp_features_warmup(&fc);
+    return warm < cfg->model.window ? cfg->model.window : warm;
+}
+
+vp_status vp_train_data_prepare(vp_train_data* d, const vp_config* cfg, vp_bars* bars) {
     VP_REQUIRE(d != NULL && cfg != NULL && bars != NULL && bars->n >= 2, VP_ERR_INVALID_ARG,
-               "vp_train_data_from_bars: data, cfg or bars is NULL, or fewer than 2 bars");
+               "vp_train_data_prepare: data, cfg or bars is NULL, or fewer than 2 bars");
     memset(d, 0, sizeof *d);
     d->bars = *bars;
     memset(bars, 0, sizeof *bars);
@@ -110,25 +117,33 @@ vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bar
     vp_status s = (d->features && d->atr) ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "features of %lld bars", (long long)T);
     if (s == VP_OK) s = vp_features_compute(&d->bars, &fc, d->features, T * d->n_features);
     if (s == VP_OK) s = vp_atr(&d->bars, VP_DATASET_ATR_PERIOD, d->atr);
-
-    // Time split; warm-up bars (feature history, and the model's window) come before train.
-    int64_t warm = vp_features_warmup(&fc);
-    if (warm < cfg->model.window) warm = cfg->model.window;
-    d->warmup = warm;
-    vp_split_cfg sc;
-    memset(&sc, 0, sizeof sc);
-    sc.train_frac = cfg->split.train;
-    sc.val_frac = cfg->split.val;
-    sc.test_frac = cfg->split.test;
-    sc.embargo = cfg->split.embargo;
-    sc.warmup = warm;
-    if (s == VP_OK) s = vp_split_make(T, &sc, &d->split);
+    // warm-up bars (feature history, and the model's window) come before the first decision
+    d->warmup = vp_train_data_warmup(cfg);
 
     // Bars per year from the bar times of the whole file.
     vp_annual an;
     if (s == VP_OK) s = vp_annual_measure(d->bars.time_ms, T, &an);
     if (s == VP_OK) d->periods_per_year = an.periods_per_year;
     if (s != VP_OK) {
+        vp_train_data_free(d);
+        return vp_error_context(s, "features of %lld bars", (long long)T);
+    }
+    return VP_OK;
+}
+
+vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bars* bars) {
+    VP_TRY(vp_train_data_prepare(d, cfg, bars));
+    // Time split after the warm-up.
+    vp_split_cfg sc;
+    memset(&sc, 0, sizeof sc);
+    sc.train_frac = cfg->split.train;
+    sc.val_frac = cfg->split.val;
+    sc.test_frac = cfg->split.test;
+    sc.embargo = cfg->split.embargo;
+    sc.warmup = d->warmup;
+    vp_status s = vp_split_make(d->bars.n, &sc, &d->split);
+    if (s != VP_OK) {
+        const int64_t T = d->bars.n;
         vp_train_data_free(d);
         return vp_error_context(s, "preparing %lld bars for training", (long long)T);
     }

@@ -16,9 +16,6 @@
 #include "vulpes/features.h"
 #include "vulpes/run.h"
 
-/* ATR period of the training data (src/data/dataset.c: VP_DATASET_ATR_PERIOD). */
-#define VP_BACKTEST_ATR_PERIOD 14
-
 vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* index) {
     VP_REQUIRE(bars != NULL && text != NULL && index != NULL && text[0] != '\0', VP_ERR_INVALID_ARG,
                "vp_backtest_bar_of: NULL or empty argument");
@@ -105,14 +102,6 @@ static vp_status load_bars(job_state* j, const char* data) {
     return VP_OK;
 }
 
-/* Bars of feature warm-up, as training reserves them: the features' history or the model's window. */
-static int64_t warmup_of(const vp_config* c) {
-    vp_feature_cfg fc = vp_feature_cfg_default();
-    fc.norm_window = (int)c->features.window;
-    const int64_t warm = vp_features_warmup(&fc);
-    return warm < c->model.window ? c->model.window : warm;
-}
-
 /* Bars of [a, b) inside span s. */
 static int64_t overlap_len(int64_t a, int64_t b, vp_span s) {
     const int64_t lo = a > s.begin ? a : s.begin, hi = b < s.end ? b : s.end;
@@ -149,7 +138,7 @@ static vp_status span_bound(const job_state* j, int is_from, const char* text, i
  * --from or --to is given), its bounds replaced by --from / --to; and its overlap with the
  * training run's train and validation spans when the data is the training run's. */
 static vp_status resolve_span(job_state* j, const vp_backtest_job* job, const char* data, vp_backtest_span_info* si) {
-    const int64_t warm = warmup_of(&j->cfg);
+    const int64_t warm = vp_train_data_warmup(&j->cfg);
     memset(si, 0, sizeof *si);
     training_split(j, warm, si);
     const char* kind = job->span ? job->span : (job->from || job->to) ? "all" : "test";
@@ -201,33 +190,20 @@ static vp_status resolve_span(job_state* j, const vp_backtest_job* job, const ch
     return VP_OK;
 }
 
-/* Features and ATR of bars [0, b) only, by training's own functions (no training split: a
+/* Features and ATR of bars [0, b) only, by training's own preparation (no training split: a
  * backtest needs none). */
 static vp_status prepare_data(job_state* j) {
     const int64_t e = j->span.end;
-    vp_train_data* d = &j->td;
-    memset(d, 0, sizeof *d);
-    VP_TRY(vp_bars_alloc(&d->bars, e));
-    memcpy(d->bars.time_ms, j->all.time_ms, sizeof(int64_t) * (size_t)e);
-    memcpy(d->bars.open, j->all.open, sizeof(double) * (size_t)e);
-    memcpy(d->bars.high, j->all.high, sizeof(double) * (size_t)e);
-    memcpy(d->bars.low, j->all.low, sizeof(double) * (size_t)e);
-    memcpy(d->bars.close, j->all.close, sizeof(double) * (size_t)e);
-    memcpy(d->bars.volume, j->all.volume, sizeof(double) * (size_t)e);
-    snprintf(d->source, sizeof d->source, "(bars given)");
-    vp_feature_cfg fc = vp_feature_cfg_default();
-    fc.norm_window = (int)j->cfg.features.window;
-    d->n_features = vp_features_count(&fc);
-    d->warmup = warmup_of(&j->cfg);
-    d->features = (float*)malloc(sizeof(float) * (size_t)e * (size_t)d->n_features);
-    d->atr = (double*)malloc(sizeof(double) * (size_t)e);
-    vp_status s = (d->features && d->atr) ? VP_OK
-                                          : vp_set_error(VP_ERR_OOM, VP_WHERE, "features of %lld bars", (long long)e);
-    if (s == VP_OK) s = vp_features_compute(&d->bars, &fc, d->features, e * d->n_features);
-    if (s == VP_OK) s = vp_atr(&d->bars, VP_BACKTEST_ATR_PERIOD, d->atr);
-    vp_annual an;
-    if (s == VP_OK) s = vp_annual_measure(d->bars.time_ms, e, &an);
-    if (s == VP_OK) d->periods_per_year = an.periods_per_year;
+    vp_bars head;
+    VP_TRY(vp_bars_alloc(&head, e));
+    memcpy(head.time_ms, j->all.time_ms, sizeof(int64_t) * (size_t)e);
+    memcpy(head.open, j->all.open, sizeof(double) * (size_t)e);
+    memcpy(head.high, j->all.high, sizeof(double) * (size_t)e);
+    memcpy(head.low, j->all.low, sizeof(double) * (size_t)e);
+    memcpy(head.close, j->all.close, sizeof(double) * (size_t)e);
+    memcpy(head.volume, j->all.volume, sizeof(double) * (size_t)e);
+    vp_status s = vp_train_data_prepare(&j->td, &j->cfg, &head);
+    vp_bars_free(&head); /* taken over on success (zeroed), still ours on failure */
     if (s != VP_OK) return vp_error_context(s, "features of bars [0, %lld)", (long long)e);
     return VP_OK;
 }
