@@ -78,6 +78,8 @@ typedef enum vp_run_precision {
     X(data, path, STRING, "", 0, 0, "[]", NULL,                                            \
       "CSV file of bars (time, open, high, low, close, volume), relative to the working "  \
       "directory")                                                                          \
+    X(data, price_side, ENUM, "mid", 0, 0, "[]", "mid|bid|ask",                             \
+      "side of the book the bars' prices are: fills pay the spread from there")            \
     X(data, skip_bad_rows, BOOL, false, 0, 1, "[]", NULL,                                  \
       "drop and count rows that break a validation rule instead of failing")
 
@@ -101,7 +103,15 @@ typedef enum vp_run_precision {
     X(instrument, commission, FLOAT, 0.005, 0, VP_CFG_INF, "[)", NULL,                     \
       "commission per contract traded, in account currency")                                \
     X(instrument, slippage_ticks, FLOAT, 1.0, 0, VP_CFG_INF, "[)", NULL,                   \
-      "ticks of slippage against the trader on every fill")                                 \
+      "ticks of slippage against the trader on every fill (stops and take-profits too)")    \
+    X(instrument, spread_ticks, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                     \
+      "bid-ask spread in ticks when the CSV has no spread column")                          \
+    X(instrument, financing_long, FLOAT, 0.0, -1, 1, "[]", NULL,                           \
+      "yearly financing rate on a long position's notional, charged per bar held (cost > 0)") \
+    X(instrument, financing_short, FLOAT, 0.0, -1, 1, "[]", NULL,                          \
+      "yearly financing rate on a short position's notional, charged per bar held (cost > 0)") \
+    X(instrument, max_leverage, FLOAT, 20.0, 0, VP_CFG_INF, "[)", NULL,                    \
+      "largest position notional / equity an order may reach (larger orders are cut); 0: no limit") \
     X(instrument, max_position, FLOAT, 100.0, 0, VP_CFG_INF, "()", NULL,                   \
       "largest position in contracts (the size branch picks 0.25..1 of it)")               \
     X(instrument, initial_equity, FLOAT, 100000.0, 0, VP_CFG_INF, "()", NULL,              \
@@ -222,10 +232,15 @@ typedef enum vp_run_precision {
     X(walkforward, parallel, INT, 1, 1, VP_CFG_INF, "[)", NULL,                            \
       "folds trained at once (each on its own backend stream); 1: one after another")
 
+/* [metrics] how results are measured. */
+#define VP_CFG_KEYS_metrics(X)                                                              \
+    X(metrics, risk_free_rate, FLOAT, 0.0, -1, 1, "[]", NULL,                              \
+      "yearly risk-free rate subtracted in Sharpe and Sortino (always stated beside them)")
+
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \
     S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(replay) S(collect) \
-    S(train) S(walkforward) S(run)
+    S(train) S(walkforward) S(metrics) S(run)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
 
