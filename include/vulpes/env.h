@@ -124,9 +124,11 @@ typedef enum vp_fill_kind {
 typedef struct vp_env_fill_rec {
     int32_t qty[2];   /* signed contracts (+ bought, - sold) */
     int32_t kind;     /* vp_fill_kind of fill [1] */
-    int32_t pad;      /* alignment */
-    double price[2];  /* fill prices, slippage included, price units */
-    double slip[2];   /* slippage paid per contract in each fill, price units (0 for a take-profit) */
+    int32_t cut;      /* contracts the leverage limit (instrument.max_leverage) removed from order [0] */
+    double price[2];  /* fill prices, slippage and the spread's share included, price units */
+    double slip[2];   /* price paid per contract against the trader in each fill (slippage plus the
+                         spread's share), price units */
+    double financing; /* financing charged on the position held over the step (currency; < 0 is a credit) */
 } vp_env_fill_rec;
 
 /* ---- state: structure of arrays, one entry per env ---------------------------------- */

@@ -45,6 +45,7 @@ typedef struct vp_annual {
     int64_t n_bars;           /* bars measured (0 when given) */
     double span_days;         /* last - first time + median spacing, days (0 when given) */
     double median_interval_s; /* median spacing of consecutive bar times, seconds (0 when given) */
+    double risk_free_rate;    /* yearly rate subtracted in Sharpe and Sortino (metrics.risk_free_rate; 0 unless set) */
 } vp_annual;
 
 /* Measures the factor from bar times: periods_per_year = n x 365.25 days / (t[n-1] - t[0] +

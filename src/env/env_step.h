@@ -270,6 +270,8 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
     if (fl) {
         fl->qty[0] = fl->qty[1] = 0;
         fl->kind = VP_FILL_NONE;
+        fl->cut = 0;
+        fl->financing = 0.0;
         fl->price[0] = fl->price[1] = fl->slip[0] = fl->slip[1] = 0.0;
     }
 
