@@ -40,9 +40,9 @@ static int market_make(vp_train_data* d, int64_t n) {
 }
 
 /* The instrument of the market (price near 100): tick 0.01, 10 a point, 0.5 a contract,
- * 1 tick of slippage, 4 contracts, 100k. */
+ * 1 tick of slippage, 4 contracts, 100k; mid bars, no spread, financing or leverage limit. */
 static vp_instrument market_instrument(void) {
-    vp_instrument in = {0.01, 10.0, 0.5, 1.0, 4, 100000.0};
+    vp_instrument in = {0.01, 10.0, 0.5, 1.0, 4, 100000.0, 0.0, VP_PRICE_MID, 0.0, 0.0, 0.0};
     return in;
 }
 

@@ -69,10 +69,12 @@ typedef struct env_bench {
 static int eb_init(env_bench* x, vp_backend* b, const vp_bars* bars, const double* atr, int64_t n) {
     memset(x, 0, sizeof *x);
     x->b = b;
-    vp_env_market_desc d = {bars->n, bars->open, bars->high, bars->low, bars->close, atr, 64, bars->n - 1, NULL};
-    // E-mini-like: $50 a point, $2.5 a contract, 1 tick of slippage, 10 contracts, $100k;
-    // 1000-bar episodes, ruin at 50 %, reward scale 100, small penalties
-    vp_instrument inst = {TICK, 50.0, 2.5, 1.0, 10, 100000.0};
+    vp_env_market_desc d = {bars->n, bars->open, bars->high, bars->low, bars->close, atr, 64, bars->n - 1, NULL,
+                            NULL, 0.0, 0.0};
+    // E-mini-like: $50 a point, $2.5 a contract, 1 tick of slippage, 10 contracts, $100k, mid
+    // bars without spread, financing or leverage limit; 1000-bar episodes, ruin at 50 %, reward
+    // scale 100, small penalties
+    vp_instrument inst = {TICK, 50.0, 2.5, 1.0, 10, 100000.0, 0.0, VP_PRICE_MID, 0.0, 0.0, 0.0};
     vp_env_config cfg = {1000, 0.5, 100.0, 0.01, 0.001, 1};
     size_t act_bytes = (size_t)n * 16, stride = (act_bytes + 255) / 256 * 256, col = ((size_t)n * 4 + 255) / 256 * 256;
     vp_mem mem = vp_backend_native_mem(b);

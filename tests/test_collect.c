@@ -137,7 +137,7 @@ static void test_collector_step(void) {
     const int64_t T = d.bars.n, E = 9;
     vp_tensor feats = vp_tensor_2d(d.features, VP_F32, VP_MEM_HOST, T, d.n_features);
     vp_env_market_desc md = {T, d.bars.open, d.bars.high, d.bars.low, d.bars.close, d.atr, d.split.train.begin,
-                             d.split.train.end, &feats};
+                             d.split.train.end, &feats, d.bars.spread, 0.0, d.periods_per_year};
     vp_model_cfg mc = env_model_cfg(d.n_features);
     vp_instrument inst = vpt_instrument_emini();
     inst.tick_size = 0.01, inst.multiplier = 10, inst.max_position = 3;

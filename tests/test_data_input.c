@@ -134,16 +134,20 @@ static void test_long_numbers(void) {
     CHECK(vp_parse_double(txt[0], strlen(txt[0]), &v) == 0, "a long text with a letter is not a number");
 }
 
-/* Rewrites bar `k` of one column of a cache entry and the payload hash to match. */
-static int tamper_cache(const char* cache, int column, int64_t k, double value) {
+/* Bytes of a cache entry's header; its last 8 are the payload hash. */
+#define CACHE_HEADER 2184
+
+/* Rewrites bar `k` of one of the `ncols` columns (6, or 7 with a spread) of a cache entry and
+ * the payload hash to match. */
+static int tamper_cache(const char* cache, int ncols, int column, int64_t k, double value) {
     size_t len = 0;
     char* data = read_all(cache, &len);
-    if (!data || len < 2176) return 0;
-    int64_t n = (int64_t)(len - 2176) / 48;
-    memcpy(data + 2176 + (size_t)(column * n + k) * 8, &value, 8);
+    if (!data || len < CACHE_HEADER) return 0;
+    int64_t n = (int64_t)(len - CACHE_HEADER) / (8 * ncols);
+    memcpy(data + CACHE_HEADER + (size_t)(column * n + k) * 8, &value, 8);
     uint64_t h = 0;
-    for (int c = 0; c < 6; ++c) h = vp_hash64(data + 2176 + (size_t)(c * n) * 8, (size_t)n * 8, h);
-    memcpy(data + 2168, &h, 8);
+    for (int c = 0; c < ncols; ++c) h = vp_hash64(data + CACHE_HEADER + (size_t)(c * n) * 8, (size_t)n * 8, h);
+    memcpy(data + CACHE_HEADER - 8, &h, 8);
     int ok = write_all(cache, data, len);
     free(data);
     return ok;
@@ -169,7 +173,7 @@ static void test_tampered_cache(void) {
         const char* rule;
     } cases[] = {{4, NAN, "non-finite"}, {3, -1.0, "non-positive price"}, {2, 1e-9, "high < low"}};
     for (int i = 0; i < 3; ++i) {
-        CHECK(tamper_cache(r.cache_path, cases[i].column, 5, cases[i].value), "tamper %d", i);
+        CHECK(tamper_cache(r.cache_path, 6, cases[i].column, 5, cases[i].value), "tamper %d", i);
         g_warnings = 0;
         g_last_warning[0] = '\0';
         vp_load_report rb;

@@ -27,7 +27,8 @@ static int run_init(run* r, int64_t T, uint64_t wseed, int64_t begin, int64_t en
     r->rew = (float*)calloc((size_t)n, sizeof(float));
     r->done = (float*)calloc((size_t)n, sizeof(float));
     r->pf = (float*)calloc((size_t)n * 8, sizeof(float));
-    vp_env_market_desc d = {T, r->bars.o, r->bars.h, r->bars.l, r->bars.c, r->bars.atr, begin, end, NULL};
+    vp_env_market_desc d = {T, r->bars.o, r->bars.h, r->bars.l, r->bars.c, r->bars.atr, begin, end, NULL, NULL, 0.0,
+                            0.0};
     vp_instrument inst = vpt_instrument_emini();
     inst.max_position = 5;
     if (vp_env_market_init(&r->m, r->b, &d) != VP_OK || vp_env_init(&r->e, r->b, &r->m, &inst, &cfg, n) != VP_OK) {
@@ -44,7 +45,8 @@ static void run_rewalk(run* r, int64_t from, uint64_t wseed) {
     vp_instrument inst = r->e.instrument;
     vp_env_free(&r->e);
     vp_env_market_free(&r->m);
-    vp_env_market_desc d = {r->bars.n, r->bars.o, r->bars.h, r->bars.l, r->bars.c, r->bars.atr, 0, 0, NULL};
+    vp_env_market_desc d = {r->bars.n, r->bars.o, r->bars.h, r->bars.l, r->bars.c, r->bars.atr, 0, 0, NULL, NULL,
+                            0.0, 0.0};
     d.begin = 20, d.end = r->bars.n - 20;
     CHECK_OK(vp_env_market_init(&r->m, r->b, &d));
     CHECK_OK(vp_env_init(&r->e, r->b, &r->m, &inst, &cfg, r->n));
@@ -260,7 +262,7 @@ static void test_argument_errors(void) {
     /* a span too short for one episode, and a broken bar */
     vp_env e2;
     vp_env_market m2;
-    vp_env_market_desc d = {200, r.bars.o, r.bars.h, r.bars.l, r.bars.c, r.bars.atr, 100, 150, NULL};
+    vp_env_market_desc d = {200, r.bars.o, r.bars.h, r.bars.l, r.bars.c, r.bars.atr, 100, 150, NULL, NULL, 0.0, 0.0};
     CHECK_OK(vp_env_market_init(&m2, r.b, &d));
     vp_instrument inst = vpt_instrument_emini();
     CHECK_STATUS(vp_env_init(&e2, r.b, &m2, &inst, &cfg, 4), VP_ERR_INVALID_ARG, "an episode of 50 bars needs 51");
@@ -278,8 +280,8 @@ static void test_argument_errors(void) {
 }
 
 static void test_bytes_per_step(void) {
-    /* 64 B of state read, 64 written, 16 of action, 44 of outputs, 48 of bars */
-    CHECK(vp_env_bytes_per_step() == 236, "%zu bytes", vp_env_bytes_per_step());
+    /* 64 B of state read, 64 written, 16 of action, 44 of outputs, 56 of bars */
+    CHECK(vp_env_bytes_per_step() == 244, "%zu bytes", vp_env_bytes_per_step());
 }
 
 int main(void) {

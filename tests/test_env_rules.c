@@ -1,72 +1,18 @@
 /* The environment's trading rules on hand-written bars, every number computed by hand:
- * fills at the next open with slippage and commission, stops and take-profits, gaps, flips,
- * zero-size actions, window-end liquidation, ruin, reward arithmetic and the portfolio vector.
+ * fills at the next open with slippage and commission, stops and take-profits (slippage on
+ * both), gaps, flips, zero-size actions, window-end liquidation, ruin, reward arithmetic and
+ * the portfolio vector; no spread, financing or leverage limit (test_env_costs.c has those).
  * Each market's span holds exactly one episode, so the (random) start is bar 0. */
-#include "test_env_util.h"
 #include "vp_test.h"
-
-enum { SHORT = 0, FLAT = 1, LONG = 2 };
-
-/* One env over hand-written bars, with host copies of its state and outputs. */
-typedef struct hx {
-    vp_backend* b;
-    vpt_bars bars;
-    vp_env_market m;
-    vp_env e;
-    vpt_state st;
-    int32_t act[4];
-    float reward, done, pf[8];
-    int32_t obs;
-} hx;
-
-/* Rows {open, high, low, close, atr}. */
-typedef double row5[5];
-
-/* Builds the env: n rows, an episode of `episode_bars` steps starting at bar 0. */
-static int hx_init(hx* x, const row5* rows, int n, vp_instrument inst, vp_env_config cfg) {
-    memset(x, 0, sizeof *x);
-    CHECK_OK(vp_backend_cpu_init(&x->b));
-    x->bars = vpt_bars_alloc(n);
-    for (int i = 0; i < n; ++i) {
-        x->bars.o[i] = rows[i][0], x->bars.h[i] = rows[i][1], x->bars.l[i] = rows[i][2];
-        x->bars.c[i] = rows[i][3], x->bars.atr[i] = rows[i][4];
-    }
-    vp_env_market_desc d = {n, x->bars.o, x->bars.h, x->bars.l, x->bars.c, x->bars.atr, 0, cfg.episode_bars + 1, NULL};
-    vp_status s1 = vp_env_market_init(&x->m, x->b, &d);
-    CHECK(s1 == VP_OK, "market: %s", vp_last_error());
-    vp_status s2 = s1 == VP_OK ? vp_env_init(&x->e, x->b, &x->m, &inst, &cfg, 1) : s1;
-    CHECK(s2 == VP_OK, "env: %s", vp_last_error());
-    x->st = vpt_state_alloc(1);
-    if (s2 == VP_OK) CHECK_OK(vp_env_state_get(&x->e, &x->st.s));
-    return s2 == VP_OK;
-}
-
-static void hx_free(hx* x) {
-    vp_env_free(&x->e);
-    vp_env_market_free(&x->m);
-    vpt_bars_free(&x->bars);
-    vpt_state_free(&x->st);
-    vp_backend_free(x->b);
-}
-
-/* Steps with action (dir, size, tp, sl) and reads the state back. */
-static void hx_step(hx* x, int dir, int size, int tp, int sl) {
-    x->act[0] = dir, x->act[1] = size, x->act[2] = tp, x->act[3] = sl;
-    vp_tensor ta = vp_tensor_2d(x->act, VP_I32, VP_MEM_HOST, 1, 4);
-    vp_tensor tr = vp_tensor_1d(&x->reward, VP_F32, VP_MEM_HOST, 1);
-    vp_tensor td = vp_tensor_1d(&x->done, VP_F32, VP_MEM_HOST, 1);
-    vp_tensor to = vp_tensor_1d(&x->obs, VP_I32, VP_MEM_HOST, 1);
-    vp_tensor tp_ = vp_tensor_2d(x->pf, VP_F32, VP_MEM_HOST, 1, 8);
-    CHECK_OK(vp_env_step(&x->e, &ta, &tr, &td, &to, &tp_));
-    CHECK_OK(vp_env_state_get(&x->e, &x->st.s));
-}
+#include "test_env_hand.h"
 
 /* Reward of an equity change under scale `scale` and initial equity 100000, no penalties. */
 static double rew(double eq, double eq_prev, double scale) { return (eq - eq_prev) / 100000.0 * scale; }
 
-/* tick 0.25, $50 a point, $2.5 a side, 1 tick slippage, max 4 contracts, $100k. */
+/* tick 0.25, $50 a point, $2.5 a side, 1 tick slippage, max 4 contracts, $100k; mid bars, no
+ * spread, no financing, no leverage limit. */
 static vp_instrument inst4(void) {
-    vp_instrument i = {0.25, 50.0, 2.5, 1.0, 4, 100000.0};
+    vp_instrument i = {0.25, 50.0, 2.5, 1.0, 4, 100000.0, 0.0, VP_PRICE_MID, 0.0, 0.0, 0.0};
     return i;
 }
 
@@ -113,12 +59,12 @@ static void test_short_hits_take_profit(void) {
           "pos %d entry %g tp %g sl %g", s->position[0], s->entry[0], s->take_profit[0], s->stop_loss[0]);
     CHECK(s->cash[0] == 119940.0 && s->equity[0] == 100040.0, "cash %.4f equity %.4f", s->cash[0], s->equity[0]);
     CHECK_NEAR(x.reward, rew(100040, 100000, 100), 1e-7, 1e-6);
-    /* bar 2 opens at 99 and trades to 95: the limit buys 4 at 97.75, no slippage */
+    /* bar 2 opens at 99 and trades to 95: the limit buys 4 at 97.75 plus a tick of slippage */
     hx_step(&x, SHORT, 3, 1, 0);
     CHECK(s->position[0] == 0 && s->take_profit[0] == 0, "flat after take-profit");
-    CHECK(s->cash[0] == 119940.0 - 4 * 97.75 * 50 - 10.0 && s->equity[0] == 100380.0, "cash %.4f equity %.4f",
+    CHECK(s->cash[0] == 119940.0 - 4 * 98.0 * 50 - 10.0 && s->equity[0] == 100330.0, "cash %.4f equity %.4f",
           s->cash[0], s->equity[0]);
-    CHECK_NEAR(x.reward, rew(100380, 100040, 100), 1e-7, 1e-6);
+    CHECK_NEAR(x.reward, rew(100330, 100040, 100), 1e-7, 1e-6);
     hx_free(&x);
 }
 
@@ -303,10 +249,11 @@ static void test_add_and_reduce(void) {
     hx_step(&x, LONG, 2, 2, 2);
     CHECK(s->position[0] == 3 && s->entry[0] == (100.25 + 2 * 101.25) / 3.0, "entry %.6f", s->entry[0]);
     CHECK(s->take_profit[0] == 102.25 && s->stop_loss[0] == 98.25 && s->bars_held[0] == 2, "levels kept");
-    /* reduce to 1 at 101.75: entry and levels unchanged; bar 3's high 102.5 then takes profit at 102.25 */
+    /* reduce to 1 at 101.75: entry and levels unchanged; bar 3's high 102.5 then takes profit at
+     * 102.25 less a tick of slippage */
     hx_step(&x, LONG, 0, 0, 0);
     CHECK(s->position[0] == 0, "take-profit after reducing: pos %d", s->position[0]);
-    double cash = 100000.0 - 100.25 * 50 - 2.5 - 2 * 101.25 * 50 - 5.0 + 2 * 101.75 * 50 - 5.0 + 102.25 * 50 - 2.5;
+    double cash = 100000.0 - 100.25 * 50 - 2.5 - 2 * 101.25 * 50 - 5.0 + 2 * 101.75 * 50 - 5.0 + 102.0 * 50 - 2.5;
     CHECK(s->cash[0] == cash, "cash %.4f vs %.4f", s->cash[0], cash);
     hx_free(&x);
 }

@@ -69,16 +69,18 @@ static inline int vpt_exists(const char* dir, const char* name) {
 /* ---- instruments, network and run ------------------------------------------------------------- */
 
 /* An E-mini-like instrument: tick 0.25, 50 a point, 2.5 a contract, 1 tick of slippage,
- * 1 contract, 100k (random-walk bars on a 0.25 grid keep every price on its tick grid). */
+ * 1 contract, 100k (random-walk bars on a 0.25 grid keep every price on its tick grid); mid
+ * bars, no spread, no financing, no leverage limit. */
 static inline vp_instrument vpt_instrument_emini(void) {
-    vp_instrument in = {0.25, 50.0, 2.5, 1.0, 1, 100000.0};
+    vp_instrument in = {0.25, 50.0, 2.5, 1.0, 1, 100000.0, 0.0, VP_PRICE_MID, 0.0, 0.0, 0.0};
     return in;
 }
 
 /* The instrument of the synthetic markets (price near 100): tick 0.01, 10 a point, 0.5 a
- * contract, 1 tick of slippage, 4 contracts, 100k. */
+ * contract, 1 tick of slippage, 4 contracts, 100k; mid bars, no spread, no financing, no
+ * leverage limit. */
 static inline vp_instrument vpt_instrument(void) {
-    vp_instrument in = {0.01, 10.0, 0.5, 1.0, 4, 100000.0};
+    vp_instrument in = {0.01, 10.0, 0.5, 1.0, 4, 100000.0, 0.0, VP_PRICE_MID, 0.0, 0.0, 0.0};
     return in;
 }
 

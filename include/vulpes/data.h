@@ -3,8 +3,9 @@
  *
  * A CSV file has a header row; columns are found by name, case-insensitively: a time
  * column (`time`, `date`, `datetime`, `timestamp`, or an unnamed first column; a `date`
- * and a `time` column side by side are joined), `open`, `high`, `low`, `close`, and an
- * optional `volume`. Other columns are ignored. Every row is validated; a bad file fails
+ * and a `time` column side by side are joined), `open`, `high`, `low`, `close`, an
+ * optional `volume`, and an optional bid-ask spread: a `spread` column (price units) or
+ * `bid` and `ask` columns (spread = ask - bid). Other columns are ignored. Every row is validated; a bad file fails
  * with one message naming the file, the line, the column and the rule broken, or, with
  * `skip_bad_rows`, the bad row is dropped and counted. Nothing is ever filled or repaired.
  * docs/data.md describes the formats, the rules and the cache. */
@@ -31,21 +32,34 @@ typedef struct vp_bars {
     double* low;        /* [n] */
     double* close;      /* [n] */
     double* volume;     /* [n] (0 when the file has no volume column) */
+    double* spread;     /* [n] bid-ask spread at each bar, price units (finite, >= 0), or NULL when the
+                           bars carry none (the instrument's spread_ticks apply) */
     int owner;          /* 1 when vp_bars_free releases the arrays, 0 for views and hand-made structs */
 } vp_bars;
 
-/* Allocates n bars (one block, zero-filled) into *b; n >= 1. Release with vp_bars_free. */
+/* Allocates n bars (one block, zero-filled, no spread column) into *b; n >= 1. Release with
+ * vp_bars_free. */
 vp_status vp_bars_alloc(vp_bars* b, int64_t n);
+
+/* Gives owning bars b a zero-filled spread column [n] (released by vp_bars_free); a no-op
+ * when b has one already. */
+vp_status vp_bars_alloc_spread(vp_bars* b);
+
+/* Copies bars [begin, end) of *src, the spread column included when it has one, into *out
+ * (owned; 0 <= begin < end <= src->n). */
+vp_status vp_bars_copy(const vp_bars* src, int64_t begin, int64_t end, vp_bars* out);
 
 /* Releases the arrays of an owning vp_bars and zeroes the struct; a view is only zeroed. NULL is ignored. */
 void vp_bars_free(vp_bars* b);
 
 /* Makes *view a non-owning view of bars [begin, end) of *b (0 <= begin < end <= b->n).
- * The view points into b's arrays: it needs no free and is invalid once b is freed. */
+ * The view points into b's arrays (the spread too, when b has one): it needs no free and is
+ * invalid once b is freed. */
 vp_status vp_bars_slice(const vp_bars* b, int64_t begin, int64_t end, vp_bars* view);
 
 /* Checks the bar invariants (time strictly increasing, 0 < low <= open, close <= high,
- * all finite, volume >= 0); fails naming the first bar that breaks one. */
+ * all finite, volume >= 0, spread >= 0 when present); fails naming the first bar that
+ * breaks one. */
 vp_status vp_bars_validate(const vp_bars* b);
 
 /* The spacing of bar times: the inferred interval and the gaps. */
@@ -82,6 +96,7 @@ typedef struct vp_load_report {
     int n_reasons;        /* reasons[] filled: min(rows_dropped, VP_LOAD_MAX_REASONS) */
     char reasons[VP_LOAD_MAX_REASONS][VP_LOAD_REASON_LEN]; /* the first drops' messages (file, line, column, rule) */
     int has_volume;       /* 1 when the file has a volume column */
+    int has_spread;       /* 1 when the file gives a spread per bar (a spread column, or bid and ask columns) */
     int from_cache;       /* 1 when the bars were read from the binary cache */
     char cache_path[512]; /* the cache file used or written ("" when caching was off or failed) */
     char time_format[48]; /* the first row's time format, e.g. "DD.MM.YYYY HH:MM:SS.mmm" */
@@ -93,7 +108,8 @@ typedef struct vp_load_report {
  * column and rule. A parse writes the binary cache; an unchanged source loads from it. */
 vp_status vp_bars_load_csv(const char* path, const vp_load_opts* opts, vp_bars* out, vp_load_report* report);
 
-/* Writes bars as CSV (header `time,open,high,low,close,volume`, ISO UTC times) to path.
+/* Writes bars as CSV (header `time,open,high,low,close,volume`, and `spread` when the bars
+ * have one; ISO UTC times) to path.
  * decimals < 0 writes every value with 17 significant digits (loads back bit for bit);
  * decimals >= 0 rounds prices and volume to that many decimals. */
 vp_status vp_bars_save_csv(const vp_bars* b, const char* path, int decimals);

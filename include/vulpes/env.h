@@ -3,9 +3,11 @@
  * One instrument; n_envs independent environments step in lock-step, one CPU loop
  * iteration or one GPU thread each, through the same inline step function, so both
  * backends give the same bits. The agent decides at the close of bar t; orders fill at
- * the open of bar t+1 with slippage and commission; resting stop-loss / take-profit
- * orders are checked against bar t+1's high and low; equity is marked at bar t+1's close.
- * The rules, units and the state layout are written out in docs/env.md.
+ * the open of bar t+1 with the spread's share, slippage and commission, an order that grows
+ * the position cut to the leverage limit; resting stop-loss / take-profit orders are checked
+ * against bar t+1's high and low on the side of the book they trade on; a position held at
+ * bar t+1's close pays financing; equity is marked at that close on the side the position
+ * would exit on. The rules, units and the state layout are written out in docs/env.md.
  *
  * Money and prices are double on both backends (exact for prices on a decimal tick grid
  * times integer contracts, and reproducible); rewards and the portfolio vector are float.
@@ -37,14 +39,34 @@ typedef enum vp_env_dir {
     VP_ENV_DIR_COUNT
 } vp_env_dir;
 
+/* Which side of the book a market's bar prices are (data.price_side); the index order is the
+ * config key's (mid|bid|ask). A buy pays the buy share of the bar's spread above the bar price,
+ * a sell receives the bar price less the sell share:
+ *   mid bars: buy +spread/2, sell -spread/2;  bid bars: buy +spread, sell 0;
+ *   ask bars: buy 0, sell -spread. */
+typedef enum vp_price_side {
+    VP_PRICE_MID = 0,  /* bars are mid prices */
+    VP_PRICE_BID,      /* bars are bid prices (what a sell gets) */
+    VP_PRICE_ASK,      /* bars are ask prices (what a buy pays) */
+    VP_PRICE_SIDE_COUNT
+} vp_price_side;
+
 /* Contract specification of the one traded instrument. */
 typedef struct vp_instrument {
     double tick_size;      /* price units per tick (> 0) */
     double multiplier;     /* currency per price unit per contract (point value, > 0) */
     double commission;     /* currency per contract per fill (>= 0) */
-    double slippage_ticks; /* ticks against the trader on every market fill (>= 0) */
+    double slippage_ticks; /* ticks against the trader on every fill, market and resting (>= 0) */
     int32_t max_position;  /* contracts at size 1.0 (>= 1) */
     double initial_equity; /* currency at the start of each episode (> 0) */
+    double spread_ticks;   /* bid-ask spread in ticks on every bar of a market without its own
+                              spread column (>= 0); vp_instrument_spread gives it in price units */
+    vp_price_side price_side; /* side of the book the bars' prices are */
+    double financing_long;  /* yearly rate on a long's notional, charged per bar held (> 0 cost,
+                               < 0 credit; |rate| <= 1) */
+    double financing_short; /* the same for a short's notional */
+    double max_leverage;    /* largest |position| x price x multiplier / equity an order that
+                               increases the position may reach (>= 0; 0: no limit) */
 } vp_instrument;
 
 /* Episode and reward settings. */
@@ -57,8 +79,16 @@ typedef struct vp_env_config {
     uint64_t seed;           /* seeds the per-env Philox streams of episode starts */
 } vp_env_config;
 
-/* The default instrument: the config table's instrument.* defaults (vulpes/config.h). */
+/* The instrument of a configuration: its instrument.* keys and data.price_side, max_position
+ * truncated to whole contracts (callers that need an integer check it first). */
+struct vp_config;
+vp_instrument vp_instrument_from_config(const struct vp_config* cfg);
+
+/* The default instrument: vp_instrument_from_config of the config table's defaults. */
 vp_instrument vp_instrument_default(void);
+
+/* The instrument's configured spread in price units: spread_ticks x tick_size. */
+double vp_instrument_spread(const vp_instrument* in);
 
 /* The default settings: the config table's env.* defaults and run.seed (vulpes/config.h). */
 vp_env_config vp_env_config_default(void);
@@ -77,18 +107,25 @@ typedef struct vp_env_market_desc {
                                 of feature history before it */
     int64_t end;             /* one past the last bar an episode may touch */
     const vp_tensor* features; /* [T, F] f32 in memory the backend reads, or NULL; not copied */
+    const double* spread;    /* [T] host, bid-ask spread at each bar (price units, finite, >= 0), or NULL:
+                                default_spread on every bar */
+    double default_spread;   /* price units (>= 0) when spread is NULL: vp_instrument_spread() */
+    double bars_per_year;    /* bars in a year (vp_annual.periods_per_year of the data file), the unit
+                                of financing rates; > 0 when the instrument has a financing rate, 0
+                                when unknown */
 } vp_env_market_desc;
 
-/* One bar as the step reads it: prices and ATR side by side in one 64-byte cache line, so a
- * step at a random bar index touches two adjacent lines (bars t and t+1) rather than one line
- * per array. */
+/* One bar as the step reads it: prices, ATR and spread side by side in one 64-byte cache line,
+ * so a step at a random bar index touches two adjacent lines (bars t and t+1) rather than one
+ * line per array. */
 typedef struct vp_env_bar {
-    double open;   /* price units */
+    double open;   /* price units, on the market's side of the book (vp_price_side) */
     double high;   /* price units */
     double low;    /* price units */
     double close;  /* price units */
     double atr;    /* ATR known at this bar's close, price units */
-    double pad[3]; /* to 64 bytes */
+    double spread; /* bid-ask spread of this bar, price units (>= 0) */
+    double pad[2]; /* to 64 bytes */
 } vp_env_bar;
 
 /* A market in the backend's memory (bars copied, features referenced). */
@@ -97,12 +134,14 @@ typedef struct vp_env_market {
     int64_t n_bars;         /* T */
     int64_t begin, end;     /* tradable span [begin, end) */
     const vp_env_bar* bars; /* [T] backend memory */
+    double bars_per_year;   /* bars in a year, as described (0: unknown) */
     vp_tensor features;     /* [T, F] view (data NULL when none was given); observations index its rows */
     vp_buffer storage;      /* the one allocation behind bars */
 } vp_env_market;
 
-/* Validates the bars (finite positive prices, low <= open,close <= high, ATR >= 0, the span
- * inside [0, T)) and copies them into backend memory as vp_env_bar records. */
+/* Validates the bars (finite positive prices, low <= open,close <= high, ATR and spread finite
+ * and >= 0, bars_per_year finite and >= 0, the span inside [0, T)) and copies them into backend
+ * memory as vp_env_bar records. */
 vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_market_desc* d);
 
 /* Frees a market's storage (a zeroed market is a no-op). */
@@ -113,22 +152,24 @@ void vp_env_market_free(vp_env_market* m);
 /* Which resting order filled in a step. */
 typedef enum vp_fill_kind {
     VP_FILL_NONE = 0,        /* none */
-    VP_FILL_STOP,            /* the stop-loss (a market order: slippage) */
-    VP_FILL_TAKE_PROFIT,     /* the take-profit (a limit order: no slippage) */
+    VP_FILL_STOP,            /* the stop-loss (a market order once touched: at the level or a gapped open) */
+    VP_FILL_TAKE_PROFIT,     /* the take-profit (a limit order: at the level or a better gapped open) */
     VP_FILL_KIND_COUNT
 } vp_fill_kind;
 
 /* The fills of one env in one step: [0] the market order at the next bar's open (the
  * agent's change of position), [1] a resting order against that bar's range. A quantity of 0
- * means no fill. Commission is the instrument's per contract on every fill. */
+ * means no fill. Commission is the instrument's per contract on every fill; slippage and the
+ * spread's share move every fill's price against the trader (docs/env.md). */
 typedef struct vp_env_fill_rec {
     int32_t qty[2];   /* signed contracts (+ bought, - sold) */
     int32_t kind;     /* vp_fill_kind of fill [1] */
-    int32_t cut;      /* contracts the leverage limit (instrument.max_leverage) removed from order [0] */
+    int32_t cut;      /* contracts the leverage limit (instrument.max_leverage) removed from order [0] (>= 0) */
     double price[2];  /* fill prices, slippage and the spread's share included, price units */
     double slip[2];   /* price paid per contract against the trader in each fill (slippage plus the
                          spread's share), price units */
-    double financing; /* financing charged on the position held over the step (currency; < 0 is a credit) */
+    double financing; /* financing paid on the position held at the bar's close (currency, taken from
+                         cash; < 0 is a credit) */
 } vp_env_fill_rec;
 
 /* ---- state: structure of arrays, one entry per env ---------------------------------- */
@@ -162,8 +203,9 @@ typedef struct vp_env {
     vp_buffer storage;            /* the one allocation behind state */
 } vp_env;
 
-/* Checks the settings against the market (the span must hold episode_bars + 1 bars),
- * allocates the state and starts episode 0 of every env (as vp_env_reset). */
+/* Checks the settings (instrument ranges, a market bars_per_year > 0 when a financing rate is
+ * set) against the market (the span must hold episode_bars + 1 bars), allocates the state and
+ * starts episode 0 of every env (as vp_env_reset). */
 vp_status vp_env_init(vp_env* e, vp_backend* b, const vp_env_market* m, const vp_instrument* inst,
                       const vp_env_config* cfg, int64_t n_envs);
 

@@ -1,4 +1,4 @@
-/* The bar container: allocation, views, invariants and spacing statistics. */
+/* The bar container: allocation, copies, views, invariants and spacing statistics. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +25,45 @@ vp_status vp_bars_alloc(vp_bars* b, int64_t n) {
     return VP_OK;
 }
 
+vp_status vp_bars_alloc_spread(vp_bars* b) {
+    VP_REQUIRE(b != NULL && b->owner && b->n >= 1, VP_ERR_INVALID_ARG, "vp_bars_alloc_spread: bars are NULL, empty "
+               "or not owned");
+    if (b->spread) return VP_OK;
+    b->spread = (double*)calloc((size_t)b->n, sizeof(double));
+    if (!b->spread) VP_FAIL(VP_ERR_OOM, "vp_bars_alloc_spread: %lld bars", (long long)b->n);
+    return VP_OK;
+}
+
+vp_status vp_bars_copy(const vp_bars* src, int64_t begin, int64_t end, vp_bars* out) {
+    VP_REQUIRE(src != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_bars_copy: NULL argument");
+    VP_REQUIRE(begin >= 0 && begin < end && end <= src->n, VP_ERR_INVALID_ARG,
+               "vp_bars_copy: [%lld, %lld) is not a non-empty range inside [0, %lld)", (long long)begin,
+               (long long)end, (long long)src->n);
+    const int64_t n = end - begin;
+    VP_TRY(vp_bars_alloc(out, n));
+    if (src->spread) {
+        vp_status s = vp_bars_alloc_spread(out);
+        if (s != VP_OK) {
+            vp_bars_free(out);
+            return s;
+        }
+        memcpy(out->spread, src->spread + begin, (size_t)n * sizeof(double));
+    }
+    memcpy(out->time_ms, src->time_ms + begin, (size_t)n * sizeof(int64_t));
+    memcpy(out->open, src->open + begin, (size_t)n * sizeof(double));
+    memcpy(out->high, src->high + begin, (size_t)n * sizeof(double));
+    memcpy(out->low, src->low + begin, (size_t)n * sizeof(double));
+    memcpy(out->close, src->close + begin, (size_t)n * sizeof(double));
+    memcpy(out->volume, src->volume + begin, (size_t)n * sizeof(double));
+    return VP_OK;
+}
+
 void vp_bars_free(vp_bars* b) {
     if (!b) return;
-    if (b->owner) free(b->time_ms);
+    if (b->owner) {
+        free(b->time_ms);
+        free(b->spread);
+    }
     memset(b, 0, sizeof *b);
 }
 
@@ -43,6 +79,7 @@ vp_status vp_bars_slice(const vp_bars* b, int64_t begin, int64_t end, vp_bars* v
     view->low = b->low + begin;
     view->close = b->close + begin;
     view->volume = b->volume + begin;
+    view->spread = b->spread ? b->spread + begin : NULL;
     view->owner = 0;
     return VP_OK;
 }
@@ -62,6 +99,9 @@ vp_status vp_bars_validate(const vp_bars* b) {
         if (h < l) VP_FAIL(VP_ERR_NUMERIC, "bar %lld: high %.17g < low %.17g (high < low)", (long long)t, h, l);
         if (o < l || o > h) VP_FAIL(VP_ERR_NUMERIC, "bar %lld: open %.17g outside [low, high]", (long long)t, o);
         if (c < l || c > h) VP_FAIL(VP_ERR_NUMERIC, "bar %lld: close %.17g outside [low, high]", (long long)t, c);
+        if (b->spread && !(isfinite(b->spread[t]) && b->spread[t] >= 0.0))
+            VP_FAIL(VP_ERR_NUMERIC, "bar %lld: spread %.17g (non-finite or negative spread)", (long long)t,
+                    b->spread[t]);
         if (t > 0 && b->time_ms[t] <= b->time_ms[t - 1])
             VP_FAIL(VP_ERR_NUMERIC, "bar %lld: time %lld is not after %lld (time not increasing)", (long long)t,
                     (long long)b->time_ms[t], (long long)b->time_ms[t - 1]);

@@ -1,5 +1,6 @@
 /* The binary bar cache: a header (magic, version, source identity, load counters) and
- * the six columns, written after a CSV parse and read back when the source is unchanged. */
+ * the six columns (seven with a spread), written after a CSV parse and read back when the
+ * source is unchanged. */
 #define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <limits.h>
@@ -12,7 +13,7 @@
 
 #include "data/data_internal.h"
 
-#define VP_CACHE_VERSION 1u
+#define VP_CACHE_VERSION 2u
 #define VP_CACHE_ENDIAN 0x01020304u
 
 /* The file header, written as is (no padding: checked below). */
@@ -28,11 +29,13 @@ typedef struct cache_header {
     int64_t rows_dropped;
     int32_t n_reasons;
     int32_t has_volume;
+    int32_t has_spread;       /* 1: a spread column follows the six others */
+    int32_t reserved;         /* 0 */
     char time_format[48];
     char reasons[VP_LOAD_MAX_REASONS][VP_LOAD_REASON_LEN];
-    uint64_t payload_hash;    /* hash chained over the six columns */
+    uint64_t payload_hash;    /* hash chained over the columns */
 } cache_header;
-_Static_assert(sizeof(cache_header) == 2176, "cache header must have no padding");
+_Static_assert(sizeof(cache_header) == 2184, "cache header must have no padding");
 
 static const char MAGIC[8] = {'V', 'P', 'B', 'A', 'R', 'S', 0, 0};
 
@@ -70,21 +73,24 @@ vp_status vp_cache_path(const char* source, const vp_load_opts* opts, char* buf,
     return VP_OK;
 }
 
-/* The six columns of b in file order. */
-static void columns(const vp_bars* b, void* cols[6]) {
+/* The columns of b in file order (time, open, high, low, close, volume, then the spread when
+ * b has one); returns their number. */
+static int columns(const vp_bars* b, void* cols[7]) {
     cols[0] = b->time_ms;
     cols[1] = b->open;
     cols[2] = b->high;
     cols[3] = b->low;
     cols[4] = b->close;
     cols[5] = b->volume;
+    cols[6] = b->spread;
+    return b->spread ? 7 : 6;
 }
 
 static uint64_t payload_hash(const vp_bars* b) {
-    void* cols[6];
-    columns(b, cols);
+    void* cols[7];
+    const int nc = columns(b, cols);
     uint64_t h = 0;
-    for (int i = 0; i < 6; ++i) h = vp_hash64(cols[i], (size_t)b->n * 8, h);
+    for (int i = 0; i < nc; ++i) h = vp_hash64(cols[i], (size_t)b->n * 8, h);
     return h;
 }
 
@@ -98,14 +104,20 @@ int vp_cache_read(const char* cache_path, const vp_source_id* src, vp_bars* out,
     /* Header: ours, this version and byte order, and the same source. */
     if (fread(&h, sizeof h, 1, fp) == 1 && memcmp(h.magic, MAGIC, 8) == 0 && h.version == VP_CACHE_VERSION &&
         h.endian == VP_CACHE_ENDIAN && h.source_size == src->size && h.source_hash == src->hash) {
-        /* Size and columns intact. */
-        int intact = h.n >= 1 && h.n <= (INT64_MAX - (int64_t)sizeof h) / 48 && fstat(fileno(fp), &st) == 0 &&
-                     (int64_t)st.st_size == (int64_t)sizeof h + h.n * 48 && h.n_reasons >= 0 &&
+        /* Size and columns intact (8 bytes per bar per column). */
+        const int64_t row = h.has_spread ? 56 : 48;
+        int intact = (h.has_spread == 0 || h.has_spread == 1) && h.reserved == 0 && h.n >= 1 &&
+                     h.n <= (INT64_MAX - (int64_t)sizeof h) / row && fstat(fileno(fp), &st) == 0 &&
+                     (int64_t)st.st_size == (int64_t)sizeof h + h.n * row && h.n_reasons >= 0 &&
                      h.n_reasons <= VP_LOAD_MAX_REASONS && vp_bars_alloc(out, h.n) == VP_OK;
+        if (intact && h.has_spread && vp_bars_alloc_spread(out) != VP_OK) {
+            vp_clear_error();
+            intact = 0;
+        }
         if (intact) {
-            void* cols[6];
-            columns(out, cols);
-            for (int i = 0; i < 6 && intact; ++i) intact = fread(cols[i], 8, (size_t)h.n, fp) == (size_t)h.n;
+            void* cols[7];
+            const int nc = columns(out, cols);
+            for (int i = 0; i < nc && intact; ++i) intact = fread(cols[i], 8, (size_t)h.n, fp) == (size_t)h.n;
             intact = intact && payload_hash(out) == h.payload_hash;
         }
 
@@ -123,6 +135,7 @@ int vp_cache_read(const char* cache_path, const vp_source_id* src, vp_bars* out,
             meta->rows_dropped = h.rows_dropped;
             meta->n_reasons = h.n_reasons;
             meta->has_volume = h.has_volume;
+            meta->has_spread = h.has_spread;
             memcpy(meta->time_format, h.time_format, sizeof meta->time_format);
             meta->time_format[sizeof meta->time_format - 1] = '\0';
             memcpy(meta->reasons, h.reasons, sizeof meta->reasons);
@@ -165,6 +178,7 @@ int vp_cache_write(const char* cache_path, const vp_source_id* src, const vp_bar
     h.rows_dropped = meta->rows_dropped;
     h.n_reasons = meta->n_reasons;
     h.has_volume = meta->has_volume;
+    h.has_spread = b->spread != NULL;
     memcpy(h.time_format, meta->time_format, sizeof h.time_format);
     memcpy(h.reasons, meta->reasons, sizeof h.reasons);
     h.payload_hash = payload_hash(b);
@@ -179,9 +193,9 @@ int vp_cache_write(const char* cache_path, const vp_source_id* src, const vp_bar
     int ok = (!slash || make_dirs(dir));
     FILE* fp = ok ? fopen(tmp, "wb") : NULL;
     ok = fp != NULL && fwrite(&h, sizeof h, 1, fp) == 1;
-    void* cols[6];
-    columns(b, cols);
-    for (int i = 0; i < 6 && ok; ++i) ok = fwrite(cols[i], 8, (size_t)b->n, fp) == (size_t)b->n;
+    void* cols[7];
+    const int nc = columns(b, cols);
+    for (int i = 0; i < nc && ok; ++i) ok = fwrite(cols[i], 8, (size_t)b->n, fp) == (size_t)b->n;
     if (fp && fclose(fp) != 0) ok = 0;
     if (ok && rename(tmp, cache_path) != 0) ok = 0;
     if (!ok) {

@@ -1,4 +1,4 @@
-/* The CSV bar parser: rows to bars, every row validated, bad rows refused or dropped. */
+/* The CSV bar parser: rows to bars (and their spread), every row validated, bad rows refused or dropped. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -102,6 +102,30 @@ static int parse_row(row_ctx* c, const char* p, const char* le, vp_bars* out, in
         if (vol < 0.0) return problem(c, vc, "negative volume", "%.10g", vol);
     }
 
+    /* Spread: optional; a spread column (finite, >= 0), or bid and ask columns (prices, ask >= bid). */
+    double spread = 0.0;
+    int sc = lay->col[VP_COL_SPREAD];
+    if (sc >= 0) {
+        const vp_field* fd = &f[sc];
+        if (!vp_parse_double(fd->s, fd->len, &spread))
+            return problem(c, sc, "unparsable number", "\"%.*s\" is not a number", FIELD_ARGS(fd));
+        if (!isfinite(spread)) return problem(c, sc, "non-finite spread", "\"%.*s\"", FIELD_ARGS(fd));
+        if (spread < 0.0) return problem(c, sc, "negative spread", "%.10g", spread);
+    } else if (lay->col[VP_COL_BID] >= 0) {
+        double q[2];
+        for (int r = 0; r < 2; ++r) {
+            int col = lay->col[VP_COL_BID + r];
+            const vp_field* fd = &f[col];
+            if (!vp_parse_double(fd->s, fd->len, &q[r]))
+                return problem(c, col, "unparsable number", "\"%.*s\" is not a number", FIELD_ARGS(fd));
+            if (!isfinite(q[r])) return problem(c, col, "non-finite price", "\"%.*s\"", FIELD_ARGS(fd));
+            if (!(q[r] > 0.0)) return problem(c, col, "non-positive price", "%.10g", q[r]);
+        }
+        if (q[1] < q[0])
+            return problem(c, lay->col[VP_COL_ASK], "ask < bid", "ask %.10g is below bid %.10g", q[1], q[0]);
+        spread = q[1] - q[0];
+    }
+
     /* Bar shape: low <= open, close <= high. */
     double o = v[0], h = v[1], l = v[2], cl = v[3];
     if (h < l) return problem(c, lay->col[VP_COL_HIGH], "high < low", "high %.10g is below low %.10g", h, l);
@@ -127,6 +151,7 @@ static int parse_row(row_ctx* c, const char* p, const char* le, vp_bars* out, in
     out->low[k] = l;
     out->close[k] = cl;
     out->volume[k] = vol;
+    if (out->spread) out->spread[k] = spread;
     c->prev_time = t;
     c->prev_line = c->line;
     return 0;
@@ -135,13 +160,7 @@ static int parse_row(row_ctx* c, const char* p, const char* le, vp_bars* out, in
 /* Copies the first n bars of *b into an exact-size allocation that replaces it. */
 static vp_status shrink(vp_bars* b, int64_t n) {
     vp_bars s;
-    VP_TRY(vp_bars_alloc(&s, n));
-    memcpy(s.time_ms, b->time_ms, (size_t)n * sizeof(int64_t));
-    memcpy(s.open, b->open, (size_t)n * sizeof(double));
-    memcpy(s.high, b->high, (size_t)n * sizeof(double));
-    memcpy(s.low, b->low, (size_t)n * sizeof(double));
-    memcpy(s.close, b->close, (size_t)n * sizeof(double));
-    memcpy(s.volume, b->volume, (size_t)n * sizeof(double));
+    VP_TRY(vp_bars_copy(b, 0, n, &s));
     vp_bars_free(b);
     *b = s;
     return VP_OK;
@@ -222,6 +241,8 @@ vp_status vp_csv_parse(const char* path, const char* buf, size_t len, const vp_l
     c.line = 1;
     c.f = (vp_field*)malloc((size_t)(lay.ncols + 1) * sizeof(vp_field));
     vp_status st = c.f ? vp_bars_alloc(out, cap) : vp_set_error(VP_ERR_OOM, VP_WHERE, "%s: field table", path);
+    const int has_spread = lay.col[VP_COL_SPREAD] >= 0 || lay.col[VP_COL_BID] >= 0;
+    if (st == VP_OK && has_spread) st = vp_bars_alloc_spread(out);
 
     /* Rows: each parsed and checked; a bad one fails the load or is dropped and counted. */
     int skip = opts && opts->skip_bad_rows;
@@ -261,6 +282,7 @@ vp_status vp_csv_parse(const char* path, const char* buf, size_t len, const vp_l
                           (long long)meta->rows_read, meta->n_reasons ? meta->reasons[0] : "");
     if (st == VP_OK && c.kept < out->n) st = shrink(out, c.kept);
     meta->has_volume = lay.col[VP_COL_VOLUME] >= 0;
+    meta->has_spread = has_spread;
     free(c.f);
     vp_csv_layout_free(&lay);
     if (st != VP_OK) vp_bars_free(out);

@@ -1,4 +1,5 @@
-/* CSV fields and the header: which column holds the time, open, high, low, close, volume. */
+/* CSV fields and the header: which column holds the time, open, high, low, close, volume and
+ * the spread (a spread column, or bid and ask columns). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +51,8 @@ int vp_csv_split(const char* p, const char* end, char delim, vp_field* f, int ca
 
 /* The role a header name asks for (-1: ignored); `time` names are resolved by the caller. */
 static int role_of(const char* name) {
-    static const char* roles[] = {"open", "high", "low", "close", "volume"};
-    for (int r = 0; r < 5; ++r)
+    static const char* roles[] = {"open", "high", "low", "close", "volume", "spread", "bid", "ask"};
+    for (int r = 0; r < 8; ++r)
         if (strcmp(name, roles[r]) == 0) return VP_COL_OPEN + r;
     return -1;
 }
@@ -153,6 +154,21 @@ vp_status vp_csv_layout_read(const char* path, const char* p, const char* end, v
                           path, need[r], need[r],
                           r == VP_COL_TIME ? " (time, date, datetime, timestamp, or an unnamed first column)" : "",
                           found);
+    }
+    /* The spread: one spread column, or a bid and an ask column, never both kinds. */
+    const int sc = lay->col[VP_COL_SPREAD], bc = lay->col[VP_COL_BID], ac = lay->col[VP_COL_ASK];
+    if (st == VP_OK && sc >= 0 && (bc >= 0 || ac >= 0)) {
+        const int other = bc >= 0 ? bc : ac;
+        st = vp_set_error(VP_ERR_PARSE, VP_WHERE,
+                          "%s: line 1, column %d (%s): ambiguous spread column: \"%s\" (column %d) gives the spread "
+                          "already; use either a spread column or bid and ask columns",
+                          path, other + 1, lay->names[other], lay->names[sc], sc + 1);
+    } else if (st == VP_OK && (bc >= 0) != (ac >= 0)) {
+        const int have = bc >= 0 ? bc : ac;
+        st = vp_set_error(VP_ERR_PARSE, VP_WHERE,
+                          "%s: line 1, column \"%s\": missing column: the header has a \"%s\" column (%d) but no "
+                          "\"%s\" column; the spread needs both bid and ask",
+                          path, bc >= 0 ? "ask" : "bid", lay->names[have], have + 1, bc >= 0 ? "ask" : "bid");
     }
     free(f);
     if (st != VP_OK) vp_csv_layout_free(lay);

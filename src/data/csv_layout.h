@@ -15,6 +15,9 @@ typedef enum vp_col_role {
     VP_COL_LOW,
     VP_COL_CLOSE,
     VP_COL_VOLUME,
+    VP_COL_SPREAD,   /* the bid-ask spread, price units */
+    VP_COL_BID,      /* the bid close (with an ask column: spread = ask - bid) */
+    VP_COL_ASK,      /* the ask close */
     VP_COL_ROLE_COUNT
 } vp_col_role;
 
@@ -42,7 +45,8 @@ int vp_csv_split(const char* p, const char* end, char delim, vp_field* f, int ca
 char vp_csv_delimiter(const char* p, const char* end);
 
 /* Reads the header line [p, end) of file `path` into *lay (names allocated; free with
- * vp_csv_layout_free); fails naming the missing, duplicate or ambiguous column. */
+ * vp_csv_layout_free); fails naming the missing, duplicate or ambiguous column (a spread
+ * column beside bid / ask columns, or a bid column without an ask column or the reverse). */
 vp_status vp_csv_layout_read(const char* path, const char* p, const char* end, vp_csv_layout* lay);
 
 /* Releases the names of a layout. */

@@ -46,8 +46,8 @@ vp_status vp_bars_save_csv(const vp_bars* b, const char* path, int decimals) {
     if (!fp) VP_FAIL(VP_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
 
     /* Header, then one line per bar; values exact (%.17g) or rounded to `decimals`. */
-    int ok = fputs("time,open,high,low,close,volume\n", fp) >= 0;
-    char line[640];
+    int ok = fputs(b->spread ? "time,open,high,low,close,volume,spread\n" : "time,open,high,low,close,volume\n", fp) >= 0;
+    char line[7 * 360]; /* 7 values of up to 330 characters (%.17f of 1e308) and separators */
     for (int64_t t = 0; t < b->n && ok; ++t) {
         vp_time_format_iso(b->time_ms[t], line, 40);
         int pos = (int)strlen(line);
@@ -56,7 +56,8 @@ vp_status vp_bars_save_csv(const vp_bars* b, const char* path, int decimals) {
         put(line, sizeof line, &pos, b->high[t], decimals, ',');
         put(line, sizeof line, &pos, b->low[t], decimals, ',');
         put(line, sizeof line, &pos, b->close[t], decimals, ',');
-        put(line, sizeof line, &pos, b->volume[t], decimals, '\n');
+        put(line, sizeof line, &pos, b->volume[t], decimals, b->spread ? ',' : '\n');
+        if (b->spread) put(line, sizeof line, &pos, b->spread[t], decimals, '\n');
         ok = fwrite(line, 1, (size_t)pos, fp) == (size_t)pos;
     }
     if (fclose(fp) != 0) ok = 0;

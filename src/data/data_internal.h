@@ -27,6 +27,7 @@ typedef struct vp_cache_meta {
     int n_reasons;                                           /* as in vp_load_report */
     char reasons[VP_LOAD_MAX_REASONS][VP_LOAD_REASON_LEN];   /* as in vp_load_report */
     int has_volume;                                          /* as in vp_load_report */
+    int has_spread;                                          /* as in vp_load_report */
     char time_format[48];                                    /* as in vp_load_report */
 } vp_cache_meta;
 

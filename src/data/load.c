@@ -98,6 +98,7 @@ static void fill_report(vp_load_report* r, const vp_cache_meta* m, const vp_bars
     r->n_reasons = m->n_reasons;
     memcpy(r->reasons, m->reasons, sizeof r->reasons);
     r->has_volume = m->has_volume;
+    r->has_spread = m->has_spread;
     snprintf(r->time_format, sizeof r->time_format, "%s", m->time_format);
     vp_bars_spacing(b, &r->spacing);
 }

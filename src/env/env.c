@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "env/env_params.h"
 #include "env_impl.h"
 #include "vulpes/config.h"
 
@@ -25,14 +26,33 @@ static void state_fields(const vp_env_state* s, void* ptr[VP_ENV_N_FIELDS], size
 #undef VP_ENV_LIST_FIELD
 }
 
+vp_instrument vp_instrument_from_config(const vp_config* c) {
+    vp_instrument i;
+    memset(&i, 0, sizeof i);
+    i.tick_size = c->instrument.tick_size;
+    i.multiplier = c->instrument.multiplier;
+    i.commission = c->instrument.commission;
+    i.slippage_ticks = c->instrument.slippage_ticks;
+    /* whole contracts; a count beyond int32 stays out of range so that vp_env_init refuses it */
+    const double mp = c->instrument.max_position;
+    i.max_position = mp >= 1.0 ? (mp < 2147483647.0 ? (int32_t)mp : INT32_MAX) : 0;
+    i.initial_equity = c->instrument.initial_equity;
+    i.spread_ticks = c->instrument.spread_ticks;
+    i.price_side = (vp_price_side)c->data.price_side;
+    i.financing_long = c->instrument.financing_long;
+    i.financing_short = c->instrument.financing_short;
+    i.max_leverage = c->instrument.max_leverage;
+    return i;
+}
+
 /* The defaults are the config table's (instrument.*, env.*, run.seed): one place for each number. */
 vp_instrument vp_instrument_default(void) {
     vp_config c;
     vp_config_defaults(&c);
-    vp_instrument i = {c.instrument.tick_size, c.instrument.multiplier, c.instrument.commission,
-                       c.instrument.slippage_ticks, (int32_t)c.instrument.max_position, c.instrument.initial_equity};
-    return i;
+    return vp_instrument_from_config(&c);
 }
+
+double vp_instrument_spread(const vp_instrument* in) { return in->spread_ticks * in->tick_size; }
 
 vp_env_config vp_env_config_default(void) {
     vp_config c;
@@ -48,10 +68,10 @@ size_t vp_env_bytes_per_step(void) {
     size_t state_rd = 4 * sizeof(int32_t) + 6 * sizeof(double);
     size_t state_wr = 3 * sizeof(int32_t) + 6 * sizeof(double) + sizeof(float);
     /* the action, the outputs (reward, done, obs_bar, portfolio) and the bars read:
-     * open, high, low, close of t+1, ATR of t and of t+1 */
+     * open, high, low, close and spread of t+1, ATR of t and of t+1 */
     size_t io = VP_ENV_BRANCHES * sizeof(int32_t) + 2 * sizeof(float) + sizeof(int32_t) +
                 VP_ENV_PORTFOLIO * sizeof(float);
-    size_t bars = 6 * sizeof(double);
+    size_t bars = 7 * sizeof(double);
     return state_rd + state_wr + io + bars;
 }
 
@@ -59,23 +79,9 @@ size_t vp_env_bytes_per_step(void) {
 
 /* The step's constants from the instrument, config and market. */
 static vp_env_params make_params(const vp_env* e) {
-    vp_env_params p;
-    memset(&p, 0, sizeof p);
-    p.slip = e->instrument.slippage_ticks * e->instrument.tick_size;
-    p.multiplier = e->instrument.multiplier;
-    p.commission = e->instrument.commission;
-    p.initial_equity = e->instrument.initial_equity;
-    p.ruin_level = e->config.ruin_fraction * e->instrument.initial_equity;
-    p.reward_per_cash = e->config.reward_scale / e->instrument.initial_equity;
-    p.inv_max_position = 1.0 / (double)e->instrument.max_position;
-    p.inv_episode_bars = 1.0 / (double)e->config.episode_bars;
-    p.drawdown_penalty = e->config.drawdown_penalty;
-    p.turnover_penalty = e->config.turnover_penalty;
-    p.seed = e->config.seed;
+    vp_env_params p = vp_env_params_make(&e->instrument, &e->config, e->market->bars_per_year);
     p.begin = e->market->begin;
     p.n_starts = e->market->end - e->market->begin - e->config.episode_bars;
-    p.episode_bars = e->config.episode_bars;
-    p.max_position = e->instrument.max_position;
     return p;
 }
 
@@ -104,18 +110,7 @@ static vp_status dispatch(const char* fn, vp_env* e, vp_env_op op, const int32_t
 
 /* Checks instrument and config values, and that the span holds one episode plus its closing bar. */
 static vp_status check_settings(const vp_instrument* in, const vp_env_config* c, const vp_env_market* m) {
-    VP_REQUIRE(isfinite(in->tick_size) && in->tick_size > 0, VP_ERR_INVALID_ARG, "vp_env_init: tick_size %g (> 0 "
-               "required)", in->tick_size);
-    VP_REQUIRE(isfinite(in->multiplier) && in->multiplier > 0, VP_ERR_INVALID_ARG, "vp_env_init: multiplier %g (> 0 "
-               "required)", in->multiplier);
-    VP_REQUIRE(isfinite(in->commission) && in->commission >= 0, VP_ERR_INVALID_ARG,
-               "vp_env_init: commission %g (>= 0 required)", in->commission);
-    VP_REQUIRE(isfinite(in->slippage_ticks) && in->slippage_ticks >= 0, VP_ERR_INVALID_ARG,
-               "vp_env_init: slippage_ticks %g (>= 0 required)", in->slippage_ticks);
-    VP_REQUIRE(in->max_position >= 1 && in->max_position <= (1 << 29), VP_ERR_INVALID_ARG,
-               "vp_env_init: max_position %d (1 .. 2^29 required)", (int)in->max_position);
-    VP_REQUIRE(isfinite(in->initial_equity) && in->initial_equity > 0, VP_ERR_INVALID_ARG,
-               "vp_env_init: initial_equity %g (> 0 required)", in->initial_equity);
+    VP_TRY(vp_env_instrument_check("vp_env_init", in, m->bars_per_year));
     VP_REQUIRE(c->episode_bars >= 1, VP_ERR_INVALID_ARG, "vp_env_init: episode_bars %d (>= 1 required)",
                (int)c->episode_bars);
     VP_REQUIRE(isfinite(c->ruin_fraction) && c->ruin_fraction >= 0 && c->ruin_fraction < 1, VP_ERR_INVALID_ARG,

@@ -10,9 +10,10 @@
 
 _Static_assert(sizeof(vp_env_bar) == 64, "a vp_env_bar fills one 64-byte cache line");
 
-/* Checks one bar: finite positive prices inside [low, high], ATR finite and >= 0. */
+/* Checks one bar: finite positive prices inside [low, high], ATR and spread finite and >= 0. */
 static vp_status check_bar(const vp_env_market_desc* d, int64_t i) {
     double o = d->open[i], h = d->high[i], l = d->low[i], c = d->close[i], a = d->atr[i];
+    double sp = d->spread ? d->spread[i] : d->default_spread;
     VP_REQUIRE(isfinite(o) && isfinite(h) && isfinite(l) && isfinite(c) && o > 0 && h > 0 && l > 0 && c > 0,
                VP_ERR_INVALID_ARG, "vp_env_market_init: bar %lld has a non-positive or non-finite price "
                "(open %g high %g low %g close %g)", (long long)i, o, h, l, c);
@@ -21,6 +22,8 @@ static vp_status check_bar(const vp_env_market_desc* d, int64_t i) {
                (long long)i, o, h, l, c);
     VP_REQUIRE(isfinite(a) && a >= 0, VP_ERR_INVALID_ARG, "vp_env_market_init: bar %lld has ATR %g (finite, >= 0 "
                "required)", (long long)i, a);
+    VP_REQUIRE(isfinite(sp) && sp >= 0, VP_ERR_INVALID_ARG, "vp_env_market_init: bar %lld has spread %g (finite, "
+               ">= 0 required)", (long long)i, sp);
     return VP_OK;
 }
 
@@ -41,6 +44,10 @@ vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_marke
     VP_REQUIRE(d->begin >= 0 && d->begin < d->end && d->end <= d->n_bars, VP_ERR_INVALID_ARG,
                "vp_env_market_init: span [%lld, %lld) is not inside [0, %lld)", (long long)d->begin,
                (long long)d->end, (long long)d->n_bars);
+    VP_REQUIRE(d->spread || (isfinite(d->default_spread) && d->default_spread >= 0), VP_ERR_INVALID_ARG,
+               "vp_env_market_init: default spread %g (finite, >= 0 required)", d->default_spread);
+    VP_REQUIRE(isfinite(d->bars_per_year) && d->bars_per_year >= 0, VP_ERR_INVALID_ARG,
+               "vp_env_market_init: bars_per_year %g (finite, >= 0 required; 0: unknown)", d->bars_per_year);
 
     /* the feature matrix is referenced, not copied: check its rows and where it lives */
     if (d->features) {
@@ -64,6 +71,7 @@ vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_marke
         for (int64_t j = 0; j < k; ++j) {
             scratch[j].open = d->open[i0 + j], scratch[j].high = d->high[i0 + j];
             scratch[j].low = d->low[i0 + j], scratch[j].close = d->close[i0 + j], scratch[j].atr = d->atr[i0 + j];
+            scratch[j].spread = d->spread ? d->spread[i0 + j] : d->default_spread;
         }
         s = upload_bytes(b, mem, dst + i0, scratch, (size_t)k * sizeof(vp_env_bar));
     }
@@ -77,6 +85,7 @@ vp_status vp_env_market_init(vp_env_market* m, vp_backend* b, const vp_env_marke
     m->begin = d->begin;
     m->end = d->end;
     m->bars = dst;
+    m->bars_per_year = d->bars_per_year;
     return VP_OK;
 }
 

@@ -25,6 +25,13 @@ typedef struct vp_env_params {
     double inv_episode_bars; /* 1 / episode_bars */
     double drawdown_penalty; /* reward units per unit of drawdown fraction */
     double turnover_penalty; /* reward units per max_position traded */
+    double buy_share;        /* fraction of a bar's spread a buy pays above the bar price: 0.5 on mid
+                                bars, 1 on bid bars, 0 on ask bars */
+    double sell_share;       /* fraction of it a sell gives up below the bar price: 0.5, 0, 1 */
+    double financing_long;   /* financing_long / bars_per_year: currency per currency of long notional
+                                per bar held (< 0: a credit) */
+    double financing_short;  /* financing_short / bars_per_year, for a short's notional */
+    double max_leverage;     /* largest notional / equity an order that grows the position reaches (0: none) */
     uint64_t seed;           /* episode-start streams */
     int64_t begin;           /* first possible start bar */
     int64_t n_starts;        /* number of possible start bars (end - begin - episode_bars) */
@@ -119,6 +126,30 @@ VP_HD int32_t vp_env_contracts(int32_t k, int32_t max_position) {
     return (int32_t)(((int64_t)(k + 1) * (int64_t)max_position + 2) / 4);
 }
 
+/* What a buy pays above bar b's price per contract for the spread (the buy share of it). */
+VP_HD double vp_env_buy_spread(const vp_env_params* p, const vp_env_bar* b) { return vp_env_mul(b->spread, p->buy_share); }
+
+/* What a sell gives up below bar b's price per contract for the spread (the sell share of it). */
+VP_HD double vp_env_sell_spread(const vp_env_params* p, const vp_env_bar* b) {
+    return vp_env_mul(b->spread, p->sell_share);
+}
+
+/* The price a position of sign pos would exit at from bar price x: a long sells at x less the
+ * sell share `sell`, a short (or flat) buys at x plus the buy share `buy`. */
+VP_HD double vp_env_exit_price(int32_t pos, double x, double buy, double sell) {
+    return pos > 0 ? vp_env_sub(x, sell) : vp_env_add(x, buy);
+}
+
+/* Contracts of an order growing the position to `want` (> 0) that the leverage limit allows:
+ * floor(max_leverage x equity / (price x multiplier)), want when that is not smaller or there
+ * is no limit (max_leverage 0), 0 when equity <= 0. */
+VP_HD int32_t vp_env_leverage_cap(const vp_env_params* p, double equity, double price, int32_t want) {
+    if (!(p->max_leverage > 0.0)) return want;
+    if (!(equity > 0.0)) return 0;
+    double n = vp_env_div(vp_env_mul(p->max_leverage, equity), vp_env_mul(price, p->multiplier));
+    return n >= (double)want ? want : (int32_t)n; /* 0 <= n < want: truncation is the floor */
+}
+
 /* Cash after a fill of qty contracts (+ buys, - sells) at price: the notional and the
  * commission on |qty| are paid. */
 VP_HD double vp_env_fill(double cash, int32_t qty, double price, const vp_env_params* p) {
@@ -154,13 +185,17 @@ VP_HD int32_t vp_env_start(const vp_env_params* p, int64_t i, uint32_t episode) 
 
 /* Writes the 8-float portfolio vector of one env (docs/env.md). Bars held and time left are
  * in episode lengths, capped at 1: training never shows more, and a longer window (a
- * validation or backtest span) must not feed the network values it has not seen. */
+ * validation or backtest span) must not feed the network values it has not seen. Prices are
+ * the close on the side the position would exit on. */
 VP_HD void vp_env_portfolio(const vp_env_params* p, const vp_env_bar* bars, const vp_env_view* v,
                             float* out /* [8] */) {
-    double c = bars[v->t].close, atr = bars[v->t].atr;
+    const vp_env_bar* bar = bars + v->t;
+    double atr = bar->atr;
     int32_t pos = v->position, dir = pos > 0 ? 1 : -1;
     double upnl = 0.0, d_tp = 0.0, d_sl = 0.0;
     if (pos != 0 && atr > 0.0) {
+        /* measured from the close on the side the position would exit on, as the equity is */
+        double c = vp_env_exit_price(pos, bar->close, vp_env_buy_spread(p, bar), vp_env_sell_spread(p, bar));
         double inv_atr = vp_env_div(1.0, atr);
         upnl = vp_env_mul(vp_env_sub(c, v->entry), inv_atr);
         upnl = vp_env_clampd(pos > 0 ? upnl : -upnl, 10.0);
@@ -265,6 +300,9 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
     int64_t nb = (int64_t)t + 1;
     const vp_env_bar* next = bars + nb;
     double o_px = next->open, hi = next->high, lo = next->low, c = next->close;
+    /* the spread's shares of bar t+1; a buy pays buy_cost above the bar price, a sell sell_cost below */
+    double buy = vp_env_buy_spread(p, next), sell = vp_env_sell_spread(p, next);
+    double buy_cost = vp_env_add(p->slip, buy), sell_cost = vp_env_add(p->slip, sell);
     int32_t traded = 0;
     vp_env_fill_rec* fl = o->fill ? o->fill + i : (vp_env_fill_rec*)0;
     if (fl) {
@@ -275,55 +313,77 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
         fl->price[0] = fl->price[1] = fl->slip[0] = fl->slip[1] = 0.0;
     }
 
-    /* market order at bar t+1's open, slippage against the trader */
+    /* market order at bar t+1's open, the spread's share and slippage against the trader */
     int32_t delta = target - pos;
     if (delta != 0) {
-        double px = delta > 0 ? vp_env_add(o_px, p->slip) : vp_env_sub(o_px, p->slip);
-        cash = vp_env_fill(cash, delta, px, p);
-        if (fl) {
-            fl->qty[0] = delta;
-            fl->price[0] = px;
-            fl->slip[0] = p->slip;
+        double cost = delta > 0 ? buy_cost : sell_cost;
+        double px = delta > 0 ? vp_env_add(o_px, cost) : vp_env_sub(o_px, cost);
+        /* an order that grows |position| (from flat, adding, the new side of a reversal) is cut to
+         * the leverage limit at the decision's equity; adding is never cut below the position held */
+        int32_t want = vp_env_absi(target), same = pos != 0 && (pos > 0) == (target > 0);
+        if (target != 0 && (!same || want > vp_env_absi(pos))) {
+            int32_t keep = same ? vp_env_absi(pos) : 0;
+            int32_t cap = vp_env_leverage_cap(p, eq_prev, px, want);
+            cap = cap > keep ? cap : keep;
+            if (cap < want) {
+                if (fl) fl->cut = want - cap;
+                target = target > 0 ? cap : -cap;
+                delta = target - pos;
+            }
         }
-        traded += vp_env_absi(delta);
-        if (target == 0) {
-            entry = 0.0;
-            tp = 0.0;
-            sl = 0.0;
-            held = 0;
-        } else if (pos == 0 || (pos > 0) != (target > 0)) {
-            /* a new position (from flat or a flip): levels from the ATR known at bar t */
-            int32_t side = target > 0 ? 1 : -1;
-            double atr = bars[t].atr;
-            entry = px;
-            held = 0;
-            tp = vp_env_level(entry, side, k_tp, atr);
-            sl = vp_env_level(entry, -side, k_sl, atr);
-        } else if (vp_env_absi(target) > vp_env_absi(pos)) {
-            /* added to the position: average entry; levels stay */
-            entry = vp_env_div(vp_env_add(vp_env_mul((double)pos, entry), vp_env_mul((double)delta, px)),
-                               (double)target);
+        if (delta != 0) {
+            cash = vp_env_fill(cash, delta, px, p);
+            if (fl) {
+                fl->qty[0] = delta;
+                fl->price[0] = px;
+                fl->slip[0] = cost;
+            }
+            traded += vp_env_absi(delta);
+            if (target == 0) {
+                entry = 0.0;
+                tp = 0.0;
+                sl = 0.0;
+                held = 0;
+            } else if (pos == 0 || (pos > 0) != (target > 0)) {
+                /* a new position (from flat or a flip): levels from the ATR known at bar t */
+                int32_t side = target > 0 ? 1 : -1;
+                double atr = bars[t].atr;
+                entry = px;
+                held = 0;
+                tp = vp_env_level(entry, side, k_tp, atr);
+                sl = vp_env_level(entry, -side, k_sl, atr);
+            } else if (vp_env_absi(target) > vp_env_absi(pos)) {
+                /* added to the position: average entry; levels stay */
+                entry = vp_env_div(vp_env_add(vp_env_mul((double)pos, entry), vp_env_mul((double)delta, px)),
+                                   (double)target);
+            }
+            pos = target;
         }
-        pos = target;
     }
 
-    /* resting orders against bar t+1's range: the stop first, a gap fills at the open */
+    /* resting orders against bar t+1's range on the side they trade on (a long's exits sell:
+     * bar prices less the sell share; a short's buy: plus the buy share); the stop first, a gap
+     * fills at the open; slippage on both */
     if (pos != 0) {
-        int stop_hit = pos > 0 ? (sl > 0.0 && lo <= sl) : (sl > 0.0 && hi >= sl);
-        int tp_hit = pos > 0 ? (tp > 0.0 && hi >= tp) : (tp > 0.0 && lo <= tp);
+        double s_open = vp_env_exit_price(pos, o_px, buy, sell);
+        double s_hi = vp_env_exit_price(pos, hi, buy, sell), s_lo = vp_env_exit_price(pos, lo, buy, sell);
+        int stop_hit = pos > 0 ? (sl > 0.0 && s_lo <= sl) : (sl > 0.0 && s_hi >= sl);
+        int tp_hit = pos > 0 ? (tp > 0.0 && s_hi >= tp) : (tp > 0.0 && s_lo <= tp);
         if (stop_hit || tp_hit) {
-            /* a stop is a market order (slippage); a take-profit is a limit order (none) */
-            double px;
+            /* a stop fills at its level or a worse gapped open, a take-profit at its level or a
+             * better one */
+            double lvl;
             if (stop_hit)
-                px = pos > 0 ? vp_env_sub(o_px < sl ? o_px : sl, p->slip) : vp_env_add(o_px > sl ? o_px : sl, p->slip);
+                lvl = pos > 0 ? (s_open < sl ? s_open : sl) : (s_open > sl ? s_open : sl);
             else
-                px = pos > 0 ? (o_px > tp ? o_px : tp) : (o_px < tp ? o_px : tp);
+                lvl = pos > 0 ? (s_open > tp ? s_open : tp) : (s_open < tp ? s_open : tp);
+            double px = pos > 0 ? vp_env_sub(lvl, p->slip) : vp_env_add(lvl, p->slip);
             cash = vp_env_fill(cash, -pos, px, p);
             traded += vp_env_absi(pos);
             if (fl) {
                 fl->qty[1] = -pos;
                 fl->price[1] = px;
-                fl->slip[1] = stop_hit ? p->slip : 0.0;
+                fl->slip[1] = pos > 0 ? sell_cost : buy_cost;
                 fl->kind = stop_hit ? VP_FILL_STOP : VP_FILL_TAKE_PROFIT;
             }
             pos = 0;
@@ -335,8 +395,17 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
     }
     if (pos != 0) held += 1;
 
-    /* mark to bar t+1's close; reward and penalties */
-    double eq = vp_env_add(cash, vp_env_mul(vp_env_mul((double)pos, c), p->multiplier));
+    /* financing of the position held at bar t+1's close, from cash */
+    if (pos != 0) {
+        double rate = pos > 0 ? p->financing_long : p->financing_short;
+        double fin = vp_env_mul(vp_env_mul(vp_env_mul((double)vp_env_absi(pos), c), p->multiplier), rate);
+        cash = vp_env_sub(cash, fin);
+        if (fl) fl->financing = fin;
+    }
+
+    /* mark to bar t+1's close on the side the position would exit on; reward and penalties */
+    double mark = vp_env_exit_price(pos, c, buy, sell);
+    double eq = vp_env_add(cash, vp_env_mul(vp_env_mul((double)pos, mark), p->multiplier));
     peak = eq > peak ? eq : peak;
     double dd = vp_env_div(vp_env_sub(peak, eq), peak);
     double r = vp_env_mul(vp_env_sub(eq, eq_prev), p->reward_per_cash);

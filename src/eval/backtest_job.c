@@ -195,13 +195,7 @@ static vp_status resolve_span(job_state* j, const vp_backtest_job* job, const ch
 static vp_status prepare_data(job_state* j) {
     const int64_t e = j->span.end;
     vp_bars head;
-    VP_TRY(vp_bars_alloc(&head, e));
-    memcpy(head.time_ms, j->all.time_ms, sizeof(int64_t) * (size_t)e);
-    memcpy(head.open, j->all.open, sizeof(double) * (size_t)e);
-    memcpy(head.high, j->all.high, sizeof(double) * (size_t)e);
-    memcpy(head.low, j->all.low, sizeof(double) * (size_t)e);
-    memcpy(head.close, j->all.close, sizeof(double) * (size_t)e);
-    memcpy(head.volume, j->all.volume, sizeof(double) * (size_t)e);
+    VP_TRY(vp_bars_copy(&j->all, 0, e, &head));
     vp_status s = vp_train_data_prepare(&j->td, &j->cfg, &head);
     vp_bars_free(&head); /* taken over on success (zeroed), still ours on failure */
     if (s != VP_OK) return vp_error_context(s, "features of bars [0, %lld)", (long long)e);

@@ -27,12 +27,7 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     const double mp = cfg->instrument.max_position;
     VP_REQUIRE(mp >= 1.0 && mp <= (double)(1 << 29) && mp == floor(mp), VP_ERR_INVALID_ARG,
                "instrument.max_position = %g: the environment trades whole contracts (an integer >= 1)", mp);
-    out->instrument.tick_size = cfg->instrument.tick_size;
-    out->instrument.multiplier = cfg->instrument.multiplier;
-    out->instrument.commission = cfg->instrument.commission;
-    out->instrument.slippage_ticks = cfg->instrument.slippage_ticks;
-    out->instrument.max_position = (int32_t)mp;
-    out->instrument.initial_equity = cfg->instrument.initial_equity;
+    out->instrument = vp_instrument_from_config(cfg);
 
     // Environments.
     VP_REQUIRE(cfg->env.episode_bars <= INT32_MAX && cfg->env.n_envs <= INT32_MAX, VP_ERR_INVALID_ARG,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env/env_params.h"
 #include "rollout/rollout_impl.h"
 #include "vulpes/ops.h"
 
@@ -79,20 +80,13 @@ static vp_status check_args(vp_backend* b, const vp_policy* pol, const vp_rollou
 
 /* The kernels' constants: the step's (ruin off, no reward shaping) and the heads' layout. */
 static void make_dims(vp_ro_run* r) {
-    const vp_instrument* in = &r->cfg->instrument;
     vp_ro_dims* d = &r->dims;
     memset(d, 0, sizeof *d);
-    d->env.slip = in->slippage_ticks * in->tick_size;
-    d->env.multiplier = in->multiplier;
-    d->env.commission = in->commission;
-    d->env.initial_equity = in->initial_equity;
+    // the environment's constants: reward = equity change / initial equity, no ruin, no restart
+    const vp_env_config ec = {r->cfg->episode_bars, 0.0, 1.0, 0.0, 0.0, 0};
+    d->env = vp_env_params_make(&r->cfg->instrument, &ec, r->cfg->annual.periods_per_year);
     d->env.ruin_level = -INFINITY;
-    d->env.reward_per_cash = 1.0 / in->initial_equity;
-    d->env.inv_max_position = 1.0 / (double)in->max_position;
-    d->env.inv_episode_bars = 1.0 / (double)r->cfg->episode_bars;
     d->env.n_starts = 1;
-    d->env.episode_bars = r->cfg->episode_bars;
-    d->env.max_position = in->max_position;
     d->n_windows = r->cfg->n_windows;
     d->n_rows = r->n_steps;
     d->hidden = r->pol ? r->pol->enc_dim : 0;
@@ -283,7 +277,8 @@ vp_status vp_rollout_run(vp_backend* b, const vp_policy* pol, const vp_rollout_d
     const vp_bars* bars = data->bars;
     const int64_t a = r.a, n = data->span.end - a;
     vp_env_market_desc md = {n, bars->open + a, bars->high + a, bars->low + a, bars->close + a, data->atr + a,
-                             0, n, NULL};
+                             0, n, NULL, bars->spread ? bars->spread + a : NULL,
+                             vp_instrument_spread(&cfg->instrument), cfg->annual.periods_per_year};
     vp_status s = vp_env_market_init(&r.market, b, &md);
     if (s == VP_OK) s = alloc_run(&r);
 
