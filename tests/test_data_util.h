@@ -59,13 +59,13 @@ static inline int tdu_count_entries(const char* dir) {
     return n;
 }
 
-/* 1 when two bar sets hold the same values bit for bit. */
+/* 1 when two bar sets hold the same values bit for bit (the spread too: both without one, or equal). */
 static inline int tdu_bars_equal(const vp_bars* a, const vp_bars* b) {
-    if (a->n != b->n) return 0;
+    if (a->n != b->n || (a->spread == NULL) != (b->spread == NULL)) return 0;
     size_t m = (size_t)a->n * 8;
     return memcmp(a->time_ms, b->time_ms, m) == 0 && memcmp(a->open, b->open, m) == 0 &&
            memcmp(a->high, b->high, m) == 0 && memcmp(a->low, b->low, m) == 0 && memcmp(a->close, b->close, m) == 0 &&
-           memcmp(a->volume, b->volume, m) == 0;
+           memcmp(a->volume, b->volume, m) == 0 && (a->spread == NULL || memcmp(a->spread, b->spread, m) == 0);
 }
 
 /* Load options with the cache off. */
