@@ -105,13 +105,13 @@ typedef enum vp_run_precision {
     X(instrument, slippage_ticks, FLOAT, 1.0, 0, VP_CFG_INF, "[)", NULL,                   \
       "ticks of slippage against the trader on every fill (stops and take-profits too)")    \
     X(instrument, spread_ticks, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                     \
-      "bid-ask spread in ticks when the CSV has no spread column")                          \
+      "bid-ask spread in ticks on every bar when the CSV has no spread (or bid and ask) column") \
     X(instrument, financing_long, FLOAT, 0.0, -1, 1, "[]", NULL,                           \
-      "yearly financing rate on a long position's notional, charged per bar held (cost > 0)") \
+      "yearly rate on a long position's notional, charged per bar held (> 0 cost, < 0 credit)") \
     X(instrument, financing_short, FLOAT, 0.0, -1, 1, "[]", NULL,                          \
-      "yearly financing rate on a short position's notional, charged per bar held (cost > 0)") \
+      "yearly rate on a short position's notional, charged per bar held (> 0 cost, < 0 credit)") \
     X(instrument, max_leverage, FLOAT, 20.0, 0, VP_CFG_INF, "[)", NULL,                    \
-      "largest position notional / equity an order may reach (larger orders are cut); 0: no limit") \
+      "largest position notional / equity an order growing the position may reach (it is cut); 0: none") \
     X(instrument, max_position, FLOAT, 100.0, 0, VP_CFG_INF, "()", NULL,                   \
       "largest position in contracts (the size branch picks 0.25..1 of it)")               \
     X(instrument, initial_equity, FLOAT, 100000.0, 0, VP_CFG_INF, "()", NULL,              \

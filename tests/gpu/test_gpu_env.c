@@ -1,7 +1,8 @@
 /* GPU test: the CUDA environment step against the CPU step, bit for bit. Random actions
  * (drawn on each backend by vp_env_random_actions, compared too) on a random-walk market;
  * after every step the positions, cash, equity, every other state field, rewards, dones,
- * observation bars and portfolio vectors must be identical. Prints the first mismatches and
+ * observation bars and portfolio vectors must be identical; one case adds a spread per bar
+ * on ask bars, financing and a leverage limit that cuts most large orders. Prints the first mismatches and
  * "N passed, N failed". Run on a GPU machine (scripts/gpu.sh), not by ctest. */
 #include "test_env_util.h"
 #include "vp_test.h"
@@ -18,12 +19,14 @@ typedef struct side {
     float *h_rew, *h_done, *h_pf;
 } side;
 
-/* Builds one side over the bars; returns 0 (after a failed CHECK) on error. */
-static int side_init(side* s, vp_backend* b, const vpt_bars* bars, int64_t begin, int64_t end,
-                     const vp_instrument* inst, const vp_env_config* cfg, int64_t n) {
+/* Builds one side over the bars (spread [T] per bar or NULL, bars a year for financing);
+ * returns 0 (after a failed CHECK) on error. */
+static int side_init(side* s, vp_backend* b, const vpt_bars* bars, const double* spread, double bars_per_year,
+                     int64_t begin, int64_t end, const vp_instrument* inst, const vp_env_config* cfg, int64_t n) {
     memset(s, 0, sizeof *s);
     s->b = b;
-    vp_env_market_desc d = {bars->n, bars->o, bars->h, bars->l, bars->c, bars->atr, begin, end, NULL};
+    vp_env_market_desc d = {bars->n, bars->o,  bars->h, bars->l, bars->c, bars->atr, begin, end, NULL, spread,
+                            vp_instrument_spread(inst), bars_per_year};
     size_t a = (size_t)n * 16, f = (size_t)n * 4, p = (size_t)n * 32, stride = 256;
     size_t off_rew = (a + stride - 1) / stride * stride, off_done = off_rew + (f + 255) / 256 * 256;
     size_t off_obs = off_done + (f + 255) / 256 * 256, off_pf = off_obs + (f + 255) / 256 * 256;
@@ -95,23 +98,30 @@ static int64_t compare(const side* c, const side* g, int step, int* budget) {
     return bad;
 }
 
-/* Steps CPU and GPU `steps` times over a walk and compares everything after each step. */
-static void parity(const vp_instrument* inst, const vp_env_config* cfg, int64_t n, int steps, int64_t T,
-                   double p0, double vol, double tick) {
+/* Steps CPU and GPU `steps` times over a walk and compares everything after each step; with
+ * `spread` set, each bar gets a spread of 1 to 4 ticks and financing counts 6048 bars a year.
+ * Returns the largest |position| seen. */
+static int32_t parity(const vp_instrument* inst, const vp_env_config* cfg, int64_t n, int steps, int64_t T,
+                      double p0, double vol, double tick, int spread) {
     vp_backend *cb = NULL, *gb = NULL;
     CHECK_OK(vp_backend_cpu_init(&cb));
     vp_status st = vp_backend_cuda_init(&gb, 0);
     CHECK(st == VP_OK, "no CUDA backend: %s", vp_last_error());
     if (st != VP_OK) {
         vp_backend_free(cb);
-        return;
+        return 0;
     }
     vpt_bars bars = vpt_bars_alloc(T);
     vpt_bars_walk(&bars, 2024, 0, p0, vol, tick);
+    double* sp = spread ? (double*)malloc(sizeof(double) * (size_t)T) : NULL;
+    for (int64_t i = 0; sp && i < T; ++i) sp[i] = tick * (double)(1 + vp_rng_draw(2025, 7, (uint64_t)i).v[0] % 4);
+    const double bpy = spread ? 6048.0 : 0.0;
     side c, g;
     memset(&c, 0, sizeof c), memset(&g, 0, sizeof g);
-    int ok = side_init(&c, cb, &bars, 16, T - 8, inst, cfg, n) && side_init(&g, gb, &bars, 16, T - 8, inst, cfg, n);
+    int ok = side_init(&c, cb, &bars, sp, bpy, 16, T - 8, inst, cfg, n) &&
+             side_init(&g, gb, &bars, sp, bpy, 16, T - 8, inst, cfg, n);
     int64_t mismatches = 0, dones = 0, trades = 0;
+    int32_t largest = 0;
     int budget = 10;
     for (int s = 0; ok && s < steps; ++s) {
         side_step(&c, (uint64_t)s);
@@ -119,7 +129,11 @@ static void parity(const vp_instrument* inst, const vp_env_config* cfg, int64_t 
         side_read(&c);
         side_read(&g);
         mismatches += compare(&c, &g, s, &budget);
-        for (int64_t i = 0; i < n; ++i) dones += c.h_done[i] != 0.0f, trades += c.h.s.position[i] != 0;
+        for (int64_t i = 0; i < n; ++i) {
+            dones += c.h_done[i] != 0.0f, trades += c.h.s.position[i] != 0;
+            int32_t a = c.h.s.position[i] < 0 ? -c.h.s.position[i] : c.h.s.position[i];
+            largest = a > largest ? a : largest;
+        }
     }
     /* the run exercised episodes and positions, and nothing differed */
     CHECK(mismatches == 0, "%lld env-steps differ between CPU and GPU", (long long)mismatches);
@@ -128,8 +142,10 @@ static void parity(const vp_instrument* inst, const vp_env_config* cfg, int64_t 
     fprintf(stderr, "  %lld envs x %d steps: %lld mismatches, %lld episode ends\n", (long long)n, steps,
             (long long)mismatches, (long long)dones);
     side_free(&c), side_free(&g);
+    free(sp);
     vpt_bars_free(&bars);
     vp_backend_free(cb), vp_backend_free(gb);
+    return largest;
 }
 
 /* 4096 envs x 1000 steps, E-mini-like contract, penalties on. */
@@ -137,14 +153,27 @@ static void test_parity_4096x1000(void) {
     vp_instrument inst = vpt_instrument_emini();
     inst.max_position = 7;
     vp_env_config cfg = {200, 0.6, 100.0, 0.05, 0.002, 123};
-    parity(&inst, &cfg, 4096, 1000, 20000, 4000.0, 0.004, 0.25);
+    parity(&inst, &cfg, 4096, 1000, 20000, 4000.0, 0.004, 0.25, 0);
 }
 
 /* Odd env count, FX-like prices that are not exact in binary, short episodes, frequent ruin. */
 static void test_parity_fx_odd(void) {
-    vp_instrument inst = {0.00005, 100000.0, 3.0, 0.5, 13, 20000.0};
+    vp_instrument inst = {0.00005, 100000.0, 3.0, 0.5, 13, 20000.0, 0.0, VP_PRICE_MID, 0.0, 0.0, 0.0};
     vp_env_config cfg = {37, 0.8, 10.0, 0.3, 0.01, 9};
-    parity(&inst, &cfg, 1001, 300, 5000, 1.08345, 0.003, 0.00005);
+    parity(&inst, &cfg, 1001, 300, 5000, 1.08345, 0.003, 0.00005, 0);
+}
+
+/* 3001 envs x 500 steps on ask bars with a spread of 1 to 4 ticks per bar, financing of 5 % a
+ * year on longs and a 2 % credit on shorts (rates not exact in binary), and a leverage limit of
+ * 5: at about 200k a contract and 100k of equity it allows 2 of the 7 contracts, so most
+ * larger orders are cut. */
+static void test_parity_costs(void) {
+    vp_instrument inst = vpt_instrument_emini();
+    inst.max_position = 7, inst.price_side = VP_PRICE_ASK;
+    inst.financing_long = 0.05, inst.financing_short = -0.02, inst.max_leverage = 5.0;
+    vp_env_config cfg = {120, 0.6, 100.0, 0.05, 0.002, 321};
+    int32_t largest = parity(&inst, &cfg, 3001, 500, 20000, 4000.0, 0.004, 0.25, 1);
+    CHECK(largest >= 1 && largest < 7, "the leverage limit bounds the position: largest %d of 7", (int)largest);
 }
 
 /* A ring of action sets and the outputs a captured body steps through. */
@@ -179,7 +208,8 @@ static void test_graph_replay(void) {
     side c, g;
     memset(&c, 0, sizeof c), memset(&g, 0, sizeof g);
     vp_buffer ring[2] = {{0}};
-    if (side_init(&c, cb, &bars, 16, T - 8, &inst, &cfg, n) && side_init(&g, gb, &bars, 16, T - 8, &inst, &cfg, n)) {
+    if (side_init(&c, cb, &bars, NULL, 0.0, 16, T - 8, &inst, &cfg, n) &&
+        side_init(&g, gb, &bars, NULL, 0.0, 16, T - 8, &inst, &cfg, n)) {
         side* sides[2] = {&c, &g};
         ring_ctx rc[2];
         for (int k = 0; k < 2; ++k) {
@@ -217,6 +247,7 @@ static void test_graph_replay(void) {
 int main(void) {
     RUN_TEST(test_parity_4096x1000);
     RUN_TEST(test_parity_fx_odd);
+    RUN_TEST(test_parity_costs);
     RUN_TEST(test_graph_replay);
     return vpt_finish();
 }
