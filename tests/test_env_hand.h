@@ -7,6 +7,7 @@
 #define VP_TEST_ENV_HAND_H
 
 #include "env/env_params.h"
+#include "env/env_step.h"
 #include "test_env_util.h"
 
 enum { SHORT = 0, FLAT = 1, LONG = 2 };

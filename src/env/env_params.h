@@ -1,10 +1,10 @@
-/* Internal: the step's constants (vp_env_params, env_step.h) from an instrument and episode
+/* Internal: the step's constants (vp_env_params, env_rules.h) from an instrument and episode
  * settings, computed in one place for every caller of the step: the environment (env.c) and
  * the rollout (src/rollout/rollout.c). */
 #ifndef VP_ENV_PARAMS_H
 #define VP_ENV_PARAMS_H
 
-#include "env/env_step.h"
+#include "env/env_rules.h"
 #include "vulpes/env.h"
 
 #ifdef __cplusplus
