@@ -4,6 +4,7 @@
  * replay ring as raw blocks, and the host counters, seeds and config as metadata: enough
  * to continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best parameters. Both
  * record the data trained on (vulpes.data.*: source, identity, bar interval, price scale). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -209,12 +210,21 @@ static size_t config_field_size(const vp_config_key* k) {
 /* The data of a resume: the bars the checkpoint recorded (same file content or synthetic
  * spec: a changed file is refused; bars given in memory are not compared); then data.path
  * may be spelt otherwise (a relative path from another folder, the file moved), so old's
- * takes the run's. */
+ * takes the run's. An older checkpoint without the record allows another spelling of the
+ * same file only (the relative path it recorded, read from the working directory). */
 static vp_status check_data(const vp_trainer* t, const vp_checkpoint* ck, vp_config* old) {
     vp_data_record was, now;
     int present = 0;
     VP_TRY(vp_checkpoint_data(ck, &was, &present));
-    if (!present) return VP_OK; /* an older checkpoint: data.path is compared as written */
+    if (!present) {
+        // an older checkpoint: its data.path as written, or another spelling of the same file
+        char* a = realpath(old->data.path, NULL);
+        char* b = realpath(t->cfg.data.path, NULL);
+        if (a && b && strcmp(a, b) == 0) snprintf(old->data.path, sizeof old->data.path, "%s", t->cfg.data.path);
+        free(a);
+        free(b);
+        return VP_OK;
+    }
     VP_TRY(vp_data_record_make(t->data, t->data->split.train, &now));
     if (was.kind == VP_DATA_GIVEN && now.kind == VP_DATA_GIVEN) return VP_OK; /* bars in memory: no identity */
     VP_REQUIRE(vp_data_record_same(&was, &now), VP_ERR_INVALID_ARG,
