@@ -44,9 +44,19 @@ typedef struct vp_data_record {
 const char* vp_data_kind_name(vp_data_kind k);
 
 /* Measures the record of prepared data d (its source, source_bytes and source_hash) with
- * training span `train` (at least one bar inside d) into *out. A file's path is made absolute
- * (realpath; the working directory joined in front when the file is gone). */
+ * training span `train` (at least one bar inside d) into *out: vp_data_record_identify, then
+ * vp_data_record_measure, then the training span's median close; checked at the end. */
 vp_status vp_data_record_make(const vp_train_data* d, vp_span train, vp_data_record* out);
+
+/* Sets the identity of a record (kind, source, bytes, hash; the rest zeroed): `source` a file
+ * of `bytes` bytes (>= 0) with content hash `hash`, made absolute (realpath; the working
+ * directory joined in front when the file is gone), or (bytes < 0) a "synth:..." spec or a
+ * description of bars given in memory. */
+vp_status vp_data_record_identify(const char* source, int64_t bytes, uint64_t hash, vp_data_record* out);
+
+/* Sets what a record says of bars b (at least 2): n_bars, interval_s (vp_annual_measure's
+ * median spacing), close_min and close_max. */
+vp_status vp_data_record_measure(const vp_bars* b, vp_data_record* out);
 
 /* Checks every field of r as a checkpoint's reader does: a known kind, a non-empty source (an
  * absolute path for a file, "synth:..." for a synthetic market), a file's size > 0, at least

@@ -23,7 +23,8 @@ static vp_status absolute_path(const char* path, char* out, size_t n) {
         const size_t len = strlen(real);
         if (len < n) memcpy(out, real, len + 1);
         free(real);
-        VP_REQUIRE(len < n, VP_ERR_INVALID_ARG, "the absolute path of '%.200s' is longer than %zu bytes", path, n - 1);
+        VP_REQUIRE(len < n, VP_ERR_INVALID_ARG, "the absolute path of '%.200s' is longer than %zu bytes", path,
+                   n - 1);
         return VP_OK;
     }
     if (path[0] == '/') {
@@ -64,35 +65,46 @@ vp_status vp_bars_median_close(const vp_bars* b, vp_span s, double* out) {
     return VP_OK;
 }
 
-vp_status vp_data_record_make(const vp_train_data* d, vp_span train, vp_data_record* out) {
-    VP_REQUIRE(d != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_data_record_make: NULL argument");
-    VP_REQUIRE(d->bars.n >= 2, VP_ERR_INVALID_ARG, "the record of the data: %lld bars, at least 2 needed",
-               (long long)d->bars.n);
+vp_status vp_data_record_identify(const char* source, int64_t bytes, uint64_t hash, vp_data_record* out) {
+    VP_REQUIRE(source != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_data_record_identify: NULL argument");
     memset(out, 0, sizeof *out);
-    // the source: a file by its absolute path and identity, a synthetic market by its spec
-    if (d->source_bytes >= 0) {
+    // a file by its absolute path and identity, a synthetic market by its spec
+    if (bytes >= 0) {
         out->kind = VP_DATA_FILE;
-        VP_TRY(absolute_path(d->source, out->source, sizeof out->source));
-        out->bytes = d->source_bytes;
-        out->hash = d->source_hash;
-    } else {
-        out->kind = strncmp(d->source, "synth:", 6) == 0 ? VP_DATA_SYNTHETIC : VP_DATA_GIVEN;
-        const char* src = d->source[0] ? d->source : "(bars given)";
-        VP_REQUIRE(strlen(src) < sizeof out->source, VP_ERR_INVALID_ARG, "the data's source '%.200s...' is longer "
-                   "than %zu bytes", src, sizeof out->source - 1);
-        memcpy(out->source, src, strlen(src) + 1);
+        VP_TRY(absolute_path(source, out->source, sizeof out->source));
+        out->bytes = bytes;
+        out->hash = hash;
+        return VP_OK;
     }
-    // the spacing of the bars and the scale of the prices
-    out->n_bars = d->bars.n;
+    out->kind = strncmp(source, "synth:", 6) == 0 ? VP_DATA_SYNTHETIC : VP_DATA_GIVEN;
+    const char* src = source[0] ? source : "(bars given)";
+    VP_REQUIRE(strlen(src) < sizeof out->source, VP_ERR_INVALID_ARG, "the data's source '%.200s...' is longer than %zu "
+               "bytes", src, sizeof out->source - 1);
+    memcpy(out->source, src, strlen(src) + 1);
+    return VP_OK;
+}
+
+vp_status vp_data_record_measure(const vp_bars* b, vp_data_record* out) {
+    VP_REQUIRE(b != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_data_record_measure: NULL argument");
+    VP_REQUIRE(b->n >= 2, VP_ERR_INVALID_ARG, "the record of the data: %lld bars, at least 2 needed", (long long)b->n);
+    // the spacing of the bars and the range of the closes
+    out->n_bars = b->n;
     vp_annual an;
-    VP_TRY(vp_annual_measure(d->bars.time_ms, d->bars.n, &an));
+    VP_TRY(vp_annual_measure(b->time_ms, b->n, &an));
     out->interval_s = an.median_interval_s;
-    out->close_min = out->close_max = d->bars.close[0];
-    for (int64_t i = 1; i < d->bars.n; ++i) {
-        const double c = d->bars.close[i];
+    out->close_min = out->close_max = b->close[0];
+    for (int64_t i = 1; i < b->n; ++i) {
+        const double c = b->close[i];
         out->close_min = c < out->close_min ? c : out->close_min;
         out->close_max = c > out->close_max ? c : out->close_max;
     }
+    return VP_OK;
+}
+
+vp_status vp_data_record_make(const vp_train_data* d, vp_span train, vp_data_record* out) {
+    VP_REQUIRE(d != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_data_record_make: NULL argument");
+    VP_TRY(vp_data_record_identify(d->source, d->source_bytes, d->source_hash, out));
+    VP_TRY(vp_data_record_measure(&d->bars, out));
     vp_status s = vp_bars_median_close(&d->bars, train, &out->train_median_close);
     if (s != VP_OK) return vp_error_context(s, "the record of the training span");
     return vp_data_record_check(out, "the record of the training data");
