@@ -68,6 +68,10 @@ vp_status vp_data_record_check(const vp_data_record* r, const char* where);
  * the same synthetic spec. Given bars are never known to be the same. */
 int vp_data_record_same(const vp_data_record* a, const vp_data_record* b);
 
+/* The record's source in words into buf[n]: a file with its size and hash ("/d/x.csv (416442
+ * bytes, xxh64:e7051806f53882ed)"), else the source itself; returns buf. */
+const char* vp_data_record_describe(const vp_data_record* r, char* buf, size_t n);
+
 /* The median close of bars [s.begin, s.end) of b (the mean of the two middle ones for an even
  * count) into *out; the span must hold at least one bar of b. */
 vp_status vp_bars_median_close(const vp_bars* b, vp_span s, double* out);

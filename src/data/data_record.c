@@ -148,6 +148,14 @@ int vp_data_record_same(const vp_data_record* a, const vp_data_record* b) {
     return a->kind == VP_DATA_SYNTHETIC && strcmp(a->source, b->source) == 0;
 }
 
+const char* vp_data_record_describe(const vp_data_record* r, char* buf, size_t n) {
+    if (r->kind == VP_DATA_FILE)
+        snprintf(buf, n, "%.*s (%lld bytes, xxh64:%016llx)", (int)(n > 64 ? n - 64 : 0), r->source,
+                 (long long)r->bytes, (unsigned long long)r->hash);
+    else snprintf(buf, n, "%s", r->source);
+    return buf;
+}
+
 const char* vp_interval_words(double seconds, char* buf, size_t n) {
     static const struct {
         double s;

@@ -48,9 +48,13 @@ int vp_backtest_key_overridable(const char* name) {
 static vp_status apply_overrides(job_state* j, const vp_backtest_job* job) {
     for (int i = 0; i < job->n_overrides; ++i) {
         const char* a = job->overrides[i];
+        // the key: the text before '='
         const char* eq = a ? strchr(a, '=') : NULL;
         char key[128] = "";
-        if (eq && (size_t)(eq - a) < sizeof key) memcpy(key, a, (size_t)(eq - a)), key[eq - a] = '\0';
+        if (eq && (size_t)(eq - a) < sizeof key) {
+            memcpy(key, a, (size_t)(eq - a));
+            key[eq - a] = '\0';
+        }
         VP_REQUIRE(eq != NULL && vp_backtest_key_overridable(key), VP_ERR_INVALID_ARG,
                    "'%s': a backtest may change only instrument.* keys, data.price_side and metrics.risk_free_rate "
                    "(costs, contract and measurement; vulpes backtest --help lists them); the network keeps the "

@@ -227,11 +227,11 @@ static vp_status check_data(const vp_trainer* t, const vp_checkpoint* ck, vp_con
     }
     VP_TRY(vp_data_record_make(t->data, t->data->split.train, &now));
     if (was.kind == VP_DATA_GIVEN && now.kind == VP_DATA_GIVEN) return VP_OK; /* bars in memory: no identity */
+    char a[700], b[700];
     VP_REQUIRE(vp_data_record_same(&was, &now), VP_ERR_INVALID_ARG,
-               "cannot resume from %s: it was trained on %s (%lld bytes, xxh64:%016llx), the run now reads %s (%lld "
-               "bytes, xxh64:%016llx): a resume continues on the same bars", vp_checkpoint_path(ck), was.source,
-               (long long)was.bytes, (unsigned long long)was.hash, now.source, (long long)now.bytes,
-               (unsigned long long)now.hash);
+               "cannot resume from %s: it was trained on %s, the run now reads %s: a resume continues on the same bars",
+               vp_checkpoint_path(ck), vp_data_record_describe(&was, a, sizeof a),
+               vp_data_record_describe(&now, b, sizeof b));
     snprintf(old->data.path, sizeof old->data.path, "%s", t->cfg.data.path);
     return VP_OK;
 }
