@@ -170,9 +170,10 @@ static void test_leverage(void) {
     char* over[] = {lev};
     snprintf(out, sizeof out, "%s/lev", fx.dir);
     CHECK_OK(run(&fx, NULL, NULL, out, 0, &si, 1, over));
-    snprintf(want, sizeof want, "WARNING: at full size (instrument.max_position 4) the first bar's position is worth %.0f "
-             "(close %g x instrument.multiplier 10 per contract), %.3gx the equity of 100000; instrument.max_leverage "
-             "0.001 allows 100, so orders will be cut to the limit", 4 * close * 10, close, 4 * close * 10 / 100000);
+    snprintf(want, sizeof want, "WARNING: at full size (instrument.max_position 4) the first bar's position is "
+             "worth %.0f (close %g x instrument.multiplier 10 per contract), %.3gx the equity of 100000; "
+             "instrument.max_leverage 0.001 allows 100, so orders will be cut to the limit", 4 * close * 10, close,
+             4 * close * 10 / 100000);
     const char* w[1] = {want};
     CHECK(notes_are(&si.checks, w, 1) && summary_warnings_are(out, &si.checks), "leverage warning");
     CHECK(close > 50 && close < 200, "first close %g", close);

@@ -33,8 +33,8 @@ static vp_status absolute_path(const char* path, char* out, size_t n) {
         return VP_OK;
     }
     char cwd[4096];
-    VP_REQUIRE(getcwd(cwd, sizeof cwd) != NULL, VP_ERR_IO, "cannot name the working directory to make '%.200s' absolute",
-               path);
+    VP_REQUIRE(getcwd(cwd, sizeof cwd) != NULL, VP_ERR_IO,
+               "cannot name the working directory to make '%.200s' absolute", path);
     const size_t lc = strlen(cwd), lp = strlen(path);
     VP_REQUIRE(lc + 1 + lp < n, VP_ERR_INVALID_ARG, "the absolute path of '%.200s' is longer than %zu bytes", path,
                n - 1);
