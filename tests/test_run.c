@@ -83,7 +83,7 @@ static void test_run_folder(void) {
     vp_config cfg, back;
     vp_config_defaults(&cfg);
     cfg.learn.lr = 3e-4;
-    snprintf(cfg.data.path, sizeof cfg.data.path, "examples/data/eurusd_1h_2017.csv");
+    snprintf(cfg.data.path, sizeof cfg.data.path, "/data/eurusd_1h_2017.csv"); /* runs record it absolute */
     char dir[256], path[512];
     snprintf(dir, sizeof dir, "%s/runs/a/b", g_root);
     // a new folder (parents made), config.yaml resolved, metrics.jsonl empty

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "vulpes/config.h"
 #include "vulpes/rollout.h"
 
 #ifdef __cplusplus
@@ -19,16 +20,35 @@ extern "C" {
 vp_status vp_backtest_run(vp_backend* b, const vp_model* m, const vp_tensor* params /* [n_weights] */,
                           const vp_rollout_data* data, const vp_rollout_cfg* cfg, vp_rollout_result* out);
 
-/* Which bars a `vulpes backtest` ran and how many of them the training run saw. */
+/* Most warnings and notices one backtest's data checks give, and the bytes of one. */
+#define VP_BACKTEST_NOTES_MAX 8
+#define VP_BACKTEST_NOTE_LEN 512
+
+/* What the checks of a backtest's data against the checkpoint's record of its training data
+ * found (docs/backtest.md, "Data checks"). */
+typedef struct vp_backtest_checks {
+    char data[VP_CONFIG_STR_MAX]; /* the bar file or market the backtest read */
+    int from_record;     /* 1: no --data was given: the training data the checkpoint recorded, unchanged */
+    int recorded;        /* 1: the checkpoint records its training data (0: an older one; fewer checks ran) */
+    int refused;         /* 1: a check refused the run (prices at another scale); force runs it anyway */
+    int n_notes;         /* entries of notes */
+    char notes[VP_BACKTEST_NOTES_MAX][VP_BACKTEST_NOTE_LEN]; /* [n_notes] "WARNING: ..." and "notice: ..." */
+    char brief[256];     /* the warnings in a few words, for the report's heading ("" when none) */
+} vp_backtest_checks;
+
+/* Which bars a `vulpes backtest` ran, how many of them the training run saw, and what the checks
+ * of its data against the training data found. */
 typedef struct vp_backtest_span_info {
     char source[96];    /* how the span was chosen: "the training run's test span", "--from/--to", ... */
     int split_fits;     /* 1: the training run's split (config split.*) fits the data; split holds it */
     vp_split split;     /* the training run's train / val / test spans over the data (when split_fits) */
-    int overlap_known;  /* 1: the data is the training run's data.path and its split fits: counts below hold */
+    int overlap_known;  /* 1: the data is the training run's (same content) and its split fits: counts below hold */
     int64_t n_bars;     /* bars of the backtested span */
     int64_t train_bars; /* of them, bars inside the training run's train span (when overlap_known) */
     int64_t val_bars;   /* of them, bars inside its validation span (when overlap_known) */
     char unknown_why[160]; /* why the overlap is unknown (when !overlap_known) */
+    vp_backtest_checks checks; /* the data checks (filled also when they refuse the job); their notes go into
+                                  summary.json's "warnings" array, after any it already holds */
 } vp_backtest_span_info;
 
 /* What the output files say besides the result. */
@@ -58,6 +78,10 @@ vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest
 
 /* ---- the `vulpes backtest` job: a checkpoint over a bar file --------------------------------- */
 
+/* Whether a backtest may set config key `name` for itself (every instrument.* key,
+ * data.price_side, metrics.risk_free_rate: costs, contract and measurement, not the network). */
+int vp_backtest_key_overridable(const char* name);
+
 /* What to run. The network, instrument, episode length and feature settings come from the
  * config in the checkpoint's metadata (its train.algo's policy); features and ATR are computed
  * from bars before the span's end only (warm-up from before the span). */
@@ -68,22 +92,29 @@ typedef struct vp_backtest_job {
                                or after it) or a bar index below 10^8; NULL: the span's */
     const char* to;         /* end of the span, exclusive, same forms; NULL: the span's */
     const char* out;        /* output folder; NULL: runs/YYYYmmdd-HHMMSS-backtest */
-    int force;              /* 1: reuse a non-empty output folder (its run files are replaced) */
+    int force;              /* 1: run despite the data checks' refusals, and reuse a non-empty output folder
+                               (its run files are replaced) */
     int64_t n_windows;      /* 1: exact sequential path; N > 1: segment-parallel (see vp_rollout_cfg) */
     int fused;              /* see vp_rollout_cfg.fused */
     const char* span;       /* "train", "val", "test" (the training run's split of the data, recomputed from
                                the checkpoint's config) or "all" (every bar after the feature warm-up);
                                NULL: "test", or "all" when from or to is given */
-    vp_backtest_span_info* span_info; /* receives the span's source and overlap (NULL: not wanted) */
+    vp_backtest_span_info* span_info; /* receives the span's source, overlap and data checks, the checks also when
+                                         the job fails (NULL: not wanted) */
     int n_overrides;        /* entries of `overrides` */
-    char* const* overrides; /* [n_overrides] "instrument.KEY=VALUE": costs and contract for this backtest only
-                               (the network keeps what it was trained with); any other key is refused */
+    char* const* overrides; /* [n_overrides] "KEY=VALUE" for the keys vp_backtest_key_overridable allows: costs,
+                               contract and measurement for this backtest only (the network keeps what it was
+                               trained with); any other key is refused */
 } vp_backtest_job;
 
-/* Runs a job on backend b: loads the checkpoint and the bars, runs the backtest, writes
- * config.yaml, metrics.jsonl (one "backtest" event), trades.csv, equity.csv, summary.json and
- * report.html into the output folder (its path into out_dir[cap]), and leaves the result in
- * *out (free with vp_rollout_result_free). */
+/* Runs a job on backend b: loads the checkpoint and the bars, checks the bars against the
+ * checkpoint's record of its training data (bar interval, price scale, the first order's
+ * leverage, the file's identity, bars seen in training: warnings and notices; prices at
+ * another scale refuse the run unless job->force), runs the backtest, writes config.yaml,
+ * metrics.jsonl (one "backtest" event), trades.csv, equity.csv, summary.json (with the
+ * checks' "warnings") and report.html into the output folder (its path into out_dir[cap]),
+ * and leaves the result in *out (free with vp_rollout_result_free). A refused or failed job
+ * makes no folder. */
 vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_rollout_result* out, char* out_dir,
                               size_t cap);
 

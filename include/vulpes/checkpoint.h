@@ -8,7 +8,8 @@
  * flushes it to disk and renames it over PATH, so a crash leaves the old file or the new
  * one, never half of one. Every file is sealed with "vulpes.checksum" in its metadata (XXH64
  * of every tensor and metadata pair), verified on opening. What a training run puts in it
- * is listed in docs/train.md. */
+ * is listed in docs/train.md; among it the record of the training data (vulpes.data.*,
+ * vulpes/data_record.h), which opening checks strictly when a file has it. */
 #ifndef VULPES_CHECKPOINT_H
 #define VULPES_CHECKPOINT_H
 
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 #include "vulpes/backend.h"
+#include "vulpes/data_record.h"
 #include "vulpes/status.h"
 #include "vulpes/tensor.h"
 
@@ -48,7 +50,9 @@ typedef struct vp_checkpoint vp_checkpoint;
 
 /* Reads and checks the file at `path` into *out (free with vp_checkpoint_close): a valid
  * safetensors file whose "vulpes.checksum" matches its content; a file without one or with
- * another is refused ("checksum mismatch: the file was changed after it was written"). */
+ * another is refused ("checksum mismatch: the file was changed after it was written"). A file
+ * with any vulpes.data.* key must hold the whole record of its training data, every value
+ * well formed and passing vp_data_record_check (VP_ERR_PARSE naming the key). */
 vp_status vp_checkpoint_open(vp_checkpoint** out, const char* path);
 
 /* Frees an open checkpoint (NULL is a no-op). */
@@ -76,6 +80,27 @@ vp_status vp_checkpoint_allow_nonfinite(vp_checkpoint* ck, const char* name);
 
 /* The file's path (as opened). */
 const char* vp_checkpoint_path(const vp_checkpoint* ck);
+
+/* ---- the record of the training data (vulpes.data.*) ------------------------------------------ */
+
+/* Metadata pairs of a data record: vulpes.data.kind, .source, .bars, .interval_s,
+ * .train_median_close, .close_min, .close_max, and for a file .bytes and .xxh64. */
+#define VP_CKPT_DATA_KEYS 9
+
+/* A data record as metadata pairs, with the text of their values. */
+typedef struct vp_ckpt_data_meta {
+    vp_ckpt_meta pairs[VP_CKPT_DATA_KEYS];             /* [n] keys and values (pointing into values) */
+    char values[VP_CKPT_DATA_KEYS][VP_CONFIG_STR_MAX]; /* [n] the values' text */
+    int n;                                             /* pairs used (7 or 9) */
+} vp_ckpt_data_meta;
+
+/* The metadata pairs of record r (checked with vp_data_record_check first) into *out, for
+ * vp_checkpoint_save: numbers with 17 significant digits, the hash as xxh64:<16 hex>. */
+vp_status vp_checkpoint_data_meta(const vp_data_record* r, vp_ckpt_data_meta* out);
+
+/* The record of the data the checkpoint was trained on into *out, *present = 1; a file
+ * without one (written before checkpoints recorded it) gives *present = 0 and a zeroed *out. */
+vp_status vp_checkpoint_data(const vp_checkpoint* ck, vp_data_record* out, int* present);
 
 #ifdef __cplusplus
 }

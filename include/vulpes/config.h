@@ -76,8 +76,8 @@ typedef enum vp_run_precision {
 /* [data] the bar file. */
 #define VP_CFG_KEYS_data(X)                                                                 \
     X(data, path, STRING, "", 0, 0, "[]", NULL,                                            \
-      "CSV file of bars (time, open, high, low, close, volume), relative to the working "  \
-      "directory")                                                                          \
+      "CSV file of bars (time, open, high, low, close, volume), relative to the config "   \
+      "file's folder (on the command line: to the working directory)")                     \
     X(data, price_side, ENUM, "mid", 0, 0, "[]", "mid|bid|ask",                             \
       "side of the book the bars' prices are: fills pay the spread from there")            \
     X(data, skip_bad_rows, BOOL, false, 0, 1, "[]", NULL,                                  \
@@ -332,17 +332,24 @@ vp_status vp_config_check(const vp_config* cfg);
 /* ---- YAML -------------------------------------------------------------------------------------- */
 
 /* Applies the YAML file at `path` on top of `cfg` (unset keys keep their value); on an
- * error `cfg` is unchanged. Errors (VP_ERR_IO, VP_ERR_PARSE, VP_ERR_INVALID_ARG) name the
- * file, the line (and the column for anchors, aliases, nesting and bad bytes) and the key. */
+ * error `cfg` is unchanged. A relative data.path the file sets is taken relative to the
+ * file's folder (data/x.csv in examples/a.yaml is examples/data/x.csv). Errors (VP_ERR_IO,
+ * VP_ERR_PARSE, VP_ERR_INVALID_ARG) name the file, the line (and the column for anchors,
+ * aliases, nesting and bad bytes) and the key. */
 vp_status vp_config_load_file(vp_config* cfg, const char* path);
 
 /* Same as vp_config_load_file for YAML text `yaml` (`name` stands for the file in
- * messages). */
+ * messages; data.path is kept as written). */
 vp_status vp_config_load_string(vp_config* cfg, const char* yaml, const char* name);
 
 /* Defaults, then the file at `path` (NULL: none), then the "key=value" strings
  * overrides [n_overrides] in order, then vp_config_check. */
 vp_status vp_config_resolve(vp_config* cfg, const char* path, int n_overrides, char* const* overrides);
+
+/* Makes data.path absolute, as a run records it (config.yaml, checkpoints): a relative path
+ * resolved against the working directory (realpath; joined to it when the file is absent);
+ * "", synth: specs and absolute paths unchanged. Fails when the result exceeds a string key. */
+vp_status vp_config_absolute_data_path(vp_config* cfg);
 
 /* How vp_config_print writes a configuration. */
 typedef enum vp_config_style {

@@ -101,6 +101,8 @@ typedef struct vp_load_report {
     char cache_path[512]; /* the cache file used or written ("" when caching was off or failed) */
     char time_format[48]; /* the first row's time format, e.g. "DD.MM.YYYY HH:MM:SS.mmm" */
     vp_bar_spacing spacing; /* interval and gaps of the loaded bars */
+    int64_t source_bytes; /* size of the file read */
+    uint64_t source_hash; /* XXH64, seed 0, of its bytes (the content the bars came from) */
 } vp_load_report;
 
 /* Loads a CSV bar file into *out (owned; free with vp_bars_free). opts NULL: defaults;

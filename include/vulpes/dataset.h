@@ -27,6 +27,8 @@ typedef struct vp_train_data {
     vp_split split;          /* train / val / test spans */
     double periods_per_year; /* bars per year, measured over all bar times */
     char source[600];        /* the file, or the synthetic market's description */
+    int64_t source_bytes;    /* size of the CSV file the bars were read from (-1: not a file) */
+    uint64_t source_hash;    /* XXH64, seed 0, of that file's bytes (0: not a file) */
 } vp_train_data;
 
 /* Loads the bars named by cfg->data.path (a CSV file, or "synth:KIND[:key=value,...]" for a

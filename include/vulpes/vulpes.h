@@ -27,6 +27,7 @@
 #include "vulpes/split.h"
 #include "vulpes/synth.h"
 #include "vulpes/dataset.h"
+#include "vulpes/data_record.h"
 
 /* the environment, the agent and its learning */
 #include "vulpes/env.h"

@@ -1,6 +1,7 @@
 /* `vulpes backtest --checkpoint CK [--data FILE] [--span S] [--from T0] [--to T1] [--out DIR] [--force]
- * [--segments N] [--backend B] [--no-fused]`: runs vp_backtest_job_run, prints the span, its
- * overlap with the training run's bars, the metrics table and the output folder. */
+ * [--segments N] [--backend B] [--no-fused] [KEY=VALUE ...]`: runs vp_backtest_job_run, prints the
+ * data checks' warnings and notices (stderr), the data used, the span, its overlap with the
+ * training run's bars, the metrics table and the output folder. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,31 +9,45 @@
 #include "cli/commands.h"
 #include "vulpes/backtest.h"
 
+/* The keys a backtest may override, from the config table: name, then its line of doc. */
+static void list_overridable(FILE* f) {
+    for (int i = 0; i < vp_config_key_count(); ++i) {
+        const vp_config_key* k = vp_config_key_at(i);
+        if (vp_backtest_key_overridable(k->name)) fprintf(f, "  %-28s %s\n", k->name, k->doc);
+    }
+}
+
 static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes backtest --checkpoint CK [--data FILE] [--span train|val|test|all] [--from T0] [--to T1]\n"
             "                       [--out DIR] [--force] [--segments N] [--backend cpu|cuda|auto] [--no-fused]\n"
-            "                       [instrument.KEY=VALUE ...]\n\n"
+            "                       [KEY=VALUE ...]\n\n"
             "Runs the checkpoint's network greedily over a span of FILE with the training run's costs and\n"
             "writes trades.csv, equity.csv, summary.json and report.html. By default the span is the training\n"
             "run's test span (its split recomputed from the checkpoint's config and the data): bars it never saw.\n"
-            "Bars of the span that the training run trained or validated on are counted and reported.\n"
-            "instrument.KEY=VALUE (commission, slippage_ticks, tick_size, multiplier, max_position,\n"
-            "initial_equity) changes the costs or contract for this backtest only, for cost sensitivity\n"
-            "without retraining; other keys are refused (the network keeps its training config).\n\n"
+            "A span with bars the training run trained or validated on is warned about as in-sample.\n\n"
+            "The data is checked against the record of the training data in the checkpoint: bars at another\n"
+            "spacing (1 day against 1 hour), a first order beyond instrument.max_leverage, bars seen in\n"
+            "training are warned about; another file is noted; prices more than 10x from the training's are\n"
+            "refused (--force runs them anyway). Warnings and notices also go into summary.json (\"warnings\").\n\n"
             "  --checkpoint CK  best.safetensors (or last.safetensors) of a training run; its config gives the\n"
             "                   network, instrument, episode length and features\n"
-            "  --data FILE      CSV bars (or synth:KIND[:...]); default: the run's data.path\n"
+            "  --data FILE      CSV bars (or synth:KIND[:...]); default: the training data the checkpoint\n"
+            "                   recorded (its absolute path; refused when gone or changed)\n"
             "  --span S         train, val or test: that span of the training run's split; all: every bar after\n"
             "                   the feature warm-up; default: test (all when --from or --to is given)\n"
             "  --from T0        first decision bar, replacing the span's: a bar index, or a time (2017-06-01,\n"
             "                   2017-06-01T12:00)\n"
             "  --to T1          end of the span, exclusive (same forms), replacing the span's\n"
             "  --out DIR        output folder (default runs/YYYYmmdd-HHMMSS-backtest); must be absent or empty\n"
-            "  --force          reuse a non-empty output folder (the earlier files move into DIR/replaced-N)\n"
+            "  --force          run despite the data checks' refusals (prices at another scale), and reuse a\n"
+            "                   non-empty output folder (the earlier files move into DIR/replaced-N)\n"
             "  --segments N     N windows side by side, each starting flat (fast; default 1: the exact path)\n"
             "  --backend B      where to run (default auto: the GPU when one is usable)\n"
-            "  --no-fused       on CUDA, run the op path instead of the one-kernel sequential path\n");
+            "  --no-fused       on CUDA, run the op path instead of the one-kernel sequential path\n\n"
+            "KEY=VALUE changes one of these for this backtest only (cost sensitivity without retraining; any\n"
+            "other key is refused: the network keeps its training config):\n");
+    list_overridable(f);
 }
 
 /* The span's source, bars and dates, and how many of its bars the training run saw. */
@@ -46,9 +61,14 @@ static void print_span(const vp_rollout_result* r, const vp_backtest_span_info* 
     else if (si->train_bars + si->val_bars == 0)
         printf("overlap with training: none (0 of the %lld bars were seen in training)\n", (long long)si->n_bars);
     else
-        printf("warning: %lld of the %lld bars were seen in training (%lld train, %lld validation)\n",
-               (long long)(si->train_bars + si->val_bars), (long long)si->n_bars, (long long)si->train_bars,
-               (long long)si->val_bars);
+        printf("overlap with training: %lld of the %lld bars were seen in training (%lld train, %lld validation): "
+               "in-sample\n", (long long)(si->train_bars + si->val_bars), (long long)si->n_bars,
+               (long long)si->train_bars, (long long)si->val_bars);
+}
+
+/* The data checks' warnings and notices on stderr, one line each. */
+static void print_checks(const vp_backtest_checks* c) {
+    for (int i = 0; i < c->n_notes; ++i) fprintf(stderr, "vulpes backtest: %s\n", c->notes[i]);
 }
 
 int vp_cmd_backtest(int argc, char** argv) {
@@ -96,7 +116,7 @@ int vp_cmd_backtest(int argc, char** argv) {
                 return 2;
             }
         } else if (s[0] != '-' && strchr(s, '=') != NULL) {
-            // instrument.KEY=VALUE: costs and contract for this backtest (the job refuses other keys)
+            // KEY=VALUE: costs, contract and measurement for this backtest (the job refuses other keys)
             if (n_over < (int)(sizeof over / sizeof over[0])) over[n_over++] = argv[i];
         } else {
             fprintf(stderr, "vulpes backtest: unexpected argument '%s'\n\n", s);
@@ -116,11 +136,15 @@ int vp_cmd_backtest(int argc, char** argv) {
     vp_rollout_result r;
     char dir[1024];
     vp_backtest_span_info si;
+    memset(&si, 0, sizeof si);
     job.span_info = &si;
     vp_status s = vp_backtest_job_run(b, &job, &r, dir, sizeof dir);
+    print_checks(&si.checks);
     if (s == VP_OK) {
+        printf("data: %s%s\n", si.checks.data,
+               si.checks.from_record ? " (the training data recorded in the checkpoint, unchanged)" : "");
         print_span(&r, &si);
-        for (int k = 0; k < n_over; ++k) printf("cost override for this backtest: %s\n", over[k]);
+        for (int k = 0; k < n_over; ++k) printf("override for this backtest: %s\n", over[k]);
         printf("backtest of bars [%lld, %lld): %lld decisions, %lld window%s, %s path on %s\n",
                (long long)r.span.begin, (long long)r.span.end, (long long)(r.span.end - r.span.begin - 1),
                (long long)r.n_windows, r.n_windows == 1 ? "" : "s", r.path, vp_backend_name(b));

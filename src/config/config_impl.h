@@ -64,4 +64,8 @@ int vp_cfg_max_parts(void);
  * and 1.2 float (".inf", "1.0e-05"); written into buf[n]. */
 const char* vp_cfg_format_double(double v, char* buf, size_t n);
 
+/* data.path as set by the config file `config_path` (at `where`, "run.yaml:3"): a relative
+ * path joined to the file's folder; absolute paths, synth: specs and "" unchanged. */
+vp_status vp_cfg_data_path_from_file(vp_config* cfg, const char* config_path, const char* where);
+
 #endif /* VP_CONFIG_IMPL_H */

@@ -341,8 +341,9 @@ static vp_status walk_document(load_ctx* c) {
 
 /* ---- loading -------------------------------------------------------------------------------- */
 
-/* Loads text[n] (at most VP_CONFIG_MAX_BYTES, checked by the caller) on top of `cfg`. */
-static vp_status load_text(vp_config* cfg, const char* name, const char* text, size_t n) {
+/* Loads text[n] (at most VP_CONFIG_MAX_BYTES, checked by the caller) on top of `cfg`; `file`:
+ * the config file's path (a data.path it sets is relative to its folder), NULL for a text. */
+static vp_status load_text(vp_config* cfg, const char* name, const char* text, size_t n, const char* file) {
     text_in t = {name, (const unsigned char*)text, n, n, 0, 0, 0, 0, 0};
     // find the first byte that is not UTF-8; the passes read a copy with such bytes as '_'
     unsigned char* clean = NULL;
@@ -378,6 +379,13 @@ static vp_status load_text(vp_config* cfg, const char* name, const char* text, s
             yaml_parser_set_input_string(&c.parser, t.text, n);
             s = walk_document(&c);
             yaml_parser_delete(&c.parser);
+            // a data.path the file set is relative to its folder
+            const int line = c.set_line[vp_cfg_key_index(vp_config_find_key("data.path"))];
+            if (s == VP_OK && file && line > 0) {
+                char where[600];
+                snprintf(where, sizeof where, "%.500s:%d", name, line);
+                s = vp_cfg_data_path_from_file(&work, file, where);
+            }
         }
         free(c.set_line);
     }
@@ -394,7 +402,7 @@ vp_status vp_config_load_string(vp_config* cfg, const char* yaml, const char* na
     size_t n = strnlen(yaml, (size_t)VP_CONFIG_MAX_BYTES + 1);
     VP_REQUIRE(n <= (size_t)VP_CONFIG_MAX_BYTES, VP_ERR_INVALID_ARG,
                "%s: larger than %d bytes; a config is at most 1 MiB", name, VP_CONFIG_MAX_BYTES);
-    return load_text(cfg, name, yaml, n);
+    return load_text(cfg, name, yaml, n, NULL);
 }
 
 vp_status vp_config_load_file(vp_config* cfg, const char* path) {
@@ -416,7 +424,7 @@ vp_status vp_config_load_file(vp_config* cfg, const char* path) {
     else if (n > (size_t)VP_CONFIG_MAX_BYTES)
         s = vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE, "%s: larger than %d bytes; a config file is at most 1 MiB", path,
                          VP_CONFIG_MAX_BYTES);
-    else s = load_text(cfg, path, buf, n);
+    else s = load_text(cfg, path, buf, n, path);
     free(buf);
     return s;
 }

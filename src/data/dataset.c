@@ -80,15 +80,22 @@ vp_status vp_train_data_load(vp_train_data* d, const vp_config* cfg) {
     VP_REQUIRE(path[0] != '\0', VP_ERR_INVALID_ARG, "data.path is empty: name a CSV file of bars (or synth:ou, ...)");
     vp_bars bars;
     memset(&bars, 0, sizeof bars);
+    vp_load_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.source_bytes = -1;
     if (strncmp(path, "synth:", 6) == 0) {
         VP_TRY(load_synth(path, &bars));
     } else {
         vp_load_opts lo = vp_load_opts_default();
         lo.skip_bad_rows = cfg->data.skip_bad_rows ? 1 : 0;
-        VP_TRY(vp_bars_load_csv(path, &lo, &bars, NULL));
+        VP_TRY(vp_bars_load_csv(path, &lo, &bars, &rep));
     }
     vp_status s = vp_train_data_from_bars(d, cfg, &bars);
-    if (s == VP_OK) snprintf(d->source, sizeof d->source, "%s", path);
+    if (s == VP_OK) {
+        snprintf(d->source, sizeof d->source, "%s", path);
+        d->source_bytes = rep.source_bytes;
+        d->source_hash = rep.source_hash;
+    }
     return s;
 }
 
@@ -106,6 +113,7 @@ vp_status vp_train_data_prepare(vp_train_data* d, const vp_config* cfg, vp_bars*
     d->bars = *bars;
     memset(bars, 0, sizeof *bars);
     snprintf(d->source, sizeof d->source, "(bars given)");
+    d->source_bytes = -1;
     const int64_t T = d->bars.n;
 
     // Causal features with the configured normalisation window, and the ATR.

@@ -115,6 +115,8 @@ vp_status vp_bars_load_csv(const char* path, const vp_load_opts* opts, vp_bars* 
     vp_source_id id;
     VP_TRY(source_open(path, &src, &id));
     id.hash = vp_hash64(src.data, src.len, 0);
+    rep.source_bytes = (int64_t)id.size;
+    rep.source_hash = id.hash;
 
     /* A cache hit: same size and content hash, intact, and recorded under options that
      * agree (an entry with dropped rows does not answer a load that refuses bad rows). */

@@ -1,50 +1,31 @@
-/* The `vulpes backtest` job: the config and parameters from a checkpoint, the bars, the
- * span (the training run's test span by default, --span, --from / --to) and its overlap with
- * the bars the run trained and validated on, features and ATR computed the way training computes them over
- * the bars before the span's end only, the algorithm's policy (an inference instance of its
- * train.algo), the backtest, and the output folder. Also the end of a training run: the test
- * span's exact backtest written as files (vp_backtest_train_finish). */
+/* The `vulpes backtest` job: the config, the record of the training data and the parameters
+ * from a checkpoint, the bars (--data, else the recorded training data), the span
+ * (backtest_span.c) and the data checks against the record (backtest_checks.c), features and
+ * ATR computed the way training computes them over the bars before the span's end only, the
+ * algorithm's policy (an inference instance of its train.algo), the backtest, and the output
+ * folder. Also the end of a training run: the test span's exact backtest written as files
+ * (vp_backtest_train_finish). */
 #include <cjson/cJSON.h>
-#include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "eval/backtest_checks.h"
+#include "eval/backtest_span.h"
 #include "vulpes/algo.h"
 #include "vulpes/backtest.h"
 #include "vulpes/checkpoint.h"
 #include "vulpes/features.h"
 #include "vulpes/run.h"
 
-vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* index) {
-    VP_REQUIRE(bars != NULL && text != NULL && index != NULL && text[0] != '\0', VP_ERR_INVALID_ARG,
-               "vp_backtest_bar_of: NULL or empty argument");
-    // a bar index: digits only, below 10^8 (Unix seconds start there)
-    size_t n = strlen(text), digits = 0;
-    while (digits < n && isdigit((unsigned char)text[digits])) ++digits;
-    if (digits == n && n <= 8) {
-        *index = strtoll(text, NULL, 10);
-        VP_REQUIRE(*index <= bars->n, VP_ERR_INVALID_ARG, "bar %s is beyond the %lld bars of the data", text,
-                   (long long)bars->n);
-        return VP_OK;
-    }
-    // a time: the first bar at or after it
-    int64_t ms = 0;
-    VP_REQUIRE(vp_time_parse(text, n, &ms, NULL), VP_ERR_INVALID_ARG,
-               "'%s' is neither a bar index nor a time (2017-06-01, 2017-06-01T12:00, Unix seconds)", text);
-    int64_t lo = 0, hi = bars->n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (bars->time_ms[mid] < ms) lo = mid + 1;
-        else hi = mid;
-    }
-    *index = lo;
-    return VP_OK;
-}
-
 /* Everything a job holds, freed by job_free. */
 typedef struct job_state {
     vp_config cfg;
+    vp_data_record rec;   /* the checkpoint's record of its training data (when has_rec) */
+    int has_rec;          /* 1: the checkpoint has one */
+    vp_bt_seen seen;      /* what this backtest reads, measured as the record is */
     vp_bars all;          /* every bar of the data */
     vp_train_data td;     /* bars [0, b) with features, ATR */
     vp_algo algo;         /* the policy: an inference instance of the checkpoint's algorithm */
@@ -57,21 +38,33 @@ static void job_free(job_state* j) {
     vp_bars_free(&j->all);
 }
 
-/* Applies the job's instrument.* overrides to the training run's config (costs and contract
- * for this backtest only); any other key is refused, naming it. */
+int vp_backtest_key_overridable(const char* name) {
+    return name && (strncmp(name, "instrument.", 11) == 0 || strcmp(name, "data.price_side") == 0 ||
+                    strcmp(name, "metrics.risk_free_rate") == 0);
+}
+
+/* Applies the job's KEY=VALUE overrides to the training run's config (costs, contract and
+ * measurement for this backtest only); any other key is refused, naming it. */
 static vp_status apply_overrides(job_state* j, const vp_backtest_job* job) {
     for (int i = 0; i < job->n_overrides; ++i) {
         const char* a = job->overrides[i];
-        VP_REQUIRE(a != NULL && strncmp(a, "instrument.", 11) == 0 && strchr(a, '=') != NULL, VP_ERR_INVALID_ARG,
-                   "'%s': a backtest may change only instrument.* keys (costs and contract: commission, "
-                   "slippage_ticks, tick_size, multiplier, max_position, initial_equity); the network keeps the "
+        // the key: the text before '='
+        const char* eq = a ? strchr(a, '=') : NULL;
+        char key[128] = "";
+        if (eq && (size_t)(eq - a) < sizeof key) {
+            memcpy(key, a, (size_t)(eq - a));
+            key[eq - a] = '\0';
+        }
+        VP_REQUIRE(eq != NULL && vp_backtest_key_overridable(key), VP_ERR_INVALID_ARG,
+                   "'%s': a backtest may change only instrument.* keys, data.price_side and metrics.risk_free_rate "
+                   "(costs, contract and measurement; vulpes backtest --help lists them); the network keeps the "
                    "rest of its training config", a ? a : "(null)");
         VP_TRY(vp_config_override(&j->cfg, a));
     }
     return VP_OK;
 }
 
-/* The config of the training run, from the checkpoint's metadata. */
+/* The config of the training run and the record of its data, from the checkpoint's metadata. */
 static vp_status load_config(job_state* j, const char* path) {
     vp_checkpoint* ck = NULL;
     VP_TRY(vp_checkpoint_open(&ck, path));
@@ -80,113 +73,68 @@ static vp_status load_config(job_state* j, const char* path) {
                        : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s has no config in its metadata", path);
     vp_config_defaults(&j->cfg);
     if (s == VP_OK) s = vp_config_load_string(&j->cfg, yaml, "the checkpoint's config");
+    if (s == VP_OK) s = vp_checkpoint_data(ck, &j->rec, &j->has_rec);
     vp_checkpoint_close(ck);
     VP_TRY(s);
     return vp_config_check(&j->cfg);
 }
 
-/* All bars of the data: a CSV file, or a synthetic market generated as training does. */
-static vp_status load_bars(job_state* j, const char* data) {
+/* The bars to read into c->data: --data, else the training data the checkpoint recorded (a
+ * file that cannot be read is refused, asking for --data), else (an older checkpoint) its
+ * config's data.path. */
+static vp_status pick_data(const job_state* j, const vp_backtest_job* job, vp_backtest_checks* c) {
+    c->from_record = !job->data && j->has_rec && j->rec.kind != VP_DATA_GIVEN;
+    const char* p = job->data ? job->data : c->from_record ? j->rec.source : j->cfg.data.path;
+    VP_REQUIRE(strlen(p) < sizeof c->data, VP_ERR_INVALID_ARG, "--data '%.200s...' is longer than %zu bytes", p,
+               sizeof c->data - 1);
+    memcpy(c->data, p, strlen(p) + 1);
+    if (c->from_record && j->rec.kind == VP_DATA_FILE && access(p, R_OK) != 0)
+        VP_FAIL(VP_ERR_IO, "the checkpoint's training data %s cannot be read (%s): give --data FILE with the bars to "
+                "backtest", p, strerror(errno));
+    return VP_OK;
+}
+
+/* All bars of the data (a CSV file, or a synthetic market generated as training does) and
+ * what the record would say of them; the recorded training data must be unchanged. */
+static vp_status load_bars(job_state* j, const vp_backtest_checks* c) {
+    const char* data = c->data;
+    vp_status s = VP_OK;
     if (strncmp(data, "synth:", 6) != 0) {
         vp_load_opts lo = vp_load_opts_default();
         lo.skip_bad_rows = j->cfg.data.skip_bad_rows ? 1 : 0;
-        return vp_bars_load_csv(data, &lo, &j->all, NULL);
+        vp_load_report rep;
+        VP_TRY(vp_bars_load_csv(data, &lo, &j->all, &rep));
+        s = vp_data_record_identify(data, rep.source_bytes, rep.source_hash, &j->seen.data);
+    } else {
+        vp_config cd = j->cfg;
+        snprintf(cd.data.path, sizeof cd.data.path, "%s", data);
+        vp_train_data d;
+        VP_TRY(vp_train_data_load(&d, &cd));
+        j->all = d.bars;
+        memset(&d.bars, 0, sizeof d.bars);
+        vp_train_data_free(&d);
+        s = vp_data_record_identify(data, -1, 0, &j->seen.data);
     }
-    vp_config c = j->cfg;
-    snprintf(c.data.path, sizeof c.data.path, "%s", data);
-    vp_train_data d;
-    VP_TRY(vp_train_data_load(&d, &c));
-    j->all = d.bars;
-    memset(&d.bars, 0, sizeof d.bars);
-    vp_train_data_free(&d);
+    if (s == VP_OK) s = vp_data_record_measure(&j->all, &j->seen.data);
+    VP_TRY(s);
+    const vp_data_record* now = &j->seen.data;
+    VP_REQUIRE(!c->from_record || vp_data_record_same(&j->rec, now), VP_ERR_INVALID_ARG,
+               "the checkpoint's training data %s has changed since training (now %lld bytes, xxh64:%016llx; then "
+               "%lld bytes, xxh64:%016llx): give --data FILE to backtest on these bars as they are now", data,
+               (long long)now->bytes, (unsigned long long)now->hash, (long long)j->rec.bytes,
+               (unsigned long long)j->rec.hash);
     return VP_OK;
 }
 
-/* Bars of [a, b) inside span s. */
-static int64_t overlap_len(int64_t a, int64_t b, vp_span s) {
-    const int64_t lo = a > s.begin ? a : s.begin, hi = b < s.end ? b : s.end;
-    return hi > lo ? hi - lo : 0;
-}
-
-/* The training run's split of all the bars, as vp_train_data_load makes it; into si. */
-static void training_split(const job_state* j, int64_t warm, vp_backtest_span_info* si) {
-    vp_split_cfg sc;
-    memset(&sc, 0, sizeof sc);
-    sc.train_frac = j->cfg.split.train;
-    sc.val_frac = j->cfg.split.val;
-    sc.test_frac = j->cfg.split.test;
-    sc.embargo = j->cfg.split.embargo;
-    sc.warmup = warm;
-    si->split_fits = vp_split_make(j->all.n, &sc, &si->split) == VP_OK;
-    if (!si->split_fits) vp_clear_error();
-}
-
-/* A bound (--from: is_from 1, --to) into *index; a start after the last bar is refused naming
- * that bar. */
-static vp_status span_bound(const job_state* j, int is_from, const char* text, int64_t* index) {
-    VP_TRY(vp_backtest_bar_of(&j->all, text, index));
-    if (is_from && *index >= j->all.n && j->all.n > 0) {
-        char t[32];
-        return vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE, "--from %s is after the last bar, %s (bar %lld)", text,
-                            vp_time_format_iso(j->all.time_ms[j->all.n - 1], t, sizeof t),
-                            (long long)(j->all.n - 1));
-    }
-    return VP_OK;
-}
-
-/* The span: --span's (default: the training run's test span; all bars after the warm-up when
- * --from or --to is given), its bounds replaced by --from / --to; and its overlap with the
- * training run's train and validation spans when the data is the training run's. */
-static vp_status resolve_span(job_state* j, const vp_backtest_job* job, const char* data, vp_backtest_span_info* si) {
-    const int64_t warm = vp_train_data_warmup(&j->cfg);
-    memset(si, 0, sizeof *si);
-    training_split(j, warm, si);
-    const char* kind = job->span ? job->span : (job->from || job->to) ? "all" : "test";
-
-    // the base span
-    if (strcmp(kind, "all") == 0) {
-        j->span.begin = warm < j->all.n ? warm : 0;
-        j->span.end = j->all.n;
-        snprintf(si->source, sizeof si->source, "all bars after the feature warm-up");
-    } else {
-        const int which = strcmp(kind, "train") == 0 ? 0 : strcmp(kind, "val") == 0 ? 1 : strcmp(kind, "test") == 0 ? 2 : -1;
-        VP_REQUIRE(which >= 0, VP_ERR_INVALID_ARG, "--span '%s': use train, val, test or all", kind);
-        VP_REQUIRE(si->split_fits, VP_ERR_INVALID_ARG,
-                   "%s the training run's %s span, but its split (split.train %g, split.val %g, split.test %g, "
-                   "split.embargo %lld, %lld bars of feature warm-up) does not fit the %lld bars of %s; give "
-                   "--from/--to or --span all",
-                   job->span ? "--span asks for" : "the default span is", kind, j->cfg.split.train, j->cfg.split.val,
-                   j->cfg.split.test, (long long)j->cfg.split.embargo, (long long)warm, (long long)j->all.n, data);
-        const vp_span* sp[3] = {&si->split.train, &si->split.val, &si->split.test};
-        j->span = *sp[which];
-        snprintf(si->source, sizeof si->source, "the training run's %s span", which == 0 ? "train" : which == 1 ? "val" : "test");
-    }
-    // --from / --to replace its bounds
-    if (job->from) VP_TRY(span_bound(j, 1, job->from, &j->span.begin));
-    if (job->to) VP_TRY(span_bound(j, 0, job->to, &j->span.end));
-    if (job->from && job->to && !job->span) snprintf(si->source, sizeof si->source, "bars given by --from/--to");
-    else if (job->from || job->to)
-        snprintf(si->source + strlen(si->source), sizeof si->source - strlen(si->source), ", bounds from %s",
-                 job->from && job->to ? "--from/--to" : job->from ? "--from" : "--to");
-    VP_REQUIRE(j->span.end - j->span.begin >= 2, VP_ERR_INVALID_ARG,
-               "the span [%lld, %lld) of the %lld bars holds fewer than 2 bars", (long long)j->span.begin,
-               (long long)j->span.end, (long long)j->all.n);
-    if (j->span.begin < warm)
-        vp_log(VP_LOG_WARN, "backtest: the span starts at bar %lld, before the %lld bars of feature warm-up: its "
-               "first features see less history than training's", (long long)j->span.begin, (long long)warm);
-
-    // the bars the training run saw: only known when the data is its data and its split fits
-    si->n_bars = vp_span_len(j->span);
-    const int same = job->data == NULL || strcmp(job->data, j->cfg.data.path) == 0;
-    si->overlap_known = same && si->split_fits;
-    if (si->overlap_known) {
-        si->train_bars = overlap_len(j->span.begin, j->span.end, si->split.train);
-        si->val_bars = overlap_len(j->span.begin, j->span.end, si->split.val);
-    } else {
-        snprintf(si->unknown_why, sizeof si->unknown_why, "%s",
-                 !same ? "the data is not the training run's data.path"
-                       : "the training run's split does not fit this data");
-    }
+/* The checks of the bars against the record: the span's scale and first close measured, then
+ * the notes; prices at another scale refuse the job unless it is forced. */
+static vp_status check_data(job_state* j, const vp_backtest_job* job, vp_backtest_span_info* si) {
+    vp_bt_seen* v = &j->seen;
+    v->span = j->span;
+    v->first_close = j->all.close[j->span.begin];
+    VP_TRY(vp_bars_median_close(&j->all, j->span, &v->span_median_close));
+    VP_TRY(vp_bt_check_data(j->has_rec ? &j->rec : NULL, v, &j->cfg, job->force, &si->checks));
+    vp_bt_check_span(si, &si->checks);
     return VP_OK;
 }
 
@@ -246,12 +194,19 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     memset(&run, 0, sizeof run);
     vp_backtest_span_info si_local, *si = job->span_info ? job->span_info : &si_local;
     memset(si, 0, sizeof *si);
+    vp_backtest_checks* ck = &si->checks;
     vp_status s = load_config(&j, job->checkpoint);
+    ck->recorded = j.has_rec;
     if (s == VP_OK) s = apply_overrides(&j, job);
     if (s == VP_OK) s = vp_config_check(&j.cfg);
-    const char* data = job->data ? job->data : j.cfg.data.path;
-    if (s == VP_OK) s = load_bars(&j, data);
-    if (s == VP_OK) s = resolve_span(&j, job, data, si);
+    if (s == VP_OK) s = pick_data(&j, job, ck);
+    if (s == VP_OK) s = load_bars(&j, ck);
+    // the span over the bars (the overlap counted when they are the training data), then the checks
+    const char* data = ck->data;
+    const int same = j.has_rec ? vp_data_record_same(&j.rec, &j.seen.data)
+                               : job->data == NULL || strcmp(job->data, j.cfg.data.path) == 0;
+    if (s == VP_OK) s = vp_bt_resolve_span(&j.cfg, &j.all, job, data, same, &j.span, si);
+    if (s == VP_OK) s = check_data(&j, job, si);
     if (s == VP_OK) s = prepare_data(&j);
     if (s == VP_OK) s = load_policy(&j, b, job->checkpoint);
 
@@ -264,6 +219,7 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
         c.n_windows = job->n_windows > 0 ? job->n_windows : 1;
         c.fused = job->fused;
         s = vp_annual_measure(j.td.bars.time_ms, j.td.bars.n, &c.annual);
+        c.annual.risk_free_rate = j.cfg.metrics.risk_free_rate;
     }
     if (s == VP_OK) s = vp_algo_policy(&j.algo, VP_PARAMS_ONLINE, &pol);
     // the output folder claimed (made, locked, checked) once the inputs are known to be good
@@ -278,7 +234,11 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     if (s == VP_OK) s = open_out(&j, job, out, &run);
     if (s == VP_OK) s = vp_config_to_yaml(&j.cfg, &yaml);
     if (s == VP_OK) {
-        vp_backtest_info info = {"backtest", job->checkpoint, data, yaml, &j.td.bars, si, j.algo.instrument.tick_size,
+        // the report's heading names the data checks' warnings
+        char title[sizeof ck->brief + 32];
+        if (ck->brief[0]) snprintf(title, sizeof title, "backtest (WARNING: %s)", ck->brief);
+        else snprintf(title, sizeof title, "backtest");
+        vp_backtest_info info = {title, job->checkpoint, data, yaml, &j.td.bars, si, j.algo.instrument.tick_size,
                                  0, NAN};
         s = vp_backtest_write(out, &info, out_dir);
     }

@@ -244,6 +244,14 @@ vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_
             cJSON_AddStringToObject(ov, "why_unknown", si->unknown_why);
         }
     }
+    // the data checks' warnings and notices, after any the summary already holds
+    if (si && si->checks.n_notes > 0) {
+        cJSON* w = cJSON_GetObjectItemCaseSensitive(root, "warnings");
+        if (!cJSON_IsArray(w)) w = cJSON_AddArrayToObject(root, "warnings");
+        for (int i = 0; w && i < si->checks.n_notes; ++i)
+            cJSON_AddItemToArray(w, cJSON_CreateString(si->checks.notes[i]));
+        VP_REQUIRE(w != NULL, VP_ERR_OOM, "summary.json: out of memory for the warnings");
+    }
     // wall-clock figures (the only values that differ between identical runs)
     cJSON* tm = cJSON_AddObjectToObject(root, "timing");
     cJSON_AddNumberToObject(tm, "encode_s", r->encode_s);

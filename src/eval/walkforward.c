@@ -178,6 +178,10 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_op
     memset(out, 0, sizeof *out);
     snprintf(out->dir, sizeof out->dir, "%s", opts->dir);
     VP_TRY(vp_config_check(cfg));
+    // the walk-forward records data.path absolute (config.yaml, folds), so a resume works from any folder
+    vp_config run_cfg = *cfg;
+    VP_TRY(vp_config_absolute_data_path(&run_cfg));
+    cfg = &run_cfg;
     vp_wf_ctx c;
     memset(&c, 0, sizeof c);
     c.cfg = cfg, c.b = b, c.wf = &cfg->walkforward, c.opts = opts;

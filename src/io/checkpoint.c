@@ -1,6 +1,7 @@
 /* Checkpoints: backend tensors and metadata through the safetensors writer, sealed with a
- * checksum, written to PATH.tmp, synced and renamed; read back after the checksum is
- * verified, with exact dtype and shape checks and finite values. */
+ * checksum, written to PATH.tmp, synced and renamed; read back after the checksum (and the
+ * record of the training data, src/io/ckpt_data.c) is verified, with exact dtype and shape
+ * checks and finite values. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -200,6 +201,10 @@ vp_status vp_checkpoint_open(vp_checkpoint** out, const char* path) {
     snprintf(ck->path, sizeof ck->path, "%s", path);
     vp_status s = vp_st_load(&ck->file, path);
     if (s == VP_OK) s = verify_checksum(&ck->file, path);
+    // the record of the training data, when the file has one, whole and well formed
+    vp_data_record rec;
+    int present = 0;
+    if (s == VP_OK) s = vp_checkpoint_data(ck, &rec, &present);
     if (s != VP_OK) {
         vp_st_free(&ck->file);
         free(ck);

@@ -2,7 +2,9 @@
  * by name, the target parameters ("target."), the AdamW moments ("adam.m.", "adam.v.") and
  * step, the learner's statistics, the collection-step counter, the env state and the
  * replay ring as raw blocks, and the host counters, seeds and config as metadata: enough
- * to continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best parameters. */
+ * to continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best parameters. Both
+ * record the data trained on (vulpes.data.*: source, identity, bar interval, price scale). */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -18,7 +20,7 @@
 
 #define NAME_MAX_LEN VP_DQN_NAME_MAX
 /* Metadata pairs a checkpoint writes at most. */
-#define META_MAX 24
+#define META_MAX (24 + VP_CKPT_DATA_KEYS)
 
 /* A list of checkpoint items with their names in one block. */
 typedef struct item_list {
@@ -156,10 +158,19 @@ vp_status vp_trainer_save(vp_trainer* t, const char* path, vp_ckpt_kind kind) {
     meta_u64(&ml, "vulpes.seed.replay", t->parts.replay.seed);
     meta_u64(&ml, "vulpes.seed.collect", t->parts.collect.seed);
     meta_add(&ml, "vulpes.replay", kind == VP_CKPT_RESUME ? "saved (replay.state)" : "not saved");
+    // The data trained on: source, identity, bar interval and price scale of the training span.
+    vp_data_record rec;
+    vp_ckpt_data_meta dm;
+    vp_status s = vp_data_record_make(t->data, t->data->split.train, &rec);
+    if (s == VP_OK) s = vp_checkpoint_data_meta(&rec, &dm);
+    if (s != VP_OK) {
+        free(yaml);
+        return vp_error_context(s, "writing checkpoint %s", path);
+    }
+    for (int i = 0; i < dm.n; ++i) meta_add(&ml, dm.pairs[i].key, dm.pairs[i].value);
 
     // Tensors: everything for a resume, the best parameters otherwise.
     item_list l;
-    vp_status s;
     if (kind == VP_CKPT_RESUME) {
         s = resume_items(t, &l);
     } else {
@@ -196,6 +207,35 @@ static size_t config_field_size(const vp_config_key* k) {
     }
 }
 
+/* The data of a resume: the bars the checkpoint recorded (same file content or synthetic
+ * spec: a changed file is refused; bars given in memory are not compared); then data.path
+ * may be spelt otherwise (a relative path from another folder, the file moved), so old's
+ * takes the run's. An older checkpoint without the record allows another spelling of the
+ * same file only (the relative path it recorded, read from the working directory). */
+static vp_status check_data(const vp_trainer* t, const vp_checkpoint* ck, vp_config* old) {
+    vp_data_record was, now;
+    int present = 0;
+    VP_TRY(vp_checkpoint_data(ck, &was, &present));
+    if (!present) {
+        // an older checkpoint: its data.path as written, or another spelling of the same file
+        char* a = realpath(old->data.path, NULL);
+        char* b = realpath(t->cfg.data.path, NULL);
+        if (a && b && strcmp(a, b) == 0) snprintf(old->data.path, sizeof old->data.path, "%s", t->cfg.data.path);
+        free(a);
+        free(b);
+        return VP_OK;
+    }
+    VP_TRY(vp_data_record_make(t->data, t->data->split.train, &now));
+    if (was.kind == VP_DATA_GIVEN && now.kind == VP_DATA_GIVEN) return VP_OK; /* bars in memory: no identity */
+    char a[700], b[700];
+    VP_REQUIRE(vp_data_record_same(&was, &now), VP_ERR_INVALID_ARG,
+               "cannot resume from %s: it was trained on %s, the run now reads %s: a resume continues on the same bars",
+               vp_checkpoint_path(ck), vp_data_record_describe(&was, a, sizeof a),
+               vp_data_record_describe(&now, b, sizeof b));
+    snprintf(old->data.path, sizeof old->data.path, "%s", t->cfg.data.path);
+    return VP_OK;
+}
+
 /* Checks the checkpoint's config against the run's: equal except the keys a resume may change. */
 static vp_status check_config(const vp_trainer* t, const vp_checkpoint* ck) {
     static const char* may_change[] = {"train.iterations", "train.checkpoint_every", "train.log_every",
@@ -210,6 +250,7 @@ static vp_status check_config(const vp_trainer* t, const vp_checkpoint* ck) {
         const vp_config_key* k = vp_config_find_key(may_change[i]);
         if (k) memcpy((char*)&old + k->offset, (const char*)&t->cfg + k->offset, config_field_size(k));
     }
+    VP_TRY(check_data(t, ck, &old));
     const vp_config_key* k = vp_config_diff(&old, &t->cfg);
     if (k) {
         char was[VP_CONFIG_STR_MAX], now[VP_CONFIG_STR_MAX];

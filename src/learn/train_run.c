@@ -383,6 +383,10 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     j.opts = opts ? opts : &def;
     j.last_loss = j.last_val = NAN;
     j.last_ckpt = -1;
+    // the run records data.path absolute (config.yaml, checkpoints), so they work from any folder
+    vp_config run_cfg = *cfg;
+    VP_TRY(vp_config_absolute_data_path(&run_cfg));
+    cfg = &run_cfg;
     VP_TRY(vp_config_check(cfg));
     VP_TRY(check_scales(cfg, d));
     VP_TRY(pick_dir(cfg, j.opts, out->run_dir, sizeof out->run_dir));
