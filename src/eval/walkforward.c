@@ -187,6 +187,7 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_op
     // data, the folds, the folder; then every unfinished fold and the stitched result
     vp_status s = vp_train_data_load(&c.data, cfg);
     if (s == VP_OK) s = vp_annual_measure(c.data.bars.time_ms, c.data.bars.n, &c.annual);
+    c.annual.risk_free_rate = cfg->metrics.risk_free_rate;
     if (s == VP_OK) s = vp_wf_plan(cfg, c.data.bars.n, c.data.warmup, NULL, 0, &c.n_folds);
     if (s == VP_OK) {
         c.folds = (vp_split*)calloc((size_t)c.n_folds, sizeof(vp_split));

@@ -113,9 +113,9 @@ static vp_status read_fold(const vp_wf_ctx* c, int64_t k, fold_read* f, vp_wf_fo
     double* ret = (double*)malloc(sizeof(double) * (size_t)f->n);
     VP_REQUIRE(ret != NULL, VP_ERR_OOM, "walk-forward: fold returns");
     vp_status s = vp_returns_from_equity(f->eq, f->n, ret);
-    if (s == VP_OK) s = vp_perf_compute(ret, f->n - 1, ppy, &row->test);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, f->n - 1, &c->annual, &row->test);
     if (s == VP_OK) vp_baseline_returns(f->bh, f->n, ret);
-    if (s == VP_OK) s = vp_perf_compute(ret, f->n - 1, ppy, &row->buy_hold);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, f->n - 1, &c->annual, &row->buy_hold);
     if (s == VP_OK)
         s = vp_trade_stats_compute(f->tr, f->n_tr, f->pos, f->n, c->cfg->instrument.max_position, ppy, &row->trades);
     free(ret);
@@ -142,11 +142,11 @@ static vp_status summarize(const vp_wf_ctx* c, vp_wf_result* r, const vp_trade* 
     VP_REQUIRE(ret != NULL, VP_ERR_OOM, "walk-forward: stitched returns");
     r->summary.annual = c->annual;
     vp_status s = vp_returns_from_equity(r->equity, n, ret);
-    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.strategy);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.strategy);
     if (s == VP_OK) vp_baseline_returns(r->benchmark, n, ret);
-    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.buy_hold);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.buy_hold);
     if (s == VP_OK) memset(ret, 0, sizeof(double) * (size_t)n);
-    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.flat);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.flat);
     if (s == VP_OK)
         s = vp_trade_stats_compute(tr, n_tr, r->position, n, c->cfg->instrument.max_position, ppy, &r->summary.trades);
     free(ret);

@@ -285,6 +285,7 @@ static vp_status test_span(job* j, vp_algo_params which, vp_rollout_result* r) {
     c.fused = j->opts->fused;
     memset(r, 0, sizeof *r);
     VP_TRY(vp_annual_measure(d->bars.time_ms, d->bars.n, &c.annual));
+    c.annual.risk_free_rate = a->cfg.metrics.risk_free_rate;
     vp_policy pol;
     VP_TRY(vp_algo_policy(a, which, &pol));
     vp_rollout_data rd = {&d->bars, d->atr, a->features, d->split.test};
