@@ -160,6 +160,17 @@ double vp_selection_variance(const vp_selection* s);
  * NaN when fewer than 2 trials or best is undefined. */
 double vp_deflated_sharpe(const vp_selection* s, const vp_perf* best, double* sr0_annual);
 
+/* Deflated Sharpe ratio of series p among n_trials trials whose annualised Sharpes have sample
+ * variance var_annual: PSR(SR0), SR0 = vp_expected_max_sharpe(var_annual / ppy, n_trials), with
+ * p's per-period Sharpe, moments and count. *sr0_annual (may be NULL) receives SR0 annualised.
+ * NaN when n_trials < 2, the variance is undefined or p is. */
+double vp_deflated_sharpe_trials(const vp_perf* p, int64_t n_trials, double var_annual, double* sr0_annual);
+
+/* What a PSR against 0 says, at 95 %: "a gain distinguishable from noise at 95 %" (>= 0.95),
+ * "a loss distinguishable ..." (<= 0.05), "not distinguishable from noise at 95 %", or
+ * "undefined ..." for NaN; static text. */
+const char* vp_psr_verdict(double psr);
+
 /* Short name of a series status ("ok", "short", "all_nan", "empty"); never NULL. */
 const char* vp_perf_status_name(vp_perf_status s);
 

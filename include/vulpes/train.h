@@ -148,6 +148,8 @@ typedef struct vp_train_opts {
     vp_train_eval_fn on_eval;            /* after each validation (NULL: none) */
     vp_train_stop_fn should_stop;        /* polled like `stop` (NULL: none) */
     void* ctx;                           /* the first argument of finish, on_eval and should_stop */
+    const vp_progress_sink* progress_sink; /* where progress goes instead of `progress` (a walk-forward's
+                                              line over its folds; NULL: none) */
 } vp_train_opts;
 
 /* Defaults: no progress, no stop flag, VP_RUN_CREATE, checkpoints and summary on, fused. */

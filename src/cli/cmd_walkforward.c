@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "vulpes/walkforward.h"
@@ -185,7 +186,7 @@ int vp_cmd_walkforward(int argc, char** argv) {
     vp_cli_trap_signals();
 
     vp_wf_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), stderr, &vp_cli_stop, 0,
-                    a.fused};
+                    a.fused, isatty(fileno(stderr)), 0.0};
     fprintf(stderr, "vulpes walkforward: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
     vp_wf_result r;
     vp_status s = vp_walkforward_run(&cfg, b, &o, &r);

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "learn/train_progress.h"
 #include "learn/train_report.h"
 
 vp_train_opts vp_train_opts_default(void) {
@@ -30,13 +31,10 @@ typedef struct job {
     const vp_train_opts* opts; /* reporting and stopping */
     vp_algo a;                 /* everything that trains */
     vp_run run;                /* the folder and metrics.jsonl */
-    vp_progress prog;          /* the progress line */
-    int progress_on;           /* prog is initialised */
+    vp_train_progress prog;    /* the progress line (or sink), the last loss and validation */
     double t0;                 /* clock at the start of this process's loop */
     double t_log;              /* clock at the last log */
     vp_train_counters at_log;  /* counters at the last log */
-    double last_loss;          /* loss of the last log */
-    double last_val;           /* Sharpe of the last validation */
     vp_selection sel;          /* the validation Sharpes this process compared (the trials) */
     vp_perf best_val;          /* the strategy series of the best validation this process saw */
     int best_seen;             /* best_val is set (0 after a resume until a new best) */
@@ -67,19 +65,14 @@ static vp_status pick_dir(const vp_config* cfg, const vp_train_opts* o, char* di
     return vp_run_dir_default(dir, n, "runs", name, time(NULL));
 }
 
-/* A progress note (when progress is on). */
-static void note(job* j, const char* msg) {
-    if (j->progress_on) vp_progress_note(&j->prog, msg);
-}
-
 /* The learner's count of non-finite steps in a statistics list (0 when it has none). */
 static int64_t nan_count(const vp_kv_list* st) {
     const double v = vp_kv_get(st, "nan_steps");
     return isfinite(v) && v > 0 && v < 9e18 ? (int64_t)v : 0;
 }
 
-/* Writes the "train" and "timing" events and updates the progress line; fails when every
- * learner step since the last log was non-finite. */
+/* Writes the "train" and "timing" events and keeps the loss and epsilon for the progress
+ * line; fails when every learner step since the last log was non-finite. */
 static vp_status log_point(job* j) {
     vp_algo* t = &j->a;
     vp_kv_list st;
@@ -97,21 +90,16 @@ static vp_status log_point(job* j) {
     const int64_t since = j->at_log.iteration, steps = t->count.learner_steps - j->at_log.learner_steps;
     j->t_log = now;
     j->at_log = t->count;
-    j->last_loss = vp_kv_get(&st, "loss");
+    j->prog.last_loss = vp_kv_get(&st, "loss");
+    j->prog.last_eps = vp_kv_get(&st, "epsilon");
     // Non-finite learner steps are counted, not fatal: say so when the count grows.
     const int64_t nan_steps = nan_count(&st), bad = nan_steps - j->nan_steps;
     if (nan_steps > j->nan_steps) {
         char msg[160];
-        snprintf(msg, sizeof msg, "warning: %lld learner steps so far had a non-finite loss or gradient (iteration %lld)",
-                 (long long)nan_steps, (long long)t->count.iteration);
-        if (j->progress_on) note(j, msg);
-        else vp_log(VP_LOG_WARN, "%s", msg);
+        snprintf(msg, sizeof msg, "warning: %lld learner %s so far had a non-finite loss or gradient (iteration %lld)",
+                 (long long)nan_steps, vp_plural(nan_steps, "step", "steps"), (long long)t->count.iteration);
+        vp_train_progress_note(&j->prog, VP_LOG_WARN, msg);
         j->nan_steps = nan_steps;
-    }
-    if (j->progress_on) {
-        vp_progress_stats ps = {t->count.iteration, t->count.env_steps, t->count.learner_steps, j->last_loss,
-                                vp_kv_get(&st, "epsilon"), j->last_val};
-        vp_progress_update(&j->prog, &ps, now);
     }
     // ...but a log interval whose every learner step was non-finite is a run that learns nothing.
     if (steps > 0 && bad >= steps) {
@@ -119,10 +107,11 @@ static vp_status log_point(job* j) {
         if (j->last_ckpt >= 0) snprintf(kept, sizeof kept, "last.safetensors of iteration %lld is kept",
                                         (long long)j->last_ckpt);
         VP_FAIL(VP_ERR_NUMERIC,
-                "the run failed: all %lld learner steps of iterations %lld..%lld had a non-finite loss or gradient "
+                "the run failed: %s %lld learner %s of iterations %lld..%lld had a non-finite loss or gradient "
                 "(nan_steps %lld): check the data's prices and instrument.multiplier, instrument.initial_equity, "
                 "env.reward_scale and learn.lr; %s, no summary.json",
-                (long long)steps, (long long)since + 1, (long long)t->count.iteration, (long long)nan_steps, kept);
+                steps == 1 ? "the" : "all", (long long)steps, vp_plural(steps, "step", "steps"), (long long)since + 1,
+                (long long)t->count.iteration, (long long)nan_steps, kept);
     }
     return VP_OK;
 }
@@ -144,7 +133,7 @@ static vp_status evaluate(job* j, vp_eval_result* r) {
     const double sh = r->strategy.sharpe;
     const int best = !isnan(sh) && (isnan(t->best_val_sharpe) || sh > t->best_val_sharpe);
     VP_TRY(vp_train_log_eval(&j->run.metrics, t, r, best));
-    j->last_val = sh;
+    j->prog.last_val = sh;
     vp_selection_add(&j->sel, sh);
     if (best) {
         j->best_val = r->strategy;
@@ -256,6 +245,7 @@ static vp_status loop(job* j, vp_train_result* out) {
     vp_algo* t = &j->a;
     const vp_config_train* tc = &t->cfg.train;
     const vp_train_opts* o = j->opts;
+    if (t->count.iteration < tc->iterations) vp_train_progress_first(&j->prog, t->backend);
     while (t->count.iteration < tc->iterations) {
         VP_TRY(vp_algo_iterate(t, 1));
         const int64_t it = t->count.iteration;
@@ -266,6 +256,7 @@ static vp_status loop(job* j, vp_train_result* out) {
         if ((tc->eval_every > 0 && it % tc->eval_every == 0) || last) VP_TRY(evaluate(j, &out->final_val));
         if (it % tc->log_every == 0 || last) VP_TRY(log_point(j));
         if (!last && tc->checkpoint_every > 0 && it % tc->checkpoint_every == 0) VP_TRY(save_last(j, "periodic"));
+        vp_train_progress_iteration(&j->prog, &t->count);
         if (stop && !last) {
             VP_TRY(save_last(j, "interrupt"));
             out->interrupted = 1;
@@ -382,7 +373,6 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     job j;
     memset(&j, 0, sizeof j);
     j.opts = opts ? opts : &def;
-    j.last_loss = j.last_val = NAN;
     j.last_ckpt = -1;
     VP_TRY(vp_config_check(cfg));
     VP_TRY(check_scales(cfg, d));
@@ -392,18 +382,15 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     vp_status s = vp_algo_create(&j.a, cfg, b, d, VP_ALGO_TRAIN);
     if (s == VP_OK && j.opts->mode == VP_RUN_RESUME) s = check_resumable(out->run_dir);
     if (s == VP_OK) s = vp_run_claim(&j.run, out->run_dir, j.opts->mode);
+    // The first progress line and the warm-up notice, before the warm-up runs.
+    const int resume = j.opts->mode == VP_RUN_RESUME;
+    if (s == VP_OK) vp_train_progress_begin(&j.prog, j.opts, cfg, b, &j.a.count, resume);
     if (s == VP_OK) s = start(&j, cfg);
     if (s == VP_OK) s = nan_baseline(&j);
     if (s == VP_OK) {
-        // Progress counts from here, so a resumed run's rates are its own.
+        // Rates count from here, so a resumed run's are its own.
         j.t0 = j.t_log = vp_clock_s();
         j.at_log = j.a.count;
-        if (j.opts->progress) {
-            vp_progress_stats st = {j.a.count.iteration, j.a.count.env_steps, j.a.count.learner_steps, NAN, NAN, NAN};
-            vp_progress_init(&j.prog, j.opts->progress, j.opts->progress_tty, cfg->train.iterations,
-                             j.opts->progress_interval_s, j.t0, &st);
-            j.progress_on = 1;
-        }
         s = loop(&j, out);
     }
     if (s == VP_OK && !out->interrupted) s = finish(&j, out);
@@ -416,8 +403,9 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
         if (s == VP_OK) s = vp_train_summary_write(path, root);
         cJSON_Delete(root);
     }
-    if (out->interrupted && j.opts->checkpoints) note(&j, "stopped: last.safetensors holds the run; --resume continues it");
-    if (j.progress_on) vp_progress_finish(&j.prog);
+    if (out->interrupted && j.opts->checkpoints)
+        vp_train_progress_note(&j.prog, -1, "stopped: last.safetensors holds the run; --resume continues it");
+    vp_train_progress_end(&j.prog);
     out->count = j.a.count;
     out->best_val_sharpe = j.a.best_val_sharpe;
     out->best_iteration = j.a.best_iteration;
