@@ -84,9 +84,11 @@ static int parse(int argc, char** argv, train_args* a) {
 /* One line per outcome on stderr; `exact` the metrics of the test span's exact backtest
  * (finished runs). */
 static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
+    char dsr[32];
     if (!isnan(r->best_val_sharpe))
-        fprintf(stderr, "best validation Sharpe %.3f at iteration %lld; deflated Sharpe %.3f over %lld %s\n",
-                r->best_val_sharpe, (long long)r->best_iteration, r->best_val_deflated_sharpe,
+        fprintf(stderr, "best validation Sharpe %.3f at iteration %lld; deflated Sharpe %s over %lld %s\n",
+                r->best_val_sharpe, (long long)r->best_iteration,
+                vp_metric_format(r->best_val_deflated_sharpe, VP_METRIC_UNIT_FRAC, dsr, sizeof dsr),
                 (long long)r->val_trials, vp_plural(r->val_trials, "validation", "validations"));
     if (r->interrupted) return;
     const vp_perf* t = &r->test.strategy;
