@@ -109,8 +109,9 @@ static vp_status read_fold(const vp_wf_ctx* c, int64_t k, fold_read* f, vp_wf_fo
     // every bar of the test span; a ruined window stops at the ruin
     const int64_t len = vp_span_len(c->folds[k].test);
     VP_REQUIRE((f->n == len || (row->ruined && f->n >= 1 && f->n < len)) && f->bar[0] == c->folds[k].test.begin,
-               VP_ERR_STATE, "fold %lld: equity.csv holds %lld points from bar %lld, the plan %lld from bar %lld%s",
-               (long long)(k + 1), (long long)f->n, (long long)(f->n ? f->bar[0] : -1), (long long)len,
+               VP_ERR_STATE, "fold %lld: equity.csv holds %lld %s from bar %lld, the plan %lld from bar %lld%s",
+               (long long)(k + 1), (long long)f->n, vp_plural(f->n, "point", "points"),
+               (long long)(f->n ? f->bar[0] : -1), (long long)len,
                (long long)c->folds[k].test.begin, row->ruined ? " (ruined: at most that many)" : "");
     // the fold's own metrics: strategy and buy-and-hold returns, trades
     const double ppy = c->annual.periods_per_year;

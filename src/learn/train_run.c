@@ -147,8 +147,9 @@ static vp_status start(job* j, const vp_config* cfg) {
     VP_TRY(vp_algo_load(t, path));
     j->last_ckpt = t->count.iteration;
     VP_REQUIRE(t->count.iteration < cfg->train.iterations, VP_ERR_INVALID_ARG,
-               "%s holds %lld iterations and train.iterations is %lld: raise train.iterations to continue", path,
-               (long long)t->count.iteration, (long long)cfg->train.iterations);
+               "%s holds %lld %s and train.iterations is %lld: raise train.iterations to continue", path,
+               (long long)t->count.iteration, vp_plural(t->count.iteration, "iteration", "iterations"),
+               (long long)cfg->train.iterations);
     if (t->best_iteration >= 0) {
         VP_TRY(run_file(j, "best.safetensors", path, sizeof path));
         VP_TRY(vp_algo_load_params(t, path, VP_PARAMS_BEST));
