@@ -93,7 +93,8 @@ static void test_annual_factor(void) {
     vp_annual_describe(&a, buf, sizeof buf);
     CHECK(strstr(buf, "periods/year (measured: 491 bars") != NULL, "describe: %s", buf);
     CHECK_OK(vp_annual_given(252.0, &a));
-    CHECK(strcmp(vp_annual_describe(&a, buf, sizeof buf), "252.00 periods/year (given)") == 0, "given: %s", buf);
+    CHECK(strcmp(vp_annual_describe(&a, buf, sizeof buf), "252.00 periods/year (given); risk-free rate 0 % a year") == 0,
+          "given: %s", buf);
     // errors
     const int64_t back[3] = {10, 20, 20};
     CHECK_STATUS(vp_annual_measure(back, 3, &a), VP_ERR_INVALID_ARG, "not strictly increasing at 2");

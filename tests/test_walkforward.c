@@ -43,7 +43,9 @@ static void check_result(const vp_wf_result* r, int64_t warmup) {
               "fold %lld test", (long long)k);
         // the test spans tile, each fold's curve starts where the previous one ended
         const int64_t o = k * TEST;
-        CHECK(r->bar[o] == f->split.test.begin && r->fold[o] == k, "fold %lld first point", (long long)k);
+        CHECK(r->bar[o] == f->split.test.begin && r->fold[o] == k + 1 && f->index == k + 1, "fold %lld first point",
+              (long long)k);
+        CHECK(f->stitched == 1 && f->ruined == 0, "fold %lld stitched %d, ruined %d", (long long)k, f->stitched, f->ruined);
         CHECK(r->equity[o] == (k ? r->folds[k - 1].end_equity : 100000.0) && f->start_equity == r->equity[o],
               "fold %lld starts at %.17g", (long long)k, r->equity[o]);
         CHECK(f->end_equity == r->equity[o + TEST - 1], "fold %lld end", (long long)k);
@@ -69,7 +71,7 @@ static void test_walkforward_and_resume(void) {
     vpt_fold_cfg(&cfg, TRAIN, VAL, TEST, EMBARGO, FOLDS);
 
     // straight through
-    vp_wf_opts oa = {a, VP_RUN_CREATE, NULL, NULL, 0, 1};
+    vp_wf_opts oa = {a, VP_RUN_CREATE, NULL, NULL, 0, 1, 0, 0};
     vp_wf_result ra;
     CHECK_OK(vp_walkforward_run(&cfg, be, &oa, &ra));
     // warm-up: the features' longest look-back plus the normalisation window, before the first fold
@@ -86,12 +88,12 @@ static void test_walkforward_and_resume(void) {
     char fd[400];
     for (int k = 0; k < FOLDS; ++k)
         for (int i = 0; i < 6; ++i) {
-            snprintf(fd, sizeof fd, "%s/folds/fold_%03d", a, k);
+            snprintf(fd, sizeof fd, "%s/folds/fold_%03d", a, k + 1);
             CHECK(vpt_exists(fd, per_fold[i]), "fold %d: %s missing", k, per_fold[i]);
         }
 
     // interrupted: one fold, then a stop during the second (left without done.json), then resumed
-    vp_wf_opts ob = {b, VP_RUN_CREATE, NULL, NULL, 1, 1};
+    vp_wf_opts ob = {b, VP_RUN_CREATE, NULL, NULL, 1, 1, 0, 0};
     vp_wf_result rb;
     CHECK_OK(vp_walkforward_run(&cfg, be, &ob, &rb));
     CHECK(rb.interrupted && rb.n_done == 1 && rb.n_curve == TEST, "first call: %lld folds", (long long)rb.n_done);
@@ -101,8 +103,8 @@ static void test_walkforward_and_resume(void) {
     CHECK_OK(vp_walkforward_run(&cfg, be, &ob, &rb));
     CHECK(rb.interrupted && rb.n_done == 1, "second call: %lld folds", (long long)rb.n_done);
     vp_wf_result_free(&rb);
-    snprintf(fd, sizeof fd, "%s/folds/fold_001", b);
-    CHECK(vpt_exists(fd, "metrics.jsonl") && !vpt_exists(fd, "done.json"), "fold 1 should be started and unfinished");
+    snprintf(fd, sizeof fd, "%s/folds/fold_002", b);
+    CHECK(vpt_exists(fd, "metrics.jsonl") && !vpt_exists(fd, "done.json"), "fold 2 should be started and unfinished");
     ob.stop = NULL;
     CHECK_OK(vp_walkforward_run(&cfg, be, &ob, &rb));
     check_result(&rb, warm);
@@ -117,7 +119,7 @@ static void test_walkforward_and_resume(void) {
         CHECK(n == FOLDS, "%s: %d fold events", mp, n);
         free(text);
     }
-    CHECK(vpt_same_file(a, b, "folds/fold_001/equity.csv") && vpt_same_file(a, b, "folds/fold_002/trades.csv"),
+    CHECK(vpt_same_file(a, b, "folds/fold_002/equity.csv") && vpt_same_file(a, b, "folds/fold_003/trades.csv"),
           "fold files differ after the resume");
     CHECK(memcmp(ra.equity, rb.equity, sizeof(double) * (size_t)ra.n_curve) == 0, "stitched curves differ");
     vp_wf_result_free(&rb);
@@ -141,16 +143,17 @@ static void test_walkforward_and_resume(void) {
           "walkforward.json read back");
     cJSON_Delete(plan);
 
-    // warm start: fold 1 starts from fold 0's selection
+    // warm start: fold 2 starts from fold 1's selection
     vp_config c3 = cfg;
     c3.walkforward.warm_start = true, c3.walkforward.max_folds = 2;
     oa.mode = VP_RUN_FORCE;
     CHECK_OK(vp_walkforward_run(&c3, be, &oa, &rb));
     CHECK(rb.n_done == 2, "warm start: %lld folds", (long long)rb.n_done);
-    snprintf(fd, sizeof fd, "%s/folds/fold_001/done.json", a);
+    snprintf(fd, sizeof fd, "%s/folds/fold_002/done.json", a);
     char* done = vpt_slurp(fd, NULL);
-    CHECK(done && strstr(done, "\"warm_start\":\ttrue"), "fold 1 not warm-started: %s", done ? done : "(none)");
-    CHECK(!vpt_exists(a, "folds/fold_002"), "the forced run left an old fold folder");
+    CHECK(done && strstr(done, "\"warm_start\":\ttrue") && strstr(done, "\"fold\":\t2,"), "fold 2 not warm-started: %s",
+          done ? done : "(none)");
+    CHECK(!vpt_exists(a, "folds/fold_003") && !vpt_exists(a, "folds/fold_000"), "the forced run left an old fold folder");
     free(done);
     vp_wf_result_free(&rb);
 

@@ -60,25 +60,25 @@ static void check_same(const char* ref, const char* d, const vp_wf_result* rr, c
                   memcmp(r->bar, rr->bar, sizeof(int64_t) * (size_t)r->n_curve) == 0,
               "%s: the stitched curve differs", d);
     for (int64_t k = 0; k < FOLDS && k < r->n_done; ++k)
-        CHECK(r->folds[k].index == k && r->folds[k].end_equity == rr->folds[k].end_equity &&
+        CHECK(r->folds[k].index == k + 1 && r->folds[k].end_equity == rr->folds[k].end_equity &&
                   r->folds[k].best_iteration == rr->folds[k].best_iteration,
               "%s: fold %lld row differs", d, (long long)k);
     static const char* files[5] = {"trades.csv", "equity.csv", "done.json", "best.safetensors", "walkforward.json"};
     char f1[400], f2[400];
     for (int k = 0; k < FOLDS; ++k) {
-        snprintf(f1, sizeof f1, "%s/folds/fold_%03d", ref, k);
-        snprintf(f2, sizeof f2, "%s/folds/fold_%03d", d, k);
+        snprintf(f1, sizeof f1, "%s/folds/fold_%03d", ref, k + 1);
+        snprintf(f2, sizeof f2, "%s/folds/fold_%03d", d, k + 1);
         for (int i = 0; i < 4; ++i) CHECK(vpt_same_file(f1, f2, files[i]), "%s: fold %d %s differs", d, k, files[i]);
         CHECK(same_summary(f1, ref, f2, d, "summary.json"), "%s: fold %d summary.json differs", d, k);
     }
     for (int i = 0; i < 2; ++i) CHECK(vpt_same_file(ref, d, files[i]), "%s: stitched %s differs", d, files[i]);
     CHECK(vpt_same_file(ref, d, "walkforward.json"), "%s: walkforward.json differs", d);
     CHECK(same_summary(ref, ref, d, d, "summary.json"), "%s: stitched summary.json differs", d);
-    // one fold event per fold, in fold order
+    // one fold event per fold, in fold order, numbered from 1
     char* m = vpt_read_file(d, "metrics.jsonl", NULL);
     const char* q = m;
     char key[64];
-    for (int k = 0; k < FOLDS && q; ++k) {
+    for (int k = 1; k <= FOLDS && q; ++k) {
         snprintf(key, sizeof key, "{\"event\":\"fold\",\"fold\":%d,", k);
         q = strstr(q, key);
         CHECK(q != NULL, "%s: fold event %d missing or out of order", d, k);
@@ -98,7 +98,7 @@ static void test_parallel_equals_sequential(void) {
 
     // one after another: the reference
     snprintf(seq, sizeof seq, "%s/seq", root);
-    vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1};
+    vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1, 0, 0};
     vp_wf_result rs;
     CHECK_OK(vp_walkforward_run(&cfg, be, &os, &rs));
     CHECK(rs.n_done == FOLDS && rs.summary.trades.n_trades > 0, "reference: %lld folds, %lld trades",
@@ -110,29 +110,41 @@ static void test_parallel_equals_sequential(void) {
         vp_config c2 = cfg;
         c2.walkforward.parallel = p;
         FILE* log = tmpfile();
-        vp_wf_opts op = {par, VP_RUN_CREATE, log, NULL, 0, 1};
+        vp_wf_opts op = {par, VP_RUN_CREATE, log, NULL, 0, 1, 0, 0};
         vp_wf_result rp;
         CHECK_OK(vp_walkforward_run(&c2, be, &op, &rp));
         check_same(seq, par, &rs, &rp);
         vp_wf_result_free(&rp);
-        // the progress: the number at once, then whole lines each prefixed by its fold
-        char line[512], want[64];
-        int at_once = 0, tests = 0, other = 0;
+        // the progress: the number at once, whole lines each prefixed by its fold, the warm-up
+        // notice of each fold, and whole progress lines ("[elapsed] fold K/5 (D done, R running) |
+        // iter ... | ETA ...") from the first at once to the last
+        char line[1024], want[64];
+        int at_once = 0, tests = 0, warm = 0, prog = 0, last = 0, other = 0;
         snprintf(want, sizeof want, "walk-forward: %d folds at once\n", p);
         rewind(log);
         while (log && fgets(line, sizeof line, log)) {
             if (strcmp(line, want) == 0) at_once++;
             else if (strncmp(line, "fold ", 5) == 0 && strstr(line, "/5: ") && strstr(line, "test Sharpe")) tests++;
-            else if (strncmp(line, "fold ", 5) != 0 || !strstr(line, "/5: ")) other++;
+            else if (strncmp(line, "fold ", 5) == 0 && strstr(line, "/5: warming up: filling the replay buffer with 32 "
+                                                                    "transitions (11 collection steps of 3 envs"))
+                warm++;
+            else if (line[0] == '[' && strstr(line, "] fold ") && strstr(line, "/5 (") && strstr(line, " | iter ") &&
+                     strstr(line, " | ETA ") && line[strlen(line) - 1] == '\n') {
+                prog++;
+                last = strstr(line, "iter 4/4 (100.0%)") && strstr(line, "| ETA 0s\n");
+            } else if (strncmp(line, "fold ", 5) != 0 || !strstr(line, "/5: ")) {
+                other++;
+            }
         }
-        CHECK(at_once == 1 && tests == FOLDS && other == 0, "progress with %d at once: %d, %d test lines, %d other", p,
-              at_once, tests, other);
+        CHECK(at_once == 1 && tests == FOLDS && warm == FOLDS && prog >= 2 && last && other == 0,
+              "progress with %d at once: %d, %d test lines, %d warm-up, %d progress lines (last one %s), %d other", p,
+              at_once, tests, warm, prog, last ? "right" : "wrong", other);
         if (log) fclose(log);
     }
 
     // more folds at once than there are: the same
     snprintf(par, sizeof par, "%s/par9", root);
-    vp_wf_opts o9 = {par, VP_RUN_CREATE, NULL, NULL, 0, 1};
+    vp_wf_opts o9 = {par, VP_RUN_CREATE, NULL, NULL, 0, 1, 0, 0};
     vp_config c9 = cfg;
     c9.walkforward.parallel = 9;
     vp_wf_result r9;
@@ -155,19 +167,19 @@ static void test_parallel_resume(void) {
     vpt_fold_cfg(&cfg, TRAIN, VAL, TEST, EMBARGO, FOLDS);
     snprintf(seq, sizeof seq, "%s/seq", root);
     snprintf(par, sizeof par, "%s/par", root);
-    vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1};
+    vp_wf_opts os = {seq, VP_RUN_CREATE, NULL, NULL, 0, 1, 0, 0};
     vp_wf_result rs, rp;
     CHECK_OK(vp_walkforward_run(&cfg, be, &os, &rs));
 
-    // two at once, capped at three folds: 0, 1, 2 finish
-    vp_wf_opts op = {par, VP_RUN_CREATE, NULL, NULL, 3, 1};
+    // two at once, capped at three folds: 1, 2, 3 finish
+    vp_wf_opts op = {par, VP_RUN_CREATE, NULL, NULL, 3, 1, 0, 0};
     vp_config c1 = cfg;
     c1.walkforward.parallel = 2;
     CHECK_OK(vp_walkforward_run(&c1, be, &op, &rp));
     CHECK(rp.interrupted && rp.n_done == 3 && rp.n_curve == 3 * TEST, "first call: %lld folds", (long long)rp.n_done);
     vp_wf_result_free(&rp);
 
-    // resumed with a stop: folds 3 and 4 both start and stop unfinished
+    // resumed with a stop: folds 4 and 5 both start and stop unfinished
     volatile sig_atomic_t stop = 1;
     vp_config c2 = cfg;
     c2.walkforward.parallel = 3;  // the folder's config says 2: a resume may differ in it
@@ -175,7 +187,7 @@ static void test_parallel_resume(void) {
     CHECK_OK(vp_walkforward_run(&c2, be, &op, &rp));
     CHECK(rp.interrupted && rp.n_done == 3, "second call: %lld folds", (long long)rp.n_done);
     vp_wf_result_free(&rp);
-    for (int k = 3; k < FOLDS; ++k) {
+    for (int k = 4; k <= FOLDS; ++k) {
         snprintf(fd, sizeof fd, "%s/folds/fold_%03d/done.json", par, k);
         struct stat st;
         CHECK(stat(fd, &st) != 0, "fold %d finished despite the stop", k);
@@ -195,13 +207,13 @@ static void test_parallel_resume(void) {
     cw.walkforward.warm_start = true, cw.walkforward.max_folds = 2;
     cw4 = cw;
     cw4.walkforward.parallel = 4;
-    vp_wf_opts oa = {seq, VP_RUN_FORCE, NULL, NULL, 0, 1}, ob = {par, VP_RUN_FORCE, NULL, NULL, 0, 1};
+    vp_wf_opts oa = {seq, VP_RUN_FORCE, NULL, NULL, 0, 1, 0, 0}, ob = {par, VP_RUN_FORCE, NULL, NULL, 0, 1, 0, 0};
     CHECK_OK(vp_walkforward_run(&cw, be, &oa, &rs));
     CHECK_OK(vp_walkforward_run(&cw4, be, &ob, &rp));
     CHECK(rs.n_done == 2 && rp.n_done == 2, "warm start: %lld and %lld folds", (long long)rs.n_done,
           (long long)rp.n_done);
-    CHECK(vpt_same_file(seq, par, "folds/fold_001/trades.csv") &&
-              vpt_same_file(seq, par, "folds/fold_001/done.json") && vpt_same_file(seq, par, "equity.csv"),
+    CHECK(vpt_same_file(seq, par, "folds/fold_002/trades.csv") &&
+              vpt_same_file(seq, par, "folds/fold_002/done.json") && vpt_same_file(seq, par, "equity.csv"),
           "warm start differs when more folds at once were asked");
     vp_wf_result_free(&rs);
     vp_wf_result_free(&rp);

@@ -1,9 +1,12 @@
 /* vulpes: performance metrics of a return series, trade statistics, baselines and the
  * annualisation factor (SPEC section 7). Definitions and conventions: docs/metrics.md.
  *
- * - Return metrics follow empyrical exactly (risk-free rate 0): per-bar simple returns in,
- *   NaN returns skipped the way empyrical skips them (0 in compounding, left out of means
- *   and deviations, still counted in the length that sets the number of years).
+ * - Return metrics follow empyrical exactly: per-bar simple returns in, NaN returns skipped
+ *   the way empyrical skips them (0 in compounding, left out of means and deviations, still
+ *   counted in the length that sets the number of years). Sharpe, Sortino, downside risk and
+ *   the statistics of the Sharpe are of excess returns r - rf / ppy per bar (rf the yearly
+ *   risk-free rate, simple, not compounded: empyrical's risk_free / required_return); the
+ *   rate is stated beside them in every output.
  * - Values are doubles. A ratio whose denominator is 0 is +inf or -inf when its numerator
  *   is not 0 (a constant positive return series has an infinite Sharpe) and NaN, meaning
  *   "undefined", when both are 0 or the inputs are too few. JSON writes +inf as the string
@@ -56,8 +59,12 @@ vp_status vp_annual_measure(const int64_t* times_ms /* [n] Unix ms */, int64_t n
 /* A given factor (> 0, finite), e.g. 252 for daily equities. */
 vp_status vp_annual_given(double periods_per_year, vp_annual* out);
 
-/* One line saying the factor and its source ("6280.89 periods/year (measured: ...)") into buf[n]. */
+/* One line saying the factor, its source and the risk-free rate ("6280.89 periods/year
+ * (measured: ...); risk-free rate 0 % a year") into buf[n]. */
 const char* vp_annual_describe(const vp_annual* a, char* buf, size_t n);
+
+/* The yearly risk-free rate as text ("risk-free rate 2 % a year") into buf[n]. */
+const char* vp_risk_free_describe(double risk_free_rate, char* buf, size_t n);
 
 /* ---- return metrics ----------------------------------------------------------------------- */
 
@@ -79,20 +86,33 @@ typedef struct vp_perf {
     double total_return;       /* prod(1 + r) - 1 */
     double annual_return;      /* (1 + total)^(ppy / n_returns) - 1 (CAGR) */
     double annual_volatility;  /* std(r, ddof 1) x sqrt(ppy) */
-    double sharpe;             /* mean(r) / std(r, ddof 1) x sqrt(ppy) */
-    double sortino;            /* mean(r) x ppy / downside_risk */
-    double downside_risk;      /* sqrt(mean(min(r, 0)^2)) x sqrt(ppy) */
+    double sharpe;             /* mean(x) / std(x, ddof 1) x sqrt(ppy), x = r - risk_free_rate / ppy (excess returns) */
+    double sortino;            /* mean(x) x ppy / downside_risk */
+    double downside_risk;      /* sqrt(mean(min(x, 0)^2)) x sqrt(ppy): below the risk-free rate */
     double max_drawdown;       /* min over t of equity / running peak - 1 (<= 0), from 1 before r[0] */
     double calmar;             /* annual_return / |max_drawdown| */
-    double skewness;           /* m3 / m2^1.5 of the valid returns, central moments over n_valid (NaN: < 2 or constant) */
+    double skewness;           /* m3 / m2^1.5 of the valid returns, central moments over n_valid (NaN: < 2 or constant);
+                                  the same for excess returns */
     double kurtosis;           /* m4 / m2^2, not excess (3 for a normal law; NaN as skewness) */
     double sharpe_se;          /* standard error of sharpe (Mertens 2002), annualised like it */
-    double psr_vs_zero;        /* probabilistic Sharpe ratio against SR* = 0 (Bailey, Lopez de Prado 2012) */
+    double psr_vs_zero;        /* probabilistic Sharpe ratio against SR* = 0 (Bailey, Lopez de Prado 2012): the
+                                  probability that the true excess Sharpe is above 0 */
     double years;              /* n_returns / ppy: the years the annual figures are drawn from */
     int extrapolated;          /* 1: years < 1, the annual figures extrapolate a shorter span */
+    double risk_free_rate;     /* yearly risk-free rate the ratios are in excess of (0: plain returns) */
 } vp_perf;
 
-/* Computes the metrics of returns[n] (NaN allowed, +-inf refused) annualised by ppy (> 0). */
+/* Computes the metrics of returns[n] (NaN allowed, +-inf refused) annualised by ppy (> 0), with
+ * Sharpe, Sortino, downside risk, the Sharpe's standard error and PSR of the excess returns
+ * returns[t] - risk_free_rate / ppy (risk_free_rate yearly, finite; 0 gives the plain figures
+ * bit for bit). Total and annual return, volatility, drawdown and Calmar do not depend on it. */
+vp_status vp_perf_compute_rf(const double* returns /* [n] */, int64_t n, double periods_per_year,
+                             double risk_free_rate, vp_perf* out);
+
+/* vp_perf_compute_rf with the factor and the risk-free rate of `a`. */
+vp_status vp_perf_compute_annual(const double* returns /* [n] */, int64_t n, const vp_annual* a, vp_perf* out);
+
+/* vp_perf_compute_rf with a risk-free rate of 0. */
 vp_status vp_perf_compute(const double* returns /* [n] */, int64_t n, double periods_per_year, vp_perf* out);
 
 /* ---- statistical weight of a Sharpe ratio (docs/metrics.md, "Statistical weight") ---------- */
@@ -139,6 +159,17 @@ double vp_selection_variance(const vp_selection* s);
  * units (annual / sqrt(ppy) of best). *sr0_annual (may be NULL) receives SR0 annualised.
  * NaN when fewer than 2 trials or best is undefined. */
 double vp_deflated_sharpe(const vp_selection* s, const vp_perf* best, double* sr0_annual);
+
+/* Deflated Sharpe ratio of series p among n_trials trials whose annualised Sharpes have sample
+ * variance var_annual: PSR(SR0), SR0 = vp_expected_max_sharpe(var_annual / ppy, n_trials), with
+ * p's per-period Sharpe, moments and count. *sr0_annual (may be NULL) receives SR0 annualised.
+ * NaN when n_trials < 2, the variance is undefined or p is. */
+double vp_deflated_sharpe_trials(const vp_perf* p, int64_t n_trials, double var_annual, double* sr0_annual);
+
+/* What a PSR against 0 says, at 95 %: "a gain distinguishable from noise at 95 %" (>= 0.95),
+ * "a loss distinguishable ..." (<= 0.05), "not distinguishable from noise at 95 %", or
+ * "undefined ..." for NaN; static text. */
+const char* vp_psr_verdict(double psr);
 
 /* Short name of a series status ("ok", "short", "all_nan", "empty"); never NULL. */
 const char* vp_perf_status_name(vp_perf_status s);

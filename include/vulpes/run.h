@@ -142,27 +142,58 @@ void vp_run_close(vp_run* r);
 
 /* What the training loop reports at an update. NaN fields are shown as "-". */
 typedef struct vp_progress_stats {
-    int64_t iteration;     /* iterations done */
-    int64_t env_steps;     /* env steps done, summed over envs */
+    int64_t iteration;     /* iterations done (of the fold, in a walk-forward) */
+    int64_t env_steps;     /* env steps done, summed over envs (over every fold, in a walk-forward) */
     int64_t learner_steps; /* learner steps done */
     double loss;           /* last logged loss */
     double epsilon;        /* current exploration rate */
     double val_sharpe;     /* last validation Sharpe (NaN before the first) */
 } vp_progress_stats;
 
-/* The progress printer. Rates and the ETA count from init, so a resumed run's figures
- * are its own. */
+/* Where a walk-forward stands, for its progress line (vp_progress_update_folds). */
+typedef struct vp_progress_folds {
+    int64_t fold;            /* the fold whose figures are shown, numbered from 1 */
+    int64_t n_folds;         /* folds planned */
+    int64_t done;            /* folds finished (by earlier calls too) */
+    int64_t running;         /* folds training now */
+    int64_t fold_iterations; /* iterations of one fold (train.iterations) */
+    int64_t work;            /* iterations done over every fold of this call: what the ETA counts */
+} vp_progress_folds;
+
+/* Where a training loop sends its progress instead of its own line (a walk-forward's line over
+ * its folds): the figures after every iteration, and notes on lines of their own. */
+typedef struct vp_progress_sink {
+    void (*update)(void* ctx, const vp_progress_stats* st); /* after every iteration (throttled by the sink) */
+    void (*note)(void* ctx, const char* msg);               /* a message on a line of its own */
+    void* ctx;                                              /* their first argument */
+} vp_progress_sink;
+
+/* Seconds of projected run time on the CPU above which a run counts as GPU-sized
+ * (vp_progress_cpu_advice): 15 minutes. */
+#define VP_PROGRESS_CPU_LIMIT_S 900.0
+
+/* Timed iterations after which the CPU projection is made (sooner when 5 s have passed). */
+#define VP_PROGRESS_CPU_MEASURE 3
+
+/* The progress printer. Rates and the ETA count from init, or from the last rebase (after
+ * the first iteration, so graph capture and warm-up do not count), so a resumed run's
+ * figures are its own. The unit of work is an iteration: of the run for training, of every
+ * fold together for a walk-forward. */
 typedef struct vp_progress {
     FILE* out;             /* where lines go (the CLI passes stderr) */
     int tty;               /* 1: one line redrawn with '\r'; 0: a line per print */
-    int64_t total;         /* iterations planned */
+    int64_t total;         /* iterations planned (work units) */
     double interval_s;     /* least seconds between prints (the final one always prints) */
-    double t_start;        /* time of init, seconds */
-    int64_t iter_start;    /* iteration at init */
+    double t_start;        /* time of init or of the last rebase, seconds */
+    double t_init;         /* time of init (the elapsed time counts from it) */
+    int64_t iter_start;    /* work done at init or at the last rebase */
+    int64_t work_init;     /* work done at init (a resumed run's starting iteration) */
     double t_print;        /* time of the last print (t_start before the first) */
     int64_t env_print;     /* env steps at the last print (at init before the first) */
     int printed;           /* prints so far */
     int last_len;          /* characters of the drawn terminal line (to blank leftovers) */
+    int warn_cpu;          /* 1: the work runs on the CPU: warn once when it projects past VP_PROGRESS_CPU_LIMIT_S */
+    int warned;            /* the CPU projection was made (warned or not) */
 } vp_progress;
 
 /* Starts progress at time `now_s` towards `total` iterations from `start` (the counters a
@@ -171,15 +202,35 @@ typedef struct vp_progress {
 void vp_progress_init(vp_progress* p, FILE* out, int tty, int64_t total, double interval_s, double now_s,
                       const vp_progress_stats* start);
 
+/* Restarts the rate and ETA clock at time now_s with `work` iterations and `env_steps` done
+ * (after the first, untimed iteration); the elapsed time still counts from init. */
+void vp_progress_rebase(vp_progress* p, int64_t work, int64_t env_steps, double now_s);
+
 /* Reports `st` at time `now_s`; prints at the first update, when interval_s has passed since
- * the last print, and at the last iteration. Returns 1 when it printed. */
+ * the last print, and at the last iteration; with warn_cpu, makes the CPU projection once
+ * after VP_PROGRESS_CPU_MEASURE timed iterations (or 5 s) and prints its warning when the
+ * run is GPU-sized. Returns 1 when it printed. */
 int vp_progress_update(vp_progress* p, const vp_progress_stats* st, double now_s);
+
+/* vp_progress_update for a walk-forward: the line starts with the fold and the folds done,
+ * `st` holds the shown fold's iteration and the summed env steps, the ETA counts f->work. */
+int vp_progress_update_folds(vp_progress* p, const vp_progress_stats* st, const vp_progress_folds* f, double now_s);
 
 /* Prints a message on a line of its own without garbling the progress line. */
 void vp_progress_note(vp_progress* p, const char* msg);
 
 /* Ends the terminal line (a newline after the last '\r' line); no-op otherwise. */
 void vp_progress_finish(vp_progress* p);
+
+/* The CPU warning for a run measured at s_per_iteration seconds an iteration (over `measured`
+ * iterations) that plans `iterations` in all: when s_per_iteration x iterations exceeds
+ * VP_PROGRESS_CPU_LIMIT_S (the definition of a GPU-sized config) writes the warning, naming
+ * the measured time, the projected total and examples/eurusd.yaml, into buf[n] and returns 1;
+ * else writes "" and returns 0. */
+int vp_progress_cpu_advice(double s_per_iteration, int64_t measured, int64_t iterations, char* buf, size_t n);
+
+/* `one` when n is 1 (or -1), else `many`: "1 fold", "2 folds". */
+const char* vp_plural(int64_t n, const char* one, const char* many);
 
 /* Monotonic seconds (for now_s). */
 double vp_clock_s(void);

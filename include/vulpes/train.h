@@ -76,6 +76,10 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_tensor* 
 /* Frees a validator (NULL is a no-op). */
 void vp_validator_free(vp_validator* v);
 
+/* Sets the yearly risk-free rate the validation Sharpe is in excess of (metrics.risk_free_rate;
+ * 0 after init). */
+void vp_validator_set_risk_free(vp_validator* v, double risk_free_rate);
+
 /* Scores policy `pol` (computing on the validator's backend) by the rollout into *out
  * (allocates, uploads and downloads: not for inside an iteration). */
 vp_status vp_validator_run(vp_validator* v, const vp_policy* pol, vp_eval_result* out);
@@ -144,6 +148,8 @@ typedef struct vp_train_opts {
     vp_train_eval_fn on_eval;            /* after each validation (NULL: none) */
     vp_train_stop_fn should_stop;        /* polled like `stop` (NULL: none) */
     void* ctx;                           /* the first argument of finish, on_eval and should_stop */
+    const vp_progress_sink* progress_sink; /* where progress goes instead of `progress` (a walk-forward's
+                                              line over its folds; NULL: none) */
 } vp_train_opts;
 
 /* Defaults: no progress, no stop flag, VP_RUN_CREATE, checkpoints and summary on, fused. */

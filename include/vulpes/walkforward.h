@@ -5,7 +5,9 @@
  * The folder of a walk-forward:
  *   config.yaml, metrics.jsonl (a "fold" event per finished fold), walkforward.json (the plan:
  *   fold settings and every fold's spans), equity.csv, trades.csv, summary.json, report.html
- *   (the stitched curve, the per-fold table, the metrics), and folds/fold_NNN/ per fold:
+ *   (the stitched curve, the per-fold table, the metrics), and folds/fold_NNN/ per fold (NNN the
+ *   fold's number: folds are numbered from 1 in every file and line; spans are bar indices
+ *   [begin, end), end excluded, beside the times of their first and last bars):
  *   config.yaml, metrics.jsonl and best.safetensors of its training, the test backtest's
  *   trades.csv, equity.csv, summary.json, report.html, and done.json, written last.
  * A fold folder without done.json is unfinished: a resume (VP_RUN_RESUME) clears it and runs
@@ -21,7 +23,10 @@
  * on its own backend (on CUDA its own stream and cuBLASLt handle), the number lowered to what
  * free device memory holds; a warm start runs them one after another. The results are the same
  * bytes whatever the number: the fold events, the per-fold table and the stitched curve follow
- * fold order. */
+ * fold order. A fold whose test window was ruined (equity reached 0) is marked so, and the
+ * stitched account ends with it: the stitched curve covers the folds up to it. The stitched
+ * Sharpe comes with its standard error, PSR and the deflated Sharpe over the folds (each fold's
+ * selection one trial; docs/metrics.md). */
 #ifndef VULPES_WALKFORWARD_H
 #define VULPES_WALKFORWARD_H
 
@@ -47,11 +52,13 @@ typedef struct vp_wf_opts {
     const volatile sig_atomic_t* stop;  /* non-zero: stop between iterations, the fold left unfinished */
     int64_t stop_after_folds;           /* stop as interrupted once this many folds finished in this call (0: never) */
     int fused;                          /* the test backtests' CUDA path (see vp_rollout_cfg.fused) */
+    int progress_tty;                   /* 1: the progress line is redrawn with '\r'; 0: plain lines */
+    double progress_interval_s;         /* least seconds between progress lines (0: 0.25 on a terminal, 10 else) */
 } vp_wf_opts;
 
 /* One fold's row of the per-fold table. */
 typedef struct vp_wf_fold {
-    int64_t index;          /* fold number */
+    int64_t index;          /* fold number, from 1 (the plan's fold index + 1; its folder fold_NNN) */
     vp_split split;         /* its train / val / test spans (bar indices) */
     int64_t test_first_ms;  /* time of the test span's first bar, Unix ms */
     int64_t test_last_ms;   /* time of its last bar */
@@ -60,24 +67,40 @@ typedef struct vp_wf_fold {
     vp_perf test;           /* the strategy on the test span */
     vp_perf buy_hold;       /* buy-and-hold on the test span */
     vp_trade_stats trades;  /* the strategy's trades on the test span */
-    double start_equity;    /* stitched equity at the test span's first bar */
-    double end_equity;      /* stitched equity at its last bar */
+    double start_equity;    /* stitched equity at the test span's first bar (0 when not stitched) */
+    double end_equity;      /* stitched equity at its last bar (at the ruin when ruined; 0 when not stitched) */
+    int ruined;             /* 1: the test window's equity reached 0 (the window stopped there) */
+    int stitched;           /* 1: in the stitched curve (0: after a ruined fold) */
 } vp_wf_fold;
+
+/* The statistical weight of the stitched out-of-sample Sharpe over the folds (docs/metrics.md):
+ * each finished fold made one selection (its best validation), so the folds are the trials;
+ * the stitched Sharpe is deflated for the best of that many unskilled trials. */
+typedef struct vp_wf_weight {
+    int64_t n_trials;              /* trials: the folds finished */
+    int64_t n_defined;             /* of them, folds with a defined test Sharpe (the variance's sample) */
+    double trials_sharpe_variance; /* sample variance (ddof 1) of the folds' test Sharpes, annualised */
+    double expected_max_sharpe;    /* SR0: expected best Sharpe of n_trials unskilled trials, annualised */
+    double deflated_sharpe;        /* PSR of the stitched curve against SR0 (NaN: < 2 trials or undefined) */
+} vp_wf_weight;
 
 /* What a walk-forward produced (host memory, owned; vp_wf_result_free). */
 typedef struct vp_wf_result {
     char dir[VP_RUN_PATH_MAX];  /* the folder */
     int64_t n_folds;            /* folds planned */
     int64_t n_done;             /* folds finished (all of them unless interrupted) */
+    int64_t n_stitched;         /* folds in the stitched curve: n_done, or up to the first ruined fold */
+    int64_t ruined_fold;        /* number of the first fold whose test window was ruined (0: none) */
     int interrupted;            /* 1: stopped early; a resume continues */
     vp_wf_fold* folds;          /* [n_done] */
     int64_t n_curve;            /* points of the stitched test curve */
     int64_t* bar;               /* [n_curve] bar index of each point */
-    int32_t* fold;              /* [n_curve] fold of each point */
+    int32_t* fold;              /* [n_curve] fold number (from 1) of each point */
     double* equity;             /* [n_curve] stitched out-of-sample equity: each fold from the previous one's end */
     double* benchmark;          /* [n_curve] buy-and-hold per test span, stitched the same way */
     double* position;           /* [n_curve] contracts held at each close */
-    vp_metrics_summary summary; /* the stitched curve, its baselines and every test trade */
+    vp_metrics_summary summary; /* the stitched curve, its baselines and every stitched test trade */
+    vp_wf_weight weight;        /* the stitched Sharpe's deflation over the folds */
 } vp_wf_result;
 
 /* Makes the folds of n_bars bars with `warmup` bars of feature history reserved at the start,
@@ -95,7 +118,8 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_op
 /* Frees a result's arrays (a zeroed result is a no-op). */
 void vp_wf_result_free(vp_wf_result* r);
 
-/* Prints the per-fold table and the stitched metrics as text. */
+/* Prints the per-fold table, the stitched Sharpe's weight (SE, PSR, deflated Sharpe over the
+ * folds, whether it is distinguishable from noise) and the stitched metrics as text. */
 vp_status vp_wf_print(const vp_wf_result* r, FILE* out);
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 /* `vulpes config`: print every key with its default and doc, or check a config file and
- * print it resolved. */
+ * print it resolved (the line parsed by the shared parser, cli_args.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,35 +14,26 @@ static void config_usage(FILE* f) {
 
 int vp_cmd_config(int argc, char** argv) {
     int defaults = 0, markdown = 0;
-    const char* path = NULL;
-    int first_override = argc;
-    // options, the file, then key=value overrides
-    for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            config_usage(stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--defaults") == 0) {
-            defaults = 1;
-        } else if (strcmp(argv[i], "--markdown") == 0) {
-            markdown = 1;
-        } else if (strchr(argv[i], '=')) {
-            first_override = i;
-            break;
-        } else if (argv[i][0] == '-' || path) {
-            fprintf(stderr, "vulpes config: unexpected argument '%s'\n", argv[i]);
-            config_usage(stderr);
-            return 2;
-        } else {
-            path = argv[i];
-        }
+    const vp_cli_opt opts[] = {
+        {"--defaults", VP_CLI_SWITCH, &defaults, NULL, 0, 0, NULL},
+        {"--markdown", VP_CLI_SWITCH, &markdown, NULL, 0, 0, NULL},
+    };
+    const vp_cli_spec spec = {"config", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1};
+    vp_cli_args a;
+    int rc = vp_cli_parse(&spec, argc, argv, &a);
+    if (rc == VP_CLI_HELP) {
+        config_usage(stdout);
+        return 0;
     }
-    if (defaults == (path != NULL) || (markdown && !defaults)) {
+    if (rc != 0) return rc;
+    const char* path = a.n_positional ? a.positional[0] : NULL;
+    if (defaults == (path != NULL) || (markdown && !defaults) || (defaults && a.n_over > 0)) {
         config_usage(stderr);
         return 2;
     }
     // the defaults, or the file with its overrides
     vp_config cfg;
-    vp_status s = vp_config_resolve(&cfg, path, argc - first_override, argv + first_override);
+    vp_status s = vp_config_resolve(&cfg, path, a.n_over, a.over);
     if (s != VP_OK) {
         fprintf(stderr, "vulpes: %s\n", vp_cli_error());
         return 1;

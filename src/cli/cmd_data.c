@@ -13,25 +13,16 @@
 static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes data inspect FILE [--skip-bad-rows] [--rows N] [--no-cache]\n"
-            "       vulpes data synth gbm|regime|ou|trend --bars N --out FILE [--seed S] [--decimals D]\n\n"
+            "       vulpes data synth gbm|regime|ou|trend --bars N --out FILE [--seed S] [--decimals D]\n\n");
+    vp_cli_print_commands(f, "data");
+    fprintf(f,
+            "\nThe data commands run on the CPU (no --backend) and take no key=value overrides.\n\n"
             "  --skip-bad-rows  drop and count bad rows instead of failing on the first\n"
             "  --rows N         feature rows to show (default 5)\n"
             "  --no-cache       parse the CSV even when the binary cache is current\n"
             "  --bars N         bars to generate (hourly, from 2000-01-03)\n"
             "  --seed S         Philox seed (default 1)\n"
             "  --decimals D     decimals written (default 5; -1: 17 significant digits, exact)\n");
-}
-
-/* Parses an integer option value in [lo, hi]; prints the error and returns 0 when it is not one. */
-static int int_arg(const char* opt, const char* text, long long lo, long long hi, long long* v) {
-    char* end = NULL;
-    long long x = strtoll(text, &end, 10);
-    if (!end || *end || end == text || x < lo || x > hi) {
-        fprintf(stderr, "vulpes data: %s needs an integer in [%lld, %lld], got '%s'\n", opt, lo, hi, text);
-        return 0;
-    }
-    *v = x;
-    return 1;
 }
 
 /* A duration as "2d 1h", "1h", "15m", "30s" or "250ms". */
@@ -72,8 +63,8 @@ static int print_features(const vp_bars* b, int rows) {
     double secs = vp_bench_now() - t0;
     int64_t first = b->n > warm ? warm : 0;
     int64_t last = first + rows < b->n ? first + rows : b->n;
-    printf("features   [%lld, %d] in %.3f s; trailing z-score over %d bars clipped to +-%g; warm-up %lld bars%s\n",
-           (long long)b->n, F, secs, cfg.norm_window, (double)cfg.clip, (long long)warm,
+    printf("features   [%lld, %d] in %.3f s; trailing z-score over %d bars clipped to +-%g; warm-up %lld %s%s\n",
+           (long long)b->n, F, secs, cfg.norm_window, (double)cfg.clip, (long long)warm, vp_plural(warm, "bar", "bars"),
            b->n > warm ? "" : " (more than the file has: rows below use partial history)");
     char tb[40];
     for (int64_t t = first; t < last; ++t)
@@ -106,7 +97,8 @@ static void print_report(const char* path, const vp_bars* b, const vp_load_repor
     printf("interval   %s (median spacing)\n", duration(r->spacing.interval_ms, d, sizeof d));
     if (r->spacing.gaps > 0) {
         int64_t at = r->spacing.largest_gap_index;
-        printf("gaps       %lld spacings > 1.5 x interval; largest %s, from %s to %s\n", (long long)r->spacing.gaps,
+        printf("gaps       %lld %s > 1.5 x interval; largest %s, from %s to %s\n", (long long)r->spacing.gaps,
+               vp_plural(r->spacing.gaps, "spacing", "spacings"),
                duration(r->spacing.largest_gap_ms, d, sizeof d), vp_time_format_iso(b->time_ms[at - 1], t0, sizeof t0),
                vp_time_format_iso(b->time_ms[at], t1, sizeof t1));
     } else {
@@ -127,42 +119,40 @@ static void print_report(const char* path, const vp_bars* b, const vp_load_repor
         printf("cache      not used\n");
 }
 
-/* `vulpes data synth KIND --bars N --out FILE [--seed S] [--decimals D]`. */
+/* `vulpes data synth KIND --bars N --out FILE [--seed S] [--decimals D]` (argv from "synth" on). */
 static int cmd_synth(int argc, char** argv) {
-    if (argc < 3) {
+    int64_t bars = 0, seed = 1, decimals = 5;
+    const char* out = NULL;
+    const vp_cli_opt opts[] = {
+        {"--bars", VP_CLI_COUNT, &bars, NULL, 1, 1000000000, NULL},
+        {"--seed", VP_CLI_COUNT, &seed, NULL, 0, INT64_MAX, NULL},
+        {"--decimals", VP_CLI_COUNT, &decimals, NULL, -1, 17, NULL},
+        {"--out", VP_CLI_TEXT, &out, NULL, 0, 0, NULL},
+    };
+    const vp_cli_spec spec = {"data synth", opts, (int)(sizeof opts / sizeof opts[0]), 1, 0};
+    vp_cli_args a;
+    int rc = vp_cli_parse(&spec, argc, argv, &a);
+    if (rc == VP_CLI_HELP) {
+        usage(stdout);
+        return 0;
+    }
+    if (rc != 0) return rc;
+    if (a.n_positional == 0) {
         usage(stderr);
         return 2;
     }
     int kind = -1;
     for (int k = 0; k < VP_SYNTH_KIND_COUNT; ++k)
-        if (strcmp(argv[2], vp_synth_kind_name((vp_synth_kind)k)) == 0) kind = k;
+        if (strcmp(a.positional[0], vp_synth_kind_name((vp_synth_kind)k)) == 0) kind = k;
     if (kind < 0) {
-        fprintf(stderr, "vulpes data synth: unknown market '%s' (gbm, regime, ou or trend)\n", argv[2]);
+        fprintf(stderr, "vulpes data synth: unknown market '%s' (gbm, regime, ou or trend)\n", a.positional[0]);
         return 2;
-    }
-    vp_synth_cfg cfg = vp_synth_cfg_default((vp_synth_kind)kind);
-    long long bars = 0, seed = 1, decimals = 5;
-    const char* out = NULL;
-    for (int i = 3; i < argc; ++i) {
-        int has = i + 1 < argc;
-        if (strcmp(argv[i], "--bars") == 0 && has) {
-            if (!int_arg("--bars", argv[++i], 1, 1000000000LL, &bars)) return 2;
-        } else if (strcmp(argv[i], "--seed") == 0 && has) {
-            if (!int_arg("--seed", argv[++i], 0, 9223372036854775807LL, &seed)) return 2;
-        } else if (strcmp(argv[i], "--decimals") == 0 && has) {
-            if (!int_arg("--decimals", argv[++i], -1, 17, &decimals)) return 2;
-        } else if (strcmp(argv[i], "--out") == 0 && has) {
-            out = argv[++i];
-        } else {
-            fprintf(stderr, "vulpes data synth: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
     }
     if (bars < 1 || !out) {
         fprintf(stderr, "vulpes data synth: --bars and --out are required\n");
         return 2;
     }
+    vp_synth_cfg cfg = vp_synth_cfg_default((vp_synth_kind)kind);
     cfg.seed = (uint64_t)seed;
     vp_bars b;
     double t0 = vp_bench_now();
@@ -172,38 +162,35 @@ static int cmd_synth(int argc, char** argv) {
     double t2 = vp_bench_now();
     vp_bars_free(&b);
     if (st != VP_OK) return vp_cli_fail("writing the CSV");
-    printf("wrote %lld %s bars (seed %lld) to %s: generated in %.3f s, written in %.3f s\n", bars,
-           vp_synth_kind_name((vp_synth_kind)kind), seed, out, t1 - t0, t2 - t1);
+    printf("wrote %lld %s %s (seed %lld) to %s: generated in %.3f s, written in %.3f s\n", (long long)bars,
+           vp_synth_kind_name((vp_synth_kind)kind), vp_plural(bars, "bar", "bars"), (long long)seed, out, t1 - t0, t2 - t1);
     return 0;
 }
 
-/* `vulpes data inspect FILE [--skip-bad-rows] [--rows N] [--no-cache]`. */
+/* `vulpes data inspect FILE [--skip-bad-rows] [--rows N] [--no-cache]` (argv from "inspect" on). */
 static int cmd_inspect(int argc, char** argv) {
     vp_load_opts opts = vp_load_opts_default();
-    const char* path = NULL;
-    long long rows = 5;
-    for (int i = 2; i < argc; ++i) {
-        if (strcmp(argv[i], "--skip-bad-rows") == 0) {
-            opts.skip_bad_rows = 1;
-        } else if (strcmp(argv[i], "--no-cache") == 0) {
-            opts.use_cache = 0;
-        } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
-            if (!int_arg("--rows", argv[++i], 0, 1000, &rows)) return 2;
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "vulpes data: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            fprintf(stderr, "vulpes data: one FILE only ('%s' and '%s')\n", path, argv[i]);
-            return 2;
-        }
+    int64_t rows = 5;
+    int no_cache = 0;
+    const vp_cli_opt options[] = {
+        {"--skip-bad-rows", VP_CLI_SWITCH, &opts.skip_bad_rows, NULL, 0, 0, NULL},
+        {"--no-cache", VP_CLI_SWITCH, &no_cache, NULL, 0, 0, NULL},
+        {"--rows", VP_CLI_COUNT, &rows, NULL, 0, 1000, NULL},
+    };
+    const vp_cli_spec spec = {"data inspect", options, (int)(sizeof options / sizeof options[0]), 1, 0};
+    vp_cli_args a;
+    int rc = vp_cli_parse(&spec, argc, argv, &a);
+    if (rc == VP_CLI_HELP) {
+        usage(stdout);
+        return 0;
     }
-    if (!path) {
+    if (rc != 0) return rc;
+    if (a.n_positional == 0) {
         usage(stderr);
         return 2;
     }
+    if (no_cache) opts.use_cache = 0;
+    const char* path = a.positional[0];
 
     /* Load (timed), report, features. */
     vp_bars b;
@@ -213,7 +200,7 @@ static int cmd_inspect(int argc, char** argv) {
     double secs = vp_bench_now() - t0;
     print_report(path, &b, &r);
     printf("loaded     in %.3f s (%s)\n", secs, r.from_cache ? "binary cache" : "CSV parse");
-    int rc = rows > 0 ? print_features(&b, (int)rows) : 0;
+    rc = rows > 0 ? print_features(&b, (int)rows) : 0;
     vp_bars_free(&b);
     return rc;
 }
@@ -223,8 +210,8 @@ int vp_cmd_data(int argc, char** argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (strcmp(argv[1], "inspect") == 0) return cmd_inspect(argc, argv);
-    if (strcmp(argv[1], "synth") == 0) return cmd_synth(argc, argv);
+    if (strcmp(argv[1], "inspect") == 0) return cmd_inspect(argc - 1, argv + 1);
+    if (strcmp(argv[1], "synth") == 0) return cmd_synth(argc - 1, argv + 1);
     fprintf(stderr, "vulpes data: unknown subcommand '%s'\n", argv[1]);
     usage(stderr);
     return 2;

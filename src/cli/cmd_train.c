@@ -1,5 +1,6 @@
-/* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR]`: resolves the
- * config, picks the backend, traps Ctrl-C and runs vp_train_run with the progress line on
+/* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR] [--backend B]`: parses
+ * the line with the shared parser (cli_args.h), resolves the config, picks the backend, traps
+ * Ctrl-C and runs vp_train_run with the progress line on
  * stderr and the test span's files as its finishing step (vp_backtest_train_finish: the CLI
  * joins eval to learn, which knows only the hook); prints the run folder at the end. */
 #define _POSIX_C_SOURCE 200809L
@@ -14,25 +15,28 @@
 #include "vulpes/backtest.h"
 #include "vulpes/train.h"
 
-/* Most key=value overrides on one command line. */
-#define MAX_OVERRIDES 256
-
 static void usage(FILE* f) {
     fprintf(f,
-            "usage: vulpes train CONFIG [key=value ...] [--out DIR] [--force]\n"
-            "       vulpes train [CONFIG] --resume DIR [key=value ...]\n\n"
+            "usage: vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--backend cpu|cuda|auto]\n"
+            "       vulpes train [CONFIG] --resume DIR [key=value ...] [--backend cpu|cuda|auto]\n\n"
             "Trains on the bars of data.path (a CSV file, or synth:KIND[:key=value,...]), validates every\n"
             "train.eval_every iterations, keeps best.safetensors and last.safetensors in the run folder\n"
             "(--out DIR, run.out, else runs/YYYYmmdd-HHMMSS-NAME); at the end backtests the test span\n"
             "with the best parameters (trades.csv, equity.csv, report.html, summary.json) and prints the\n"
             "folder.\n\n"
-            "  --out DIR      the run folder (must be absent or empty)\n"
+            "  key=value      a config override (vulpes config --defaults lists the keys)\n"
+            "  --out DIR      the run folder (must be absent or empty): run.out=DIR\n"
             "  --force        reuse a run folder: the earlier run's files (config.yaml, metrics.jsonl,\n"
             "                 the checkpoints, summary.json, the test-span files) move into\n"
             "                 DIR/replaced-N; nothing is deleted and other files stay\n"
             "  --resume DIR   continue the run in DIR from its last.safetensors (CONFIG defaults to\n"
             "                 DIR/config.yaml; only train.iterations, checkpoint_every, log_every and\n"
-            "                 run.* may differ)\n\n"
+            "                 run.* may differ)\n"
+            "  --backend B    where it runs: run.backend=B (cpu, cuda, or auto: the GPU when one is usable)\n\n"
+            "Progress: a line with the iteration, env steps/s, loss, epsilon, validation Sharpe, elapsed time\n"
+            "and ETA on stderr (redrawn on a terminal, every 10 s otherwise), the warm-up notice first. On the\n"
+            "CPU a run projected past 15 minutes after its first iterations is warned of, with the measured\n"
+            "time per iteration; examples/eurusd.yaml is the CPU example.\n\n"
             "Ctrl-C, SIGTERM or SIGHUP writes last.safetensors and stops (exit 130, 143, 129); --resume\n"
             "continues bit for bit (same backend). A run whose every learner step in a log interval is\n"
             "non-finite fails (exit 1; no summary.json). While a command writes a folder it holds\n"
@@ -41,43 +45,31 @@ static void usage(FILE* f) {
 
 /* Command-line choices. */
 typedef struct train_args {
-    const char* config;               /* CONFIG (NULL: DIR/config.yaml on a resume) */
-    const char* out;                  /* --out */
-    const char* resume;               /* --resume */
-    int force;                        /* --force */
-    int n_over;                       /* overrides */
-    char* over[MAX_OVERRIDES + 1];    /* key=value, --out as run.out=DIR last */
-    char out_kv[VP_CONFIG_STR_MAX + 16]; /* storage of run.out=DIR */
+    const char* config; /* CONFIG (NULL: DIR/config.yaml on a resume) */
+    const char* out;    /* --out */
+    const char* resume; /* --resume */
+    int force;          /* --force */
+    vp_cli_args cl;     /* the parsed line: the overrides, then --out as run.out=DIR and --backend as run.backend */
 } train_args;
 
-/* Parses argv; returns 0, or the exit code of a usage error / --help. */
+/* Parses argv; returns 0, or the exit code of a usage error / --help (-1: help shown). */
 static int parse(int argc, char** argv, train_args* a) {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; ++i) {
-        const char* s = argv[i];
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            return -1;
-        } else if (strcmp(s, "--out") == 0 && i + 1 < argc) {
-            a->out = argv[++i];
-        } else if (strcmp(s, "--resume") == 0 && i + 1 < argc) {
-            a->resume = argv[++i];
-        } else if (strcmp(s, "--force") == 0) {
-            a->force = 1;
-        } else if (s[0] != '-' && strchr(s, '=') != NULL) {
-            if (a->n_over == MAX_OVERRIDES) {
-                fprintf(stderr, "vulpes train: more than %d overrides\n", MAX_OVERRIDES);
-                return 2;
-            }
-            a->over[a->n_over++] = argv[i];
-        } else if (s[0] != '-' && !a->config) {
-            a->config = s;
-        } else {
-            fprintf(stderr, "vulpes train: unexpected argument '%s'\n\n", s);
-            usage(stderr);
-            return 2;
-        }
+    const char* backend = NULL;
+    const vp_cli_opt opts[] = {
+        {"--out", VP_CLI_TEXT, &a->out, "run.out", 0, 0, NULL},
+        {"--force", VP_CLI_SWITCH, &a->force, NULL, 0, 0, NULL},
+        {"--resume", VP_CLI_TEXT, &a->resume, NULL, 0, 0, NULL},
+        {"--backend", VP_CLI_CHOICE, &backend, "run.backend", 0, 0, VP_CLI_BACKENDS},
+    };
+    const vp_cli_spec spec = {"train", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1};
+    int rc = vp_cli_parse(&spec, argc, argv, &a->cl);
+    if (rc == VP_CLI_HELP) {
+        usage(stdout);
+        return -1;
     }
+    if (rc != 0) return rc;
+    a->config = a->cl.n_positional ? a->cl.positional[0] : NULL;
     if (!a->config && !a->resume) {
         usage(stderr);
         return 2;
@@ -86,27 +78,28 @@ static int parse(int argc, char** argv, train_args* a) {
         fprintf(stderr, "vulpes train: --resume continues its own folder; --out and --force do not apply\n");
         return 2;
     }
-    if (a->out) {
-        snprintf(a->out_kv, sizeof a->out_kv, "run.out=%s", a->out);
-        a->over[a->n_over++] = a->out_kv;
-    }
     return 0;
 }
 
 /* One line per outcome on stderr; `exact` the metrics of the test span's exact backtest
  * (finished runs). */
 static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
+    char dsr[32];
     if (!isnan(r->best_val_sharpe))
-        fprintf(stderr, "best validation Sharpe %.3f at iteration %lld; deflated Sharpe %.3f over %lld validations\n",
-                r->best_val_sharpe, (long long)r->best_iteration, r->best_val_deflated_sharpe,
-                (long long)r->val_trials);
+        fprintf(stderr, "best validation Sharpe %.3f at iteration %lld; deflated Sharpe %s over %lld %s\n",
+                r->best_val_sharpe, (long long)r->best_iteration,
+                vp_metric_format(r->best_val_deflated_sharpe, VP_METRIC_UNIT_FRAC, dsr, sizeof dsr),
+                (long long)r->val_trials, vp_plural(r->val_trials, "validation", "validations"));
     if (r->interrupted) return;
     const vp_perf* t = &r->test.strategy;
-    fprintf(stderr, "test span (%s, exact backtest): Sharpe %.3f +- %.3f (SE), PSR vs 0 %.1f %%, vs buy & hold %.1f %%, "
-            "total return %.2f %%, max drawdown %.2f %%, %lld trades; buy & hold Sharpe %.3f%s (report.html)\n",
+    char rf[64];
+    fprintf(stderr, "test span (%s, exact backtest): Sharpe %.3f +- %.3f (SE; %s), PSR vs 0 %.1f %%, vs buy & hold %.1f %%, "
+            "total return %.2f %%, max drawdown %.2f %%, %lld %s; buy & hold Sharpe %.3f%s (report.html)\n",
             r->best_iteration >= 0 ? "best parameters" : "final parameters", t->sharpe, t->sharpe_se,
+            vp_risk_free_describe(t->risk_free_rate, rf, sizeof rf),
             100.0 * t->psr_vs_zero, 100.0 * vp_perf_psr_vs(t, &r->test.buy_hold), 100.0 * t->total_return,
-            100.0 * t->max_drawdown, (long long)exact->trades.n_trades, r->test.buy_hold.sharpe,
+            100.0 * t->max_drawdown, (long long)exact->trades.n_trades, vp_plural(exact->trades.n_trades, "trade", "trades"),
+            r->test.buy_hold.sharpe,
             t->extrapolated ? "; annual figures extrapolated from less than a year" : "");
 }
 
@@ -120,7 +113,7 @@ int vp_cmd_train(int argc, char** argv) {
     if (a.config) snprintf(cfg_path, sizeof cfg_path, "%s", a.config);
     else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
     vp_config cfg;
-    if (vp_config_resolve(&cfg, cfg_path, a.n_over, a.over) != VP_OK) return vp_cli_fail("in the configuration");
+    if (vp_config_resolve(&cfg, cfg_path, a.cl.n_over, a.cl.over) != VP_OK) return vp_cli_fail("in the configuration");
     vp_backend* b = vp_cli_backend_for(&cfg);
     if (!b) return 1;
 

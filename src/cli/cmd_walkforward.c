@@ -1,27 +1,27 @@
 /* `vulpes walkforward CONFIG [key=value ...] [--train-bars N --val-bars N --test-bars N]
  * [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start] [--max-folds N] [--parallel N]
- * [--out DIR] [--force]`, or `vulpes walkforward --resume DIR`: turns the fold flags into
- * walkforward.* overrides, resolves the config, traps Ctrl-C, runs vp_walkforward_run with fold
- * lines on stderr and prints the per-fold table. */
+ * [--out DIR] [--force] [--backend B]`, or `vulpes walkforward --resume DIR`: parses the line with
+ * the shared parser (cli_args.h; the fold flags are walkforward.* overrides), resolves the config,
+ * traps Ctrl-C, runs vp_walkforward_run with its progress line on stderr and prints the per-fold
+ * table. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "vulpes/walkforward.h"
-
-/* Most key=value overrides on one command line. */
-#define MAX_OVERRIDES 256
 
 static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes walkforward CONFIG [key=value ...] [--train-bars N] [--val-bars N] [--test-bars N]\n"
             "                          [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start]\n"
             "                          [--max-folds N] [--parallel N] [--out DIR] [--force] [--no-fused]\n"
-            "       vulpes walkforward [CONFIG] --resume DIR [--parallel N] [key=value ...]\n\n"
+            "       vulpes walkforward [CONFIG] --resume DIR [--parallel N] [key=value ...]\n"
+            "       (both take --backend cpu|cuda|auto: run.backend)\n\n"
             "Rolls folds [train | val | test] through the bars of data.path: each fold trains from scratch\n"
             "(train.iterations), keeps the parameters with the best validation Sharpe, and runs the exact\n"
             "backtest on its test span; the test spans are stitched into one out-of-sample curve.\n"
@@ -41,104 +41,62 @@ static void usage(FILE* f) {
             "                    into DIR/replaced-N; nothing is deleted)\n"
             "  --resume DIR      continue an interrupted walk-forward at its first unfinished fold (the\n"
             "                    config and fold settings come from DIR/config.yaml)\n"
-            "  --no-fused        on CUDA, backtest through the op path instead of the one-kernel path\n\n"
+            "  --no-fused        on CUDA, backtest through the op path instead of the one-kernel path\n"
+            "  --backend B       where it runs: run.backend=B (cpu, cuda, or auto: the GPU when one is usable)\n\n"
+            "Progress: one line on stderr with the fold, the folds done, the fold's iteration, env steps/s,\n"
+            "loss, epsilon, validation Sharpe, elapsed time and the ETA over every fold, and a line per fold\n"
+            "event (spans, warm-up, validations, test). Folds are numbered from 1 (folds/fold_001 ...); spans\n"
+            "are written as the times of their first and last bars with the bar indices [begin, end). The\n"
+            "end prints the per-fold table (a ruined test window marked), the stitched Sharpe with its\n"
+            "standard error, PSR and deflated Sharpe over the folds, and the stitched metrics.\n\n"
             "Ctrl-C, SIGTERM or SIGHUP leaves the fold in progress unfinished; --resume DIR runs it again\n"
             "and goes on.\n");
 }
-
-/* The flags that set a walkforward.* key: flag, key, whether it takes a value, its least value. */
-typedef struct wf_flag {
-    const char* flag;
-    const char* key;
-    int takes_value;
-    int64_t min;
-    int fold;  /* 1: part of the fold layout (not allowed with --resume) */
-} wf_flag;
-
-static const wf_flag FLAGS[] = {
-    {"--train-bars", "walkforward.train_bars", 1, 1, 1}, {"--val-bars", "walkforward.val_bars", 1, 1, 1},
-    {"--test-bars", "walkforward.test_bars", 1, 1, 1},   {"--step-bars", "walkforward.step_bars", 1, 0, 1},
-    {"--embargo-bars", "walkforward.embargo_bars", 1, 0, 1}, {"--max-folds", "walkforward.max_folds", 1, 0, 1},
-    {"--anchored", "walkforward.anchored", 0, 0, 1},     {"--warm-start", "walkforward.warm_start", 0, 0, 1},
-    {"--parallel", "walkforward.parallel", 1, 1, 0},
-};
-#define N_FLAGS ((int)(sizeof FLAGS / sizeof FLAGS[0]))
 
 /* Command-line choices. */
 typedef struct wf_args {
     const char* config;
     const char* out;
     const char* resume;
-    int force, fused, n_over, n_fold_flags;
-    char* over[MAX_OVERRIDES + N_FLAGS];       /* key=value, the flags' overrides after the others */
-    char flag_kv[N_FLAGS][96];                 /* storage of the flags' overrides */
-    int n_flag_kv;
+    int force, no_fused;
+    vp_cli_args cl; /* the overrides: key=value, then the fold flags' and --backend's */
 } wf_args;
 
-/* Parses a count flag's value; 0 on a bad value. */
-static int count_arg(const char* flag, const char* text, int64_t min) {
-    char* end = NULL;
-    long long x = strtoll(text, &end, 10);
-    if (!end || *end != '\0' || x < min) {
-        fprintf(stderr, "vulpes walkforward: %s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
-        return 0;
-    }
-    return 1;
-}
-
-/* Adds flag f (value `text`, NULL for a switch) as the override of its key; 0 on a bad value. */
-static int add_flag(wf_args* a, const wf_flag* f, const char* text) {
-    if (text && !count_arg(f->flag, text, f->min)) return 0;
-    char* kv = a->flag_kv[a->n_flag_kv++];
-    snprintf(kv, sizeof a->flag_kv[0], "%s=%s", f->key, text ? text : "true");
-    a->over[a->n_over++] = kv;
-    a->n_fold_flags += f->fold;
-    return 1;
-}
+/* The fold layout's flags (refused with --resume, which keeps the folder's folds). */
+static const char* const FOLD_FLAGS[] = {"--train-bars", "--val-bars", "--test-bars", "--step-bars",
+                                         "--embargo-bars", "--max-folds", "--anchored", "--warm-start"};
 
 /* Parses argv; returns 0, or the exit code of a usage error / --help (-1: help shown). */
 static int parse(int argc, char** argv, wf_args* a) {
     memset(a, 0, sizeof *a);
-    a->fused = 1;
-    int n_plain = 0;
-    char* plain[MAX_OVERRIDES];
-    for (int i = 1; i < argc; ++i) {
-        const char* s = argv[i];
-        const wf_flag* f = NULL;
-        for (int c = 0; c < N_FLAGS && !f; ++c)
-            if (strcmp(s, FLAGS[c].flag) == 0 && (!FLAGS[c].takes_value || i + 1 < argc)) f = &FLAGS[c];
-        if (f) {
-            if (a->n_flag_kv == N_FLAGS) {
-                fprintf(stderr, "vulpes walkforward: a flag given twice\n");
-                return 2;
-            }
-            if (!add_flag(a, f, f->takes_value ? argv[++i] : NULL)) return 2;
-        } else if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            return -1;
-        } else if (strcmp(s, "--out") == 0 && i + 1 < argc) {
-            a->out = argv[++i];
-        } else if (strcmp(s, "--resume") == 0 && i + 1 < argc) {
-            a->resume = argv[++i];
-        } else if (strcmp(s, "--force") == 0) {
-            a->force = 1;
-        } else if (strcmp(s, "--no-fused") == 0) {
-            a->fused = 0;
-        } else if (s[0] != '-' && strchr(s, '=') != NULL && n_plain < MAX_OVERRIDES) {
-            plain[n_plain++] = argv[i];
-        } else if (s[0] != '-' && !a->config) {
-            a->config = s;
-        } else {
-            fprintf(stderr, "vulpes walkforward: unexpected argument '%s'\n\n", s);
-            usage(stderr);
-            return 2;
-        }
+    // each flag of the fold layout is the override of its walkforward.* key
+    const vp_cli_opt opts[] = {
+        {"--train-bars", VP_CLI_COUNT, NULL, "walkforward.train_bars", 1, INT64_MAX, NULL},
+        {"--val-bars", VP_CLI_COUNT, NULL, "walkforward.val_bars", 1, INT64_MAX, NULL},
+        {"--test-bars", VP_CLI_COUNT, NULL, "walkforward.test_bars", 1, INT64_MAX, NULL},
+        {"--step-bars", VP_CLI_COUNT, NULL, "walkforward.step_bars", 0, INT64_MAX, NULL},
+        {"--embargo-bars", VP_CLI_COUNT, NULL, "walkforward.embargo_bars", 0, INT64_MAX, NULL},
+        {"--max-folds", VP_CLI_COUNT, NULL, "walkforward.max_folds", 0, INT64_MAX, NULL},
+        {"--anchored", VP_CLI_SWITCH, NULL, "walkforward.anchored", 0, 0, NULL},
+        {"--warm-start", VP_CLI_SWITCH, NULL, "walkforward.warm_start", 0, 0, NULL},
+        {"--parallel", VP_CLI_COUNT, NULL, "walkforward.parallel", 1, INT64_MAX, NULL},
+        {"--backend", VP_CLI_CHOICE, NULL, "run.backend", 0, 0, VP_CLI_BACKENDS},
+        {"--out", VP_CLI_TEXT, &a->out, NULL, 0, 0, NULL},
+        {"--resume", VP_CLI_TEXT, &a->resume, NULL, 0, 0, NULL},
+        {"--force", VP_CLI_SWITCH, &a->force, NULL, 0, 0, NULL},
+        {"--no-fused", VP_CLI_SWITCH, &a->no_fused, NULL, 0, 0, NULL},
+    };
+    const vp_cli_spec spec = {"walkforward", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1};
+    int rc = vp_cli_parse(&spec, argc, argv, &a->cl);
+    if (rc == VP_CLI_HELP) {
+        usage(stdout);
+        return -1;
     }
-    // key=value overrides first, the flags after them (a flag wins over the same key given as key=value)
-    memmove(a->over + n_plain, a->over, sizeof(char*) * (size_t)a->n_over);
-    memcpy(a->over, plain, sizeof(char*) * (size_t)n_plain);
-    a->n_over += n_plain;
-    if (a->resume && (a->out || a->force || a->n_fold_flags)) {
+    if (rc != 0) return rc;
+    a->config = a->cl.n_positional ? a->cl.positional[0] : NULL;
+    int fold_flags = 0;
+    for (size_t i = 0; i < sizeof FOLD_FLAGS / sizeof FOLD_FLAGS[0]; ++i) fold_flags += vp_cli_given(&spec, &a->cl, FOLD_FLAGS[i]);
+    if (a->resume && (a->out || a->force || fold_flags)) {
         fprintf(stderr, "vulpes walkforward: --resume continues its folder with its own folds; --out, --force and "
                 "the fold flags do not apply\n");
         return 2;
@@ -161,7 +119,7 @@ int vp_cmd_walkforward(int argc, char** argv) {
     if (a.config) snprintf(cfg_path, sizeof cfg_path, "%s", a.config);
     else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
     vp_config cfg;
-    if (vp_config_resolve(&cfg, cfg_path, a.n_over, a.over) != VP_OK) return vp_cli_fail("in the configuration");
+    if (vp_config_resolve(&cfg, cfg_path, a.cl.n_over, a.cl.over) != VP_OK) return vp_cli_fail("in the configuration");
     const vp_config_walkforward* w = &cfg.walkforward;
     if (w->train_bars <= 0 || w->val_bars <= 0 || w->test_bars <= 0) {
         fprintf(stderr, "vulpes walkforward: the fold lengths are missing: set walkforward.train_bars, val_bars "
@@ -185,7 +143,7 @@ int vp_cmd_walkforward(int argc, char** argv) {
     vp_cli_trap_signals();
 
     vp_wf_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), stderr, &vp_cli_stop, 0,
-                    a.fused};
+                    !a.no_fused, isatty(fileno(stderr)), 0.0};
     fprintf(stderr, "vulpes walkforward: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
     vp_wf_result r;
     vp_status s = vp_walkforward_run(&cfg, b, &o, &r);
@@ -198,8 +156,9 @@ int vp_cmd_walkforward(int argc, char** argv) {
     printf("\nwalk-forward folder: %s\n", dir);
     const int interrupted = r.interrupted;
     if (interrupted)
-        fprintf(stderr, "vulpes walkforward: stopped by %s after %lld of %lld folds; continue with: vulpes "
-                "walkforward --resume %s\n", vp_cli_stop_name(), (long long)r.n_done, (long long)r.n_folds, dir);
+        fprintf(stderr, "vulpes walkforward: stopped by %s after %lld of %lld %s; continue with: vulpes "
+                "walkforward --resume %s\n", vp_cli_stop_name(), (long long)r.n_done, (long long)r.n_folds,
+                vp_plural(r.n_folds, "fold", "folds"), dir);
     vp_wf_result_free(&r);
     return interrupted ? vp_cli_stop_status() : 0;
 }

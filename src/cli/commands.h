@@ -3,8 +3,28 @@
 #define VP_CLI_COMMANDS_H
 
 #include <signal.h>
+#include <stdio.h>
 
+#include "cli/cli_args.h"
 #include "vulpes/vulpes.h"
+
+struct vp_bench_opts;
+
+/* One row of the command table (main.c): a command or one of its subcommands. */
+typedef struct vp_cli_command {
+    const char* name;                 /* first argument: "data" */
+    const char* sub;                  /* second argument: "synth" (NULL: none) */
+    const char* args;                 /* the arguments in short ("KIND --bars N --out FILE") */
+    const char* help;                 /* what it does, one line */
+    int (*run)(int argc, char** argv); /* the command's handler, given argv from the command on */
+    int (*bench)(vp_backend* b, const struct vp_bench_opts* o); /* a benchmark's function (bench rows) */
+} vp_cli_command;
+
+/* The command table: every command and subcommand, in `vulpes --help` order; *n its rows. */
+const vp_cli_command* vp_cli_commands(int* n);
+
+/* Prints the table's rows, one line each (only command `name`'s when not NULL). */
+void vp_cli_print_commands(FILE* f, const char* name);
 
 /* `vulpes bench WHAT [options]`. */
 int vp_cmd_bench(int argc, char** argv);
@@ -12,7 +32,7 @@ int vp_cmd_bench(int argc, char** argv);
 /* `vulpes data inspect FILE [options]`. */
 int vp_cmd_data(int argc, char** argv);
 
-/* Parses "--backend cpu|cuda|auto" style choices and creates the backend; prints the error
+/* Creates the backend of a --backend choice (cpu, cuda or auto; NULL: auto); prints the error
  * and returns NULL on failure. */
 vp_backend* vp_cli_backend(const char* choice);
 

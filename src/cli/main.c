@@ -5,28 +5,63 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench.h"
 #include "cli/commands.h"
 
-typedef struct command {
-    const char* name;               /* first argument */
-    int (*run)(int argc, char** argv);  /* handler, given argv from the subcommand on */
-    const char* help;               /* one line */
-} command;
-
-static const command COMMANDS[] = {
-    {"bench", vp_cmd_bench, "bench WHAT                       gemm, env, step, train, backtest figures"},
-    {"data", vp_cmd_data, "data inspect FILE                what the loader sees in a bar file"},
-    {"config", vp_cmd_config, "config --defaults | CONFIG       every key with its default, or a config resolved"},
-    {"train", vp_cmd_train, "train CONFIG [key=value ...]     train, validate, keep the best checkpoint"},
-    {"backtest", vp_cmd_backtest, "backtest --checkpoint CK [...]   a trained agent over unseen bars: trades, report"},
-    {"walkforward", vp_cmd_walkforward, "walkforward CONFIG [...]         roll train/val/test folds, stitch the tests"},
+/* Every command and subcommand, one line each: `vulpes --help` prints this table, `vulpes
+ * bench --help` its bench rows, and `vulpes bench WHAT` runs the row's benchmark. */
+static const vp_cli_command COMMANDS[] = {
+    {"train", NULL, "CONFIG [key=value ...]", "train, validate, keep the best checkpoint, backtest the test span",
+     vp_cmd_train, NULL},
+    {"walkforward", NULL, "CONFIG [key=value ...]", "roll train/val/test folds through time, stitch the test spans",
+     vp_cmd_walkforward, NULL},
+    {"backtest", NULL, "--checkpoint CK [...]", "a trained agent over bars it has not seen: trades, equity, report",
+     vp_cmd_backtest, NULL},
+    {"data", "inspect", "FILE", "what the loader sees in a bar file: rows, span, gaps, bad rows, features",
+     vp_cmd_data, NULL},
+    {"data", "synth", "KIND --bars N --out FILE", "a synthetic market (gbm, regime, ou, trend) written as CSV",
+     vp_cmd_data, NULL},
+    {"config", NULL, "--defaults | CONFIG", "every key with its default and doc, or a config checked and resolved",
+     vp_cmd_config, NULL},
+    {"bench", "gemm", "", "the learner's GEMM shapes at batch 8192: ms and TFLOP/s", vp_cmd_bench, vp_bench_gemm},
+    {"bench", "env", "", "env steps/s with random actions (4096 and 65536 envs on CUDA): bytes/step, GB/s",
+     vp_cmd_bench, vp_bench_env},
+    {"bench", "step", "", "ms per learner step (default model, B = 8192): phases and TFLOP/s", vp_cmd_bench,
+     vp_bench_step},
+    {"bench", "backtest", "", "bars/s of the exact backtest and the segments (1M bars on CUDA): encode vs steps",
+     vp_cmd_bench, vp_bench_backtest},
+    {"bench", "train", "", "collection env steps/s with policy inference; iterations/s, collect/learn split",
+     vp_cmd_bench, vp_bench_train},
 };
+#define N_COMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
+
+const vp_cli_command* vp_cli_commands(int* n) {
+    *n = N_COMMANDS;
+    return COMMANDS;
+}
+
+void vp_cli_print_commands(FILE* f, const char* name) {
+    char head[96];
+    for (int i = 0; i < N_COMMANDS; ++i) {
+        const vp_cli_command* c = &COMMANDS[i];
+        if (name && strcmp(c->name, name) != 0) continue;
+        snprintf(head, sizeof head, "%s%s%s%s%s", c->name, c->sub ? " " : "", c->sub ? c->sub : "", c->args[0] ? " " : "",
+                 c->args);
+        fprintf(f, "  %-40s %s\n", head, c->help);
+    }
+}
 
 static void usage(FILE* f) {
-    fprintf(f, "vulpes %s: deep RL trading agents on one GPU\n\nusage: vulpes COMMAND [ARGS]\n\n",
+    fprintf(f, "vulpes %s: deep RL trading agents on one GPU\n\nusage: vulpes COMMAND [ARGS]\n\ncommands:\n",
             VP_VERSION_STRING);
-    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; ++i) fprintf(f, "  %s\n", COMMANDS[i].help);
-    fprintf(f, "\n  vulpes COMMAND --help   options of one command\n");
+    vp_cli_print_commands(f, NULL);
+    fprintf(f,
+            "\nevery command that computes (train, walkforward, backtest, bench) takes\n"
+            "  --backend cpu|cuda|auto                  where it runs (default: the config's run.backend; auto: the\n"
+            "                                           GPU when one is usable)\n"
+            "and train, walkforward and config take key=value config overrides (backtest: instrument.* only).\n\n"
+            "  vulpes COMMAND --help                    the options of one command\n"
+            "  vulpes --version                         the version\n");
 }
 
 vp_backend* vp_cli_backend(const char* choice) {
@@ -112,7 +147,7 @@ int main(int argc, char** argv) {
         printf("vulpes %s\n", VP_VERSION_STRING);
         return 0;
     }
-    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; ++i)
+    for (int i = 0; i < N_COMMANDS; ++i)
         if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].run(argc - 1, argv + 1);
     fprintf(stderr, "vulpes: unknown command '%s'\n\n", argv[1]);
     usage(stderr);

@@ -26,7 +26,8 @@ vp_status vp_wf_plan(const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_sp
 
 /* ---- the folder ----------------------------------------------------------------------------------- */
 
-/* walkforward.json's text: the settings and every fold's spans (compared on a resume). */
+/* walkforward.json's text: the settings and every fold's spans (compared on a resume): folds
+ * numbered from 1, each span [begin_bar, end_bar) as a pair. */
 static vp_status plan_text(const vp_wf_ctx* c, char** out) {
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "walkforward.json: out of memory");
@@ -47,7 +48,7 @@ static vp_status plan_text(const vp_wf_ctx* c, char** out) {
         const vp_split* s = &c->folds[k];
         cJSON* f = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, f);
-        cJSON_AddNumberToObject(f, "fold", (double)k);
+        cJSON_AddNumberToObject(f, "fold", (double)(k + 1));
         const vp_span* sp[3] = {&s->train, &s->val, &s->test};
         static const char* names[3] = {"train", "val", "test"};
         for (int i = 0; i < 3; ++i) {
@@ -122,7 +123,7 @@ void vp_wf_result_free(vp_wf_result* r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Appends a "fold" event for finished fold k to DIR/metrics.jsonl. */
+/* Appends a "fold" event for finished plan fold k (fold number k + 1) to DIR/metrics.jsonl. */
 static vp_status log_fold(const vp_wf_ctx* c, int64_t k, const vp_wf_brief* b) {
     char path[VP_RUN_PATH_MAX + 16];
     VP_TRY(vp_wf_top_file(c, "metrics.jsonl", path, sizeof path));
@@ -130,9 +131,11 @@ static vp_status log_fold(const vp_wf_ctx* c, int64_t k, const vp_wf_brief* b) {
     VP_TRY(vp_metrics_log_open(&m, path, 1));
     const vp_split* s = &c->folds[k];
     vp_status st = vp_metrics_log_begin(&m, "fold");
-    if (st == VP_OK) st = vp_metrics_log_int(&m, "fold", k);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "fold", k + 1);
     if (st == VP_OK) st = vp_metrics_log_int(&m, "train_begin_bar", s->train.begin);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "train_end_bar", s->train.end);
     if (st == VP_OK) st = vp_metrics_log_int(&m, "val_begin_bar", s->val.begin);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "val_end_bar", s->val.end);
     if (st == VP_OK) st = vp_metrics_log_int(&m, "test_begin_bar", s->test.begin);
     if (st == VP_OK) st = vp_metrics_log_int(&m, "test_end_bar", s->test.end);
     if (st == VP_OK) st = vp_metrics_log_int(&m, "best_iteration", b->best_iteration);
@@ -140,6 +143,7 @@ static vp_status log_fold(const vp_wf_ctx* c, int64_t k, const vp_wf_brief* b) {
     if (st == VP_OK) st = vp_metrics_log_num(&m, "test_sharpe", b->test_sharpe);
     if (st == VP_OK) st = vp_metrics_log_num(&m, "test_total_return_frac", b->test_return);
     if (st == VP_OK) st = vp_metrics_log_int(&m, "test_trades", b->test_trades);
+    if (st == VP_OK) st = vp_metrics_log_int(&m, "test_ruined", b->test_ruined);
     if (st == VP_OK) st = vp_metrics_log_end(&m);
     vp_metrics_log_close(&m);
     return st;
@@ -191,6 +195,7 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_op
     // data, the folds, the folder; then every unfinished fold and the stitched result
     vp_status s = vp_train_data_load(&c.data, cfg);
     if (s == VP_OK) s = vp_annual_measure(c.data.bars.time_ms, c.data.bars.n, &c.annual);
+    c.annual.risk_free_rate = cfg->metrics.risk_free_rate;
     if (s == VP_OK) s = vp_wf_plan(cfg, c.data.bars.n, c.data.warmup, NULL, 0, &c.n_folds);
     if (s == VP_OK) {
         c.folds = (vp_split*)calloc((size_t)c.n_folds, sizeof(vp_split));

@@ -1,5 +1,6 @@
-/* The walk-forward folder's paths: the top files, the fold folders and their done markers;
- * emptying a fold folder; reading a whole file. */
+/* The walk-forward folder's paths: the top files, the fold folders (fold_NNN, NNN the fold's
+ * number from 1) and their done markers; emptying a fold folder; reading a whole file; a
+ * span as text (times of its first and last bars, bar indices [begin, end)). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "eval/walkforward_impl.h"
+#include "vulpes/data.h"
 
 void vp_wf_empty_dir(const char* dir) {
     DIR* d = opendir(dir);
@@ -29,7 +31,8 @@ vp_status vp_wf_top_file(const vp_wf_ctx* c, const char* file, char* out, size_t
 }
 
 vp_status vp_wf_fold_dir(const vp_wf_ctx* c, int64_t k, char* out, size_t n) {
-    VP_REQUIRE(snprintf(out, n, "%s/folds/fold_%03lld", c->opts->dir, (long long)k) < (int)n, VP_ERR_INVALID_ARG,
+    // folds are numbered from 1 in every output: fold k of the plan is fold_(k + 1)
+    VP_REQUIRE(snprintf(out, n, "%s/folds/fold_%03lld", c->opts->dir, (long long)(k + 1)) < (int)n, VP_ERR_INVALID_ARG,
                "walk-forward folder path '%s' is too long", c->opts->dir);
     return VP_OK;
 }
@@ -64,4 +67,12 @@ vp_status vp_wf_read_file(const char* path, char** text) {
     buf[got] = '\0';
     *text = buf;
     return VP_OK;
+}
+
+const char* vp_wf_span_text(const vp_wf_ctx* c, vp_span s, char* buf, size_t n) {
+    char a[32], b[32];
+    const vp_bars* bars = &c->data.bars;
+    snprintf(buf, n, "%s .. %s [%lld, %lld)", vp_time_format_iso(bars->time_ms[s.begin], a, sizeof a),
+             vp_time_format_iso(bars->time_ms[s.end - 1], b, sizeof b), (long long)s.begin, (long long)s.end);
+    return buf;
 }

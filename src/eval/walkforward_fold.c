@@ -1,8 +1,9 @@
 /* One walk-forward fold: the training loop (vp_train_run_data) on the fold's data view and
  * folder, from scratch or warm-started from the previous fold's best parameters, selecting on
- * its val span; at the end the loop's exact backtest of its test span with the selected
- * parameters becomes the fold's files (best.safetensors always: the final parameters when no
- * validation scored), and done.json is written last. */
+ * its val span, its progress forwarded to the walk-forward's line; at the end the loop's exact
+ * backtest of its test span with the selected parameters becomes the fold's files
+ * (best.safetensors always: the final parameters when no validation scored), and done.json
+ * (with whether the test window was ruined) is written last. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -16,9 +17,10 @@
 /* What a fold works with. */
 typedef struct fold_job {
     vp_wf_ctx* c;
-    int64_t k;
-    vp_train_data view;   /* the shared data with this fold's split (owns nothing) */
-    vp_wf_brief* brief;   /* the fold's figures for the caller */
+    int64_t k;              /* plan index (the fold's number is k + 1) */
+    vp_train_data view;     /* the shared data with this fold's split (owns nothing) */
+    vp_wf_brief* brief;     /* the fold's figures for the caller */
+    vp_progress_sink sink;  /* the training loop's progress, into the walk-forward's line */
 } fold_job;
 
 /* A progress line (when progress is on). */
@@ -26,18 +28,25 @@ typedef struct fold_job {
 __attribute__((format(printf, 2, 3)))
 #endif
 static void say(const fold_job* f, const char* fmt, ...) {
-    FILE* out = f->c->opts->progress;
-    if (!out) return;
-    // one whole line even when folds run in parallel
-    flockfile(out);
-    fprintf(out, "fold %lld/%lld: ", (long long)(f->k + 1), (long long)f->c->n_folds);
+    if (!f->c->opts->progress) return;
+    // one whole line even when folds run in parallel ("fold K/N: ...")
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(out, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', out);
-    fflush(out);
-    funlockfile(out);
+    vp_wf_progress_note(f->c, f->k, msg);
+}
+
+/* The training loop's progress sink: its figures and its notes (warm-up, warnings). */
+static void sink_update(void* ctx, const vp_progress_stats* st) {
+    const fold_job* f = (const fold_job*)ctx;
+    vp_wf_progress_fold_update(f->c, f->k, st);
+}
+
+static void sink_note(void* ctx, const char* msg) {
+    const fold_job* f = (const fold_job*)ctx;
+    vp_wf_progress_note(f->c, f->k, msg);
 }
 
 /* The loop's hook after a validation: a progress line. */
@@ -64,18 +73,21 @@ static vp_status finish(void* ctx, const vp_train_end* end, cJSON* test) {
         VP_TRY(vp_algo_keep_best(a));
         VP_TRY(vp_algo_save(a, ck, VP_CKPT_BEST));
     }
-    snprintf(title, sizeof title, "walk-forward fold %lld: test", (long long)f->k);
+    snprintf(title, sizeof title, "walk-forward fold %lld: test", (long long)(f->k + 1));
     vp_backtest_info info = {title, ck, f->view.source, f->c->config_yaml, &f->view.bars, NULL, a->instrument.tick_size,
                              end->val_trials, end->deflated_sharpe};
     VP_TRY(vp_backtest_write(end->test, &info, end->run_dir));
     const vp_perf* p = &end->test->summary.strategy;
-    say(f, "test Sharpe %.3f, total return %.2f %%", p->sharpe, 100.0 * p->total_return);
+    const int ruined = end->test->n_windows > 0 && end->test->windows[0].ruined;
+    say(f, "test Sharpe %.3f, total return %.2f %%%s", p->sharpe, 100.0 * p->total_return,
+        ruined ? ", ruined (the test window's equity reached 0)" : "");
     vp_wf_brief* b = f->brief;
     b->val_sharpe = a->best_val_sharpe;
     b->best_iteration = a->best_iteration;
     b->test_sharpe = p->sharpe;
     b->test_return = p->total_return;
     b->test_trades = end->test->n_trades;
+    b->test_ruined = ruined;
     return VP_OK;
 }
 
@@ -84,7 +96,7 @@ static vp_status write_done(const fold_job* f, const vp_train_result* r) {
     const vp_split* s = &f->c->folds[f->k];
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "done.json: out of memory");
-    cJSON_AddNumberToObject(root, "fold", (double)f->k);
+    cJSON_AddNumberToObject(root, "fold", (double)(f->k + 1));
     const vp_span* sp[3] = {&s->train, &s->val, &s->test};
     static const char* names[3] = {"train", "val", "test"};
     for (int i = 0; i < 3; ++i) {
@@ -95,6 +107,7 @@ static vp_status write_done(const fold_job* f, const vp_train_result* r) {
     cJSON_AddNumberToObject(root, "best_iteration", (double)r->best_iteration);
     cJSON_AddNumberToObject(root, "iterations", (double)r->count.iteration);
     cJSON_AddBoolToObject(root, "warm_start", f->c->wf->warm_start && f->k > 0);
+    cJSON_AddBoolToObject(root, "test_ruined", f->brief->test_ruined);
     char* text = st == VP_OK ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     VP_REQUIRE(st == VP_OK && text != NULL, VP_ERR_OOM, "done.json: out of memory");
@@ -119,9 +132,9 @@ vp_status vp_wf_fold_run(vp_wf_ctx* c, vp_backend* b, int64_t k, int* stopped, v
     VP_TRY(vp_wf_fold_dir(c, k, dir, sizeof dir));
     vp_wf_empty_dir(dir);
     const vp_split* s = &c->folds[k];
-    say(&f, "train bars %lld..%lld, validation %lld..%lld, test %lld..%lld", (long long)s->train.begin,
-        (long long)s->train.end - 1, (long long)s->val.begin, (long long)s->val.end - 1, (long long)s->test.begin,
-        (long long)s->test.end - 1);
+    char tr[96], va[96], te[96];
+    say(&f, "train %s, validation %s, test %s", vp_wf_span_text(c, s->train, tr, sizeof tr),
+        vp_wf_span_text(c, s->val, va, sizeof va), vp_wf_span_text(c, s->test, te, sizeof te));
     // the training loop: no resume checkpoints (an unfinished fold starts over), the fold's own files
     vp_train_opts o = vp_train_opts_default();
     o.mode = VP_RUN_FORCE;
@@ -133,6 +146,8 @@ vp_status vp_wf_fold_run(vp_wf_ctx* c, vp_backend* b, int64_t k, int* stopped, v
     o.on_eval = on_eval;
     o.should_stop = should_stop;
     o.ctx = &f;
+    f.sink.update = sink_update, f.sink.note = sink_note, f.sink.ctx = &f;
+    if (c->opts->progress) o.progress_sink = &f.sink;
     vp_status st = VP_OK;
     if (c->wf->warm_start && k > 0) {
         // the previous fold's selected parameters
@@ -140,9 +155,11 @@ vp_status vp_wf_fold_run(vp_wf_ctx* c, vp_backend* b, int64_t k, int* stopped, v
         o.init_params = prev;
     }
     vp_train_result r;
+    vp_wf_progress_fold_begin(c, k);
     if (st == VP_OK) st = vp_train_run_data(&c->fold_cfg, b, &f.view, &o, &r);
     if (st == VP_OK) *stopped = r.interrupted;
     if (st == VP_OK && !*stopped) st = write_done(&f, &r);
-    if (st != VP_OK) return vp_error_context(st, "fold %lld", (long long)k);
+    vp_wf_progress_fold_end(c, k, st == VP_OK && !*stopped);
+    if (st != VP_OK) return vp_error_context(st, "fold %lld", (long long)(k + 1));
     return VP_OK;
 }

@@ -1,16 +1,35 @@
 /* Internal: the walk-forward's shared state and its parts, bottom up — each file calls only
  * the ones listed before it:
- *   walkforward_dir.c     the folder's paths, fold markers, file reading (calls nothing here)
+ *   walkforward_dir.c     the folder's paths, fold markers, file reading, span text (calls nothing here)
+ *   walkforward_progress.c the progress line over the folds and the fold lines (thread-safe)
  *   walkforward_fold.c    one fold through the training loop (vp_train_run_data) and its files
  *   walkforward_pool.c    the unfinished folds, up to walkforward.parallel at once (calls fold)
  *   walkforward_stitch.c  the finished folds read back (the backtest files' schema, eval_impl.h)
- *   walkforward_write.c   the walk-forward's own files and the text table
+ *   walkforward_write.c   the walk-forward's own files
+ *   walkforward_print.c   the per-fold table and the stitched Sharpe's weight as text
  *   walkforward.c         the driver: the plan, the folder, then pool, stitch and write. */
 #ifndef VP_EVAL_WALKFORWARD_IMPL_H
 #define VP_EVAL_WALKFORWARD_IMPL_H
 
+#include <pthread.h>
+
 #include "vulpes/train.h"
 #include "vulpes/walkforward.h"
+
+/* The progress line over the folds: the folds' figures summed under a lock, since folds in
+ * parallel report from their own threads. */
+typedef struct vp_wf_progress {
+    int on;                  /* 1: opts->progress is set and the line is drawn */
+    pthread_mutex_t mu;      /* guards everything below and the stream */
+    vp_progress line;        /* the printer: work = iterations over every fold of this call */
+    int rebased;             /* the clock restarted after the first iteration */
+    int64_t done;            /* folds finished (by earlier calls too) */
+    int64_t running;         /* folds training now */
+    int64_t work;            /* iterations done by this call over every fold */
+    int64_t env_steps;       /* env steps done by this call over every fold */
+    int64_t* iters;          /* [n_folds] iterations of each fold in this call */
+    int64_t* env;            /* [n_folds] env steps of each fold in this call */
+} vp_wf_progress;
 
 /* One walk-forward run. */
 typedef struct vp_wf_ctx {
@@ -27,6 +46,7 @@ typedef struct vp_wf_ctx {
     char* config_yaml;                /* cfg as YAML (for the reports) */
     int64_t done_this_call;           /* folds finished by this call */
     _Atomic int halt;                 /* set when a fold failed: the folds in progress stop, no more start */
+    vp_wf_progress prog;              /* the progress line (prog.on 0: none) */
 } vp_wf_ctx;
 
 /* What a finished fold reports to the walk-forward's metrics.jsonl. */
@@ -36,6 +56,7 @@ typedef struct vp_wf_brief {
     double test_sharpe;     /* Sharpe of the test span */
     double test_return;     /* total return of the test span */
     int64_t test_trades;    /* trades on the test span */
+    int test_ruined;        /* 1: the test window's equity reached 0 */
 } vp_wf_brief;
 
 /* ---- walkforward_dir.c ------------------------------------------------------------------------ */
@@ -46,10 +67,10 @@ void vp_wf_empty_dir(const char* dir);
 /* DIR/FILE of the walk-forward folder into out[n]. */
 vp_status vp_wf_top_file(const vp_wf_ctx* c, const char* file, char* out, size_t n);
 
-/* DIR/folds/fold_NNN into out[n]. */
+/* DIR/folds/fold_NNN of plan fold k (0-based) into out[n]: NNN = k + 1, the fold's number. */
 vp_status vp_wf_fold_dir(const vp_wf_ctx* c, int64_t k, char* out, size_t n);
 
-/* DIR/folds/fold_NNN/FILE into out[n]. */
+/* DIR/folds/fold_NNN/FILE of plan fold k into out[n]. */
 vp_status vp_wf_fold_file(const vp_wf_ctx* c, int64_t k, const char* file, char* out, size_t n);
 
 /* Whether fold k has its done marker. */
@@ -57,6 +78,31 @@ int vp_wf_fold_is_done(const vp_wf_ctx* c, int64_t k);
 
 /* The whole file at path, NUL-terminated, into *text (caller frees); VP_ERR_IO when unreadable. */
 vp_status vp_wf_read_file(const char* path, char** text);
+
+/* Span s as the times of its first and last bars and its bar indices, "2017-03-01T00:00:00Z ..
+ * 2017-04-12T23:00:00Z [1200, 1500)", into buf[n]. */
+const char* vp_wf_span_text(const vp_wf_ctx* c, vp_span s, char* buf, size_t n);
+
+/* ---- walkforward_progress.c --------------------------------------------------------------------- */
+
+/* Starts the progress line for `to_run` folds (of train.iterations each) with its first line
+ * (when opts->progress; a no-op otherwise). */
+vp_status vp_wf_progress_start(vp_wf_ctx* c, int64_t to_run);
+
+/* Ends the line and frees its arrays. */
+void vp_wf_progress_stop(vp_wf_ctx* c);
+
+/* A whole line of its own: "fold K/N: msg" for plan fold k >= 0, "walk-forward: msg" for k < 0. */
+void vp_wf_progress_note(vp_wf_ctx* c, int64_t k, const char* msg);
+
+/* Plan fold k starts training. */
+void vp_wf_progress_fold_begin(vp_wf_ctx* c, int64_t k);
+
+/* Plan fold k's training loop reports its figures (after every iteration). */
+void vp_wf_progress_fold_update(vp_wf_ctx* c, int64_t k, const vp_progress_stats* st);
+
+/* Plan fold k stopped (finished 1: done, 0: left unfinished). */
+void vp_wf_progress_fold_end(vp_wf_ctx* c, int64_t k, int finished);
 
 /* ---- walkforward_fold.c ----------------------------------------------------------------------- */
 
@@ -83,5 +129,11 @@ vp_status vp_wf_stitch(const vp_wf_ctx* c, int64_t n_done, vp_wf_result* out);
 
 /* Writes the walk-forward's equity.csv, trades.csv, summary.json and report.html. */
 vp_status vp_wf_write(const vp_wf_ctx* c, const vp_wf_result* r);
+
+/* How the stitched Sharpe is deflated over the folds, for the outputs that state it. */
+#define VP_WF_DEFLATION_RULE                                                                              \
+    "each finished fold made one selection (its best validation), so the folds are the trials: the "   \
+    "stitched out-of-sample Sharpe is tested against SR0, the expected best Sharpe of that many unskilled " \
+    "trials whose Sharpes vary as the folds' test Sharpes do (PSR(SR0), Bailey and Lopez de Prado 2014)"
 
 #endif /* VP_EVAL_WALKFORWARD_IMPL_H */

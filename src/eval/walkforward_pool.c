@@ -50,12 +50,10 @@ typedef struct worker {
     int64_t first;  /* the fold it starts with, claimed before any worker runs (-1: none) */
 } worker;
 
-/* A note on the progress stream (when progress is on). */
-static void note(const vp_wf_ctx* c, const char* msg) {
+/* A note on the progress stream (when progress is on), and in the log. */
+static void note(vp_wf_ctx* c, const char* msg) {
     vp_log(VP_LOG_INFO, "walk-forward: %s", msg);
-    if (!c->opts->progress) return;
-    fprintf(c->opts->progress, "walk-forward: %s\n", msg);
-    fflush(c->opts->progress);
+    vp_wf_progress_note(c, -1, msg);
 }
 
 /* Records a failure (the first one wins) and stops the folds in progress. */
@@ -137,9 +135,11 @@ static vp_status fit_memory(vp_wf_ctx* c, int64_t* n) {
     const size_t fold = used + used / 4 + FOLD_EXTRA_BYTES;
     const int64_t fits = (int64_t)((double)free0 * 0.9 / (double)fold);
     char msg[256];
+    const int64_t room = fits < 1 ? 1 : fits;
     snprintf(msg, sizeof msg, "a fold takes %.1f MiB of device memory (one instance %.1f MiB measured, + margin), "
-             "%.1f MiB free: room for %lld folds at once, %lld asked", (double)fold / 1048576.0,
-             (double)used / 1048576.0, (double)free0 / 1048576.0, (long long)(fits < 1 ? 1 : fits), (long long)*n);
+             "%.1f MiB free: room for %lld %s at once, %lld asked", (double)fold / 1048576.0,
+             (double)used / 1048576.0, (double)free0 / 1048576.0, (long long)room, vp_plural(room, "fold", "folds"),
+             (long long)*n);
     note(c, msg);
     if (fits < *n) *n = fits < 1 ? 1 : fits;
 #else
@@ -159,7 +159,12 @@ vp_status vp_wf_pool_run(vp_wf_ctx* c, unsigned char* finished, vp_wf_brief* bri
         n = 1;
     }
     if (n > left) n = left > 0 ? left : 1;
-    VP_TRY(fit_memory(c, &n));
+    VP_TRY(vp_wf_progress_start(c, left));
+    vp_status ms = fit_memory(c, &n);
+    if (ms != VP_OK) {
+        vp_wf_progress_stop(c);
+        return ms;
+    }
     if (n > 1) {
         char msg[96];
         snprintf(msg, sizeof msg, "%lld folds at once", (long long)n);
@@ -171,10 +176,14 @@ vp_status vp_wf_pool_run(vp_wf_ctx* c, unsigned char* finished, vp_wf_brief* bri
     memset(&p, 0, sizeof p);
     p.c = c, p.finished = finished, p.briefs = briefs, p.status = VP_OK;
     c->halt = 0;
-    VP_REQUIRE(pthread_mutex_init(&p.mu, NULL) == 0, VP_ERR_STATE, "walk-forward: pthread_mutex_init failed");
+    if (pthread_mutex_init(&p.mu, NULL) != 0) {
+        vp_wf_progress_stop(c);
+        VP_FAIL(VP_ERR_STATE, "walk-forward: pthread_mutex_init failed");
+    }
     worker* w = (worker*)calloc((size_t)n, sizeof(worker));
     if (!w) {
         pthread_mutex_destroy(&p.mu);
+        vp_wf_progress_stop(c);
         VP_FAIL(VP_ERR_OOM, "walk-forward: %lld fold workers", (long long)n);
     }
     // every worker's first fold is claimed here, before any runs, so the folds that start
@@ -192,6 +201,7 @@ vp_status vp_wf_pool_run(vp_wf_ctx* c, unsigned char* finished, vp_wf_brief* bri
     }
     free(w);
     pthread_mutex_destroy(&p.mu);
+    vp_wf_progress_stop(c);
     if (p.status != VP_OK) return vp_set_error(p.status, VP_WHERE, "%s", p.error);
     return VP_OK;
 }

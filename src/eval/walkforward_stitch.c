@@ -1,8 +1,9 @@
 /* The stitched out-of-sample result of a walk-forward, read back from the finished folds'
  * files (done.json; equity.csv and trades.csv through the backtest files' schema, eval_impl.h —
- * numbers there read back bit for bit): each
- * fold's test curve starts from the previous fold's ending equity, the per-fold rows, and
- * the metrics of the whole curve with its baselines and every test trade. */
+ * numbers there read back bit for bit): each fold's test curve starts from the previous fold's
+ * ending equity (the curve ends with a fold whose test window was ruined: nothing is left to
+ * trade), the per-fold rows, the metrics of the whole curve with its baselines and every
+ * stitched test trade, and the stitched Sharpe deflated over the folds. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -80,6 +81,7 @@ static vp_status read_done(const vp_wf_ctx* c, int64_t k, vp_wf_fold* row) {
     const cJSON* vs = cJSON_GetObjectItemCaseSensitive(root, "val_sharpe_ratio");
     const cJSON* bi = cJSON_GetObjectItemCaseSensitive(root, "best_iteration");
     const cJSON* te = cJSON_GetObjectItemCaseSensitive(root, "test");
+    row->ruined = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "test_ruined"));
     row->val_sharpe = cJSON_IsNumber(vs) ? vs->valuedouble
                       : cJSON_IsString(vs) ? (strcmp(vs->valuestring, "inf") == 0 ? INFINITY : -INFINITY)
                                            : NAN;
@@ -95,7 +97,7 @@ static vp_status read_done(const vp_wf_ctx* c, int64_t k, vp_wf_fold* row) {
 /* Fold k's curve and trades, and its row of the table (metrics of its own test span). */
 static vp_status read_fold(const vp_wf_ctx* c, int64_t k, fold_read* f, vp_wf_fold* row) {
     char path[VP_RUN_PATH_MAX];
-    row->index = k;
+    row->index = k + 1;
     row->split = c->folds[k];
     row->test_first_ms = c->data.bars.time_ms[row->split.test.begin];
     row->test_last_ms = c->data.bars.time_ms[row->split.test.end - 1];
@@ -104,18 +106,21 @@ static vp_status read_fold(const vp_wf_ctx* c, int64_t k, fold_read* f, vp_wf_fo
     VP_TRY(vp_csv_read(path, &vp_equity_schema, equity_row, f));
     VP_TRY(vp_wf_fold_file(c, k, vp_trades_schema.file, path, sizeof path));
     VP_TRY(vp_csv_read(path, &vp_trades_schema, trade_row, f));
-    VP_REQUIRE(f->n == vp_span_len(c->folds[k].test) && f->bar[0] == c->folds[k].test.begin, VP_ERR_STATE,
-               "fold %lld: equity.csv holds %lld points from bar %lld, the plan %lld from bar %lld", (long long)k,
-               (long long)f->n, (long long)(f->n ? f->bar[0] : -1), (long long)vp_span_len(c->folds[k].test),
-               (long long)c->folds[k].test.begin);
+    // every bar of the test span; a ruined window stops at the ruin
+    const int64_t len = vp_span_len(c->folds[k].test);
+    VP_REQUIRE((f->n == len || (row->ruined && f->n >= 1 && f->n < len)) && f->bar[0] == c->folds[k].test.begin,
+               VP_ERR_STATE, "fold %lld: equity.csv holds %lld %s from bar %lld, the plan %lld from bar %lld%s",
+               (long long)(k + 1), (long long)f->n, vp_plural(f->n, "point", "points"),
+               (long long)(f->n ? f->bar[0] : -1), (long long)len,
+               (long long)c->folds[k].test.begin, row->ruined ? " (ruined: at most that many)" : "");
     // the fold's own metrics: strategy and buy-and-hold returns, trades
     const double ppy = c->annual.periods_per_year;
     double* ret = (double*)malloc(sizeof(double) * (size_t)f->n);
     VP_REQUIRE(ret != NULL, VP_ERR_OOM, "walk-forward: fold returns");
     vp_status s = vp_returns_from_equity(f->eq, f->n, ret);
-    if (s == VP_OK) s = vp_perf_compute(ret, f->n - 1, ppy, &row->test);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, f->n - 1, &c->annual, &row->test);
     if (s == VP_OK) vp_baseline_returns(f->bh, f->n, ret);
-    if (s == VP_OK) s = vp_perf_compute(ret, f->n - 1, ppy, &row->buy_hold);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, f->n - 1, &c->annual, &row->buy_hold);
     if (s == VP_OK)
         s = vp_trade_stats_compute(f->tr, f->n_tr, f->pos, f->n, c->cfg->instrument.max_position, ppy, &row->trades);
     free(ret);
@@ -142,15 +147,28 @@ static vp_status summarize(const vp_wf_ctx* c, vp_wf_result* r, const vp_trade* 
     VP_REQUIRE(ret != NULL, VP_ERR_OOM, "walk-forward: stitched returns");
     r->summary.annual = c->annual;
     vp_status s = vp_returns_from_equity(r->equity, n, ret);
-    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.strategy);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.strategy);
     if (s == VP_OK) vp_baseline_returns(r->benchmark, n, ret);
-    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.buy_hold);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.buy_hold);
     if (s == VP_OK) memset(ret, 0, sizeof(double) * (size_t)n);
-    if (s == VP_OK) s = vp_perf_compute(ret, n - 1, ppy, &r->summary.flat);
+    if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.flat);
     if (s == VP_OK)
         s = vp_trade_stats_compute(tr, n_tr, r->position, n, c->cfg->instrument.max_position, ppy, &r->summary.trades);
     free(ret);
     return s;
+}
+
+/* The stitched Sharpe deflated over the folds: each finished fold's selection is a trial, the
+ * trials' variance is that of the folds' defined test Sharpes. */
+static void weigh(vp_wf_result* r, int64_t n_done) {
+    vp_wf_weight* w = &r->weight;
+    vp_selection sel = {0};
+    for (int64_t k = 0; k < n_done; ++k) vp_selection_add(&sel, r->folds[k].test.sharpe);
+    w->n_trials = n_done;
+    w->n_defined = sel.n_trials;
+    w->trials_sharpe_variance = vp_selection_variance(&sel);
+    w->deflated_sharpe = vp_deflated_sharpe_trials(&r->summary.strategy, n_done, w->trials_sharpe_variance,
+                                                   &w->expected_max_sharpe);
 }
 
 vp_status vp_wf_stitch(const vp_wf_ctx* c, int64_t n_done, vp_wf_result* r) {
@@ -165,12 +183,20 @@ vp_status vp_wf_stitch(const vp_wf_ctx* c, int64_t n_done, vp_wf_result* r) {
         memset(&f, 0, sizeof f);
         vp_wf_fold* row = &r->folds[k];
         s = read_fold(c, k, &f, row);
+        // after a ruined fold the stitched account holds nothing: later folds stand alone
+        if (s == VP_OK && r->ruined_fold > 0) {
+            fold_read_free(&f);
+            continue;
+        }
+        row->stitched = 1;
+        r->n_stitched++;
+        if (s == VP_OK && row->ruined) r->ruined_fold = row->index;
         if (s == VP_OK) s = grow(r, r->n_curve + f.n);
         // the fold's curve scaled to start where the previous one ended
         for (int64_t j = 0; s == VP_OK && j < f.n; ++j) {
             const int64_t o = r->n_curve + j;
             r->bar[o] = f.bar[j];
-            r->fold[o] = (int32_t)k;
+            r->fold[o] = (int32_t)(k + 1);
             r->equity[o] = eq_end * (f.eq[j] / f.eq[0]);
             r->benchmark[o] = bh_end * (f.bh[j] / f.bh[0]);
             r->position[o] = f.pos[j];
@@ -189,6 +215,7 @@ vp_status vp_wf_stitch(const vp_wf_ctx* c, int64_t n_done, vp_wf_result* r) {
         fold_read_free(&f);
     }
     if (s == VP_OK) s = summarize(c, r, all, n_all);
+    if (s == VP_OK) weigh(r, n_done);
     free(all);
     return s;
 }

@@ -1,7 +1,8 @@
-/* What a walk-forward writes at its top: equity.csv (the stitched curve), trades.csv (every
- * fold's test trades), summary.json (the plan, the per-fold table, the stitched metrics) and
- * report.html (the curve against buy-and-hold, the per-fold table, the metrics); and the
- * per-fold table as text. */
+/* What a walk-forward writes at its top: equity.csv (the stitched curve), trades.csv (the
+ * stitched folds' test trades), summary.json (the plan, the per-fold table, the stitched
+ * metrics and their weight over the folds) and report.html (the curve against buy-and-hold,
+ * the per-fold table, the metrics). Folds are numbered from 1; spans are bar indices
+ * [begin_bar, end_bar) beside the times of their first and last bars. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -55,7 +56,7 @@ static vp_status copy_trade(void* ctx, char** fields) {
     return VP_OK;
 }
 
-/* trades.csv: the folds' trades.csv rows, each with its fold number first. */
+/* trades.csv: the stitched folds' trades.csv rows, each with its fold number first. */
 static vp_status write_trades(const vp_wf_ctx* c, const vp_wf_result* r) {
     char path[VP_RUN_PATH_MAX + 16], src[VP_RUN_PATH_MAX];
     VP_TRY(vp_wf_top_file(c, vp_trades_schema.file, path, sizeof path));
@@ -63,9 +64,9 @@ static vp_status write_trades(const vp_wf_ctx* c, const vp_wf_result* r) {
     VP_TRY(vp_atomic_file_open(&f, path));
     vp_csv_write_header(f.f, &vp_trades_schema, "fold,");
     vp_status s = VP_OK;
-    for (int64_t k = 0; k < r->n_done && s == VP_OK; ++k) {
+    for (int64_t k = 0; k < r->n_stitched && s == VP_OK; ++k) {
         trade_copy t = {f.f, ""};
-        snprintf(t.prefix, sizeof t.prefix, "%lld,", (long long)k);
+        snprintf(t.prefix, sizeof t.prefix, "%lld,", (long long)(k + 1));
         s = vp_wf_fold_file(c, k, vp_trades_schema.file, src, sizeof src);
         if (s == VP_OK) s = vp_csv_read(src, &vp_trades_schema, copy_trade, &t);
     }
@@ -76,42 +77,79 @@ static vp_status write_trades(const vp_wf_ctx* c, const vp_wf_result* r) {
     return vp_atomic_file_commit(&f);
 }
 
-/* {first_bar, last_bar, first_time, last_time} of span s into obj[key]. */
+/* {begin_bar, end_bar (excluded), first_time, last_time (of the first and last bars)} of span s
+ * into obj[key]. */
 static void add_span(const vp_wf_ctx* c, cJSON* obj, const char* key, vp_span s) {
     char t[32];
     cJSON* o = cJSON_AddObjectToObject(obj, key);
-    cJSON_AddNumberToObject(o, "first_bar", (double)s.begin);
-    cJSON_AddNumberToObject(o, "last_bar", (double)(s.end - 1));
+    cJSON_AddNumberToObject(o, "begin_bar", (double)s.begin);
+    cJSON_AddNumberToObject(o, "end_bar", (double)s.end);
     cJSON_AddStringToObject(o, "first_time", vp_time_format_iso(c->data.bars.time_ms[s.begin], t, sizeof t));
     cJSON_AddStringToObject(o, "last_time", vp_time_format_iso(c->data.bars.time_ms[s.end - 1], t, sizeof t));
 }
 
-/* summary.json: the stitched metrics, then "walkforward" with the settings and the folds. */
+/* The stitched Sharpe's weight: its SE and PSR, whether it is distinguishable from noise, and
+ * its deflation over the folds (the same keys as a training run's best_validation). */
+static vp_status add_significance(cJSON* wf, const vp_wf_result* r) {
+    const vp_perf* p = &r->summary.strategy;
+    const vp_wf_weight* w = &r->weight;
+    cJSON* o = cJSON_AddObjectToObject(wf, "significance");
+    VP_REQUIRE(o != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    const double psr_bh = vp_perf_psr_vs(p, &r->summary.buy_hold);
+    VP_TRY(vp_metric_json_add(o, "sharpe_ratio", p->sharpe));
+    VP_TRY(vp_metric_json_add(o, "sharpe_se_ratio", p->sharpe_se));
+    VP_TRY(vp_metric_json_add(o, "psr_vs_zero_frac", p->psr_vs_zero));
+    VP_TRY(vp_metric_json_add(o, "psr_vs_buy_hold_frac", psr_bh));
+    cJSON_AddBoolToObject(o, "distinguishable_from_noise", p->psr_vs_zero >= 0.95 || p->psr_vs_zero <= 0.05);
+    cJSON_AddStringToObject(o, "verdict", vp_psr_verdict(p->psr_vs_zero));
+    VP_TRY(vp_metric_json_add(o, "trials", (double)w->n_trials));
+    VP_TRY(vp_metric_json_add(o, "trials_with_sharpe", (double)w->n_defined));
+    VP_TRY(vp_metric_json_add(o, "trials_sharpe_variance", w->trials_sharpe_variance));
+    VP_TRY(vp_metric_json_add(o, "expected_max_sharpe", w->expected_max_sharpe));
+    VP_TRY(vp_metric_json_add(o, "deflated_sharpe", w->deflated_sharpe));
+    cJSON_AddBoolToObject(o, "survives_deflation", w->deflated_sharpe >= 0.95);
+    VP_REQUIRE(cJSON_AddStringToObject(o, "rule", VP_WF_DEFLATION_RULE) != NULL, VP_ERR_OOM,
+               "summary.json: out of memory");
+    return VP_OK;
+}
+
+/* summary.json: the stitched metrics, then "walkforward" with the settings, the stitched
+ * Sharpe's weight and the folds. */
 static vp_status write_summary(const vp_wf_ctx* c, const vp_wf_result* r) {
     cJSON* root = NULL;
     VP_TRY(vp_metrics_to_json(&r->summary, &root));
     cJSON* wf = cJSON_AddObjectToObject(root, "walkforward");
     cJSON_AddStringToObject(wf, "data", c->data.source);
+    cJSON_AddStringToObject(wf, "numbering", "folds numbered from 1 (folder folds/fold_NNN); spans are bar indices "
+                            "[begin_bar, end_bar), end excluded, with the times of their first and last bars");
     cJSON_AddNumberToObject(wf, "n_folds", (double)r->n_folds);
     cJSON_AddNumberToObject(wf, "n_folds_done", (double)r->n_done);
+    cJSON_AddNumberToObject(wf, "n_folds_stitched", (double)r->n_stitched);
+    int64_t n_ruined = 0;
+    for (int64_t k = 0; k < r->n_done; ++k) n_ruined += r->folds[k].ruined != 0;
+    cJSON_AddNumberToObject(wf, "n_folds_ruined", (double)n_ruined);
+    if (r->ruined_fold > 0) cJSON_AddNumberToObject(wf, "ruined_fold", (double)r->ruined_fold);
+    else cJSON_AddNullToObject(wf, "ruined_fold");
     cJSON_AddBoolToObject(wf, "interrupted", r->interrupted);
     cJSON_AddBoolToObject(wf, "warm_start", c->wf->warm_start);
     cJSON_AddBoolToObject(wf, "anchored", c->wf->anchored);
     cJSON_AddNumberToObject(wf, "iterations_per_fold", (double)c->cfg->train.iterations);
-    vp_status s = VP_OK;
+    vp_status s = add_significance(wf, r);
     cJSON* arr = cJSON_AddArrayToObject(wf, "folds");
     for (int64_t k = 0; s == VP_OK && k < r->n_done; ++k) {
         const vp_wf_fold* f = &r->folds[k];
         cJSON* o = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, o);
-        cJSON_AddNumberToObject(o, "fold", (double)k);
+        cJSON_AddNumberToObject(o, "fold", (double)f->index);
         add_span(c, o, "train_span", f->split.train);
         add_span(c, o, "val_span", f->split.val);
         add_span(c, o, "test_span", f->split.test);
         s = vp_metric_json_add(o, "val_sharpe_ratio", f->val_sharpe);
         cJSON_AddNumberToObject(o, "best_iteration", (double)f->best_iteration);
-        cJSON_AddNumberToObject(o, "start_equity_ccy", f->start_equity);
-        cJSON_AddNumberToObject(o, "end_equity_ccy", f->end_equity);
+        cJSON_AddBoolToObject(o, "ruined", f->ruined);
+        cJSON_AddBoolToObject(o, "stitched", f->stitched);
+        if (s == VP_OK) s = vp_metric_json_add(o, "start_equity_ccy", f->stitched ? f->start_equity : NAN);
+        if (s == VP_OK) s = vp_metric_json_add(o, "end_equity_ccy", f->stitched ? f->end_equity : NAN);
         if (s == VP_OK) s = vp_perf_to_json(&f->test, cJSON_AddObjectToObject(o, "strategy"));
         if (s == VP_OK) s = vp_perf_to_json(&f->buy_hold, cJSON_AddObjectToObject(o, "buy_and_hold"));
         if (s == VP_OK) s = vp_trade_stats_to_json(&f->trades, cJSON_AddObjectToObject(o, "trades"));
@@ -136,7 +174,7 @@ static vp_status write_report(const vp_wf_ctx* c, const vp_wf_result* r, const d
     for (int64_t k = 0; s == VP_OK && k < r->n_done; ++k) {
         const vp_wf_fold* f = &r->folds[k];
         vp_report_fold* x = &rows[k];
-        x->index = (int32_t)k;
+        x->index = (int32_t)f->index;
         x->train_start_ms = c->data.bars.time_ms[f->split.train.begin];
         x->test_start_ms = c->data.bars.time_ms[f->split.test.begin];
         x->test_end_ms = c->data.bars.time_ms[f->split.test.end - 1];
@@ -146,7 +184,8 @@ static vp_status write_report(const vp_wf_ctx* c, const vp_wf_result* r, const d
         x->trades = f->trades;
     }
     char title[96], path[VP_RUN_PATH_MAX + 16];
-    snprintf(title, sizeof title, "walk-forward: %lld of %lld folds", (long long)r->n_done, (long long)r->n_folds);
+    snprintf(title, sizeof title, "walk-forward: %lld of %lld %s%s", (long long)r->n_done, (long long)r->n_folds,
+             vp_plural(r->n_folds, "fold", "folds"), r->ruined_fold > 0 ? " (the stitched account was ruined)" : "");
     vp_report rep = {title, r->n_curve, times, r->equity, r->benchmark, dd, &r->summary, rows, r->n_done,
                      c->config_yaml, 0, NAN};
     if (s == VP_OK) s = vp_wf_top_file(c, "report.html", path, sizeof path);
@@ -166,24 +205,4 @@ vp_status vp_wf_write(const vp_wf_ctx* c, const vp_wf_result* r) {
     if (s == VP_OK) s = write_report(c, r, dd);
     free(dd);
     return s;
-}
-
-vp_status vp_wf_print(const vp_wf_result* r, FILE* out) {
-    VP_REQUIRE(r != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_wf_print: NULL argument");
-    fprintf(out, "%-5s %-20s %-20s %11s %11s %12s %12s %7s %14s\n", "fold", "test from", "test to", "val Sharpe",
-            "test Sharpe", "test return", "B&H return", "trades", "end equity");
-    char b[6][32];
-    for (int64_t k = 0; k < r->n_done; ++k) {
-        const vp_wf_fold* f = &r->folds[k];
-        fprintf(out, "%-5lld %-20s %-20s %11s %11s %12s %12s %7lld %14.2f\n", (long long)k,
-                vp_time_format_iso(f->test_first_ms, b[4], 32), vp_time_format_iso(f->test_last_ms, b[5], 32),
-                vp_metric_format(f->val_sharpe, VP_METRIC_UNIT_RATIO, b[0], 32),
-                vp_metric_format(f->test.sharpe, VP_METRIC_UNIT_RATIO, b[1], 32),
-                vp_metric_format(f->test.total_return, VP_METRIC_UNIT_FRAC, b[2], 32),
-                vp_metric_format(f->buy_hold.total_return, VP_METRIC_UNIT_FRAC, b[3], 32),
-                (long long)f->trades.n_trades, f->end_equity);
-    }
-    fprintf(out, "\nstitched out-of-sample curve: %lld of %lld folds%s\n", (long long)r->n_done,
-            (long long)r->n_folds, r->interrupted ? " (interrupted: --resume continues)" : "");
-    return vp_metrics_print(&r->summary, out);
 }

@@ -3,15 +3,14 @@
  * checkpoints, an orderly stop on request, then the exact backtest of the test span, the
  * caller's finishing step and summary.json. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "learn/train_checks.h"
+#include "learn/train_progress.h"
 #include "learn/train_report.h"
 
 vp_train_opts vp_train_opts_default(void) {
@@ -30,13 +29,10 @@ typedef struct job {
     const vp_train_opts* opts; /* reporting and stopping */
     vp_algo a;                 /* everything that trains */
     vp_run run;                /* the folder and metrics.jsonl */
-    vp_progress prog;          /* the progress line */
-    int progress_on;           /* prog is initialised */
+    vp_train_progress prog;    /* the progress line (or sink), the last loss and validation */
     double t0;                 /* clock at the start of this process's loop */
     double t_log;              /* clock at the last log */
     vp_train_counters at_log;  /* counters at the last log */
-    double last_loss;          /* loss of the last log */
-    double last_val;           /* Sharpe of the last validation */
     vp_selection sel;          /* the validation Sharpes this process compared (the trials) */
     vp_perf best_val;          /* the strategy series of the best validation this process saw */
     int best_seen;             /* best_val is set (0 after a resume until a new best) */
@@ -49,37 +45,14 @@ static vp_status run_file(const job* j, const char* file, char* out, size_t n) {
     return vp_run_path(&j->run, file, out, n);
 }
 
-/* The run folder: the resume folder, --out / run.out, or runs/YYYYmmdd-HHMMSS-NAME. */
-static vp_status pick_dir(const vp_config* cfg, const vp_train_opts* o, char* dir, size_t n) {
-    if (o->run_dir && o->run_dir[0]) {
-        snprintf(dir, n, "%s", o->run_dir);
-        return VP_OK;
-    }
-    VP_REQUIRE(o->mode != VP_RUN_RESUME, VP_ERR_INVALID_ARG, "a resume needs the run folder to continue");
-    if (cfg->run.out[0]) {
-        snprintf(dir, n, "%s", cfg->run.out);
-        return VP_OK;
-    }
-    char name[256];
-    if (!cfg->run.name[0]) vp_run_name_from_path(o->config_path, name, sizeof name);
-    else VP_REQUIRE(snprintf(name, sizeof name, "%s", cfg->run.name) < (int)sizeof name, VP_ERR_INVALID_ARG,
-                    "run.name '%.40s...' is too long", cfg->run.name);
-    return vp_run_dir_default(dir, n, "runs", name, time(NULL));
-}
-
-/* A progress note (when progress is on). */
-static void note(job* j, const char* msg) {
-    if (j->progress_on) vp_progress_note(&j->prog, msg);
-}
-
 /* The learner's count of non-finite steps in a statistics list (0 when it has none). */
 static int64_t nan_count(const vp_kv_list* st) {
     const double v = vp_kv_get(st, "nan_steps");
     return isfinite(v) && v > 0 && v < 9e18 ? (int64_t)v : 0;
 }
 
-/* Writes the "train" and "timing" events and updates the progress line; fails when every
- * learner step since the last log was non-finite. */
+/* Writes the "train" and "timing" events and keeps the loss and epsilon for the progress
+ * line; fails when every learner step since the last log was non-finite. */
 static vp_status log_point(job* j) {
     vp_algo* t = &j->a;
     vp_kv_list st;
@@ -97,21 +70,16 @@ static vp_status log_point(job* j) {
     const int64_t since = j->at_log.iteration, steps = t->count.learner_steps - j->at_log.learner_steps;
     j->t_log = now;
     j->at_log = t->count;
-    j->last_loss = vp_kv_get(&st, "loss");
+    j->prog.last_loss = vp_kv_get(&st, "loss");
+    j->prog.last_eps = vp_kv_get(&st, "epsilon");
     // Non-finite learner steps are counted, not fatal: say so when the count grows.
     const int64_t nan_steps = nan_count(&st), bad = nan_steps - j->nan_steps;
     if (nan_steps > j->nan_steps) {
         char msg[160];
-        snprintf(msg, sizeof msg, "warning: %lld learner steps so far had a non-finite loss or gradient (iteration %lld)",
-                 (long long)nan_steps, (long long)t->count.iteration);
-        if (j->progress_on) note(j, msg);
-        else vp_log(VP_LOG_WARN, "%s", msg);
+        snprintf(msg, sizeof msg, "warning: %lld learner %s so far had a non-finite loss or gradient (iteration %lld)",
+                 (long long)nan_steps, vp_plural(nan_steps, "step", "steps"), (long long)t->count.iteration);
+        vp_train_progress_note(&j->prog, VP_LOG_WARN, msg);
         j->nan_steps = nan_steps;
-    }
-    if (j->progress_on) {
-        vp_progress_stats ps = {t->count.iteration, t->count.env_steps, t->count.learner_steps, j->last_loss,
-                                vp_kv_get(&st, "epsilon"), j->last_val};
-        vp_progress_update(&j->prog, &ps, now);
     }
     // ...but a log interval whose every learner step was non-finite is a run that learns nothing.
     if (steps > 0 && bad >= steps) {
@@ -119,10 +87,11 @@ static vp_status log_point(job* j) {
         if (j->last_ckpt >= 0) snprintf(kept, sizeof kept, "last.safetensors of iteration %lld is kept",
                                         (long long)j->last_ckpt);
         VP_FAIL(VP_ERR_NUMERIC,
-                "the run failed: all %lld learner steps of iterations %lld..%lld had a non-finite loss or gradient "
+                "the run failed: %s %lld learner %s of iterations %lld..%lld had a non-finite loss or gradient "
                 "(nan_steps %lld): check the data's prices and instrument.multiplier, instrument.initial_equity, "
                 "env.reward_scale and learn.lr; %s, no summary.json",
-                (long long)steps, (long long)since + 1, (long long)t->count.iteration, (long long)nan_steps, kept);
+                steps == 1 ? "the" : "all", (long long)steps, vp_plural(steps, "step", "steps"), (long long)since + 1,
+                (long long)t->count.iteration, (long long)nan_steps, kept);
     }
     return VP_OK;
 }
@@ -144,7 +113,7 @@ static vp_status evaluate(job* j, vp_eval_result* r) {
     const double sh = r->strategy.sharpe;
     const int best = !isnan(sh) && (isnan(t->best_val_sharpe) || sh > t->best_val_sharpe);
     VP_TRY(vp_train_log_eval(&j->run.metrics, t, r, best));
-    j->last_val = sh;
+    j->prog.last_val = sh;
     vp_selection_add(&j->sel, sh);
     if (best) {
         j->best_val = r->strategy;
@@ -178,8 +147,9 @@ static vp_status start(job* j, const vp_config* cfg) {
     VP_TRY(vp_algo_load(t, path));
     j->last_ckpt = t->count.iteration;
     VP_REQUIRE(t->count.iteration < cfg->train.iterations, VP_ERR_INVALID_ARG,
-               "%s holds %lld iterations and train.iterations is %lld: raise train.iterations to continue", path,
-               (long long)t->count.iteration, (long long)cfg->train.iterations);
+               "%s holds %lld %s and train.iterations is %lld: raise train.iterations to continue", path,
+               (long long)t->count.iteration, vp_plural(t->count.iteration, "iteration", "iterations"),
+               (long long)cfg->train.iterations);
     if (t->best_iteration >= 0) {
         VP_TRY(run_file(j, "best.safetensors", path, sizeof path));
         VP_TRY(vp_algo_load_params(t, path, VP_PARAMS_BEST));
@@ -200,19 +170,6 @@ static vp_status start(job* j, const vp_config* cfg) {
     return vp_train_log_run(&j->run.metrics, t, 1);
 }
 
-/* A resume needs DIR/last.safetensors: said first of a folder that is no run at all (no
- * config.yaml); in a run's folder the claim comes first, so a run in progress is reported as
- * in use, and the load under the lock names what is missing. */
-static vp_status check_resumable(const char* dir) {
-    char path[VP_RUN_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/config.yaml", dir);
-    if (access(path, R_OK) == 0) return VP_OK;
-    snprintf(path, sizeof path, "%s/last.safetensors", dir);
-    VP_REQUIRE(access(path, R_OK) == 0, VP_ERR_IO, "cannot resume '%s': cannot read %s: %s", dir, path,
-               strerror(errno));
-    return VP_OK;
-}
-
 /* The learner's count of non-finite steps now, the baseline of the first log. */
 static vp_status nan_baseline(job* j) {
     vp_kv_list st;
@@ -221,41 +178,12 @@ static vp_status nan_baseline(job* j) {
     return VP_OK;
 }
 
-/* Refuses scales that no double or float carries, before anything is made: the largest
- * notional (prices x instrument.multiplier x instrument.max_position) must stay far inside
- * the double range, instrument.initial_equity must be a normal number, and the reward of a
- * bar that moves by the whole price at full size (notional / initial_equity x
- * env.reward_scale) must fit a float with room (1e30), or every learner step is NaN. */
-static vp_status check_scales(const vp_config* cfg, const vp_train_data* d) {
-    const vp_bars* b = &d->bars;
-    double pmax = 0.0;
-    for (int64_t i = 0; i < b->n; ++i) {
-        const double p[4] = {b->open[i], b->high[i], b->low[i], b->close[i]};
-        for (int k = 0; k < 4; ++k) pmax = fabs(p[k]) > pmax || isnan(p[k]) ? fabs(p[k]) : pmax;
-    }
-    const double mult = cfg->instrument.multiplier, pos = cfg->instrument.max_position;
-    const double eq = cfg->instrument.initial_equity, scale = cfg->env.reward_scale;
-    const double notional = pmax * mult * pos;
-    VP_REQUIRE(isfinite(notional) && notional < 1e300, VP_ERR_INVALID_ARG,
-               "%s: the bars' prices (up to %g) x instrument.multiplier (%g) x instrument.max_position (%g) = %g "
-               "overflow double arithmetic: rescale the prices or the instrument",
-               d->source, pmax, mult, pos, notional);
-    VP_REQUIRE(isnormal(eq), VP_ERR_INVALID_ARG,
-               "instrument.initial_equity = %g is subnormal: equity, returns and rewards would not be finite", eq);
-    const double reward = notional / eq * scale;
-    VP_REQUIRE(isfinite(reward) && reward <= 1e30, VP_ERR_INVALID_ARG,
-               "%s: a bar moving by its price at full size is a reward of %g (prices up to %g x "
-               "instrument.multiplier %g x instrument.max_position %g / instrument.initial_equity %g x "
-               "env.reward_scale %g), beyond what float rewards carry (1e30): every learner step would be NaN",
-               d->source, reward, pmax, mult, pos, eq, scale);
-    return VP_OK;
-}
-
 /* The loop: iterations with their logs, validations and checkpoints, until done or stopped. */
 static vp_status loop(job* j, vp_train_result* out) {
     vp_algo* t = &j->a;
     const vp_config_train* tc = &t->cfg.train;
     const vp_train_opts* o = j->opts;
+    if (t->count.iteration < tc->iterations) vp_train_progress_first(&j->prog, t->backend);
     while (t->count.iteration < tc->iterations) {
         VP_TRY(vp_algo_iterate(t, 1));
         const int64_t it = t->count.iteration;
@@ -266,6 +194,7 @@ static vp_status loop(job* j, vp_train_result* out) {
         if ((tc->eval_every > 0 && it % tc->eval_every == 0) || last) VP_TRY(evaluate(j, &out->final_val));
         if (it % tc->log_every == 0 || last) VP_TRY(log_point(j));
         if (!last && tc->checkpoint_every > 0 && it % tc->checkpoint_every == 0) VP_TRY(save_last(j, "periodic"));
+        vp_train_progress_iteration(&j->prog, &t->count);
         if (stop && !last) {
             VP_TRY(save_last(j, "interrupt"));
             out->interrupted = 1;
@@ -285,6 +214,7 @@ static vp_status test_span(job* j, vp_algo_params which, vp_rollout_result* r) {
     c.fused = j->opts->fused;
     memset(r, 0, sizeof *r);
     VP_TRY(vp_annual_measure(d->bars.time_ms, d->bars.n, &c.annual));
+    c.annual.risk_free_rate = a->cfg.metrics.risk_free_rate;
     vp_policy pol;
     VP_TRY(vp_algo_policy(a, which, &pol));
     vp_rollout_data rd = {&d->bars, d->atr, a->features, d->split.test};
@@ -381,32 +311,28 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     job j;
     memset(&j, 0, sizeof j);
     j.opts = opts ? opts : &def;
-    j.last_loss = j.last_val = NAN;
     j.last_ckpt = -1;
     // the run records data.path absolute (config.yaml, checkpoints), so they work from any folder
     vp_config run_cfg = *cfg;
     VP_TRY(vp_config_absolute_data_path(&run_cfg));
     cfg = &run_cfg;
     VP_TRY(vp_config_check(cfg));
-    VP_TRY(check_scales(cfg, d));
-    VP_TRY(pick_dir(cfg, j.opts, out->run_dir, sizeof out->run_dir));
+    VP_TRY(vp_train_check_scales(cfg, d));
+    VP_TRY(vp_train_pick_dir(cfg, j.opts, out->run_dir, sizeof out->run_dir));
 
     // Every part of the run, the folder claimed (locked and checked), then its start.
     vp_status s = vp_algo_create(&j.a, cfg, b, d, VP_ALGO_TRAIN);
-    if (s == VP_OK && j.opts->mode == VP_RUN_RESUME) s = check_resumable(out->run_dir);
+    if (s == VP_OK && j.opts->mode == VP_RUN_RESUME) s = vp_train_check_resumable(out->run_dir);
     if (s == VP_OK) s = vp_run_claim(&j.run, out->run_dir, j.opts->mode);
+    // The first progress line and the warm-up notice, before the warm-up runs.
+    const int resume = j.opts->mode == VP_RUN_RESUME;
+    if (s == VP_OK) vp_train_progress_begin(&j.prog, j.opts, cfg, b, &j.a.count, resume);
     if (s == VP_OK) s = start(&j, cfg);
     if (s == VP_OK) s = nan_baseline(&j);
     if (s == VP_OK) {
-        // Progress counts from here, so a resumed run's rates are its own.
+        // Rates count from here, so a resumed run's are its own.
         j.t0 = j.t_log = vp_clock_s();
         j.at_log = j.a.count;
-        if (j.opts->progress) {
-            vp_progress_stats st = {j.a.count.iteration, j.a.count.env_steps, j.a.count.learner_steps, NAN, NAN, NAN};
-            vp_progress_init(&j.prog, j.opts->progress, j.opts->progress_tty, cfg->train.iterations,
-                             j.opts->progress_interval_s, j.t0, &st);
-            j.progress_on = 1;
-        }
         s = loop(&j, out);
     }
     if (s == VP_OK && !out->interrupted) s = finish(&j, out);
@@ -419,8 +345,9 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
         if (s == VP_OK) s = vp_train_summary_write(path, root);
         cJSON_Delete(root);
     }
-    if (out->interrupted && j.opts->checkpoints) note(&j, "stopped: last.safetensors holds the run; --resume continues it");
-    if (j.progress_on) vp_progress_finish(&j.prog);
+    if (out->interrupted && j.opts->checkpoints)
+        vp_train_progress_note(&j.prog, -1, "stopped: last.safetensors holds the run; --resume continues it");
+    vp_train_progress_end(&j.prog);
     out->count = j.a.count;
     out->best_val_sharpe = j.a.best_val_sharpe;
     out->best_iteration = j.a.best_iteration;

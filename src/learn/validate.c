@@ -13,7 +13,7 @@
 struct vp_validator {
     vp_backend* backend;       /* where it runs */
     vp_rollout_data data;      /* bars, ATR, features and the span */
-    vp_rollout_cfg cfg;        /* windows, instrument, episode length, annualisation */
+    vp_rollout_cfg cfg;        /* windows, instrument, episode length, annualisation and risk-free rate */
     int64_t window_bars;       /* decisions per window (the shortest) */
 };
 
@@ -45,6 +45,10 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_tensor* 
 }
 
 void vp_validator_free(vp_validator* v) { free(v); }
+
+void vp_validator_set_risk_free(vp_validator* v, double risk_free_rate) {
+    if (v) v->cfg.annual.risk_free_rate = risk_free_rate;
+}
 
 vp_status vp_validator_run(vp_validator* v, const vp_policy* pol, vp_eval_result* out) {
     VP_REQUIRE(v != NULL && pol != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_validator_run: NULL argument");

@@ -62,13 +62,23 @@ vp_status vp_annual_given(double periods_per_year, vp_annual* out) {
 
 const char* vp_annual_describe(const vp_annual* a, char* buf, size_t n) {
     if (!buf || n == 0) return "";
+    char rf[64];
+    if (a) vp_risk_free_describe(a->risk_free_rate, rf, sizeof rf);
     if (!a) {
         snprintf(buf, n, "annualisation unknown");
     } else if (a->method == VP_ANNUAL_MEASURED) {
-        snprintf(buf, n, "%.2f periods/year (measured: %lld bars over %.1f days, median bar spacing %g s)",
-                 a->periods_per_year, (long long)a->n_bars, a->span_days, a->median_interval_s);
+        snprintf(buf, n, "%.2f periods/year (measured: %lld bars over %.1f days, median bar spacing %g s); %s",
+                 a->periods_per_year, (long long)a->n_bars, a->span_days, a->median_interval_s, rf);
     } else {
-        snprintf(buf, n, "%.2f periods/year (given)", a->periods_per_year);
+        snprintf(buf, n, "%.2f periods/year (given); %s", a->periods_per_year, rf);
     }
+    return buf;
+}
+
+const char* vp_risk_free_describe(double risk_free_rate, char* buf, size_t n) {
+    if (!buf || n == 0) return "";
+    // a percentage with up to 4 significant digits, 0 as "0 %"
+    double pct = 100.0 * risk_free_rate;
+    snprintf(buf, n, "risk-free rate %.4g %% a year", pct == 0.0 ? 0.0 : pct);
     return buf;
 }

@@ -35,4 +35,9 @@ double vp_metric_ratio(double num, double den);
 /* Text of the annualisation rule, for outputs that state it. */
 #define VP_ANNUAL_RULE_TEXT "periods_per_year = bars x 365.25 days / (last bar time - first bar time + median bar spacing)"
 
+/* Text of the risk-free rule, for outputs that state it. */
+#define VP_RISK_FREE_RULE_TEXT                                                                          \
+    "Sharpe, Sortino, downside risk, the Sharpe's standard error, PSR and DSR use excess returns "    \
+    "r - risk_free_rate / periods_per_year per bar (simple, not compounded)"
+
 #endif /* VP_EVAL_METRICS_INTERNAL_H */

@@ -38,6 +38,7 @@ vp_status vp_perf_to_json(const vp_perf* p, cJSON* obj) {
     VP_TRY(vp_metric_json_add(obj, "n_returns", (double)p->n_returns));
     VP_TRY(vp_metric_json_add(obj, "n_valid_returns", (double)p->n_valid));
     VP_TRY(vp_metric_json_add(obj, "periods_per_year", p->periods_per_year));
+    VP_TRY(vp_metric_json_add(obj, "risk_free_rate_frac", p->risk_free_rate));
     VP_TRY(vp_metric_json_add(obj, "annualised_from_years", p->years));
     VP_REQUIRE(cJSON_AddBoolToObject(obj, "extrapolated", p->extrapolated), VP_ERR_OOM,
                "metrics JSON: out of memory at 'extrapolated'");
@@ -51,7 +52,7 @@ vp_status vp_trade_stats_to_json(const vp_trade_stats* t, cJSON* obj) {
     return add_fields(obj, vp_trade_fields, vp_trade_n_fields, t);
 }
 
-/* Adds the annualisation factor, its source and the rule. */
+/* Adds the annualisation factor, its source and the rule, and the risk-free rate with its rule. */
 static vp_status annual_to_json(const vp_annual* a, cJSON* obj) {
     VP_TRY(vp_metric_json_add(obj, "periods_per_year", a->periods_per_year));
     VP_TRY(add_str(obj, "method", a->method == VP_ANNUAL_MEASURED ? "measured" : "given"));
@@ -61,7 +62,8 @@ static vp_status annual_to_json(const vp_annual* a, cJSON* obj) {
         VP_TRY(vp_metric_json_add(obj, "span_days", a->span_days));
         VP_TRY(vp_metric_json_add(obj, "median_bar_interval_s", a->median_interval_s));
     }
-    return VP_OK;
+    VP_TRY(vp_metric_json_add(obj, "risk_free_rate_frac", a->risk_free_rate));
+    return add_str(obj, "risk_free_rule", VP_RISK_FREE_RULE_TEXT);
 }
 
 /* Builds the summary object into root. */

@@ -1,4 +1,5 @@
-/* Return metrics of one per-bar return series, with empyrical's definitions and NaN rules. */
+/* Return metrics of one per-bar return series, with empyrical's definitions and NaN rules;
+ * the risk-adjusted ratios of the excess returns over a yearly risk-free rate. */
 #include <math.h>
 #include <string.h>
 
@@ -31,14 +32,29 @@ static void perf_undefined(vp_perf* p) {
 }
 
 vp_status vp_perf_compute(const double* returns, int64_t n, double periods_per_year, vp_perf* out) {
+    return vp_perf_compute_rf(returns, n, periods_per_year, 0.0, out);
+}
+
+vp_status vp_perf_compute_annual(const double* returns, int64_t n, const vp_annual* a, vp_perf* out) {
+    VP_REQUIRE(a, VP_ERR_INVALID_ARG, "vp_perf_compute_annual: the annualisation is NULL");
+    return vp_perf_compute_rf(returns, n, a->periods_per_year, a->risk_free_rate, out);
+}
+
+vp_status vp_perf_compute_rf(const double* returns, int64_t n, double periods_per_year, double risk_free_rate,
+                             vp_perf* out) {
     VP_REQUIRE(out, VP_ERR_INVALID_ARG, "vp_perf_compute: out is NULL");
     VP_REQUIRE(n >= 0 && (returns || n == 0), VP_ERR_INVALID_ARG,
                "vp_perf_compute: returns is NULL or n = %lld is negative", (long long)n);
     VP_REQUIRE(isfinite(periods_per_year) && periods_per_year > 0.0, VP_ERR_INVALID_ARG,
                "vp_perf_compute: periods_per_year = %g must be positive and finite", periods_per_year);
+    VP_REQUIRE(isfinite(risk_free_rate), VP_ERR_INVALID_ARG,
+               "vp_perf_compute: the risk-free rate (metrics.risk_free_rate) is %g; it must be finite", risk_free_rate);
     memset(out, 0, sizeof *out);
     out->n_returns = n;
     out->periods_per_year = periods_per_year;
+    out->risk_free_rate = risk_free_rate;
+    // the risk-free return of one bar, simple: the yearly rate spread evenly over the bars
+    const double rf_bar = risk_free_rate / periods_per_year;
     perf_undefined(out);
     out->years = (double)n / periods_per_year;
     out->extrapolated = n > 0 && out->years < 1.0;
@@ -79,13 +95,14 @@ vp_status vp_perf_compute(const double* returns, int64_t n, double periods_per_y
     out->annual_return = pow(v, periods_per_year / (double)n) - 1.0;
     out->calmar = mdd < 0.0 ? out->annual_return / fabs(mdd) : vp_metric_ratio(out->annual_return, 0.0);
 
-    // mean and sample deviation, shifted by the first valid return so a constant series has
-    // a deviation of exactly 0
-    double r0 = returns[first], sum_d = 0.0, sum_down2 = 0.0;
+    // mean and sample deviation of the excess returns x = r - rf_bar, shifted by the first
+    // valid one so a constant series has a deviation of exactly 0; downside below rf_bar
+    double r0 = returns[first] - rf_bar, sum_d = 0.0, sum_down2 = 0.0;
     for (int64_t i = 0; i < n; ++i) {
         if (isnan(returns[i])) continue;
-        sum_d += returns[i] - r0;
-        double down = returns[i] < 0.0 ? returns[i] : 0.0;
+        const double x = returns[i] - rf_bar;
+        sum_d += x - r0;
+        double down = x < 0.0 ? x : 0.0;
         sum_down2 += down * down;
     }
     double mean_d = sum_d / (double)n_valid, mean = r0 + mean_d;
@@ -94,14 +111,14 @@ vp_status vp_perf_compute(const double* returns, int64_t n, double periods_per_y
     double ss = 0.0, s3 = 0.0, s4 = 0.0;
     for (int64_t i = 0; i < n; ++i) {
         if (isnan(returns[i])) continue;
-        double e = (returns[i] - r0) - mean_d, e2 = e * e;
+        double e = ((returns[i] - rf_bar) - r0) - mean_d, e2 = e * e;
         ss += e2;
         s3 += e2 * e;
         s4 += e2 * e2;
     }
     double std = sqrt(ss / (double)(n_valid - 1));
 
-    // annualised dispersion and the two risk-adjusted ratios
+    // annualised dispersion and the two risk-adjusted ratios (of the excess returns)
     out->annual_volatility = std * sqrt(periods_per_year);
     out->sharpe = vp_metric_ratio(mean, std) * sqrt(periods_per_year);
     out->sortino = vp_metric_ratio(mean * periods_per_year, out->downside_risk);

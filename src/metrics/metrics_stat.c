@@ -86,13 +86,26 @@ double vp_selection_variance(const vp_selection* s) {
     return s->m2 / (double)(s->n_trials - 1);
 }
 
-double vp_deflated_sharpe(const vp_selection* s, const vp_perf* best, double* sr0_annual) {
+double vp_deflated_sharpe_trials(const vp_perf* p, int64_t n_trials, double var_annual, double* sr0_annual) {
     if (sr0_annual) *sr0_annual = NAN;
-    if (!s || !best || !(best->periods_per_year > 0.0)) return NAN;
-    double ppy = best->periods_per_year;
+    if (!p || !(p->periods_per_year > 0.0)) return NAN;
+    double ppy = p->periods_per_year;
     // the trials' variance in per-period units: annual variance / ppy
-    double sr0 = vp_expected_max_sharpe(vp_selection_variance(s) / ppy, s->n_trials);
+    double sr0 = vp_expected_max_sharpe(var_annual / ppy, n_trials);
     if (isnan(sr0)) return NAN;
     if (sr0_annual) *sr0_annual = sr0 * sqrt(ppy);
-    return vp_psr(best->sharpe / sqrt(ppy), sr0, best->skewness, best->kurtosis, best->n_valid);
+    return vp_psr(p->sharpe / sqrt(ppy), sr0, p->skewness, p->kurtosis, p->n_valid);
+}
+
+double vp_deflated_sharpe(const vp_selection* s, const vp_perf* best, double* sr0_annual) {
+    if (sr0_annual) *sr0_annual = NAN;
+    if (!s) return NAN;
+    return vp_deflated_sharpe_trials(best, s->n_trials, vp_selection_variance(s), sr0_annual);
+}
+
+const char* vp_psr_verdict(double psr) {
+    if (isnan(psr)) return "undefined (too few returns or no spread)";
+    if (psr >= 0.95) return "a gain distinguishable from noise at 95 %";
+    if (psr <= 0.05) return "a loss distinguishable from noise at 95 %";
+    return "not distinguishable from noise at 95 %";
 }

@@ -30,15 +30,15 @@ static vp_baseline_costs hold_costs(const vp_ro_run* r) {
  * buy-and-hold returns into bret [P], and both windows' metrics. */
 static vp_status window_returns(const vp_ro_run* r, vp_rollout_result* out, double* ret, double* bret, double* tmp) {
     const vp_baseline_costs bc = hold_costs(r);
-    const double ppy = r->cfg->annual.periods_per_year;
+    const vp_annual* an = &r->cfg->annual;
     const vp_bars* bars = r->data->bars;
     for (int64_t w = 0; w < out->n_windows; ++w) {
         vp_rollout_window* x = &out->windows[w];
         VP_TRY(vp_returns_from_equity(out->equity + x->offset, x->n_points, ret + x->offset));
-        VP_TRY(vp_perf_compute(ret + x->offset, x->n_points - 1, ppy, &x->perf));
+        VP_TRY(vp_perf_compute_annual(ret + x->offset, x->n_points - 1, an, &x->perf));
         VP_TRY(vp_baseline_buy_hold(bars->open + x->begin, bars->close + x->begin, x->n_points, &bc, tmp));
         vp_baseline_returns(tmp, x->n_points, bret + x->offset);
-        VP_TRY(vp_perf_compute(bret + x->offset, x->n_points - 1, ppy, &x->buy_hold));
+        VP_TRY(vp_perf_compute_annual(bret + x->offset, x->n_points - 1, an, &x->buy_hold));
     }
     return VP_OK;
 }
@@ -110,11 +110,11 @@ vp_status vp_ro_curve_build(const vp_ro_run* r, vp_rollout_result* out) {
         tr[i].costs = out->trades[i].costs;
         tr[i].bars_held = out->trades[i].bars_held;
     }
-    if (s == VP_OK) s = vp_perf_compute(pooled, n - 1, ppy, &m->strategy);
-    if (s == VP_OK) s = vp_perf_compute(bpooled, n - 1, ppy, &m->buy_hold);
+    if (s == VP_OK) s = vp_perf_compute_annual(pooled, n - 1, &m->annual, &m->strategy);
+    if (s == VP_OK) s = vp_perf_compute_annual(bpooled, n - 1, &m->annual, &m->buy_hold);
     if (s == VP_OK) {
         memset(tmp, 0, sizeof(double) * (size_t)n);
-        s = vp_perf_compute(tmp, n - 1, ppy, &m->flat);
+        s = vp_perf_compute_annual(tmp, n - 1, &m->annual, &m->flat);
     }
     if (s == VP_OK)
         s = vp_trade_stats_compute(tr, out->n_trades, out->curve_position, n,
