@@ -28,7 +28,7 @@ static void compare(int64_t begin, int64_t end, int32_t episode, uint64_t seed) 
     vp_span span = {begin, end};
     vp_validator* v = NULL;
     vp_eval_result ev;
-    CHECK_OK(vp_validator_init(&v, b, &mk.features, &d, span, &in, episode));
+    CHECK_OK(vp_validator_init(&v, b, &mk.features, &d, span, &in, episode, vp_rollout_cfg_default().ruin_fraction));
     const vp_policy pol = vp_model_rollout_policy(&m, &m.params);
     CHECK_OK(vp_validator_run(v, &pol, &ev));
     vp_validator_free(v);

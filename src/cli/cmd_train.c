@@ -102,6 +102,9 @@ static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
                 (long long)r->val_trials);
     if (r->interrupted) return;
     const vp_perf* t = &r->test.strategy;
+    if (r->test.ruined)
+        fprintf(stderr, "test span RUINED: equity reached the ruin level (env.ruin_fraction); the figures below are not "
+                "a normal result (report.html, summary.json \"test\".\"ruin\")\n");
     fprintf(stderr, "test span (%s, exact backtest): Sharpe %.3f +- %.3f (SE), PSR vs 0 %.1f %%, vs buy & hold %.1f %%, "
             "total return %.2f %%, max drawdown %.2f %%, %lld trades; buy & hold Sharpe %.3f%s (report.html)\n",
             r->best_iteration >= 0 ? "best parameters" : "final parameters", t->sharpe, t->sharpe_se,
