@@ -60,4 +60,10 @@ static inline int read_line(const char* path, int k, char* buf, size_t n) {
     return ok;
 }
 
+/* Whether line ends with tail. */
+static inline int ends_with(const char* line, const char* tail) {
+    const size_t n = strlen(line), m = strlen(tail);
+    return n >= m && strcmp(line + n - m, tail) == 0;
+}
+
 #endif /* VP_TEST_BACKTEST_HAND_H */

@@ -5,9 +5,9 @@
  * summary equals its own curve (last / first - 1, exactly); the segment mode, a ruin at a
  * window's last close; summary.json, equity.csv, trades.csv, the console and the report say
  * RUINED. */
-#include <cjson/cJSON.h>
+#include "test_backtest_hand.h" /* first: its system headers' POSIX level */
 
-#include "test_backtest_hand.h"
+#include <cjson/cJSON.h>
 
 /* Long 2 contracts (max_position) at every decision, no take-profit or stop. */
 static const int32_t HOLD[4] = {VP_ENV_DIR_LONG, 3, 0, 0};
