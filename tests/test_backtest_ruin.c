@@ -293,6 +293,8 @@ static void test_ruin_files(void) {
         CHECK(strncmp(con, warn + strlen("<p class=\"warn\">"), strlen(warn) - strlen("<p class=\"warn\"></p>")) == 0,
               "console first line: %.200s", con);
         const char* metrics = strstr(con, "annualisation:");
+        CHECK(strstr(con, "\nseries status                               ruined        ruined            ok\n"),
+              "console status row: %s", con);
         CHECK(metrics && strstr(con, "RUINED: buy & hold at the close of bar 2") < metrics &&
                   strstr(con, "the metrics below are those of a RUINED run, not a normal result:\n") < metrics &&
                   strstr(con, "RUINED at bar 2 (2020-01-06T02:00:00Z): the figures above are not a normal result") >

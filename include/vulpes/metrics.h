@@ -239,6 +239,10 @@ vp_status vp_metric_json_add(struct cJSON* obj, const char* key, double v);
  * trade statistics as plain text to out. */
 vp_status vp_metrics_print(const vp_metrics_summary* s, FILE* out);
 
+/* vp_metrics_print with the status row's text of each series (strategy, buy & hold, flat)
+ * replaced by status[i] where that is not NULL (a backtest's "ruined"); status may be NULL. */
+vp_status vp_metrics_print_status(const vp_metrics_summary* s, const char* const* status /* [3] */, FILE* out);
+
 #ifdef __cplusplus
 }
 #endif

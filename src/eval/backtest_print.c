@@ -109,7 +109,8 @@ vp_status vp_backtest_print(const vp_rollout_result* r, FILE* out) {
     if (r->buy_hold_ruin.ruined)
         fprintf(out, "%s\n", vp_bt_ruin_line("buy & hold", &r->buy_hold_ruin, 0, 1, line, sizeof line));
     if (r->ruin.ruined) fputs("the metrics below are those of a RUINED run, not a normal result:\n", out);
-    VP_TRY(vp_metrics_print(&r->summary, out));
+    const char* status[3] = {r->ruin.ruined ? "ruined" : NULL, r->buy_hold_ruin.ruined ? "ruined" : NULL, NULL};
+    VP_TRY(vp_metrics_print_status(&r->summary, status, out));
     if (r->ruin.ruined)
         fprintf(out, "RUINED at bar %lld (%s): the figures above are not a normal result\n", (long long)r->ruin.bar,
                 vp_time_format_iso(r->ruin.time_ms, t, sizeof t));

@@ -281,15 +281,6 @@ static vp_status collect_points(const vp_ro_run* r, vp_rollout_result* out) {
     return VP_OK;
 }
 
-/* Counts the choices with a margin, and the fragile ones among them. */
-static void count_fragile(vp_rollout_result* out) {
-    for (int64_t o = 0; o < out->n_points; ++o) {
-        if (isnan(out->margin[o])) continue;
-        out->n_decisions += 1;
-        out->n_fragile += out->margin[o] < VP_ACTION_FRAGILE_MARGIN;
-    }
-}
-
 /* Frees the run's memory. */
 static void run_free(vp_ro_run* r) {
     vp_env_market_free(&r->market);
@@ -340,7 +331,6 @@ vp_status vp_rollout_run(vp_backend* b, const vp_policy* pol, const vp_rollout_d
     if (s == VP_OK) s = host_bars(&r);
     if (s == VP_OK) s = collect_points(&r, out);
     if (s == VP_OK) s = vp_ro_next_decisions(&r, out);
-    if (s == VP_OK) count_fragile(out);
     if (s == VP_OK) s = vp_ro_trades_build(&r, out);
     if (s == VP_OK) s = vp_ro_curve_build(&r, out);
     run_free(&r);

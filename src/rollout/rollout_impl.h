@@ -63,7 +63,8 @@ vp_status vp_ro_trades_build(const vp_ro_run* r, vp_rollout_result* out);
 
 /* The policy's choice at each window's last close for the bar after it, from that bar's
  * features and the window's final state (not traded), into out's action and margin at the
- * window's last point; none (-1, NaN) after a ruin or with forced actions. */
+ * window's last point; none (-1, NaN) after a ruin or with forced actions. Then counts the
+ * choices with a margin and the fragile ones (out->n_decisions, n_fragile). */
 vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out);
 
 /* The ruin of window w from the ruin step ruin_step (-1: none) and its points eq [n] (first

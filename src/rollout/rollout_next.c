@@ -3,7 +3,8 @@
  * window's portfolio at that close — so a user can read the next action at the end of a
  * span. It is not traded. The window has then closed its position (its last step goes
  * flat), and its time left reads as for a window that goes on (capped at 1): the bar after
- * the span ends nothing. None after a ruin (the window stopped) or with forced actions. */
+ * the span ends nothing. None after a ruin (the window stopped) or with forced actions.
+ * Then every logged choice's margin is counted: the decisions and the fragile ones. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,21 @@ static vp_status score_all(const vp_ro_run* r, next_ctx* c, int64_t m) {
     return vp_download(r->b, c->q, &scores, sizeof(float) * (size_t)(m * A));
 }
 
+/* Counts the choices with a margin, and the fragile ones among them. */
+static void count_fragile(vp_rollout_result* out) {
+    out->n_decisions = out->n_fragile = 0;
+    for (int64_t o = 0; o < out->n_points; ++o) {
+        if (isnan(out->margin[o])) continue;
+        out->n_decisions += 1;
+        out->n_fragile += out->margin[o] < VP_ACTION_FRAGILE_MARGIN;
+    }
+}
+
 vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
-    if (!r->pol) return VP_OK;
+    if (!r->pol) {
+        count_fragile(out);
+        return VP_OK;
+    }
     const int64_t N = out->n_windows, A = r->pol->layout.n_heads;
     next_ctx c;
     memset(&c, 0, sizeof c);
@@ -84,5 +98,6 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
     free(c.win);
     free(c.pf);
     free(c.q);
+    if (s == VP_OK) count_fragile(out);
     return s;
 }
