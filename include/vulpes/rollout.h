@@ -71,8 +71,10 @@ typedef struct vp_rollout_trade {
     int64_t exit_bar;     /* bar whose open or range filled the exit (the bar after the ruin close for a ruin) */
     double entry_price;   /* contract-weighted mean price of the opening fills, slippage included */
     double exit_price;    /* contract-weighted mean price of the closing fills */
-    double pnl;           /* net profit: the sum of its cash flows, commission and slippage paid, currency */
-    double costs;         /* commission plus slippage paid on its fills, currency (>= 0) */
+    double pnl;           /* net profit: the sum of its cash flows, commission, slippage (with the spread's
+                             share) and financing paid, currency */
+    double costs;         /* commission plus slippage (with the spread's share) paid on its fills, plus the
+                             financing charged while it was held, currency (>= 0; a credit only adds to pnl) */
     int64_t bars_held;    /* bar closes at which the position was open */
 } vp_rollout_trade;
 

@@ -2,7 +2,8 @@
  * wrote at every point (vp_env_fill_rec): round trips from the fill that opens a position to the
  * one that leaves it flat or reverses it, with their cash flows and costs. No fill rule is
  * derived here; the fills must account for the logged position, or the run fails naming
- * the bar. */
+ * the bar. A step's financing (vp_env_fill_rec.financing) goes to the trade that held the
+ * position over it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,18 @@ static vp_status log_step(trade_log* L, int64_t w, int64_t p, vp_exit_reason clo
                "rollout trade log: the fills at bar %lld leave %d contracts, the environment holds %d",
                (long long)fill_bar, (int)pos, (int)h->position[p + 1]);
     if (pos != 0) L->cur.t.bars_held += 1;
+
+    // the step's financing: to the trade holding the position at its close, or, when it ended
+    // flat, to the trade it closed (a charge is a cost, a credit only adds to the pnl)
+    if (f->financing != 0.0) {
+        vp_rollout_trade* t = pos != 0 ? &L->cur.t
+                              : h->position[p] != 0 && L->out->n_trades > 0 ? &L->out->trades[L->out->n_trades - 1]
+                                                                             : NULL;
+        VP_REQUIRE(t != NULL, VP_ERR_STATE, "rollout trade log: financing of %g charged at bar %lld with nothing held",
+                   f->financing, (long long)fill_bar);
+        t->pnl -= f->financing;
+        if (f->financing > 0.0) t->costs += f->financing;
+    }
     return VP_OK;
 }
 
