@@ -74,6 +74,7 @@ static int run(vp_backend* b, const vp_model* m, const vp_train_data* mk, const 
     vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument = market_instrument();
     c.episode_bars = 1024;
+    c.ruin_fraction = 0.0; /* a window stops early only at zero equity: the timed spans run to their end */
     c.n_windows = windows;
     c.fused = fused;
     vp_rollout_data d = {&mk->bars, mk->atr, feat, {a, a + n}};

@@ -1,17 +1,7 @@
 /* The backtest on a hand-checkable 9-bar path with forced actions: every fill, cost, trade
- * row and equity value worked out by hand below; the files it writes; bad arguments. */
-#include "test_data_util.h"
-#include "vp_test.h"
-#include "vulpes/backtest.h"
-
-enum { NB = 9 };
-
-/* Bars on the 0.25 tick grid: open, high, low, close. */
-static const double BARS[NB][4] = {
-    {100.00, 101.00, 99.00, 100.50}, {100.75, 102.00, 100.50, 101.50}, {101.50, 103.00, 101.00, 102.50},
-    {102.25, 102.50, 100.00, 100.50}, {100.50, 101.00, 99.50, 100.00}, {100.00, 100.25, 97.00, 98.00},
-    {98.25, 99.00, 95.50, 98.50},     {98.50, 99.50, 98.00, 99.00},    {99.25, 99.50, 98.50, 99.00},
-};
+ * row and equity value worked out by hand below, buy-and-hold's and flat's curves stepped
+ * by the environment; the files it writes; bad arguments. Ruin: test_backtest_ruin.c. */
+#include "test_backtest_hand.h"
 
 /* Choices (direction 0 short / 1 flat / 2 long, size 0..3, take-profit, stop-loss) at bars 0..7. */
 static const int32_t ACTS[NB - 1][4] = {
@@ -25,39 +15,12 @@ static const int32_t ACTS[NB - 1][4] = {
     {2, 3, 0, 0}, /* the last step: closed at the open of bar 8, 99.25 - 0.25, whatever the choice */
 };
 
-/* The bars, ATR 1 everywhere, hourly times from 2020-01-06. */
-typedef struct fixture {
-    vp_bars bars;
-    double atr[NB];
-} fixture;
-
-static void fixture_init(fixture* f) {
-    CHECK_OK(vp_bars_alloc(&f->bars, NB));
-    for (int i = 0; i < NB; ++i) {
-        f->bars.time_ms[i] = 1578268800000LL + (int64_t)i * 3600000LL;
-        f->bars.open[i] = BARS[i][0], f->bars.high[i] = BARS[i][1];
-        f->bars.low[i] = BARS[i][2], f->bars.close[i] = BARS[i][3];
-        f->bars.volume[i] = 100.0;
-        f->atr[i] = 1.0;
-    }
-}
-
-/* E-mini-like: tick 0.25, $50 a point, $2.5 a contract, 1 tick of slippage, 2 contracts. */
-static vp_rollout_cfg hand_cfg(void) {
-    vp_rollout_cfg c = vp_rollout_cfg_default();
-    c.instrument = vpt_instrument_emini();
-    c.instrument.max_position = 2;
-    c.episode_bars = 16;
-    c.forced_actions = &ACTS[0][0];
-    return c;
-}
-
 static void test_hand_path(void) {
     fixture f;
     fixture_init(&f);
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_rollout_cfg c = hand_cfg();
+    vp_rollout_cfg c = hand_cfg(&ACTS[0][0]);
     vp_rollout_data d = {&f.bars, f.atr, NULL, {0, NB}};
     vp_rollout_result r;
     CHECK_OK(vp_backtest_run(b, NULL, NULL, &d, &c, &r));
@@ -109,22 +72,30 @@ static void test_hand_path(void) {
           (long long)r.summary.trades.n_trades, (long long)r.summary.trades.n_wins);
     CHECK_NEAR(r.summary.trades.exposure, 5.0 / 9.0, 0, 1e-12);
     CHECK_NEAR(r.summary.trades.turnover, (2 + 1 + 3 + 0 + 2 + 0 + 1 + 1) / 2.0, 0, 1e-12);
-    // buy-and-hold: 2 contracts bought at 101 (open 1 + slippage), sold at 99 (open 8 - slippage)
-    CHECK_NEAR(r.curve_benchmark[NB - 1], 100000.0 + 2 * (99.0 - 101.0) * 50.0 - 4 * 2.5, 1e-9, 0);
+    // buy-and-hold, stepped by the environment: 2 contracts bought at 101 (open 1 + slippage,
+    // cash 100000 - 10100 - 5 = 89895), marked at each close, sold at 99 (open 8 - slippage)
+    static const double bh[NB] = {100000, 100045, 100145, 99945, 99895, 99695, 99745, 99795, 99790};
+    for (int i = 0; i < NB && r.n_curve == NB; ++i) {
+        CHECK(r.curve_benchmark[i] == bh[i], "buy-and-hold[%d] = %.17g, expected %.17g", i, r.curve_benchmark[i],
+              bh[i]);
+        CHECK(r.curve_flat[i] == 100000.0, "flat[%d] = %.17g", i, r.curve_flat[i]);
+    }
+    // each summary is its curve's: total return last / first - 1, exactly
+    CHECK(r.summary.buy_hold.total_return == 99790.0 / 100000.0 - 1.0, "buy-and-hold total %.17g",
+          r.summary.buy_hold.total_return);
+    CHECK(r.summary.strategy.total_return == 100190.0 / 100000.0 - 1.0, "strategy total %.17g",
+          r.summary.strategy.total_return);
+    CHECK(r.summary.flat.total_return == 0.0 && r.windows[0].buy_hold.total_return == r.summary.buy_hold.total_return,
+          "flat total %.17g, window buy-and-hold %.17g", r.summary.flat.total_return,
+          r.windows[0].buy_hold.total_return);
+    // nothing ruined, no choice scored (forced), no decision after the span
+    CHECK(!r.ruin.ruined && !r.buy_hold_ruin.ruined && r.n_ruined == 0 && r.n_decisions == 0 && r.n_fragile == 0,
+          "ruin %d / %d, %lld decisions scored", r.ruin.ruined, r.buy_hold_ruin.ruined, (long long)r.n_decisions);
+    for (int i = 0; i < NB && r.n_points == NB; ++i) CHECK(isnan(r.margin[i]), "margin[%d] = %g", i, r.margin[i]);
     CHECK(r.summary.annual.periods_per_year == 252.0, "ppy %g", r.summary.annual.periods_per_year);
     vp_rollout_result_free(&r);
     vp_bars_free(&f.bars);
     vp_backend_free(b);
-}
-
-/* Reads line `k` (0 = header) of a file into buf; 1 when found. */
-static int read_line(const char* path, int k, char* buf, size_t n) {
-    FILE* f = fopen(path, "r");
-    if (!f) return 0;
-    int ok = 0;
-    for (int i = 0; i <= k && fgets(buf, (int)n, f); ++i) ok = i == k;
-    fclose(f);
-    return ok;
 }
 
 static void test_files(void) {
@@ -132,7 +103,7 @@ static void test_files(void) {
     fixture_init(&f);
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_rollout_cfg c = hand_cfg();
+    vp_rollout_cfg c = hand_cfg(&ACTS[0][0]);
     vp_rollout_data d = {&f.bars, f.atr, NULL, {0, NB}};
     vp_rollout_result r;
     CHECK_OK(vp_backtest_run(b, NULL, NULL, &d, &c, &r));
@@ -150,12 +121,17 @@ static void test_files(void) {
           "trade row: %s", line);
     CHECK(read_line(path, 4, line, sizeof line) && strstr(line, ",take_profit\n") != NULL, "row: %s", line);
     CHECK(!read_line(path, 6, line, sizeof line), "a sixth trade row");
-    // equity.csv: a row per bar with equity, position, drawdown and the choices
+    // equity.csv: a row per bar stamped with its open time, marked at its close: equity,
+    // position, drawdown, buy-and-hold, the choices and their margin (none: forced)
     snprintf(path, sizeof path, "%s/equity.csv", sub);
+    CHECK(read_line(path, 0, line, sizeof line) &&
+              strcmp(line, "bar_open_time,bar,window,equity,position,drawdown,buy_hold_equity,direction,size,"
+                           "take_profit,stop_loss,q_margin\n") == 0,
+          "equity header: %s", line);
     CHECK(read_line(path, 5, line, sizeof line) &&
-              strcmp(line, "2020-01-06T04:00:00Z,4,0,100247.5,-2,0,99895,2,0,1,2\n") == 0,
+              strcmp(line, "2020-01-06T04:00:00Z,4,0,100247.5,-2,0,99895,2,0,1,2,\n") == 0,
           "equity row: %s", line);
-    CHECK(read_line(path, 9, line, sizeof line) && strstr(line, ",100190,0,") && strstr(line, ",-1,-1,-1,-1\n"),
+    CHECK(read_line(path, 9, line, sizeof line) && strstr(line, ",100190,0,") && strstr(line, ",99790,-1,-1,-1,-1,\n"),
           "last row: %s", line);
     // summary.json and report.html exist with their content; no temporary file is left
     snprintf(path, sizeof path, "%s/summary.json", sub);
@@ -163,7 +139,9 @@ static void test_files(void) {
     char text[8192] = {0};
     CHECK(js && fread(text, 1, sizeof text - 1, js) > 0, "summary.json");
     if (js) fclose(js);
-    CHECK(strstr(text, "\"mode\":\t\"sequential\"") && strstr(text, "\"n_trades\":\t5") &&
+    CHECK(strncmp(text, "{\n\t\"status\":\t\"ok\",", 15) == 0 && strstr(text, "\"ruin\":\tnull") &&
+              strstr(text, "\"next_decision\":\tnull") && strstr(text, "\"mode\":\t\"sequential\"") &&
+              strstr(text, "\"n_trades\":\t5") &&
               strstr(text, "\"checkpoint\":\t\"ck.safetensors\"") && strstr(text, "\"periods_per_year\":\t252"),
           "summary.json content");
     snprintf(path, sizeof path, "%s/report.html", sub);
@@ -175,45 +153,12 @@ static void test_files(void) {
     vp_backend_free(b);
 }
 
-/* A small account wiped out: long 2 contracts at 101, the close of bar 2 at 90 marks the
- * equity at 1000 - 10100 - 5 + 9000 = -105; the window stops there with a ruin exit (and
- * buy-and-hold, ruined the same way, does not break the metrics). */
-static void test_ruin(void) {
-    fixture f;
-    fixture_init(&f);
-    f.bars.low[2] = 89.0, f.bars.close[2] = 90.0;
-    vp_backend* b = NULL;
-    CHECK_OK(vp_backend_cpu_init(&b));
-    vp_rollout_cfg c = hand_cfg();
-    int32_t hold[NB - 1][4];
-    for (int i = 0; i < NB - 1; ++i) hold[i][0] = 2, hold[i][1] = 3, hold[i][2] = 0, hold[i][3] = 0;
-    c.forced_actions = &hold[0][0];
-    c.instrument.initial_equity = 1000.0;
-    vp_rollout_data d = {&f.bars, f.atr, NULL, {0, NB}};
-    vp_rollout_result r;
-    CHECK_OK(vp_backtest_run(b, NULL, NULL, &d, &c, &r));
-    CHECK(r.n_points == 3 && r.windows[0].ruined && r.windows[0].last == 2, "%lld points, ruined %d",
-          (long long)r.n_points, r.windows[0].ruined);
-    CHECK(r.n_points == 3 && r.equity[1] == 1000.0 - 10105.0 + 10150.0 && r.equity[2] == -105.0, "equity %.17g",
-          r.n_points == 3 ? r.equity[2] : 0.0);
-    CHECK(r.n_trades == 1 && r.trades[0].reason == VP_EXIT_RUIN && r.trades[0].exit_bar == 2 &&
-              r.trades[0].exit_price == 90.0 && r.trades[0].pnl == -1105.0,
-          "ruin trade: %lld trades", (long long)r.n_trades);
-    // the curve holds the ruined equity after the stop; the metrics see the loss
-    CHECK(r.n_curve == NB && r.curve_equity[NB - 1] == -105.0 && r.curve_position[NB - 1] == 0.0, "curve end %.17g",
-          r.curve_equity[NB - 1]);
-    CHECK(r.summary.strategy.total_return < -1.0, "total return %g", r.summary.strategy.total_return);
-    vp_rollout_result_free(&r);
-    vp_bars_free(&f.bars);
-    vp_backend_free(b);
-}
-
 static void test_bad_args(void) {
     fixture f;
     fixture_init(&f);
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
-    vp_rollout_cfg c = hand_cfg();
+    vp_rollout_cfg c = hand_cfg(&ACTS[0][0]);
     vp_rollout_result r;
     vp_rollout_data d = {&f.bars, f.atr, NULL, {3, 4}};
     CHECK_STATUS(vp_backtest_run(b, NULL, NULL, &d, &c, &r), VP_ERR_INVALID_ARG, "at least 2");
@@ -226,7 +171,7 @@ static void test_bad_args(void) {
     c.forced_actions = NULL;
     CHECK_STATUS(vp_backtest_run(b, NULL, NULL, &d, &c, &r), VP_ERR_INVALID_ARG, "model, params or features");
     // a bad bar inside the span is refused by the environment's market
-    c = hand_cfg();
+    c = hand_cfg(&ACTS[0][0]);
     f.bars.low[2] = 103.5;
     d.span = (vp_span){0, NB};
     vp_clear_error();
@@ -240,7 +185,6 @@ static void test_bad_args(void) {
 int main(void) {
     RUN_TEST(test_hand_path);
     RUN_TEST(test_files);
-    RUN_TEST(test_ruin);
     RUN_TEST(test_bad_args);
     return vpt_finish();
 }

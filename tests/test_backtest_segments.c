@@ -36,8 +36,14 @@ static void check_window(const vp_rollout_result* seg, int64_t w, const vp_rollo
         same &= one->equity[k] == seg->equity[o] && one->cash[k] == seg->cash[o] &&
                 one->position[k] == seg->position[o] && one->bar[k] == seg->bar[o];
         for (int j = 0; j < 4; ++j) same &= one->action[k * 4 + j] == seg->action[o * 4 + j];
+        same &= isnan(one->margin[k]) ? isnan(seg->margin[o]) : one->margin[k] == seg->margin[o];
     }
     CHECK(same, "window %lld: points differ from the sequential run", (long long)w);
+    // the same ruins (alone, the window is window 0)
+    vp_rollout_ruin ru = x->ruin, bh = x->buy_hold_ruin;
+    ru.window = bh.window = 0;
+    CHECK(vpt_ruin_equal(&one->windows[0].ruin, &ru) && vpt_ruin_equal(&one->windows[0].buy_hold_ruin, &bh),
+          "window %lld: ruined %d alone, %d in the segment run", (long long)w, one->windows[0].ruin.ruined, x->ruin.ruined);
     // the window's trades, in order
     int64_t n = 0;
     for (int64_t i = 0; i < seg->n_trades; ++i) {
@@ -51,35 +57,40 @@ static void check_window(const vp_rollout_result* seg, int64_t w, const vp_rollo
     }
     CHECK(n == one->n_trades, "window %lld: %lld trades in the segment run, %lld alone", (long long)w, (long long)n,
           (long long)one->n_trades);
-    CHECK(x->perf.total_return == one->summary.strategy.total_return, "window %lld total return", (long long)w);
+    CHECK(x->perf.total_return == one->summary.strategy.total_return &&
+              x->buy_hold.total_return == one->summary.buy_hold.total_return,
+          "window %lld total return", (long long)w);
 }
 
-/* Runs the span in n windows, then each window alone, and compares. */
-static void compare_modes(vp_backend* b, const vp_model* m, const vpt_market* mk, vp_rollout_cfg c, int64_t n_win,
-                          int64_t* trades) {
+/* Runs the span in n windows, then each window alone, and compares; windows may end early
+ * by the ruin rule (c.ruin_fraction) and their count goes into *ruined (may be NULL). */
+static void compare_modes_ruin(vp_backend* b, const vp_model* m, const vpt_market* mk, vp_rollout_cfg c, int64_t n_win,
+                               int64_t* trades, int64_t* ruined) {
     vp_rollout_data d = {&mk->bars, mk->atr, &mk->features, {A0, B0}};
     vp_rollout_result seg;
     c.n_windows = n_win;
     CHECK_OK(vp_backtest_run(b, m, m ? &m->params : NULL, &d, &c, &seg));
     // the windows tile the span's steps: consecutive, sharing their boundary bars
     const int64_t steps = B0 - A0 - 1;
-    CHECK(seg.n_windows == n_win && seg.windows[0].begin == A0 && seg.windows[n_win - 1].last == B0 - 1,
+    CHECK(seg.n_windows == n_win && seg.windows[0].begin == A0 && (ruined || seg.windows[n_win - 1].last == B0 - 1),
           "window ends %lld .. %lld", (long long)seg.windows[0].begin, (long long)seg.windows[n_win - 1].last);
     for (int64_t w = 0; w < n_win; ++w) {
         const vp_rollout_window* x = &seg.windows[w];
-        CHECK(x->begin == A0 + w * steps / n_win && x->last == A0 + (w + 1) * steps / n_win && !x->ruined,
+        const int64_t end = A0 + (w + 1) * steps / n_win;
+        CHECK(x->begin == A0 + w * steps / n_win && (ruined ? x->last <= end : x->last == end && !x->ruined),
               "window %lld is bars %lld .. %lld", (long long)w, (long long)x->begin, (long long)x->last);
     }
-    CHECK(seg.n_points == steps + n_win && seg.n_curve == B0 - A0, "%lld points, curve %lld", (long long)seg.n_points,
-          (long long)seg.n_curve);
+    CHECK((ruined || seg.n_points == steps + n_win) && seg.n_curve == B0 - A0, "%lld points, curve %lld",
+          (long long)seg.n_points, (long long)seg.n_curve);
+    if (ruined) *ruined = seg.n_ruined;
     // each window alone, through the sequential path (forced actions indexed from its first bar)
     c.n_windows = 1;
     for (int64_t w = 0; w < n_win; ++w) {
         const vp_rollout_window* x = &seg.windows[w];
         vp_rollout_data dw = d;
-        dw.span = (vp_span){x->begin, x->last + 1};
         vp_rollout_cfg cw = c;
         if (c.forced_actions) cw.forced_actions = c.forced_actions + (x->begin - A0) * 4;
+        dw.span = (vp_span){x->begin, A0 + (w + 1) * steps / n_win + 1}; /* its planned bars, even when it ruined */
         vp_rollout_result one;
         CHECK_OK(vp_backtest_run(b, m, m ? &m->params : NULL, &dw, &cw, &one));
         check_window(&seg, w, &one);
@@ -94,6 +105,12 @@ static void compare_modes(vp_backend* b, const vp_model* m, const vpt_market* mk
     }
     *trades = seg.n_trades;
     vp_rollout_result_free(&seg);
+}
+
+/* compare_modes_ruin where no window may ruin. */
+static void compare_modes(vp_backend* b, const vp_model* m, const vpt_market* mk, vp_rollout_cfg c, int64_t n_win,
+                          int64_t* trades) {
+    compare_modes_ruin(b, m, mk, c, n_win, trades, NULL);
 }
 
 static void test_forced(void) {
@@ -111,6 +128,11 @@ static void test_forced(void) {
     CHECK(trades > 30, "only %lld trades", (long long)trades);
     compare_modes(b, NULL, &mk, c, 366, &trades);  // every window a single step: nothing can trade
     CHECK(trades == 0, "%lld trades in one-step windows", (long long)trades);
+    // a ruin level just under the initial equity: windows close out early, each as it does alone
+    c.ruin_fraction = 0.9995;
+    int64_t ruined = 0;
+    compare_modes_ruin(b, NULL, &mk, c, 7, &trades, &ruined);
+    CHECK(ruined >= 3, "only %lld of 7 windows ruined", (long long)ruined);
     free(acts);
     vp_backend_free(b);
     vpt_market_free(&mk);
@@ -135,6 +157,11 @@ static void test_model(void) {
         compare_modes(b, &m, &mk, c, counts[i], &trades);
         CHECK(trades > 0, "%lld windows: the network never traded", (long long)counts[i]);
     }
+    // with windows ruined and closed out early (and no decision after them), and others not
+    c.ruin_fraction = 0.9995;
+    int64_t ruined = 0;
+    compare_modes_ruin(b, &m, &mk, c, 5, &trades, &ruined);
+    CHECK(ruined >= 1 && ruined < 5, "%lld of 5 windows ruined", (long long)ruined);
     vp_model_free(&m);
     vp_backend_free(b);
     vpt_market_free(&mk);

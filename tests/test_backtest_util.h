@@ -4,6 +4,7 @@
 #ifndef VP_TEST_BACKTEST_UTIL_H
 #define VP_TEST_BACKTEST_UTIL_H
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,16 +50,48 @@ static inline void vpt_market_free(vpt_market* m) {
     memset(m, 0, sizeof *m);
 }
 
-/* Whether two results hold the same bits: points, curves, trades and the summary. */
+/* Whether two ruin records say the same. */
+static inline int vpt_ruin_equal(const vp_rollout_ruin* a, const vp_rollout_ruin* b) {
+    return a->ruined == b->ruined && a->window == b->window && a->bar == b->bar && a->time_ms == b->time_ms &&
+           a->close_bar == b->close_bar && a->level == b->level && a->equity_at_ruin == b->equity_at_ruin &&
+           a->equity_after_close == b->equity_after_close && a->below_zero == b->below_zero &&
+           a->loss_past_floor == b->loss_past_floor;
+}
+
+/* The largest difference between two results' margins at the same points (same count of
+ * points assumed); +inf when one has a margin where the other has none (NaN). */
+static inline double vpt_margin_diff(const vp_rollout_result* a, const vp_rollout_result* b) {
+    double worst = 0.0;
+    for (int64_t i = 0; i < a->n_points && i < b->n_points; ++i) {
+        const double x = a->margin[i], y = b->margin[i];
+        if (isnan(x) != isnan(y)) return INFINITY;
+        if (!isnan(x) && fabs(x - y) > worst) worst = fabs(x - y);
+    }
+    return worst;
+}
+
+/* Whether two results hold the same bits: points, choices (the decisions after the windows
+ * too) and which of them have a margin, curves, ruins, fragile counts, trades and the
+ * summary. The margins' values are compared apart (vpt_margin_diff): scores differ by
+ * rounding between backends. */
 static inline int vpt_results_equal(const vp_rollout_result* a, const vp_rollout_result* b) {
     if (a->n_points != b->n_points || a->n_curve != b->n_curve || a->n_trades != b->n_trades) return 0;
     const size_t P = (size_t)a->n_points, C = (size_t)a->n_curve;
     if (memcmp(a->equity, b->equity, P * sizeof(double)) || memcmp(a->cash, b->cash, P * sizeof(double)) ||
         memcmp(a->position, b->position, P * sizeof(int32_t)) || memcmp(a->action, b->action, 4 * P * sizeof(int32_t)))
         return 0;
+    if (isinf(vpt_margin_diff(a, b)) || a->n_decisions != b->n_decisions || a->n_fragile != b->n_fragile) return 0;
+    if (a->n_ruined != b->n_ruined || !vpt_ruin_equal(&a->ruin, &b->ruin) ||
+        !vpt_ruin_equal(&a->buy_hold_ruin, &b->buy_hold_ruin))
+        return 0;
+    for (int64_t w = 0; w < a->n_windows && w < b->n_windows; ++w)
+        if (!vpt_ruin_equal(&a->windows[w].ruin, &b->windows[w].ruin) ||
+            !vpt_ruin_equal(&a->windows[w].buy_hold_ruin, &b->windows[w].buy_hold_ruin))
+            return 0;
     if (memcmp(a->curve_equity, b->curve_equity, C * sizeof(double)) ||
         memcmp(a->curve_drawdown, b->curve_drawdown, C * sizeof(double)) ||
-        memcmp(a->curve_benchmark, b->curve_benchmark, C * sizeof(double)))
+        memcmp(a->curve_benchmark, b->curve_benchmark, C * sizeof(double)) ||
+        memcmp(a->curve_flat, b->curve_flat, C * sizeof(double)))
         return 0;
     if (a->n_trades && memcmp(a->trades, b->trades, (size_t)a->n_trades * sizeof(vp_rollout_trade))) return 0;
     const vp_perf* pa[3] = {&a->summary.strategy, &a->summary.buy_hold, &a->summary.flat};

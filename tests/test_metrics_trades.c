@@ -1,4 +1,4 @@
-/* Trade statistics, the annualisation factor, the baselines and the equity helpers, each
+/* Trade statistics, the annualisation factor and the equity helpers, each
  * against values worked out by hand. */
 #include "vp_test.h"
 #include "vulpes/metrics.h"
@@ -102,32 +102,6 @@ static void test_annual_factor(void) {
     CHECK_STATUS(vp_annual_given(-1.0, &a), VP_ERR_INVALID_ARG, "positive");
 }
 
-static void test_buy_hold_costs(void) {
-    // 2 contracts, $50 a point, $2.5 a contract per fill, 0.25 slippage, $100k
-    const vp_baseline_costs c = {2.0, 50.0, 2.5, 0.25, 100000.0};
-    const double open[5] = {100.0, 101.0, 103.0, 99.0, 104.0};
-    const double close[5] = {100.5, 102.0, 98.0, 103.0, 105.0};
-    double eq[5];
-    CHECK_OK(vp_baseline_buy_hold(open, close, 5, &c, eq));
-    // entry at 101.25 costs 2 x 101.25 x 50 + 5 commission; marks at closes; exit at 103.75 - 5
-    double cash = 100000.0 - 2 * 101.25 * 50 - 5.0;
-    CHECK_NEAR(eq[0], 100000.0, 0, 0);
-    CHECK_NEAR(eq[1], cash + 2 * 102.0 * 50, 0, 1e-12);
-    CHECK_NEAR(eq[2], cash + 2 * 98.0 * 50, 0, 1e-12);
-    CHECK_NEAR(eq[3], cash + 2 * 103.0 * 50, 0, 1e-12);
-    CHECK_NEAR(eq[4], 100000.0 + 2 * (103.75 - 101.25) * 50 - 10.0, 0, 1e-12);
-    // the costs of one round trip, once: 2 fills x 2 contracts x (slippage x 50 + 2.5)
-    double free_run = 100000.0 + 2 * (104.0 - 101.0) * 50;
-    CHECK_NEAR(free_run - eq[4], 2 * 2 * (0.25 * 50 + 2.5), 0, 1e-12);
-    // two bars: no bar to hold, flat
-    CHECK_OK(vp_baseline_buy_hold(open, close, 2, &c, eq));
-    CHECK(eq[0] == 100000.0 && eq[1] == 100000.0, "two bars: %g %g", eq[0], eq[1]);
-    const double bad_open[3] = {1.0, -1.0, 1.0};
-    CHECK_STATUS(vp_baseline_buy_hold(bad_open, close, 3, &c, eq), VP_ERR_INVALID_ARG, "bar 1");
-    CHECK_OK(vp_baseline_flat(3, 5000.0, eq));
-    CHECK(eq[0] == 5000.0 && eq[2] == 5000.0, "flat");
-}
-
 static void test_returns_and_drawdown(void) {
     const double eq[6] = {100.0, 110.0, 99.0, 104.5, 121.0, 96.8};
     double r[5], dd[6];
@@ -149,7 +123,6 @@ int main(void) {
     RUN_TEST(test_trade_stats_by_hand);
     RUN_TEST(test_trade_stats_edges);
     RUN_TEST(test_annual_factor);
-    RUN_TEST(test_buy_hold_costs);
     RUN_TEST(test_returns_and_drawdown);
     return vpt_finish();
 }

@@ -89,7 +89,7 @@ static int exact_test(vp_backend* b, const vp_config* cfg, const char* ckpt, vp_
     vp_validator* v = NULL;
     vp_status s = ckpt ? vp_trainer_load_params(&t, ckpt, &t.best_params) : VP_OK;
     if (s == VP_OK)
-        s = vp_validator_init(&v, b, &t.features, &d, d.split.test, &t.parts.instrument, 0);
+        s = vp_validator_init(&v, b, &t.features, &d, d.split.test, &t.parts.instrument, 0, cfg->env.ruin_fraction);
     const vp_policy pol = vp_model_rollout_policy(&t.learner.model, &t.best_params);
     if (s == VP_OK) s = vp_validator_run(v, &pol, out);
     vp_validator_free(v);

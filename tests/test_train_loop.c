@@ -192,7 +192,8 @@ static void check_test_files(const char* dir, vp_span test, double initial_equit
     // equity.csv: the header, then one row per bar of the test span, from the initial equity, flat at the end
     char* eq = vpt_read_file(dir, "equity.csv", NULL);
     static const char* equity_head =
-        "time,bar,window,equity,position,drawdown,buy_hold_equity,direction,size,take_profit,stop_loss\n";
+        "bar_open_time,bar,window,equity,position,drawdown,buy_hold_equity,direction,size,take_profit,stop_loss,"
+        "q_margin\n";
     CHECK(eq && strncmp(eq, equity_head, strlen(equity_head)) == 0, "equity.csv header: %.120s", eq ? eq : "(none)");
     int64_t n_eq = 0, next_bar = test.begin;
     double first = NAN, last = NAN;

@@ -122,7 +122,7 @@ static void check_numbering(const char* d, const vp_wf_result* r, const cJSON* s
     // the stitched files: the fold column from 1
     char* eq = vpt_read_file(d, "equity.csv", NULL);
     char* tr = vpt_read_file(d, "trades.csv", NULL);
-    CHECK(eq && strncmp(eq, "time,bar,fold,", 14) == 0, "equity.csv header");
+    CHECK(eq && strncmp(eq, "bar_open_time,bar,fold,", 23) == 0, "equity.csv header");
     CHECK(eq && fold_of_row(strchr(eq, '\n') + 1) == 1 && fold_of_row(last_row(eq)) == FOLDS, "equity.csv: folds %d .. %d",
           eq ? fold_of_row(strchr(eq, '\n') + 1) : -1, eq ? fold_of_row(last_row(eq)) : -1);
     free(eq);

@@ -6,6 +6,7 @@
 #define VULPES_BACKTEST_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "vulpes/config.h"
 #include "vulpes/rollout.h"
@@ -72,9 +73,16 @@ vp_status vp_backtest_write(const vp_rollout_result* r, const vp_backtest_info* 
  * atomically: what vp_backtest_write writes but summary.json, for a caller with its own. */
 vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir);
 
-/* Writes only summary.json's object into *out (cJSON*, caller deletes): the span, the mode,
- * the annualisation, the metrics, and the per-window table in the segment mode. */
+/* Writes only summary.json's object into *out (cJSON*, caller deletes): the status ("ok" or
+ * "ruined") and the ruin, the span, the mode, the annualisation, the metrics, the fragile
+ * decisions, the decision after the span, and the per-window table in the segment mode. */
 vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest_info* info, struct cJSON** out);
+
+/* Prints the result for people to out: a RUINED line with the bar and its time before any
+ * figure (the strategy's, then buy-and-hold's), the metrics table (vp_metrics_print), marked
+ * before and after as a ruined run's when it ruined, the fragile decisions and the decision
+ * for the bar after the span. */
+vp_status vp_backtest_print(const vp_rollout_result* r, FILE* out);
 
 /* ---- the `vulpes backtest` job: a checkpoint over a bar file --------------------------------- */
 
@@ -133,8 +141,10 @@ struct vp_train_end;
 vp_status vp_backtest_train_finish(void* ctx, const struct vp_train_end* end, struct cJSON* test);
 
 /* Adds the description of result r to a summary object (cJSON*) holding its metrics: the
- * "backtest" object (mode, windows, path, checkpoint, data, span, decisions, trades), the
- * wall-clock "timing", and the per-window table in the segment mode. */
+ * "status" ("ok", or "ruined", which also replaces the status of a ruined series' metrics),
+ * "ruin" and "buy_and_hold_ruin" (null when none), the "backtest" object (mode, windows,
+ * path, checkpoint, data, span, decisions, trades, ruin rule), "fragile_decisions",
+ * "next_decision", the wall-clock "timing", and the per-window table in the segment mode. */
 vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_info* info, struct cJSON* obj);
 
 #ifdef __cplusplus

@@ -123,7 +123,8 @@ typedef enum vp_run_precision {
     X(env, episode_bars, INT, 1024, 2, VP_CFG_INF, "[)", NULL,                             \
       "bars in one episode window (random start inside the training span)")                \
     X(env, ruin_fraction, FLOAT, 0.5, 0, 1, "[)", NULL,                                    \
-      "an episode ends when equity falls below this fraction of initial_equity")           \
+      "an episode ends when equity falls below this fraction of initial_equity; a "       \
+      "backtest or validation window at or below it is closed out at the next open")     \
     X(env, reward_scale, FLOAT, 100.0, 0, VP_CFG_INF, "()", NULL,                          \
       "reward = equity change / initial_equity x reward_scale")                            \
     X(env, drawdown_penalty, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                        \

@@ -209,30 +209,13 @@ vp_status vp_trade_stats_compute(const vp_trade* trades /* [n_trades] */, int64_
                                  const double* positions /* [n_bars] */, int64_t n_bars, double max_position,
                                  double periods_per_year, vp_trade_stats* out);
 
-/* ---- equity series and baselines ------------------------------------------------------------ */
-
-/* Cost parameters of the buy-and-hold baseline, in the environment's units. */
-typedef struct vp_baseline_costs {
-    double contracts;      /* contracts held long (the instrument's max_position, > 0) */
-    double multiplier;     /* currency per price unit per contract (> 0) */
-    double commission;     /* currency per contract per fill (>= 0) */
-    double slippage;       /* price units against the trader per fill: slippage_ticks x tick_size (>= 0) */
-    double initial_equity; /* currency (> 0) */
-} vp_baseline_costs;
-
-/* Buy-and-hold equity at each bar's close, with the environment's timing and costs:
- * equity[0] = initial; buys `contracts` at open[1] + slippage paying commission; marks at
- * each close; sells at open[n-1] - slippage paying commission (the last bar ends flat).
- * With n <= 2 there is no bar to hold and the equity stays flat. */
-vp_status vp_baseline_buy_hold(const double* open /* [n] */, const double* close /* [n] */, int64_t n,
-                               const vp_baseline_costs* c, double* equity /* [n] */);
+/* ---- equity series and baselines ------------------------------------------------------------
+ * The buy-and-hold and flat baselines are stepped through the environment by the rollout
+ * (vulpes/rollout.h), under the strategy's rules and costs; here only what reads a curve. */
 
 /* Returns of a baseline's equity curve eq [n] into ret [n-1]: once its equity is not positive
  * the baseline holds nothing more (returns 0); the return into that point is kept. */
 void vp_baseline_returns(const double* eq /* [n] */, int64_t n, double* ret /* [n-1] */);
-
-/* Flat baseline: equity[t] = initial_equity (no position, no costs). */
-vp_status vp_baseline_flat(int64_t n, double initial_equity, double* equity /* [n] */);
 
 /* Simple returns of an equity curve: returns[t-1] = equity[t] / equity[t-1] - 1, t = 1..n-1;
  * every equity value but the last must be positive and all finite. */
@@ -286,6 +269,10 @@ vp_status vp_metric_json_add(struct cJSON* obj, const char* key, double v);
 /* Prints the annualisation line, the metrics table (strategy | buy & hold | flat) and the
  * trade statistics as plain text to out. */
 vp_status vp_metrics_print(const vp_metrics_summary* s, FILE* out);
+
+/* vp_metrics_print with the status row's text of each series (strategy, buy & hold, flat)
+ * replaced by status[i] where that is not NULL (a backtest's "ruined"); status may be NULL. */
+vp_status vp_metrics_print_status(const vp_metrics_summary* s, const char* const* status /* [3] */, FILE* out);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,9 @@
  * that reaches the network (a Content-Security-Policy meta tag forbids them). It shows the
  * equity curve against buy-and-hold, the drawdown curve, the metrics table (strategy |
  * buy & hold | flat) with the annualisation factor, the trade statistics, a per-fold table
- * when folds are given, and the config as preformatted text.
+ * when folds are given, and the config as preformatted text; warnings (a ruin) and notes
+ * under the heading when given. Each point of a curve is the equity at a bar's close, placed
+ * at the bar's time stamp (its open time, as in the data).
  *
  * Long series are decimated for the SVG with M4 per pixel column: the bars that fall in one
  * column of the plot keep their first, lowest, highest and last point, in time order, so
@@ -58,6 +60,13 @@ typedef struct vp_report {
     const char* config_text;           /* the resolved config, shown as is (escaped), or NULL */
     int64_t selection_trials;          /* validations the parameters were selected among (< 2: no DSR line) */
     double deflated_sharpe;            /* deflated Sharpe of that selection (vp_deflated_sharpe) */
+    const char* const* warnings;       /* [n_warnings] lines shown under the heading as warnings (a ruin), or NULL */
+    int n_warnings;                    /* lines of warnings */
+    const char* const* notes;          /* [n_notes] lines shown under the heading (fragile decisions, the next
+                                          decision), or NULL */
+    int n_notes;                       /* lines of notes */
+    int ruined[3];                     /* 1: that series (strategy, buy & hold, flat) ruined: its status reads
+                                          "ruined" and the metrics heading says the figures are not a normal result */
 } vp_report;
 
 /* Writes the page to `path` atomically (PATH.tmp, then renamed over PATH). */

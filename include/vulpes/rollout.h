@@ -4,8 +4,8 @@
  *
  * Two phases. First the policy's market part (vp_policy_encode) runs over every decision
  * bar of the span in large batches. Then the sequential part runs only its decision part
- * bar by bar: portfolio vector, scores (vp_policy_score), the argmax of each branch
- * (vp_action_greedy), and the environment's own step (src/env/env_step.h: fill at the next
+ * bar by bar: portfolio vector, scores (vp_policy_score), the argmax of each branch and
+ * the margin it won by (vp_action_greedy_margin), and the environment's own step (src/env/env_step.h: fill at the next
  * open plus slippage, commission, stop and take-profit against the next bar's range, stop
  * first), which writes its fills; one position carried bar to bar.
  *
@@ -20,8 +20,13 @@
  *
  * The portfolio entries measured in episode lengths (bars held, time left) use the training
  * run's episode_bars and are capped at 1, the largest value training shows the network. The
- * backtest never restarts an episode: a window that loses all its equity (equity <= 0) stops
- * there (a "ruin" exit). docs/backtest.md has the details and the outputs' columns. */
+ * backtest never restarts an episode. Ruin: at a close where a window's equity is at or
+ * below ruin_fraction x initial_equity (always at or below 0), the window's next step goes
+ * flat at the next bar's open, like a window's last step, and the window ends at that bar's
+ * close (a "ruin" exit); equity is never clamped. The buy-and-hold and flat baselines are
+ * stepped through the same code with forced actions. At each window's last close the policy
+ * also decides for the bar after it (not traded). docs/backtest.md has the details and the
+ * outputs' columns. */
 #ifndef VULPES_ROLLOUT_H
 #define VULPES_ROLLOUT_H
 
@@ -48,7 +53,7 @@ typedef enum vp_exit_reason {
     VP_EXIT_STOP,        /* the resting stop-loss */
     VP_EXIT_TAKE_PROFIT, /* the resting take-profit */
     VP_EXIT_END,         /* closed at the open of the window's last bar */
-    VP_EXIT_RUIN,        /* equity reached 0: marked at that bar's close, the window stops */
+    VP_EXIT_RUIN,        /* closed at the open after a close at or below the ruin level; the window ends */
     VP_EXIT_REASON_COUNT
 } vp_exit_reason;
 
@@ -63,11 +68,13 @@ typedef struct vp_rollout_trade {
     int32_t size;         /* largest |position| of the trade, contracts */
     vp_exit_reason reason; /* how it ended */
     int64_t entry_bar;    /* bar whose open filled the entry */
-    int64_t exit_bar;     /* bar whose open or range filled the exit (the ruin bar for a ruin) */
+    int64_t exit_bar;     /* bar whose open or range filled the exit (the bar after the ruin close for a ruin) */
     double entry_price;   /* contract-weighted mean price of the opening fills, slippage included */
-    double exit_price;    /* contract-weighted mean price of the closing fills (the close for a ruin) */
-    double pnl;           /* net profit: the sum of its cash flows, commission and slippage paid, currency */
-    double costs;         /* commission plus slippage paid on its fills, currency (>= 0) */
+    double exit_price;    /* contract-weighted mean price of the closing fills */
+    double pnl;           /* net profit: the sum of its cash flows, commission, slippage (with the spread's
+                             share) and financing paid, currency */
+    double costs;         /* commission plus slippage (with the spread's share) paid on its fills, plus the
+                             financing charged while it was held, currency (>= 0; a credit only adds to pnl) */
     int64_t bars_held;    /* bar closes at which the position was open */
 } vp_rollout_trade;
 
@@ -80,32 +87,53 @@ typedef struct vp_rollout_cfg {
     int fused;                /* CUDA: 1 (default) heads and step of the whole span in one kernel when the
                                  model's head weights fit on chip; 0: the op path (a graph of ops per bar) */
     vp_annual annual;         /* annualisation, measured over the data file (or given) by the caller */
+    double ruin_fraction;     /* the training run's env.ruin_fraction (0 <= f < 1): a close at or below
+                                 f x initial_equity (always at or below 0) closes the window out */
     const int32_t* forced_actions; /* [b - a - 1, 4] host: the action at decision bar a + k instead of the
                                       model's (tests); NULL: the model's greedy choice */
 } vp_rollout_cfg;
 
-/* Defaults: the config table's instrument and episode length, sequential, chunk 8192, fused on,
- * 252 periods a year given. */
+/* Defaults: the config table's instrument, episode length and ruin fraction, sequential, chunk
+ * 8192, fused on, 252 periods a year given. */
 vp_rollout_cfg vp_rollout_cfg_default(void);
 
 /* The market a backtest reads. Only bars before span.end are read (features: rows
- * span.begin - K + 1 .. span.end - 2; prices and ATR: bars span.begin .. span.end - 1). */
+ * span.begin - K + 1 .. span.end - 1, the last for the decision after the span; prices and
+ * ATR: bars span.begin .. span.end - 1). */
 typedef struct vp_rollout_data {
     const vp_bars* bars;        /* host bars (times for the outputs, prices for the fills) */
     const double* atr;          /* [bars->n] host, ATR known at each close (the training run's) */
-    const vp_tensor* features;  /* [rows >= span.end - 1, F] f32 in memory the backend reads */
+    const vp_tensor* features;  /* [rows >= span.end, F] f32 in memory the backend reads */
     vp_span span;               /* [a, b): b - a >= 2 bars, inside [0, bars->n) */
 } vp_rollout_data;
+
+/* How a window, or a baseline over it, met the ruin rule (all zero when it did not). */
+typedef struct vp_rollout_ruin {
+    int ruined;                /* 1: a close of the window was at or below the ruin level */
+    int64_t window;            /* the window */
+    int64_t bar;               /* the bar of that close (the ruin bar) */
+    int64_t time_ms;           /* the ruin bar's time stamp (its open time, as in the data), Unix ms */
+    int64_t close_bar;         /* the window's last bar: its open closed the position (bar + 1), or the
+                                  ruin bar itself when that was the window's last close */
+    double level;              /* the ruin level, ruin_fraction x initial_equity, currency */
+    double equity_at_ruin;     /* equity at the ruin bar's close, currency (never clamped) */
+    double equity_after_close; /* equity at close_bar's close, after the close-out fill, currency */
+    int below_zero;            /* 1: either of the two figures is below zero */
+    double loss_past_floor;    /* level - the lower of the two figures: what the move lost past the
+                                  ruin level, currency (>= 0) */
+} vp_rollout_ruin;
 
 /* One window of a result. */
 typedef struct vp_rollout_window {
     int64_t begin;     /* bar of its first point (flat, initial equity) */
-    int64_t last;      /* bar of its last point (the window's closing bar, or the ruin bar) */
+    int64_t last;      /* bar of its last point (the window's closing bar, or close_bar after a ruin) */
     int64_t offset;    /* index of its first point in the result's point arrays */
     int64_t n_points;  /* points: last - begin + 1 */
-    int ruined;        /* 1 when its equity reached 0 before its end */
-    vp_perf perf;      /* the strategy's metrics over the window */
-    vp_perf buy_hold;  /* buy-and-hold over the window, same costs */
+    int ruined;        /* 1 when it ruined (ruin.ruined) */
+    vp_rollout_ruin ruin;          /* the strategy's ruin */
+    vp_rollout_ruin buy_hold_ruin; /* buy-and-hold's ruin over the window */
+    vp_perf perf;      /* the strategy's metrics over its points */
+    vp_perf buy_hold;  /* buy-and-hold over the window, stepped by the environment with the same rules */
 } vp_rollout_window;
 
 /* Everything a backtest produced (host memory, owned; vp_rollout_result_free). */
@@ -118,16 +146,27 @@ typedef struct vp_rollout_result {
     double* equity;          /* [n_points] equity at the bar's close, each window from initial equity */
     double* cash;            /* [n_points] cash at the bar's close */
     int32_t* position;       /* [n_points] contracts held at the bar's close */
-    int32_t* action;         /* [n_points, 4] choices decided at the bar's close (-1: none) */
+    int32_t* action;         /* [n_points, 4] choices decided at the bar's close (-1: none). At a window's
+                                last point: the policy's choice for the bar after it, not traded (-1 after
+                                a ruin or with forced actions) */
+    double* margin;          /* [n_points] Q margin of that choice (vp_action_greedy_margin; NaN: none) */
+    int64_t n_decisions;     /* choices with a margin (points whose margin is not NaN) */
+    int64_t n_fragile;       /* of them, fragile: margin < VP_ACTION_FRAGILE_MARGIN */
+    double ruin_level;       /* the ruin level: ruin_fraction x initial_equity, currency */
+    int64_t n_ruined;        /* windows that ruined */
+    vp_rollout_ruin ruin;          /* the first ruined window's ruin (ruined 0: none) */
+    vp_rollout_ruin buy_hold_ruin; /* the first window whose buy-and-hold ruined (ruined 0: none) */
     int64_t n_curve;         /* points of the stitched curve: b - a (bars a .. b-1) */
     int64_t* curve_time_ms;  /* [n_curve] bar times */
     double* curve_equity;    /* [n_curve] the windows chained: each starts from the previous one's end */
     double* curve_benchmark; /* [n_curve] buy-and-hold per window, chained the same way */
+    double* curve_flat;      /* [n_curve] the flat baseline, chained the same way */
     double* curve_drawdown;  /* [n_curve] drawdown of curve_equity (<= 0) */
     double* curve_position;  /* [n_curve] contracts at each close (the later window's at a boundary) */
     int64_t n_trades;        /* closed trades */
     vp_rollout_trade* trades;     /* [n_trades] in time order */
-    vp_metrics_summary summary; /* the stitched curve (pooled returns), the baselines and the trades */
+    vp_metrics_summary summary; /* each of the three curves' metrics (total return: last / first - 1 of
+                                   the curve itself) and the trades */
     const char* path;        /* which sequential path ran: "cpu", "ops" or "fused" */
     double encode_s;         /* wall seconds of the encoding phase */
     double sequential_s;     /* wall seconds of the sequential phase */

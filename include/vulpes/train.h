@@ -68,10 +68,12 @@ typedef struct vp_validator vp_validator;
 /* Validation of `span` of the run's bars: the rollout (vulpes/rollout.h) of the network's
  * greedy policy over N = floor((len - 1) / window_bars) windows of the span (window_bars <= 0
  * or longer than the span: one window, the exact backtest), side by side, each starting flat,
- * with the training costs; the portfolio vector measures time in episodes of window_bars.
- * features [T, F] in backend memory; d and features outlive the validator. */
+ * with the training costs and ruin rule (ruin_fraction: the run's env.ruin_fraction; a window
+ * that ruins is closed out and counted in vp_eval_result.ruined); the portfolio vector
+ * measures time in episodes of window_bars. features [T, F] in backend memory; d and
+ * features outlive the validator. */
 vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_tensor* features, const vp_train_data* d,
-                            vp_span span, const vp_instrument* inst, int64_t window_bars);
+                            vp_span span, const vp_instrument* inst, int64_t window_bars, double ruin_fraction);
 
 /* Frees a validator (NULL is a no-op). */
 void vp_validator_free(vp_validator* v);

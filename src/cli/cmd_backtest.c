@@ -1,7 +1,8 @@
 /* `vulpes backtest --checkpoint CK [--data FILE] [--span S] [--from T0] [--to T1] [--out DIR] [--force]
  * [--segments N] [--backend B] [--no-fused] [KEY=VALUE ...]`: runs vp_backtest_job_run, prints the
  * data checks' warnings and notices (stderr), the data used, the span, its overlap with the
- * training run's bars, the metrics table and the output folder. */
+ * training run's bars, the result (vp_backtest_print: a ruin first, the metrics table) and the
+ * output folder. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +151,7 @@ int vp_cmd_backtest(int argc, char** argv) {
                (long long)r.n_windows, r.n_windows == 1 ? "" : "s", r.path, vp_backend_name(b));
         printf("encoding %.3f s, sequential part %.3f s (%.0f bars/s)\n\n", r.encode_s, r.sequential_s,
                r.sequential_s > 0 ? (double)(r.span.end - r.span.begin - 1) / r.sequential_s : 0.0);
-        s = vp_metrics_print(&r.summary, stdout);
+        s = vp_backtest_print(&r, stdout);
         printf("\noutput folder: %s\n", dir);
     }
     vp_rollout_result_free(&r);

@@ -92,6 +92,9 @@ static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
                 (long long)r->val_trials, vp_plural(r->val_trials, "validation", "validations"));
     if (r->interrupted) return;
     const vp_perf* t = &r->test.strategy;
+    if (r->test.ruined)
+        fprintf(stderr, "test span RUINED: equity reached the ruin level (env.ruin_fraction); the figures below are not "
+                "a normal result (report.html, summary.json \"test\".\"ruin\")\n");
     char rf[64];
     fprintf(stderr, "test span (%s, exact backtest): Sharpe %.3f +- %.3f (SE; %s), PSR vs 0 %.1f %%, vs buy & hold %.1f %%, "
             "total return %.2f %%, max drawdown %.2f %%, %lld %s; buy & hold Sharpe %.3f%s (report.html)\n",

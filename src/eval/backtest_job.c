@@ -173,6 +173,7 @@ static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_rol
     if (s == VP_OK) s = vp_metrics_log_int(m, "first_bar", r->span.begin);
     if (s == VP_OK) s = vp_metrics_log_int(m, "end_bar", r->span.end);
     if (s == VP_OK) s = vp_metrics_log_int(m, "n_windows", r->n_windows);
+    if (s == VP_OK) s = vp_metrics_log_str(m, "status", r->ruin.ruined ? "ruined" : "ok");
     if (s == VP_OK) s = vp_metrics_log_num(m, "sharpe_ratio", r->summary.strategy.sharpe);
     if (s == VP_OK) s = vp_metrics_log_num(m, "total_return_frac", r->summary.strategy.total_return);
     if (s == VP_OK) s = vp_metrics_log_num(m, "encode_s", r->encode_s);
@@ -216,6 +217,7 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     if (s == VP_OK) {
         c.instrument = j.algo.instrument;
         c.episode_bars = j.algo.env.episode_bars;
+        c.ruin_fraction = j.algo.env.ruin_fraction;
         c.n_windows = job->n_windows > 0 ? job->n_windows : 1;
         c.fused = job->fused;
         s = vp_annual_measure(j.td.bars.time_ms, j.td.bars.n, &c.annual);

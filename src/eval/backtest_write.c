@@ -1,5 +1,6 @@
-/* What a backtest writes: trades.csv, equity.csv, summary.json and report.html, each
- * atomically (NAME.tmp, then renamed over NAME); and the one reader of the CSV files back
+/* What a backtest writes: trades.csv, equity.csv, summary.json (its object built in
+ * backtest_summary.c) and report.html, each atomically (NAME.tmp, then renamed over NAME);
+ * and the one reader of the CSV files back
  * (walk-forward stitching), both under the column tables of eval_impl.h. Numbers in the CSV
  * files read back bit for bit: each is written with 15 significant digits, or 17 when 15 do
  * not read back. */
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "eval/backtest_impl.h"
 #include "eval/eval_impl.h"
 #include "vulpes/backtest.h"
 #include "vulpes/data.h"
@@ -169,27 +171,30 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
     return vp_atomic_file_commit(&f);
 }
 
-/* equity.csv: one row per bar of the span — the stitched curve, its drawdown, the position,
- * buy-and-hold, and the choices decided at the bar (-1: none). */
+/* equity.csv: one row per bar of the span, marked at the bar's close and stamped with its
+ * open time — the stitched curve, the position, its drawdown, buy-and-hold, and the choices
+ * decided at the close (-1: none) with their Q margin (empty: none); the last row's are the
+ * decision for the bar after the span. */
 static vp_status write_equity(const vp_rollout_result* r, const char* path) {
     vp_atomic_file f;
     VP_TRY(vp_atomic_file_open(&f, path));
     vp_csv_write_header(f.f, &vp_equity_schema, "");
-    char tb[32], e[3][32], n[7][24];
+    char tb[32], e[4][32], n[7][24];
     const char* fl[VP_EQUITY_COL_COUNT];
     int64_t w = 0;
     for (int64_t j = 0; j < r->n_curve; ++j) {
         const int64_t bar = r->span.begin + j;
-        // the window deciding at this bar (the last one at the final bar)
+        // the window deciding at this bar (the later one at a boundary, the last one at the final bar)
         while (w + 1 < r->n_windows && r->windows[w + 1].begin <= bar) ++w;
         const vp_rollout_window* x = &r->windows[w];
         const int64_t k = bar - x->begin;
-        const int32_t* a = k + 1 < x->n_points ? r->action + (x->offset + k) * 4 : NULL;
+        const int32_t* a = k < x->n_points ? r->action + (x->offset + k) * 4 : NULL;
+        const double margin = k < x->n_points ? r->margin[x->offset + k] : NAN;
         snprintf(n[0], sizeof n[0], "%lld", (long long)bar);
         snprintf(n[1], sizeof n[1], "%lld", (long long)w);
         snprintf(n[2], sizeof n[2], "%.0f", r->curve_position[j]);
         for (int i = 0; i < 4; ++i) snprintf(n[3 + i], sizeof n[3 + i], "%d", a ? a[i] : -1);
-        fl[VP_EQUITY_TIME] = vp_time_format_iso(r->curve_time_ms[j], tb, 32);
+        fl[VP_EQUITY_BAR_OPEN_TIME] = vp_time_format_iso(r->curve_time_ms[j], tb, 32);
         fl[VP_EQUITY_BAR] = n[0];
         fl[VP_EQUITY_WINDOW] = n[1];
         fl[VP_EQUITY_EQUITY] = vp_eval_format_exact(r->curve_equity[j], e[0]);
@@ -200,91 +205,10 @@ static vp_status write_equity(const vp_rollout_result* r, const char* path) {
         fl[VP_EQUITY_SIZE] = n[4];
         fl[VP_EQUITY_TAKE_PROFIT] = n[5];
         fl[VP_EQUITY_STOP_LOSS] = n[6];
+        fl[VP_EQUITY_Q_MARGIN] = isnan(margin) ? "" : vp_eval_format_exact(margin, e[3]);
         vp_csv_write_row(f.f, &vp_equity_schema, "", fl);
     }
     return vp_atomic_file_commit(&f);
-}
-
-/* Adds {begin_bar, end_bar, first_time, last_time, bars} of bars [b0, b1] to obj under key. */
-static void add_span(cJSON* obj, const char* key, const vp_backtest_info* info, int64_t b0, int64_t b1) {
-    char t[32];
-    cJSON* s = cJSON_AddObjectToObject(obj, key);
-    cJSON_AddNumberToObject(s, "first_bar", (double)b0);
-    cJSON_AddNumberToObject(s, "last_bar", (double)b1);
-    cJSON_AddStringToObject(s, "first_time", bar_time(info, b0, t));
-    cJSON_AddStringToObject(s, "last_time", bar_time(info, b1, t));
-    cJSON_AddNumberToObject(s, "n_bars", (double)(b1 - b0 + 1));
-}
-
-vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_info* info, cJSON* root) {
-    VP_REQUIRE(r != NULL && info != NULL && root != NULL && r->n_windows >= 1, VP_ERR_INVALID_ARG,
-               "vp_backtest_summary_add: NULL argument or empty result");
-    // what ran, over which bars
-    cJSON* bt = cJSON_CreateObject();
-    cJSON_AddItemToObject(root, "backtest", bt);
-    cJSON_AddStringToObject(bt, "mode", r->n_windows == 1 ? "sequential" : "segments");
-    cJSON_AddNumberToObject(bt, "n_windows", (double)r->n_windows);
-    cJSON_AddStringToObject(bt, "path", r->path ? r->path : "");
-    if (info->checkpoint) cJSON_AddStringToObject(bt, "checkpoint", info->checkpoint);
-    if (info->data) cJSON_AddStringToObject(bt, "data", info->data);
-    add_span(bt, "span", info, r->span.begin, r->span.end - 1);
-    cJSON_AddNumberToObject(bt, "n_decisions", (double)(r->span.end - r->span.begin - 1));
-    cJSON_AddNumberToObject(bt, "n_trades", (double)r->n_trades);
-    // where the span came from and how many of its bars the training run saw
-    const vp_backtest_span_info* si = info->span_info;
-    if (si) {
-        cJSON_AddStringToObject(bt, "span_source", si->source);
-        cJSON* ov = cJSON_AddObjectToObject(root, "overlap");
-        cJSON_AddBoolToObject(ov, "known", si->overlap_known);
-        cJSON_AddNumberToObject(ov, "n_bars", (double)si->n_bars);
-        if (si->overlap_known) {
-            cJSON_AddNumberToObject(ov, "train_bars", (double)si->train_bars);
-            cJSON_AddNumberToObject(ov, "val_bars", (double)si->val_bars);
-        } else {
-            cJSON_AddStringToObject(ov, "why_unknown", si->unknown_why);
-        }
-    }
-    // the data checks' warnings and notices, after any the summary already holds
-    if (si && si->checks.n_notes > 0) {
-        cJSON* w = cJSON_GetObjectItemCaseSensitive(root, "warnings");
-        if (!cJSON_IsArray(w)) w = cJSON_AddArrayToObject(root, "warnings");
-        for (int i = 0; w && i < si->checks.n_notes; ++i)
-            cJSON_AddItemToArray(w, cJSON_CreateString(si->checks.notes[i]));
-        VP_REQUIRE(w != NULL, VP_ERR_OOM, "summary.json: out of memory for the warnings");
-    }
-    // wall-clock figures (the only values that differ between identical runs)
-    cJSON* tm = cJSON_AddObjectToObject(root, "timing");
-    cJSON_AddNumberToObject(tm, "encode_s", r->encode_s);
-    cJSON_AddNumberToObject(tm, "sequential_s", r->sequential_s);
-    // the windows, each with its own metrics and buy-and-hold
-    if (r->n_windows > 1) {
-        cJSON* ws = cJSON_AddArrayToObject(root, "windows");
-        for (int64_t w = 0; w < r->n_windows; ++w) {
-            const vp_rollout_window* x = &r->windows[w];
-            cJSON* o = cJSON_CreateObject();
-            cJSON_AddItemToArray(ws, o);
-            cJSON_AddNumberToObject(o, "window", (double)w);
-            add_span(o, "span", info, x->begin, x->last);
-            cJSON_AddBoolToObject(o, "ruined", x->ruined);
-            VP_TRY(vp_perf_to_json(&x->perf, cJSON_AddObjectToObject(o, "strategy")));
-            VP_TRY(vp_perf_to_json(&x->buy_hold, cJSON_AddObjectToObject(o, "buy_and_hold")));
-        }
-    }
-    return VP_OK;
-}
-
-vp_status vp_backtest_summary_json(const vp_rollout_result* r, const vp_backtest_info* info, cJSON** out) {
-    VP_REQUIRE(r != NULL && info != NULL && out != NULL && r->n_windows >= 1, VP_ERR_INVALID_ARG,
-               "vp_backtest_summary_json: NULL argument or empty result");
-    cJSON* root = NULL;
-    VP_TRY(vp_metrics_to_json(&r->summary, &root));
-    vp_status s = vp_backtest_summary_add(r, info, root);
-    if (s != VP_OK) {
-        cJSON_Delete(root);
-        return s;
-    }
-    *out = root;
-    return VP_OK;
 }
 
 /* summary.json, indented. */
@@ -301,30 +225,42 @@ static vp_status write_summary(const vp_rollout_result* r, const vp_backtest_inf
     return s;
 }
 
-vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir) {
-    VP_REQUIRE(r != NULL && info != NULL && dir != NULL && r->n_curve >= 1, VP_ERR_INVALID_ARG,
-               "vp_backtest_write_files: NULL argument or empty result");
-    char path[VP_RUN_PATH_MAX];
-    VP_TRY(make_dir(dir));
-    VP_TRY(join(dir, "trades.csv", path, sizeof path));
-    VP_TRY(write_trades(r, info, path));
-    VP_TRY(join(dir, "equity.csv", path, sizeof path));
-    VP_TRY(write_equity(r, path));
-    // the page: the stitched curve against buy-and-hold, the metrics, the config
+/* report.html: the stitched curve against buy-and-hold, the metrics, the config; the
+ * heading says when the run ruined (the title and a warning line, the metrics marked) and
+ * when training saw bars of the span or nobody can tell, and notes the fragile decisions and
+ * the decision for the bar after the span. */
+static vp_status write_report(const vp_rollout_result* r, const vp_backtest_info* info, const char* path) {
     vp_report rep;
     memset(&rep, 0, sizeof rep);
-    rep.title = info->title ? info->title : "backtest";
-    // the heading warns when training saw bars of the span, or when nobody can tell
-    char title[320];
+    const char* base = info->title ? info->title : "backtest";
+    char title[480], t[32], lines[4][2048];
+    const char* warnings[2];
+    const char* notes[2];
+    size_t k = (size_t)snprintf(title, sizeof title, "%s", base);
+    if (r->ruin.ruined && k < sizeof title)
+        k += (size_t)snprintf(title + k, sizeof title - k, " (RUINED at bar %lld, %s)", (long long)r->ruin.bar,
+                              vp_bt_bar_time(r, r->ruin.bar, t));
     const vp_backtest_span_info* si = info->span_info;
-    if (si && (!si->overlap_known || si->train_bars + si->val_bars > 0)) {
+    if (si && (!si->overlap_known || si->train_bars + si->val_bars > 0) && k < sizeof title) {
         if (si->overlap_known)
-            snprintf(title, sizeof title, "%s (warning: %lld of the %lld bars were seen in training)", rep.title,
+            snprintf(title + k, sizeof title - k, " (warning: %lld of the %lld bars were seen in training)",
                      (long long)(si->train_bars + si->val_bars), (long long)si->n_bars);
         else
-            snprintf(title, sizeof title, "%s (overlap with training unknown: %s)", rep.title, si->unknown_why);
-        rep.title = title;
+            snprintf(title + k, sizeof title - k, " (overlap with training unknown: %s)", si->unknown_why);
     }
+    rep.title = title;
+    // warnings: the ruins; notes: the fragile decisions and the next decision
+    if (r->ruin.ruined)
+        warnings[rep.n_warnings++] =
+            vp_bt_ruin_line("the strategy", &r->ruin, r->n_ruined, r->n_windows, lines[0], sizeof lines[0]);
+    if (r->buy_hold_ruin.ruined)
+        warnings[rep.n_warnings++] = vp_bt_ruin_line("buy & hold", &r->buy_hold_ruin, 0, 1, lines[1], sizeof lines[1]);
+    notes[rep.n_notes++] = vp_bt_fragile_line(r, VP_BT_FRAGILE_LIST, lines[2], sizeof lines[2]);
+    notes[rep.n_notes++] = vp_bt_next_line(r, lines[3], sizeof lines[3]);
+    rep.warnings = warnings;
+    rep.notes = notes;
+    rep.ruined[0] = r->ruin.ruined;
+    rep.ruined[1] = r->buy_hold_ruin.ruined;
     rep.n = r->n_curve;
     rep.times_ms = r->curve_time_ms;
     rep.equity = r->curve_equity;
@@ -334,8 +270,20 @@ vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_
     rep.config_text = info->config_text;
     rep.selection_trials = info->selection_trials;
     rep.deflated_sharpe = info->deflated_sharpe;
-    VP_TRY(join(dir, "report.html", path, sizeof path));
     return vp_report_write(path, &rep);
+}
+
+vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir) {
+    VP_REQUIRE(r != NULL && info != NULL && dir != NULL && r->n_curve >= 1, VP_ERR_INVALID_ARG,
+               "vp_backtest_write_files: NULL argument or empty result");
+    char path[VP_RUN_PATH_MAX];
+    VP_TRY(make_dir(dir));
+    VP_TRY(join(dir, "trades.csv", path, sizeof path));
+    VP_TRY(write_trades(r, info, path));
+    VP_TRY(join(dir, "equity.csv", path, sizeof path));
+    VP_TRY(write_equity(r, path));
+    VP_TRY(join(dir, "report.html", path, sizeof path));
+    return write_report(r, info, path);
 }
 
 vp_status vp_backtest_write(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir) {

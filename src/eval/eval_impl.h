@@ -15,12 +15,13 @@
     X(EXIT_BAR, "exit_bar") X(EXIT_PRICE, "exit_price") X(PNL, "pnl") X(COSTS, "costs")      \
     X(BARS_HELD, "bars_held") X(EXIT_REASON, "exit_reason")
 
-/* equity.csv: one row per bar of the span. */
+/* equity.csv: one row per bar of the span, marked at the bar's close; the bar's time stamp
+ * is its open time, as in the data. */
 #define VP_EQUITY_COLUMNS(X)                                                                 \
-    X(TIME, "time") X(BAR, "bar") X(WINDOW, "window") X(EQUITY, "equity")                    \
+    X(BAR_OPEN_TIME, "bar_open_time") X(BAR, "bar") X(WINDOW, "window") X(EQUITY, "equity")  \
     X(POSITION, "position") X(DRAWDOWN, "drawdown") X(BUY_HOLD, "buy_hold_equity")           \
     X(DIRECTION, "direction") X(SIZE, "size") X(TAKE_PROFIT, "take_profit")                  \
-    X(STOP_LOSS, "stop_loss")
+    X(STOP_LOSS, "stop_loss") X(Q_MARGIN, "q_margin")
 
 #define VP_TRADES_ENUM_(e, name) VP_TRADES_##e,
 #define VP_EQUITY_ENUM_(e, name) VP_EQUITY_##e,

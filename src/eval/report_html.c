@@ -22,7 +22,9 @@ static const char* const CSS =
     ".row p.note{max-width:430px}td{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     "td.l{text-align:left}pre{background:#f6f6f6;border:1px solid #d8d8d8;padding:10px;font-size:12px;"
     "overflow-x:auto}svg{display:block;margin:4px 0}svg .ax{font-size:11px;fill:#333}"
-    "svg .lg{font-size:12px;fill:#1d1d1d}.note{color:#555;font-size:12px}";
+    "svg .lg{font-size:12px;fill:#1d1d1d}.note{color:#555;font-size:12px}"
+    ".warn{color:#9b1c1c;background:#fdecea;border:1px solid #e0a19b;padding:6px 10px;font-size:14px;"
+    "font-weight:bold;margin:6px 0}";
 
 /* Checks the curves: times strictly increasing, every value finite. */
 static vp_status check_input(const vp_report* r) {
@@ -30,6 +32,10 @@ static vp_status check_input(const vp_report* r) {
                "report: n = %lld, times_ms and equity are required (n >= 1)", (long long)r->n);
     VP_REQUIRE(r->n_folds >= 0 && (r->folds || r->n_folds == 0), VP_ERR_INVALID_ARG,
                "report: n_folds = %lld but folds is NULL", (long long)r->n_folds);
+    VP_REQUIRE(r->n_warnings >= 0 && r->n_notes >= 0 && (r->warnings || r->n_warnings == 0) &&
+                   (r->notes || r->n_notes == 0),
+               VP_ERR_INVALID_ARG, "report: %d warnings and %d notes, but their lines are NULL", r->n_warnings,
+               r->n_notes);
     for (int64_t i = 0; i < r->n; ++i) {
         VP_REQUIRE(i == 0 || r->times_ms[i] > r->times_ms[i - 1], VP_ERR_INVALID_ARG,
                    "report: times_ms not strictly increasing at %lld", (long long)i);
@@ -50,12 +56,13 @@ static void value_cell(FILE* out, double v, vp_metric_unit unit) {
     fputs("</td>", out);
 }
 
-/* The metrics table (strategy | buy & hold | flat) and the trade statistics table. */
-static void write_metric_tables(FILE* out, const vp_metrics_summary* m) {
+/* The metrics table (strategy | buy & hold | flat; a ruined series' status reads "ruined" and
+ * the heading says so) and the trade statistics table. */
+static void write_metric_tables(FILE* out, const vp_metrics_summary* m, const int* ruined) {
     const vp_perf* series[3] = {&m->strategy, &m->buy_hold, &m->flat};
-    fputs("<div class=\"row\"><div>\n<h2>Metrics</h2>\n<table class=\"metrics\">\n"
-          "<tr><th>metric</th><th>strategy</th><th>buy &amp; hold</th><th>flat</th></tr>\n",
-          out);
+    fprintf(out, "<div class=\"row\"><div>\n<h2>Metrics%s</h2>\n<table class=\"metrics\">\n"
+            "<tr><th>metric</th><th>strategy</th><th>buy &amp; hold</th><th>flat</th></tr>\n",
+            ruined[0] || ruined[1] || ruined[2] ? " of a RUINED run: not a normal result" : "");
     for (int i = 0; i < vp_perf_n_fields; ++i) {
         const vp_metric_field* f = &vp_perf_fields[i];
         fprintf(out, "<tr data-key=\"%s\"><td class=\"l\">", f->key);
@@ -68,7 +75,7 @@ static void write_metric_tables(FILE* out, const vp_metrics_summary* m) {
     for (int s = 0; s < 3; ++s)
         fprintf(out, "<td>%lld / %lld</td>", (long long)series[s]->n_valid, (long long)series[s]->n_returns);
     fputs("</tr>\n<tr data-key=\"status\"><td class=\"l\">series status</td>", out);
-    for (int s = 0; s < 3; ++s) fprintf(out, "<td>%s</td>", vp_perf_status_name(series[s]->status));
+    for (int s = 0; s < 3; ++s) fprintf(out, "<td>%s</td>", ruined[s] ? "ruined" : vp_perf_status_name(series[s]->status));
     fputs("</tr>\n</table>\n<p class=\"note\">Ratios over a zero denominator show inf; '-' marks a value that is "
           "undefined (0 / 0, or too few returns).</p>\n</div><div>\n",
           out);
@@ -177,6 +184,16 @@ vp_status vp_report_write_stream(FILE* out, const vp_report* r) {
     fprintf(out, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>", CSS);
     vp_html_escape_write(out, title);
     fputs("</h1>\n", out);
+    for (int i = 0; i < r->n_warnings; ++i) {
+        fputs("<p class=\"warn\">", out);
+        vp_html_escape_write(out, r->warnings[i]);
+        fputs("</p>\n", out);
+    }
+    for (int i = 0; i < r->n_notes; ++i) {
+        fputs("<p class=\"meta\">", out);
+        vp_html_escape_write(out, r->notes[i]);
+        fputs("</p>\n", out);
+    }
 
     // what the page covers and how it annualises
     fprintf(out, "<p class=\"meta\">span %s to %s UTC, %lld bars</p>\n",
@@ -192,8 +209,9 @@ vp_status vp_report_write_stream(FILE* out, const vp_report* r) {
     // charts, tables, folds, config
     VP_TRY(write_charts(out, r));
     fprintf(out, "<p class=\"note\">Curves drawn from %lld points, decimated per pixel column (M4: first, lowest, "
-            "highest and last point of each of %d columns).</p>\n", (long long)r->n, VP_REPORT_PLOT_WIDTH);
-    if (r->metrics) write_metric_tables(out, r->metrics);
+            "highest and last point of each of %d columns). Each point is the equity at a bar's close, placed at the "
+            "bar's time stamp (its open time, as in the data).</p>\n", (long long)r->n, VP_REPORT_PLOT_WIDTH);
+    if (r->metrics) write_metric_tables(out, r->metrics, r->ruined);
     if (r->n_folds > 0) write_folds(out, r->folds, r->n_folds);
     fputs("<h2>Config</h2>\n<pre class=\"config\">", out);
     vp_html_escape_write(out, r->config_text ? r->config_text : "(no config given)");

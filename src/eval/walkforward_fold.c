@@ -49,10 +49,13 @@ static void sink_note(void* ctx, const char* msg) {
     vp_wf_progress_note(f->c, f->k, msg);
 }
 
-/* The loop's hook after a validation: a progress line. */
+/* The loop's hook after a validation: a progress line (its ruined windows marked). */
 static void on_eval(void* ctx, int64_t iteration, const vp_eval_result* r, int best) {
-    say((const fold_job*)ctx, "iteration %lld, validation Sharpe %.3f%s", (long long)iteration, r->strategy.sharpe,
-        best ? " (best)" : "");
+    char ruined[64] = "";
+    if (r->ruined > 0)
+        snprintf(ruined, sizeof ruined, ", %lld of %lld windows RUINED", (long long)r->ruined, (long long)r->windows);
+    say((const fold_job*)ctx, "iteration %lld, validation Sharpe %.3f%s%s", (long long)iteration, r->strategy.sharpe,
+        ruined, best ? " (best)" : "");
 }
 
 /* The loop's stop poll: a stop request, or another fold's failure. */
@@ -78,16 +81,19 @@ static vp_status finish(void* ctx, const vp_train_end* end, cJSON* test) {
                              end->val_trials, end->deflated_sharpe};
     VP_TRY(vp_backtest_write(end->test, &info, end->run_dir));
     const vp_perf* p = &end->test->summary.strategy;
-    const int ruined = end->test->n_windows > 0 && end->test->windows[0].ruined;
-    say(f, "test Sharpe %.3f, total return %.2f %%%s", p->sharpe, 100.0 * p->total_return,
-        ruined ? ", ruined (the test window's equity reached 0)" : "");
+    const vp_rollout_ruin* ru = &end->test->ruin;
+    char when[32];
+    if (ru->ruined)
+        say(f, "test span RUINED at bar %lld (%s), equity %.2f after the close-out: not a normal result", (long long)ru->bar,
+            vp_time_format_iso(ru->time_ms, when, sizeof when), ru->equity_after_close);
+    say(f, "test Sharpe %.3f, total return %.2f %%%s", p->sharpe, 100.0 * p->total_return, ru->ruined ? " (ruined)" : "");
     vp_wf_brief* b = f->brief;
     b->val_sharpe = a->best_val_sharpe;
     b->best_iteration = a->best_iteration;
     b->test_sharpe = p->sharpe;
     b->test_return = p->total_return;
     b->test_trades = end->test->n_trades;
-    b->test_ruined = ruined;
+    b->test_ruined = ru->ruined != 0;
     return VP_OK;
 }
 

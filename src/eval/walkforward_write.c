@@ -16,11 +16,12 @@
 
 /* The stitched equity.csv's columns. */
 enum { WF_TIME = 0, WF_BAR, WF_FOLD, WF_EQUITY, WF_POSITION, WF_DRAWDOWN, WF_BUY_HOLD, WF_COL_COUNT };
-static const char* const WF_EQUITY_COLUMNS[WF_COL_COUNT] = {"time",     "bar",      "fold",           "equity",
-                                                            "position", "drawdown", "buy_hold_equity"};
+static const char* const WF_EQUITY_COLUMNS[WF_COL_COUNT] = {"bar_open_time", "bar",      "fold",           "equity",
+                                                            "position",      "drawdown", "buy_hold_equity"};
 static const vp_csv_schema WF_EQUITY_FILE = {"equity.csv", WF_EQUITY_COLUMNS, WF_COL_COUNT};
 
-/* equity.csv: time, bar, fold, stitched equity, position, drawdown, stitched buy-and-hold. */
+/* equity.csv: bar open time, bar, fold, stitched equity, position, drawdown, stitched
+ * buy-and-hold (marked at the bar's close). */
 static vp_status write_equity(const vp_wf_ctx* c, const vp_wf_result* r, const double* dd) {
     char path[VP_RUN_PATH_MAX + 16], tb[32], e[3][32], n[3][24];
     VP_TRY(vp_wf_top_file(c, WF_EQUITY_FILE.file, path, sizeof path));
@@ -187,7 +188,7 @@ static vp_status write_report(const vp_wf_ctx* c, const vp_wf_result* r, const d
     snprintf(title, sizeof title, "walk-forward: %lld of %lld %s%s", (long long)r->n_done, (long long)r->n_folds,
              vp_plural(r->n_folds, "fold", "folds"), r->ruined_fold > 0 ? " (the stitched account was ruined)" : "");
     vp_report rep = {title, r->n_curve, times, r->equity, r->benchmark, dd, &r->summary, rows, r->n_done,
-                     c->config_yaml, 0, NAN};
+                     c->config_yaml, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}};
     if (s == VP_OK) s = vp_wf_top_file(c, "report.html", path, sizeof path);
     if (s == VP_OK) s = vp_report_write(path, &rep);
     free(times);

@@ -69,7 +69,8 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
     }
     if (s == VP_OK) s = batch_init(t);
     if (s == VP_OK)
-        s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars);
+        s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars,
+                              cfg->env.ruin_fraction);
     if (s == VP_OK) vp_validator_set_risk_free(t->val, cfg->metrics.risk_free_rate);
     if (s == VP_OK) s = vp_backend_sync(b);
     if (s != VP_OK) {

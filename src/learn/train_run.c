@@ -113,6 +113,12 @@ static vp_status evaluate(job* j, vp_eval_result* r) {
     const double sh = r->strategy.sharpe;
     const int best = !isnan(sh) && (isnan(t->best_val_sharpe) || sh > t->best_val_sharpe);
     VP_TRY(vp_train_log_eval(&j->run.metrics, t, r, best));
+    if (r->ruined > 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "validation at iteration %lld: %lld of %lld windows RUINED (closed out at the ruin "
+                 "level, env.ruin_fraction)", (long long)t->count.iteration, (long long)r->ruined, (long long)r->windows);
+        vp_train_progress_note(&j->prog, VP_LOG_WARN, msg);
+    }
     j->prog.last_val = sh;
     vp_selection_add(&j->sel, sh);
     if (best) {
@@ -211,6 +217,7 @@ static vp_status test_span(job* j, vp_algo_params which, vp_rollout_result* r) {
     vp_rollout_cfg c = vp_rollout_cfg_default();
     c.instrument = a->instrument;
     c.episode_bars = a->env.episode_bars;
+    c.ruin_fraction = a->env.ruin_fraction;
     c.fused = j->opts->fused;
     memset(r, 0, sizeof *r);
     VP_TRY(vp_annual_measure(d->bars.time_ms, d->bars.n, &c.annual));

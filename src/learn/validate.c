@@ -18,7 +18,7 @@ struct vp_validator {
 };
 
 vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_tensor* features, const vp_train_data* d,
-                            vp_span span, const vp_instrument* inst, int64_t window_bars) {
+                            vp_span span, const vp_instrument* inst, int64_t window_bars, double ruin_fraction) {
     VP_REQUIRE(out != NULL && b != NULL && features != NULL && d != NULL && inst != NULL,
                VP_ERR_INVALID_ARG, "vp_validator_init: NULL argument");
     *out = NULL;
@@ -36,6 +36,7 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_tensor* 
     // N windows of about window_bars decisions covering the span's len - 1 steps
     v->cfg = vp_rollout_cfg_default();
     v->cfg.instrument = *inst;
+    v->cfg.ruin_fraction = ruin_fraction;
     v->cfg.n_windows = (window_bars <= 0 || window_bars > len - 1) ? 1 : (len - 1) / window_bars;
     v->cfg.episode_bars = (int32_t)(window_bars >= 1 && window_bars <= len - 1 ? window_bars : len - 1);
     vp_annual_given(d->periods_per_year, &v->cfg.annual);

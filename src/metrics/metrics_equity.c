@@ -1,53 +1,8 @@
-/* Equity series: the buy-and-hold and flat baselines, returns and drawdown of a curve. */
+/* Equity series: returns and drawdown of a curve, and a baseline's returns. (The baselines
+ * themselves are stepped through the environment by the rollout, src/rollout/rollout_baseline.c.) */
 #include <math.h>
 
 #include "vulpes/metrics.h"
-
-vp_status vp_baseline_buy_hold(const double* open, const double* close, int64_t n, const vp_baseline_costs* c,
-                               double* equity) {
-    VP_REQUIRE(open && close && c && equity, VP_ERR_INVALID_ARG,
-               "vp_baseline_buy_hold: open, close, costs and equity must not be NULL");
-    VP_REQUIRE(n >= 1, VP_ERR_INVALID_ARG, "vp_baseline_buy_hold: n = %lld bars (need >= 1)", (long long)n);
-    VP_REQUIRE(isfinite(c->contracts) && c->contracts > 0.0 && isfinite(c->multiplier) && c->multiplier > 0.0,
-               VP_ERR_INVALID_ARG, "vp_baseline_buy_hold: contracts = %g and multiplier = %g must be positive",
-               c->contracts, c->multiplier);
-    VP_REQUIRE(isfinite(c->commission) && c->commission >= 0.0 && isfinite(c->slippage) && c->slippage >= 0.0,
-               VP_ERR_INVALID_ARG, "vp_baseline_buy_hold: commission = %g and slippage = %g must be >= 0",
-               c->commission, c->slippage);
-    VP_REQUIRE(isfinite(c->initial_equity) && c->initial_equity > 0.0, VP_ERR_INVALID_ARG,
-               "vp_baseline_buy_hold: initial_equity = %g must be positive", c->initial_equity);
-    for (int64_t t = 0; t < n; ++t)
-        VP_REQUIRE(isfinite(open[t]) && open[t] > 0.0 && isfinite(close[t]) && close[t] > 0.0, VP_ERR_INVALID_ARG,
-                   "vp_baseline_buy_hold: bar %lld has open %g, close %g (prices must be positive)", (long long)t,
-                   open[t], close[t]);
-
-    // bar 0: the decision bar, nothing held yet; too short a span stays flat
-    equity[0] = c->initial_equity;
-    if (n <= 2) {
-        for (int64_t t = 1; t < n; ++t) equity[t] = c->initial_equity;
-        return VP_OK;
-    }
-
-    // buy at bar 1's open (slippage against, commission per contract), as the environment fills
-    double q = c->contracts, fee = q * c->commission;
-    double cash = c->initial_equity - q * (open[1] + c->slippage) * c->multiplier - fee;
-
-    // hold: mark to each close
-    for (int64_t t = 1; t < n - 1; ++t) equity[t] = cash + q * close[t] * c->multiplier;
-
-    // sell at the last bar's open; the last bar ends flat
-    equity[n - 1] = cash + q * (open[n - 1] - c->slippage) * c->multiplier - fee;
-    return VP_OK;
-}
-
-vp_status vp_baseline_flat(int64_t n, double initial_equity, double* equity) {
-    VP_REQUIRE(equity || n == 0, VP_ERR_INVALID_ARG, "vp_baseline_flat: equity is NULL");
-    VP_REQUIRE(n >= 0 && isfinite(initial_equity) && initial_equity > 0.0, VP_ERR_INVALID_ARG,
-               "vp_baseline_flat: n = %lld, initial_equity = %g (need n >= 0 and positive equity)", (long long)n,
-               initial_equity);
-    for (int64_t t = 0; t < n; ++t) equity[t] = initial_equity;
-    return VP_OK;
-}
 
 vp_status vp_returns_from_equity(const double* equity, int64_t n, double* returns) {
     VP_REQUIRE(equity && (returns || n <= 1), VP_ERR_INVALID_ARG, "vp_returns_from_equity: equity or returns is NULL");

@@ -9,7 +9,9 @@
 #define LABEL_W 36
 #define VALUE_W 14
 
-vp_status vp_metrics_print(const vp_metrics_summary* s, FILE* out) {
+vp_status vp_metrics_print(const vp_metrics_summary* s, FILE* out) { return vp_metrics_print_status(s, NULL, out); }
+
+vp_status vp_metrics_print_status(const vp_metrics_summary* s, const char* const* status, FILE* out) {
     VP_REQUIRE(s && out, VP_ERR_INVALID_ARG, "vp_metrics_print: s and out must not be NULL");
     char line[256], a[64], b[64], c[64];
     const vp_perf* series[3] = {&s->strategy, &s->buy_hold, &s->flat};
@@ -26,8 +28,9 @@ vp_status vp_metrics_print(const vp_metrics_summary* s, FILE* out) {
                 vp_metric_format(vp_metric_field_get(f, series[1]), f->unit, b, sizeof b), VALUE_W,
                 vp_metric_format(vp_metric_field_get(f, series[2]), f->unit, c, sizeof c));
     }
-    fprintf(out, "%-*s%*s%*s%*s\n", LABEL_W, "series status", VALUE_W, vp_perf_status_name(series[0]->status), VALUE_W,
-            vp_perf_status_name(series[1]->status), VALUE_W, vp_perf_status_name(series[2]->status));
+    const char* st[3];
+    for (int i = 0; i < 3; ++i) st[i] = status && status[i] ? status[i] : vp_perf_status_name(series[i]->status);
+    fprintf(out, "%-*s%*s%*s%*s\n", LABEL_W, "series status", VALUE_W, st[0], VALUE_W, st[1], VALUE_W, st[2]);
 
     // trade statistics of the strategy
     fprintf(out, "trade statistics (strategy)\n");

@@ -13,6 +13,7 @@ vp_rollout_cfg vp_rollout_cfg_default(void) {
     memset(&c, 0, sizeof c);
     c.instrument = vp_instrument_default();
     c.episode_bars = vp_env_config_default().episode_bars;
+    c.ruin_fraction = vp_env_config_default().ruin_fraction;
     c.n_windows = 1;
     c.encode_chunk = VP_ROLLOUT_CHUNK;
     c.fused = 1;
@@ -33,9 +34,11 @@ void vp_rollout_result_free(vp_rollout_result* r) {
     free(r->cash);
     free(r->position);
     free(r->action);
+    free(r->margin);
     free(r->curve_time_ms);
     free(r->curve_equity);
     free(r->curve_benchmark);
+    free(r->curve_flat);
     free(r->curve_drawdown);
     free(r->curve_position);
     free(r->trades);
@@ -63,6 +66,8 @@ static vp_status check_args(vp_backend* b, const vp_policy* pol, const vp_rollou
                (long long)c->encode_chunk);
     VP_REQUIRE(c->annual.periods_per_year > 0 && isfinite(c->annual.periods_per_year), VP_ERR_INVALID_ARG,
                "%s: annualisation factor %g (> 0 required)", fn, c->annual.periods_per_year);
+    VP_REQUIRE(isfinite(c->ruin_fraction) && c->ruin_fraction >= 0.0 && c->ruin_fraction < 1.0, VP_ERR_INVALID_ARG,
+               "%s: ruin fraction %g (env.ruin_fraction: 0 <= f < 1 required)", fn, c->ruin_fraction);
     if (c->forced_actions) return VP_OK;
     VP_REQUIRE(pol != NULL && d->features != NULL, VP_ERR_INVALID_ARG,
                "%s: policy or features is NULL (needed without forced actions)", fn);
@@ -71,8 +76,9 @@ static vp_status check_args(vp_backend* b, const vp_policy* pol, const vp_rollou
                fn, vp_backend_name(pol->backend), vp_backend_name(b));
     const vp_tensor* f = d->features;
     VP_REQUIRE(f->data != NULL && f->dtype == VP_F32 && f->ndim == 2 && f->shape[1] == pol->n_features &&
-                   f->shape[0] >= s.end - 1,
-               VP_ERR_SHAPE, "%s: features must be f32 [>= %lld, %d]", fn, (long long)(s.end - 1), pol->n_features);
+                   f->shape[0] >= s.end,
+               VP_ERR_SHAPE, "%s: features must be f32 [>= %lld, %d] (a row for every bar of the span)", fn,
+               (long long)s.end, pol->n_features);
     VP_REQUIRE(vp_backend_can_read(b, f->mem) && (pol->params == NULL || vp_backend_can_read(b, pol->params->mem)),
                VP_ERR_DEVICE, "%s: features or params live where backend %s cannot read", fn, vp_backend_name(b));
     return VP_OK;
@@ -122,10 +128,11 @@ static int state_slots(vp_env_state* st, vp_ro_windows* w, vp_ro_records* rec, i
     S(st->episode, uint32_t, N), S(st->cash, double, N), S(st->equity, double, N), S(st->peak, double, N);
     S(st->entry, double, N), S(st->take_profit, double, N), S(st->stop_loss, double, N), S(st->last_size, float, N);
     S(w->steps, int32_t, N), S(w->offset, int32_t, N), S(w->last, int32_t, N), S(w->alive, int32_t, N);
-    S(w->fill, vp_env_fill_rec, N);
+    S(w->ruin, int32_t, N), S(w->fill, vp_env_fill_rec, N);
     S(rec->position, int32_t, P), S(rec->bars_held, int32_t, P), S(rec->action, int32_t, 4 * P);
     S(rec->cash, double, P), S(rec->equity, double, P), S(rec->entry, double, P);
-    S(rec->take_profit, double, P), S(rec->stop_loss, double, P), S(rec->fill, vp_env_fill_rec, P);
+    S(rec->take_profit, double, P), S(rec->stop_loss, double, P), S(rec->margin, double, P);
+    S(rec->fill, vp_env_fill_rec, P);
 #undef S
     return n;
 }
@@ -158,6 +165,7 @@ static vp_status alloc_run(vp_ro_run* r) {
         r->h_win.offset[w] = (int32_t)(s0 + w);
         r->h_win.last[w] = (int32_t)s1;
         r->h_win.alive[w] = 1;
+        r->h_win.ruin[w] = -1;
         if (s1 - s0 > r->max_steps) r->max_steps = (int32_t)(s1 - s0);
         // flat at the initial equity; the stored window end lies one bar beyond the last
         r->h_state.t[w] = (int32_t)s0;
@@ -177,7 +185,8 @@ static vp_status alloc_run(vp_ro_run* r) {
 
 /* ---- results --------------------------------------------------------------------------------- */
 
-/* Downloads the log and the windows' alive flags, and writes every window's first point. */
+/* Downloads the log, the windows' alive and ruin flags and their final state (over the
+ * initial one), and writes every window's first point. */
 static vp_status download(vp_ro_run* r) {
     const int64_t N = r->cfg->n_windows;
     // the log's arrays follow state and windows in both blocks, in the same layout
@@ -187,6 +196,12 @@ static vp_status download(vp_ro_run* r) {
     VP_TRY(vp_download(r->b, r->h_rec.position, &src, bytes));
     vp_tensor alive = vp_tensor_1d(r->win.alive, VP_I32, r->dev.mem, N);
     VP_TRY(vp_download(r->b, r->h_win.alive, &alive, sizeof(int32_t) * (size_t)N));
+    vp_tensor ruin = vp_tensor_1d(r->win.ruin, VP_I32, r->dev.mem, N);
+    VP_TRY(vp_download(r->b, r->h_win.ruin, &ruin, sizeof(int32_t) * (size_t)N));
+    // the state arrays come first in both blocks, in the same layout
+    size_t state_bytes = (size_t)((char*)r->h_win.steps - (char*)r->host);
+    vp_tensor st = vp_tensor_1d(r->dev.dev, VP_I32, r->dev.mem, (int64_t)(state_bytes / 4));
+    VP_TRY(vp_download(r->b, r->host, &st, state_bytes));
     for (int64_t w = 0; w < N; ++w) {
         int64_t p = r->h_win.offset[w];
         r->h_rec.position[p] = r->h_rec.bars_held[p] = 0;
@@ -196,7 +211,24 @@ static vp_status download(vp_ro_run* r) {
     return VP_OK;
 }
 
-/* The windows and their points (a ruined window ends at the point its equity reached 0). */
+/* The market's bars in host memory: the backend's own on the CPU, else a downloaded copy. */
+static vp_status host_bars(vp_ro_run* r) {
+    if (vp_backend_native_mem(r->b) == VP_MEM_HOST) {
+        r->h_bars = r->market.bars;
+        return VP_OK;
+    }
+    const size_t bytes = sizeof(vp_env_bar) * (size_t)r->market.n_bars;
+    r->h_bars_own = (vp_env_bar*)malloc(bytes);
+    VP_REQUIRE(r->h_bars_own != NULL, VP_ERR_OOM, "vp_rollout_run: host copy of %lld bars",
+               (long long)r->market.n_bars);
+    vp_tensor src = vp_tensor_1d((void*)r->market.bars, VP_I32, r->market.storage.mem, (int64_t)(bytes / 4));
+    VP_TRY(vp_download(r->b, r->h_bars_own, &src, bytes));
+    r->h_bars = r->h_bars_own;
+    return VP_OK;
+}
+
+/* The windows and their points (a ruined window ends at the close after its ruin close, or
+ * at the ruin close when that was its last), their margins and ruins. */
 static vp_status collect_points(const vp_ro_run* r, vp_rollout_result* out) {
     const int64_t N = r->cfg->n_windows;
     const vp_ro_records* h = &r->h_rec;
@@ -205,18 +237,15 @@ static vp_status collect_points(const vp_ro_run* r, vp_rollout_result* out) {
     int64_t total = 0;
     for (int64_t w = 0; w < N; ++w) {
         vp_rollout_window* x = &out->windows[w];
-        int64_t p0 = r->h_win.offset[w], n = (int64_t)r->h_win.steps[w] + 1;
-        if (!r->h_win.alive[w])
-            for (int64_t k = 1; k < n; ++k)
-                if (!(h->equity[p0 + k] > 0.0)) {
-                    n = k + 1;
-                    x->ruined = 1;
-                    break;
-                }
+        const int64_t p0 = r->h_win.offset[w], steps = r->h_win.steps[w], k_ruin = r->h_win.ruin[w];
+        const int64_t n = k_ruin >= 0 && k_ruin + 3 < steps + 1 ? k_ruin + 3 : steps + 1;
         x->begin = r->a + (p0 - w);
         x->last = x->begin + n - 1;
         x->offset = total;
         x->n_points = n;
+        vp_ro_ruin_of(r, w, r->h_win.ruin[w], h->equity + p0, n, &x->ruin);
+        x->ruined = x->ruin.ruined;
+        if (x->ruined && !out->n_ruined++) out->ruin = x->ruin;
         total += n;
     }
     out->n_windows = N;
@@ -226,19 +255,21 @@ static vp_status collect_points(const vp_ro_run* r, vp_rollout_result* out) {
     out->cash = (double*)malloc(sizeof(double) * (size_t)total);
     out->position = (int32_t*)malloc(sizeof(int32_t) * (size_t)total);
     out->action = (int32_t*)malloc(sizeof(int32_t) * 4 * (size_t)total);
-    VP_REQUIRE(out->bar && out->equity && out->cash && out->position && out->action, VP_ERR_OOM,
+    out->margin = (double*)malloc(sizeof(double) * (size_t)total);
+    VP_REQUIRE(out->bar && out->equity && out->cash && out->position && out->action && out->margin, VP_ERR_OOM,
                "vp_rollout_run: %lld points", (long long)total);
     for (int64_t w = 0; w < N; ++w) {
         const vp_rollout_window* x = &out->windows[w];
         int64_t p0 = r->h_win.offset[w];
         for (int64_t k = 0; k < x->n_points; ++k) {
             int64_t o = x->offset + k, p = p0 + k;
+            const int decided = k + 1 < x->n_points;
             out->bar[o] = x->begin + k;
             out->equity[o] = h->equity[p];
             out->cash[o] = h->cash[p];
             out->position[o] = h->position[p];
-            for (int br = 0; br < VP_ENV_BRANCHES; ++br)
-                out->action[o * 4 + br] = k + 1 < x->n_points ? h->action[p * 4 + br] : -1;
+            for (int br = 0; br < VP_ENV_BRANCHES; ++br) out->action[o * 4 + br] = decided ? h->action[p * 4 + br] : -1;
+            out->margin[o] = decided && h->margin[p] != VP_RO_NO_MARGIN ? h->margin[p] : NAN;
         }
     }
     return VP_OK;
@@ -249,6 +280,7 @@ static void run_free(vp_ro_run* r) {
     vp_env_market_free(&r->market);
     if (r->dev.dev) vp_buffer_free(r->b, &r->dev);
     free(r->host);
+    free(r->h_bars_own);
 }
 
 vp_status vp_rollout_run(vp_backend* b, const vp_policy* pol, const vp_rollout_data* data, const vp_rollout_cfg* cfg,
@@ -271,6 +303,7 @@ vp_status vp_rollout_run(vp_backend* b, const vp_policy* pol, const vp_rollout_d
     r.n_steps = data->span.end - data->span.begin - 1;
     r.n_points = r.n_steps + cfg->n_windows;
     make_dims(&r);
+    r.dims.ruin_level = out->ruin_level = cfg->ruin_fraction * cfg->instrument.initial_equity;
     out->span = data->span;
 
     // The span's bars as the environment's market: bars a .. b-1 only.
@@ -290,7 +323,9 @@ vp_status vp_rollout_run(vp_backend* b, const vp_policy* pol, const vp_rollout_d
                   : vp_ro_run_ops(&r, &out->encode_s, &out->sequential_s);
     }
     if (s == VP_OK) s = download(&r);
+    if (s == VP_OK) s = host_bars(&r);
     if (s == VP_OK) s = collect_points(&r, out);
+    if (s == VP_OK) s = vp_ro_next_decisions(&r, out);
     if (s == VP_OK) s = vp_ro_trades_build(&r, out);
     if (s == VP_OK) s = vp_ro_curve_build(&r, out);
     run_free(&r);

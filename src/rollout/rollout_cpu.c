@@ -25,12 +25,13 @@ vp_status vp_ro_cpu_act(vp_backend* b, const vp_ro_dims* d, const vp_env_bar* ba
     for (int64_t i = 0; i < d->n_windows; ++i) {
         if (!vp_ro_active(w, i, k)) continue;
         int32_t a[VP_ENV_BRANCHES];
+        double margin = VP_RO_NO_MARGIN;
         if (d->forced)
             memcpy(a, forced + (int64_t)s->t[i] * VP_ENV_BRANCHES, sizeof a);
         else
-            vp_action_greedy(&d->layout, q + i * d->layout.n_heads, a);
+            margin = vp_action_greedy_margin(&d->layout, q + i * d->layout.n_heads, a);
         vp_ro_step(d, bars, s, w, scratch, k, i, a);
-        vp_ro_log(s, w, rec, k, i, a);
+        vp_ro_log(s, w, rec, k, i, a, margin);
     }
     return VP_OK;
 }

@@ -9,7 +9,8 @@
  * per bar), computes its branch's Q-values and greedy choice, and writes the choice into
  * every block of the cluster (distributed shared memory). After one cluster barrier every
  * block holds the 4 choices and steps its own copy of the window's state through the
- * environment's step (the same bits in every block); block 0 logs. Kernels, then launchers
+ * environment's step (the same bits in every block); block 0 logs, and at the end writes the
+ * window's final state back. Kernels, then launchers
  * and the CUDA table of the rollout kernels (rollout_impl.h). */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -72,7 +73,7 @@ __global__ void vp_ro_prepare_kernel(vp_ro_dims d, const vp_env_bar* __restrict_
     if (threadIdx.x == 0) vp_ro_portfolio(&d, bars, &s, &w, i, pf + i * VP_ENV_PORTFOLIO);
 }
 
-/* Window i: the choice (greedy or forced), the step and its log. */
+/* Window i: the choice (greedy with its margin, or forced), the step and its log. */
 __global__ void vp_ro_act_kernel(vp_ro_dims d, const vp_env_bar* __restrict__ bars, vp_env_state s, vp_ro_windows w,
                                  vp_ro_records rec, int32_t* __restrict__ scratch, const float* __restrict__ q,
                                  const int32_t* __restrict__ forced, const int32_t* __restrict__ counter) {
@@ -81,12 +82,13 @@ __global__ void vp_ro_act_kernel(vp_ro_dims d, const vp_env_bar* __restrict__ ba
     const int32_t k = counter[0];
     if (!vp_ro_active(&w, i, k)) return;
     int32_t a[VP_ENV_BRANCHES];
+    double margin = VP_RO_NO_MARGIN;
     if (d.forced)
         for (int br = 0; br < VP_ENV_BRANCHES; ++br) a[br] = forced[(int64_t)s.t[i] * VP_ENV_BRANCHES + br];
     else
-        vp_action_greedy(&d.layout, q + i * d.layout.n_heads, a);
+        margin = vp_action_greedy_margin(&d.layout, q + i * d.layout.n_heads, a);
     vp_ro_step(&d, bars, &s, &w, scratch, k, i, a);
-    vp_ro_log(&s, &w, &rec, k, i, a);
+    vp_ro_log(&s, &w, &rec, k, i, a, margin);
 }
 
 /* ---- the fused kernel ------------------------------------------------------------------------- */
@@ -170,8 +172,9 @@ __global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
     __shared__ double sd[6];                          /* cash, equity, peak, entry, take-profit, stop-loss */
     __shared__ int32_t si[5];                         /* t, window end, position, bars held, episode */
     __shared__ float s_last;                          /* last size */
-    __shared__ int32_t ws[4];                         /* steps, offset, last, alive */
+    __shared__ int32_t ws[5];                         /* steps, offset, last, alive, ruin */
     __shared__ int32_t choice[2][VP_ENV_BRANCHES];    /* the cluster's choices, by step parity */
+    __shared__ double margin[2][VP_ENV_BRANCHES];     /* their margins (vp_action_margin), by step parity */
     __shared__ int32_t scratch[VP_ENV_BRANCHES];      /* the action the step reads */
     __shared__ vp_env_fill_rec s_fill;                    /* the fills the step writes */
     cg::cluster_group cluster = cg::this_cluster();
@@ -197,10 +200,11 @@ __global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
         sd[4] = gs.take_profit[win], sd[5] = gs.stop_loss[win];
         s_last = gs.last_size[win];
         ws[0] = gw.steps[win], ws[1] = gw.offset[win], ws[2] = gw.last[win], ws[3] = gw.alive[win];
+        ws[4] = gw.ruin[win];
     }
     vp_env_state ls = {&si[0], &si[1], &si[2], &si[3], (uint32_t*)&si[4], &sd[0], &sd[1], &sd[2], &sd[3], &sd[4],
                        &sd[5], &s_last};
-    vp_ro_windows lw = {&ws[0], &ws[1], &ws[2], &ws[3], &s_fill};
+    vp_ro_windows lw = {&ws[0], &ws[1], &ws[2], &ws[3], &ws[4], &s_fill};
     __syncthreads();
 
     // thread j < 2 HH owns hidden unit j (v1, then ah); its market term of the first row, prefetched
@@ -227,23 +231,38 @@ __global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
         __syncthreads();
         bt_q(sm, L, fw, S);
         __syncthreads();
-        // the branch's greedy choice, into every block of the cluster
+        // the branch's greedy choice and its margin, into every block of the cluster
         if (tid == 0) {
             const int best = vp_action_argmax(sm + L.qv, S);
-            for (int r = 0; r < VP_ENV_BRANCHES; ++r) *cluster.map_shared_rank(&choice[k & 1][br], r) = best;
+            const double m = vp_action_margin(sm + L.qv, S, best);
+            for (int r = 0; r < VP_ENV_BRANCHES; ++r) {
+                *cluster.map_shared_rank(&choice[k & 1][br], r) = best;
+                *cluster.map_shared_rank(&margin[k & 1][br], r) = m;
+            }
         }
         cluster.sync();
-        // every block steps its copy of the state; block 0 logs
+        // every block steps its copy of the state; block 0 logs (the smallest margin, in branch order)
         if (tid == 0) {
             int32_t a[VP_ENV_BRANCHES];
-            for (int b = 0; b < VP_ENV_BRANCHES; ++b) a[b] = choice[k & 1][b];
+            double m = 0.0;
+            for (int b = 0; b < VP_ENV_BRANCHES; ++b) {
+                a[b] = choice[k & 1][b];
+                m = (b == 0 || margin[k & 1][b] < m) ? margin[k & 1][b] : m;
+            }
             vp_ro_step(&d, bars, &ls, &lw, scratch, k, 0, a);
-            if (br == 0) vp_ro_log(&ls, &lw, &rec, k, 0, a);
+            if (br == 0) vp_ro_log(&ls, &lw, &rec, k, 0, a, m);
         }
         u = un;
         __syncthreads();
     }
-    if (tid == 0 && br == 0) gw.alive[win] = ws[3];
+    // the window's end: its flags and its final state (the decision after the window reads it)
+    if (tid == 0 && br == 0) {
+        gw.alive[win] = ws[3], gw.ruin[win] = ws[4];
+        gs.t[win] = si[0], gs.window_end[win] = si[1], gs.position[win] = si[2], gs.bars_held[win] = si[3];
+        gs.episode[win] = (uint32_t)si[4];
+        gs.cash[win] = sd[0], gs.equity[win] = sd[1], gs.peak[win] = sd[2], gs.entry[win] = sd[3];
+        gs.take_profit[win] = sd[4], gs.stop_loss[win] = sd[5], gs.last_size[win] = s_last;
+    }
     // no block leaves while another may still write into its shared memory
     cluster.sync();
 }

@@ -1,9 +1,14 @@
-/* The curves and metrics of a rollout: each window's returns and buy-and-hold, the windows
- * chained into one curve over the span (each starting from the previous one's ending
- * equity), its drawdown and positions, and the summary (strategy, baselines, trades). */
+/* The curves and metrics of a rollout: each window's equity and its two baselines
+ * (rollout_baseline.c), the windows chained into one curve of each over the span (each
+ * window starting from the previous one's ending equity), the strategy's drawdown and
+ * positions, and the summary. Every metric is computed from the curve it describes — the
+ * stitched curves that equity.csv and the report show, or a window's own points — and its
+ * total return is that curve's last point / first point - 1, exactly. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics/metrics_internal.h"
 #include "rollout/rollout_impl.h"
 
 /* The window holding step j of the span (s_w <= j < s_{w+1}); the last window for j = steps. */
@@ -18,109 +23,130 @@ static int64_t window_of(const vp_rollout_result* out, int64_t j) {
     return lo;
 }
 
-/* Buy-and-hold's costs: the instrument's, max_position contracts. */
-static vp_baseline_costs hold_costs(const vp_ro_run* r) {
-    const vp_instrument* in = &r->cfg->instrument;
-    vp_baseline_costs bc = {(double)in->max_position, in->multiplier, in->commission,
-                            in->slippage_ticks * in->tick_size, in->initial_equity};
-    return bc;
+/* The return from equity e0 to e1: e1 / e0 - 1, which chains through negative equity (the
+ * product of the returns is last / first); 0 from 0 to 0, undefined (NaN) from 0 to anything
+ * else or when it overflows. */
+static double step_return(double e0, double e1) {
+    if (e0 == 0.0) return e1 == 0.0 ? 0.0 : NAN;
+    const double r = e1 / e0 - 1.0;
+    return isfinite(r) ? r : NAN;
 }
 
-/* Every window's returns into ret [P] (window w's at its offset, n_points - 1 of them), its
- * buy-and-hold returns into bret [P], and both windows' metrics. */
-static vp_status window_returns(const vp_ro_run* r, vp_rollout_result* out, double* ret, double* bret, double* tmp) {
-    const vp_baseline_costs bc = hold_costs(r);
-    const vp_annual* an = &r->cfg->annual;
-    const vp_bars* bars = r->data->bars;
-    for (int64_t w = 0; w < out->n_windows; ++w) {
-        vp_rollout_window* x = &out->windows[w];
-        VP_TRY(vp_returns_from_equity(out->equity + x->offset, x->n_points, ret + x->offset));
-        VP_TRY(vp_perf_compute_annual(ret + x->offset, x->n_points - 1, an, &x->perf));
-        VP_TRY(vp_baseline_buy_hold(bars->open + x->begin, bars->close + x->begin, x->n_points, &bc, tmp));
-        vp_baseline_returns(tmp, x->n_points, bret + x->offset);
-        VP_TRY(vp_perf_compute_annual(bret + x->offset, x->n_points - 1, an, &x->buy_hold));
-    }
+/* The metrics of equity curve eq [n] under annualisation an (its factor and risk-free rate),
+ * into *out: its per-bar returns through vp_perf_compute_annual, then the total return taken from the curve itself (eq[n-1] /
+ * eq[0] - 1, not the rounded product of the returns) and the annual return and Calmar ratio
+ * from it. ret [n] is scratch. */
+static vp_status curve_perf(const double* eq, int64_t n, const vp_annual* an, double* ret, vp_perf* out) {
+    const double ppy = an->periods_per_year;
+    for (int64_t t = 1; t < n; ++t) ret[t - 1] = step_return(eq[t - 1], eq[t]);
+    VP_TRY(vp_perf_compute_annual(ret, n - 1, an, out));
+    if (out->status == VP_PERF_EMPTY || out->status == VP_PERF_ALL_NAN) return VP_OK;
+    const double growth = eq[n - 1] / eq[0];
+    out->total_return = growth - 1.0;
+    out->annual_return = pow(growth, ppy / (double)(n - 1)) - 1.0;
+    out->calmar = out->max_drawdown < 0.0 ? out->annual_return / fabs(out->max_drawdown)
+                                          : vp_metric_ratio(out->annual_return, 0.0);
     return VP_OK;
 }
 
-/* The stitched curve's arrays, allocated. */
+/* One stitched curve over the span's n points from per-window points: window w's at eq +
+ * off[w], len[w] of them. One window: its points, the last held after it ends; several:
+ * chained by their returns (0 once a window has ended), from the initial equity. */
+static void stitch(const vp_ro_run* r, const vp_rollout_result* out, const double* eq, const int64_t* off,
+                   const int64_t* len, double* curve) {
+    const int64_t n = r->n_steps + 1;
+    if (out->n_windows == 1) {
+        for (int64_t j = 0; j < n; ++j) curve[j] = eq[off[0] + (j < len[0] ? j : len[0] - 1)];
+        return;
+    }
+    curve[0] = r->cfg->instrument.initial_equity;
+    for (int64_t j = 0; j + 1 < n; ++j) {
+        const int64_t w = window_of(out, j), k = out->span.begin + j - out->windows[w].begin;
+        const double ret = k + 1 < len[w] ? step_return(eq[off[w] + k], eq[off[w] + k + 1]) : 0.0;
+        curve[j + 1] = curve[j] * (1.0 + (isnan(ret) ? 0.0 : ret));
+    }
+}
+
+/* The stitched curves' arrays, allocated. */
 static vp_status curve_alloc(vp_rollout_result* out, int64_t n) {
     out->n_curve = n;
     out->curve_time_ms = (int64_t*)malloc(sizeof(int64_t) * (size_t)n);
     out->curve_equity = (double*)malloc(sizeof(double) * (size_t)n);
     out->curve_benchmark = (double*)malloc(sizeof(double) * (size_t)n);
+    out->curve_flat = (double*)malloc(sizeof(double) * (size_t)n);
     out->curve_drawdown = (double*)malloc(sizeof(double) * (size_t)n);
     out->curve_position = (double*)malloc(sizeof(double) * (size_t)n);
-    VP_REQUIRE(out->curve_time_ms && out->curve_equity && out->curve_benchmark && out->curve_drawdown &&
-                   out->curve_position,
+    VP_REQUIRE(out->curve_time_ms && out->curve_equity && out->curve_benchmark && out->curve_flat &&
+                   out->curve_drawdown && out->curve_position,
                VP_ERR_OOM, "backtest curve of %lld points", (long long)n);
     return VP_OK;
 }
 
-vp_status vp_ro_curve_build(const vp_ro_run* r, vp_rollout_result* out) {
-    const int64_t P = out->n_points, n = r->n_steps + 1;
-    const double init = r->cfg->instrument.initial_equity, ppy = r->cfg->annual.periods_per_year;
-    double* work = (double*)malloc(sizeof(double) * (size_t)(2 * P + 3 * n));
-    vp_trade* tr = (vp_trade*)malloc(sizeof(vp_trade) * (size_t)(out->n_trades + 1));
-    vp_status s = (work && tr) ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "backtest metrics of %lld points",
-                                                       (long long)P);
-    if (s == VP_OK) s = curve_alloc(out, n);
-    double *ret = work, *bret = work + P, *pooled = work + 2 * P, *bpooled = pooled + n, *tmp = bpooled + n;
-    if (s == VP_OK) s = window_returns(r, out, ret, bret, tmp);
-    if (s != VP_OK) {
-        free(work);
-        free(tr);
-        return s;
+/* Every window's strategy and buy-and-hold metrics over its own points; ret is scratch. */
+static vp_status window_perf(const vp_ro_run* r, vp_rollout_result* out, const double* bh, const int64_t* n_bh,
+                             double* ret) {
+    for (int64_t w = 0; w < out->n_windows; ++w) {
+        vp_rollout_window* x = &out->windows[w];
+        VP_TRY(curve_perf(out->equity + x->offset, x->n_points, &r->cfg->annual, ret, &x->perf));
+        VP_TRY(curve_perf(bh + r->h_win.offset[w], n_bh[w], &r->cfg->annual, ret, &x->buy_hold));
     }
+    return VP_OK;
+}
 
-    // Pooled returns: step j belongs to one window; after a ruin the window holds nothing.
-    for (int64_t j = 0; j + 1 < n; ++j) {
-        const vp_rollout_window* x = &out->windows[window_of(out, j)];
-        const int64_t k = out->span.begin + j - x->begin;
-        pooled[j] = k + 1 < x->n_points ? ret[x->offset + k] : 0.0;
-        bpooled[j] = k + 1 < x->n_points ? bret[x->offset + k] : 0.0;
-    }
-    // The chained curves: one window is its own curve, several are chained by their returns.
-    const vp_rollout_window* w0 = &out->windows[0];
-    for (int64_t j = 0; j < n; ++j) {
-        const vp_rollout_window* x = &out->windows[window_of(out, j)];
-        const int64_t k = out->span.begin + j - x->begin;
-        out->curve_time_ms[j] = r->data->bars->time_ms[out->span.begin + j];
-        out->curve_position[j] = k < x->n_points ? (double)out->position[x->offset + k] : 0.0;
-        if (out->n_windows == 1) {
-            out->curve_equity[j] = out->equity[k < w0->n_points ? k : w0->n_points - 1];
-        } else {
-            out->curve_equity[j] = j == 0 ? init : out->curve_equity[j - 1] * (1.0 + pooled[j - 1]);
-        }
-        out->curve_benchmark[j] = j == 0 ? init : out->curve_benchmark[j - 1] * (1.0 + bpooled[j - 1]);
-    }
-    // one window: the benchmark is buy-and-hold over the span itself
-    if (out->n_windows == 1) {
-        const vp_baseline_costs bc = hold_costs(r);
-        const vp_bars* bars = r->data->bars;
-        s = vp_baseline_buy_hold(bars->open + out->span.begin, bars->close + out->span.begin, n, &bc,
-                                 out->curve_benchmark);
-    }
-
-    // The summary: pooled strategy returns, buy-and-hold, flat, and the trades.
+/* The trades as the metrics take them, and the summary of the three stitched curves. */
+static vp_status summarize(const vp_ro_run* r, vp_rollout_result* out, double* ret) {
+    const int64_t n = out->n_curve;
+    const double ppy = r->cfg->annual.periods_per_year;
     vp_metrics_summary* m = &out->summary;
     m->annual = r->cfg->annual;
+    VP_TRY(curve_perf(out->curve_equity, n, &r->cfg->annual, ret, &m->strategy));
+    VP_TRY(curve_perf(out->curve_benchmark, n, &r->cfg->annual, ret, &m->buy_hold));
+    VP_TRY(curve_perf(out->curve_flat, n, &r->cfg->annual, ret, &m->flat));
+    vp_trade* tr = (vp_trade*)malloc(sizeof(vp_trade) * (size_t)(out->n_trades + 1));
+    VP_REQUIRE(tr != NULL, VP_ERR_OOM, "backtest metrics of %lld trades", (long long)out->n_trades);
     for (int64_t i = 0; i < out->n_trades; ++i) {
         tr[i].pnl = out->trades[i].pnl;
         tr[i].costs = out->trades[i].costs;
         tr[i].bars_held = out->trades[i].bars_held;
     }
-    if (s == VP_OK) s = vp_perf_compute_annual(pooled, n - 1, &m->annual, &m->strategy);
-    if (s == VP_OK) s = vp_perf_compute_annual(bpooled, n - 1, &m->annual, &m->buy_hold);
-    if (s == VP_OK) {
-        memset(tmp, 0, sizeof(double) * (size_t)n);
-        s = vp_perf_compute_annual(tmp, n - 1, &m->annual, &m->flat);
-    }
-    if (s == VP_OK)
-        s = vp_trade_stats_compute(tr, out->n_trades, out->curve_position, n,
-                                   (double)r->cfg->instrument.max_position, ppy, &m->trades);
-    if (s == VP_OK) s = vp_drawdown_series(out->curve_equity, n, out->curve_drawdown);
-    free(work);
+    vp_status s = vp_trade_stats_compute(tr, out->n_trades, out->curve_position, n,
+                                         (double)r->cfg->instrument.max_position, ppy, &m->trades);
     free(tr);
+    return s;
+}
+
+vp_status vp_ro_curve_build(const vp_ro_run* r, vp_rollout_result* out) {
+    const int64_t P = r->n_points, N = out->n_windows, n = r->n_steps + 1;
+    // baselines [P] at the planned offsets and returns [n]; the baselines' lengths and offsets, the strategy's [N]
+    double* work = (double*)malloc(sizeof(double) * (size_t)(2 * P + n));
+    int64_t* lens = (int64_t*)malloc(sizeof(int64_t) * (size_t)(5 * N));
+    vp_status s = (work && lens) ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "backtest curves of %lld points",
+                                                         (long long)P);
+    double *bh = work, *fl = work + P, *ret = work + 2 * P;
+    int64_t *n_bh = lens, *n_fl = lens + N, *b_off = lens + 2 * N, *s_off = lens + 3 * N, *s_len = lens + 4 * N;
+    if (s == VP_OK) s = curve_alloc(out, n);
+    if (s == VP_OK) s = vp_ro_baselines(r, out, bh, n_bh, fl, n_fl);
+    if (s == VP_OK) s = window_perf(r, out, bh, n_bh, ret);
+    if (s == VP_OK) {
+        // the stitched curves: the strategy's points, both baselines', the positions and times
+        for (int64_t w = 0; w < N; ++w) {
+            b_off[w] = r->h_win.offset[w];
+            s_off[w] = out->windows[w].offset;
+            s_len[w] = out->windows[w].n_points;
+        }
+        stitch(r, out, out->equity, s_off, s_len, out->curve_equity);
+        stitch(r, out, bh, b_off, n_bh, out->curve_benchmark);
+        stitch(r, out, fl, b_off, n_fl, out->curve_flat);
+        for (int64_t j = 0; j < n; ++j) {
+            const vp_rollout_window* x = &out->windows[window_of(out, j)];
+            const int64_t k = out->span.begin + j - x->begin;
+            out->curve_time_ms[j] = r->data->bars->time_ms[out->span.begin + j];
+            out->curve_position[j] = k < x->n_points ? (double)out->position[x->offset + k] : 0.0;
+        }
+        s = vp_drawdown_series(out->curve_equity, n, out->curve_drawdown);
+    }
+    if (s == VP_OK) s = summarize(r, out, ret);
+    free(work);
+    free(lens);
     return s;
 }

@@ -1,6 +1,7 @@
 /* Internal: the rollout's run context shared by its phases — set-up and results
  * (rollout.c), the encoding and the op path's loop (rollout_loop.c), the fused CUDA path
- * (rollout_fused.c, rollout_cuda.cu), the trade log (rollout_trades.c) and the curves and
+ * (rollout_fused.c, rollout_cuda.cu), the decision after each window (rollout_next.c), the
+ * trade log (rollout_trades.c), the baselines (rollout_baseline.c) and the curves and
  * metrics (rollout_curve.c); and the table of the steps' kernels (the kit's pattern: the CPU
  * loops in rollout_cpu.c, the CUDA launchers in rollout_cuda.cu). */
 #ifndef VP_ROLLOUT_IMPL_H
@@ -37,9 +38,12 @@ typedef struct vp_ro_run {
     int32_t* forced;               /* [n_steps, 4] forced actions (backend) or NULL */
     vp_tensor counter;             /* [1] i32 step counter (backend) */
     void* host;                    /* one host block behind the arrays below */
-    vp_env_state h_state;          /* [N] initial state (host) */
-    vp_ro_windows h_win;           /* [N] window table (host; alive read back at the end) */
+    vp_env_state h_state;          /* [N] initial state (host), the final state once downloaded */
+    vp_ro_windows h_win;           /* [N] window table (host; alive and ruin read back at the end) */
     vp_ro_records h_rec;           /* [P] the downloaded log (host) */
+    const vp_env_bar* h_bars;      /* [b - a] the market's bars in host memory (the baselines' and the
+                                      portfolio after a window read them) */
+    vp_env_bar* h_bars_own;        /* h_bars when it is a downloaded copy (else NULL) */
 } vp_ro_run;
 
 /* Encodes every decision bar and runs the op path's loop (heads via vp_model_heads, a
@@ -57,7 +61,26 @@ vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s);
 /* Builds the trades of every window from the downloaded log into out->trades. */
 vp_status vp_ro_trades_build(const vp_ro_run* r, vp_rollout_result* out);
 
-/* Builds the stitched curve, the baselines and the metrics of out (points and trades done). */
+/* The policy's choice at each window's last close for the bar after it, from that bar's
+ * features and the window's final state (not traded), into out's action and margin at the
+ * window's last point; none (-1, NaN) after a ruin or with forced actions. Then counts the
+ * choices with a margin and the fragile ones (out->n_decisions, n_fragile). */
+vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out);
+
+/* The ruin of window w from the ruin step ruin_step (-1: none) and its points eq [n] (first
+ * point: the window's first bar), into *out. */
+void vp_ro_ruin_of(const vp_ro_run* r, int64_t w, int32_t ruin_step, const double* eq /* [n] */, int64_t n,
+                   vp_rollout_ruin* out);
+
+/* Each window's baselines stepped on the host through the rollout's own step (vp_ro_step)
+ * with forced actions: buy-and-hold (long max_position from the first step, no take-profit
+ * or stop, flat at the window's last step, the ruin rule) into bh and flat into fl, both
+ * [P] at the windows' planned offsets, their points into n_bh [N] and n_fl [N]; the
+ * windows' buy-and-hold ruins into out->windows. */
+vp_status vp_ro_baselines(const vp_ro_run* r, vp_rollout_result* out, double* bh /* [P] */, int64_t* n_bh /* [N] */,
+                          double* fl /* [P] */, int64_t* n_fl /* [N] */);
+
+/* Builds the baselines, the stitched curves and the metrics of out (points and trades done). */
 vp_status vp_ro_curve_build(const vp_ro_run* r, vp_rollout_result* out);
 
 /* Folds the heads' portfolio terms of m's parameters `params` into host out

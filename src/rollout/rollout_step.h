@@ -1,7 +1,8 @@
 /* Internal: the per-window math of the rollout's sequential part, written once (VP_HD) for
- * the CPU loops (rollout_cpu.c) and the CUDA kernels (rollout_cuda.cu): the portfolio
- * vector, one step through the environment's own step function with the rollout's window
- * rules, and the log of the step (state and the environment's fills). */
+ * the CPU loops (rollout_cpu.c), the CUDA kernels (rollout_cuda.cu) and the baselines'
+ * host loop (rollout_baseline.c): the portfolio vector, one step through the environment's
+ * own step function with the rollout's window rules (the last step flat; the ruin rule),
+ * and the log of the step (state, the environment's fills, the choice's margin). */
 #ifndef VP_ROLLOUT_STEP_H
 #define VP_ROLLOUT_STEP_H
 
@@ -13,7 +14,8 @@
 
 /* Constants of one run, passed by value. Bar indices are relative to the span's first bar. */
 typedef struct vp_ro_dims {
-    vp_env_params env;              /* the step's constants; ruin off (ruin_level -inf) */
+    vp_env_params env;              /* the step's constants; the environment's own ruin off (ruin_level -inf) */
+    double ruin_level;              /* the rollout's: ruin_fraction x initial_equity, currency (>= 0) */
     int64_t n_windows;              /* N */
     int64_t n_rows;                 /* decision rows of the encoding: b - a - 1 */
     int hidden;                     /* H: width of an encoding row */
@@ -26,7 +28,8 @@ typedef struct vp_ro_windows {
     int32_t* steps;    /* decisions of the window (L_w >= 1) */
     int32_t* offset;   /* index of its first point in the records */
     int32_t* last;     /* relative bar of its last point (the window's end) */
-    int32_t* alive;    /* 1 until its equity reaches 0 */
+    int32_t* alive;    /* 1 until it has ended (its last step, or the close-out after a ruin) */
+    int32_t* ruin;     /* the step at whose close equity was at or below the ruin level (-1: none) */
     vp_env_fill_rec* fill; /* the fills of the window's last step, as the environment's step wrote them */
 } vp_ro_windows;
 
@@ -41,8 +44,13 @@ typedef struct vp_ro_records {
     double* entry;        /* price units (0 flat) */
     double* take_profit;  /* price units (0 none) */
     double* stop_loss;    /* price units (0 none) */
+    double* margin;       /* Q margin of the choice decided at the point's bar (vp_action_greedy_margin;
+                             VP_RO_NO_MARGIN: none, or forced) */
     vp_env_fill_rec* fill;    /* [P] the fills of the step decided at the point's bar (the environment's own) */
 } vp_ro_records;
+
+/* The margin logged for a choice that no scores decided (forced actions, or none). */
+#define VP_RO_NO_MARGIN (-1.0)
 
 /* Writes window i's portfolio vector: the environment's, with the true window end for the
  * time left (the environment caps bars held and time left at one episode length). */
@@ -56,25 +64,31 @@ VP_HD void vp_ro_portfolio(const vp_ro_dims* d, const vp_env_bar* bars, const vp
 /* Whether window i takes a step at step k. */
 VP_HD int vp_ro_active(const vp_ro_windows* w, int64_t i, int32_t k) { return w->alive[i] && k < w->steps[i]; }
 
-/* Step k of window i under choices a [4]: the last step of a window goes flat (the
- * environment's window-end close; the stored window end lies one bar beyond, so it never
- * restarts an episode), then the environment's own step; a window whose equity reached 0
- * stops. scratch [N, 4] holds the action the step reads. */
+/* Step k of window i under choices a [4], the environment's own step with the window rules:
+ * the last step of a window and the step after a ruin close go flat (the environment's
+ * window-end close; the stored window end lies one bar beyond, so it never restarts an
+ * episode). After the step, a close at or below the ruin level (or not a number) marks the
+ * ruin; the close-out step after it ends the window. scratch [N, 4] holds the action the
+ * step reads. */
 VP_HD void vp_ro_step(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_state* s, const vp_ro_windows* w,
                       int32_t* scratch /* [N, 4] */, int32_t k, int64_t i, const int32_t* a /* [4] */) {
     int32_t* act = scratch + i * VP_ENV_BRANCHES;
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) act[br] = a[br];
-    if (k + 1 == w->steps[i]) act[0] = VP_ENV_DIR_FLAT;
+    const int closing_out = w->ruin[i] >= 0;
+    if (closing_out || k + 1 == w->steps[i]) act[0] = VP_ENV_DIR_FLAT;
     vp_env_outs o = {0, 0, 0, 0, w->fill};
     vp_env_step_index(&d->env, bars, s, scratch, &o, i);
-    if (!(s->equity[i] > 0.0)) w->alive[i] = 0;
+    if (closing_out) w->alive[i] = 0;
+    else if (!(s->equity[i] > d->ruin_level)) w->ruin[i] = k;
 }
 
-/* Logs step k of window i: the choices a [4] made at its bar, the state at the next close. */
+/* Logs step k of window i: the choices a [4] made at its bar and their margin, the state at
+ * the next close. */
 VP_HD void vp_ro_log(const vp_env_state* s, const vp_ro_windows* w, const vp_ro_records* r, int32_t k, int64_t i,
-                     const int32_t* a /* [4] */) {
+                     const int32_t* a /* [4] */, double margin) {
     int64_t p = (int64_t)w->offset[i] + k;
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) r->action[p * VP_ENV_BRANCHES + br] = a[br];
+    r->margin[p] = margin;
     r->fill[p] = w->fill[i];
     p += 1;
     r->position[p] = s->position[i];

@@ -2,7 +2,8 @@
  * wrote at every point (vp_env_fill_rec): round trips from the fill that opens a position to the
  * one that leaves it flat or reverses it, with their cash flows and costs. No fill rule is
  * derived here; the fills must account for the logged position, or the run fails naming
- * the bar. */
+ * the bar. A step's financing (vp_env_fill_rec.financing) goes to the trade that held the
+ * position over it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,12 +68,13 @@ static void close_cur(trade_log* L, int64_t bar, vp_exit_reason reason) {
 
 /* Logs step k of window w (points p -> p + 1) from the fills the environment's step wrote:
  * the market order at the next open closes, reduces, adds to, opens or reverses the
- * position; a resting order then closes it. The fills must account for the logged position. */
-static vp_status log_step(trade_log* L, int64_t w, int64_t p, int final_step) {
+ * position (a trade it closes ends for `closing`); a resting order then closes it. The fills
+ * must account for the logged position. */
+static vp_status log_step(trade_log* L, int64_t w, int64_t p, vp_exit_reason closing) {
     const vp_ro_run* r = L->r;
     const vp_ro_records* h = &r->h_rec;
     const vp_env_fill_rec* f = &h->fill[p];
-    const int64_t bar = r->a + r->h_state.t[w] + (p - r->h_win.offset[w]); /* decision bar */
+    const int64_t bar = r->a + p - w; /* decision bar: window w's points start at its offset, bar s_w = offset - w */
     const int64_t fill_bar = bar + 1; /* the bar whose open or range filled */
     int32_t pos = h->position[p];
 
@@ -84,7 +86,7 @@ static vp_status log_step(trade_log* L, int64_t w, int64_t p, int final_step) {
         const int reverses = pos != 0 && target != 0 && (pos > 0) != (target > 0);
         if (pos != 0 && (target == 0 || reverses)) {
             leg(L, -pos, px, f->slip[0], 0);
-            close_cur(L, fill_bar, final_step ? VP_EXIT_END : VP_EXIT_SIGNAL);
+            close_cur(L, fill_bar, closing);
         } else if (pos != 0) {
             leg(L, delta, px, f->slip[0], vp_env_absi(target) > vp_env_absi(pos));
             if (vp_env_absi(target) > L->cur.t.size) L->cur.t.size = vp_env_absi(target);
@@ -107,6 +109,18 @@ static vp_status log_step(trade_log* L, int64_t w, int64_t p, int final_step) {
                "rollout trade log: the fills at bar %lld leave %d contracts, the environment holds %d",
                (long long)fill_bar, (int)pos, (int)h->position[p + 1]);
     if (pos != 0) L->cur.t.bars_held += 1;
+
+    // the step's financing: to the trade holding the position at its close, or, when it ended
+    // flat, to the trade it closed (a charge is a cost, a credit only adds to the pnl)
+    if (f->financing != 0.0) {
+        vp_rollout_trade* t = pos != 0 ? &L->cur.t
+                              : h->position[p] != 0 && L->out->n_trades > 0 ? &L->out->trades[L->out->n_trades - 1]
+                                                                             : NULL;
+        VP_REQUIRE(t != NULL, VP_ERR_STATE, "rollout trade log: financing of %g charged at bar %lld with nothing held",
+                   f->financing, (long long)fill_bar);
+        t->pnl -= f->financing;
+        if (f->financing > 0.0) t->costs += f->financing;
+    }
     return VP_OK;
 }
 
@@ -121,20 +135,18 @@ vp_status vp_ro_trades_build(const vp_ro_run* r, vp_rollout_result* out) {
     VP_REQUIRE(out->trades != NULL, VP_ERR_OOM, "backtest trade log: %lld trades", (long long)L.cap);
     for (int64_t w = 0; w < out->n_windows; ++w) {
         const vp_rollout_window* x = &out->windows[w];
-        const int64_t p0 = r->h_win.offset[w], steps = r->h_win.steps[w];
+        const int64_t p0 = r->h_win.offset[w], steps = r->h_win.steps[w], k_ruin = r->h_win.ruin[w];
         L.cur.active = 0;
-        for (int64_t k = 0; k + 1 < x->n_points; ++k) VP_TRY(log_step(&L, w, p0 + k, k + 1 == steps));
-        // a ruined window's open trade is marked at the ruin bar's close
-        if (L.cur.active) {
-            VP_REQUIRE(x->ruined, VP_ERR_STATE, "backtest trade log: window %lld ends with a position open",
-                       (long long)w);
-            const int64_t p = p0 + x->n_points - 1;
-            const double c = r->data->bars->close[x->last];
-            L.cur.t.pnl += vp_env_mul(vp_env_mul((double)r->h_rec.position[p], c), r->dims.env.multiplier);
-            L.cur.out_qty += (double)vp_env_absi(r->h_rec.position[p]);
-            L.cur.out_value += (double)vp_env_absi(r->h_rec.position[p]) * c;
-            close_cur(&L, x->last, VP_EXIT_RUIN);
+        for (int64_t k = 0; k + 1 < x->n_points; ++k) {
+            // the step after a ruin close closes out for the ruin; the window's last step for its end
+            const vp_exit_reason why = k_ruin >= 0 && k == k_ruin + 1 ? VP_EXIT_RUIN
+                                       : k + 1 == steps                 ? VP_EXIT_END
+                                                                        : VP_EXIT_SIGNAL;
+            VP_TRY(log_step(&L, w, p0 + k, why));
         }
+        // every window ends flat: its last step, or the close-out after its ruin
+        VP_REQUIRE(!L.cur.active, VP_ERR_STATE, "backtest trade log: window %lld ends with a position open",
+                   (long long)w);
     }
     return VP_OK;
 }

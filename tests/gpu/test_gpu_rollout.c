@@ -5,8 +5,9 @@
  * rounding difference can then not flip a choice, and everything downstream of the choices
  * (positions, fills, cash, equity: the environment's exact double arithmetic) must agree
  * bit for bit. That is the tolerance of every comparison here:
- * - CUDA with FP32 GEMMs, fused and op paths, 1 and 7 windows: points and trades equal to
- *   the CPU backend's;
+ * - CUDA with FP32 GEMMs, fused and op paths, 1 and 7 windows: points, trades, the decisions
+ *   after the windows and fragile counts equal to the CPU backend's, Q margins within 1e-3;
+ *   the same with windows ruined and closed out early;
  * - CUDA, both paths: each window of a 7-window run equal to the exact rollout of that
  *   window alone, with FP32 GEMMs and with TF32 encodings (as in training; the rollout's
  *   policy scores in FP32, vp_model_rollout_policy). The windows' GEMMs have other row
@@ -46,7 +47,8 @@ static void features_twin(const vpt_market* mk, twin* feat) {
 }
 
 /* A rollout of [a, b) in n windows on backend be. */
-static int g_tf32_scores = 0; /* 1: score with vp_model_policy (the network's precision) */
+static int g_tf32_scores = 0;          /* 1: score with vp_model_policy (the network's precision) */
+static double g_ruin_fraction = 0.5;   /* the rollouts' ruin fraction */
 
 static void run(vp_backend* be, const vp_model* m, const vpt_market* mk, const vp_tensor* feat, int64_t a, int64_t b,
                 int64_t n, int fused, vp_rollout_result* r) {
@@ -55,6 +57,7 @@ static void run(vp_backend* be, const vp_model* m, const vpt_market* mk, const v
     c.episode_bars = 256;
     c.n_windows = n;
     c.fused = fused;
+    c.ruin_fraction = g_ruin_fraction;
     vp_rollout_data d = {&mk->bars, mk->atr, feat, {a, b}};
     const vp_policy pol = g_tf32_scores ? vp_model_policy(m, &m->params) : vp_model_rollout_policy(m, &m->params);
     CHECK_OK(vp_rollout_run(be, &pol, &d, &c, r));
@@ -101,8 +104,10 @@ static void test_cuda_equals_cpu(void) {
             run(g_gpu, &gm, &mk, &fd, A0, B0, n, fused, &got);
             CHECK(vpt_results_equal(&want, &got), "%lld windows, %s path: the CUDA rollout differs from the CPU's",
                   (long long)n, got.path ? got.path : "?");
-            printf("  %lld window(s), %s path: %lld points, %lld trades equal to the CPU's\n", (long long)n,
-                   got.path ? got.path : "?", (long long)got.n_points, (long long)got.n_trades);
+            const double dm = vpt_margin_diff(&want, &got);
+            CHECK(dm <= 1e-3, "%lld windows, %s path: margins differ by up to %g", (long long)n, got.path, dm);
+            printf("  %lld window(s), %s path: %lld points, %lld trades equal to the CPU's; margins within %.3g\n",
+                   (long long)n, got.path ? got.path : "?", (long long)got.n_points, (long long)got.n_trades, dm);
             vp_rollout_result_free(&got);
         }
         vp_rollout_result_free(&want);
@@ -166,9 +171,58 @@ static void test_cuda_windows_agree(void) {
     vpt_market_free(&mk);
 }
 
+/* Ruined windows on both backends: with the ruin level just under the initial equity the
+ * exact run and windows of a 7-window run are closed out early; CUDA (fused and op path, FP32
+ * GEMMs) gives the CPU's points, ruins (bars, equity at the ruin close and after the
+ * close-out), trades, decisions after the windows, fragile counts and which points have a
+ * margin, bit for bit; the margins' values within 1e-3 (the scores differ by FP32 rounding:
+ * about 1e-7 relative on the op path, up to 1e-6 of the support's width on the fused path). */
+static void test_cuda_ruin_and_margins(void) {
+    vpt_market mk;
+    CHECK(vpt_market_make(&mk, NBARS, 23), "market");
+    twin feat;
+    features_twin(&mk, &feat);
+    const vp_tensor fh = feat.h, fd = feat.d;
+    float* h = NULL;
+    vp_model cm, gm;
+    net_make(g_cpu, mk.F, &h, &cm);
+    net_make(g_gpu, mk.F, &h, &gm);
+    gm.precision = VP_PREC_FP32;
+    g_ruin_fraction = 0.9995;
+    for (int64_t n = 1; n <= 7; n += 6) {
+        vp_rollout_result want;
+        run(g_cpu, &cm, &mk, &fh, A0, B0, n, 0, &want);
+        CHECK(want.n_ruined >= 1 && want.n_decisions > 0, "%lld windows: %lld ruined on the CPU", (long long)n,
+              (long long)want.n_ruined);
+        for (int fused = 1; fused >= 0; --fused) {
+            vp_rollout_result got;
+            run(g_gpu, &gm, &mk, &fd, A0, B0, n, fused, &got);
+            const double dm = vpt_margin_diff(&want, &got);
+            CHECK(vpt_results_equal(&want, &got) && want.ruin.bar == got.ruin.bar &&
+                      want.ruin.equity_after_close == got.ruin.equity_after_close,
+                  "%lld windows, %s path: the ruined CUDA rollout differs from the CPU's", (long long)n,
+                  got.path ? got.path : "?");
+            CHECK(dm <= 1e-3, "%lld windows, %s path: margins differ by up to %g", (long long)n, got.path, dm);
+            printf("  ruin: %lld window(s), %s path: %lld ruined (first at bar %lld), %lld of %lld decisions fragile, "
+                   "margins within %.3g of the CPU's\n", (long long)n, got.path ? got.path : "?",
+                   (long long)got.n_ruined, (long long)got.ruin.bar, (long long)got.n_fragile,
+                   (long long)got.n_decisions, dm);
+            vp_rollout_result_free(&got);
+        }
+        vp_rollout_result_free(&want);
+    }
+    g_ruin_fraction = 0.5;
+    vp_model_free(&cm);
+    vp_model_free(&gm);
+    free(h);
+    twin_free(&feat);
+    vpt_market_free(&mk);
+}
+
 int main(void) {
     gpu_setup("test_gpu_rollout");
     RUN_TEST(test_cuda_equals_cpu);
+    RUN_TEST(test_cuda_ruin_and_margins);
     RUN_TEST(test_cuda_windows_agree);
     gpu_teardown();
     return vpt_finish();
