@@ -3,7 +3,8 @@
 # and the benchmarks; writes logs.tar.gz, summary.txt and bench.jsonl under $OUT (or ./gpu-out).
 # Dependencies missing there (libyaml, cJSON, OpenBLAS headers) come as .deb files in
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
-#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|PROGRAM...]   (default: all)
+#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|PROGRAM...]   (default: all)
+#   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -49,6 +50,9 @@ for s in $steps; do
       for w in gemm env step train backtest; do
         run "bench_$w" build-gpu/vulpes bench "$w" --backend cuda --json "$OUT/bench.jsonl"
       done ;;
+    torch-step)
+      run bench_step build-gpu/vulpes bench step --backend cuda --json "$OUT/step.jsonl"
+      run torch_step python3 bench/torch_step.py --vulpes "$OUT/step.jsonl" --json "$OUT/torch_step.jsonl" ;;
     test|bench) ;;
     bench-*) run "$s" build-gpu/vulpes bench "${s#bench-}" --backend cuda --json "$OUT/bench.jsonl" ;;
     *) run "$s" $s ;;

@@ -205,7 +205,7 @@ def losses(c, L, logp, zq, tlogp, tzq, actions, a_star, reward, discount, taus):
         delta = target[:, None, :] - theta[:, :, None]
         ad = delta.abs()
         hub = torch.where(ad <= kappa, 0.5 * delta * delta, kappa * (ad - 0.5 * kappa))
-        wt = (taus[:, :, None] - (delta.detach() < 0).double()).abs()
+        wt = (taus[:, :, None] - (delta.detach() < 0).to(delta.dtype)).abs()
         iqn = iqn + (wt * hub / kappa).mean(2).sum(1)
         off += sz
     nb = len(sizes)

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""The PyTorch reference of `vulpes bench step`: the same learner step, timed the same way.
+
+One learner step of the default agent (SPEC section 4: F = 32 features, window K = 8,
+H = 256, Mamba2 with N = 16 and heads of 64, C51 with 51 atoms over branches 3+4+3+3,
+IQN with 64 cosines, 64 online and 64 target taus) at batch B = 8192: online forward at
+s_t with the IQN head, online forward at s_{t+n} (double-DQN choice), target forward at
+s_{t+n} with the IQN head, the C51 cross-entropy and the quantile Huber loss weighted by
+importance weights, backward, global grad-norm clip, AdamW, Polyak. The network and the
+losses are tools/golden.py's (the script the learner's golden files come from), so the
+work is the same function the C learner is tested against, run here in float32 on CUDA.
+
+Modes, each validated (finite loss) then timed as `--iters` steps between two CUDA events
+after a warm-up, median of 5 repetitions:
+  eager        plain PyTorch, TF32 matmuls, fused AdamW
+  graph        the eager step captured in one CUDA graph (capturable AdamW)
+  compile      torch.compile of forwards and losses (max-autotune, no cudagraphs) inside
+               one captured CUDA graph of the whole step
+  compile-bf16 the same under bf16 autocast
+`--vulpes FILE` reads `vulpes bench step --json FILE` and prints vulpes's step time over
+each mode's: the ratio the docs quote (docs/perf.md). Prints a table and JSON lines.
+
+Usage: python3 bench/torch_step.py [--batch 8192] [--iters 10] [--modes eager,graph,...]
+                                   [--json out.jsonl] [--vulpes step.jsonl]
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as Fn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import golden  # noqa: E402  (the reference network and losses)
+
+MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, use_mamba=1, mamba_state=16,
+             mamba_head_dim=64, mamba_conv=4, head_hidden=128, n_atoms=51, v_min=-10.0, v_max=10.0,
+             branch_sizes=[3, 4, 3, 3], iqn_cos=64, ln_eps=1e-5, rms_eps=1e-5)
+LEARN = dict(n_taus=64, n_target_taus=64, kappa=1.0, lr=1e-4, beta1=0.9, beta2=0.999, eps=1.5e-4,
+             weight_decay=0.0, clip_norm=10.0, polyak_tau=0.005, gamma=0.99, n_step=3)
+FEATURE_ROWS = 4096
+
+
+def model_flops(c, B, n_taus, backward):
+    """GEMM FLOPs of one network pass, counted as vp_model_flops (src/model/model_cfg.c)
+    counts them: 2 m n k per product; the backward adds every product's weight gradient and
+    the input gradient of all but those whose input needs none."""
+    def mm(m, n, k):
+        return 2.0 * m * n * k
+    F, H, K = c["n_features"], c["hidden"], c["window"] if c["use_mamba"] else 1
+    N, NH = c["mamba_state"], c["hidden"] // c["mamba_head_dim"] if c["use_mamba"] else 0
+    HH, Z, A, Q = c["head_hidden"], c["n_atoms"], sum(c["branch_sizes"]), B * n_taus
+    R = B * K
+    first, rest = mm(R, H, F), mm(R, H, H)
+    if c["use_mamba"]:
+        rest += mm(R, H + 2 * N + NH, H) + mm(B, H, H) + mm(B, H, H)
+    rest += mm(B, H, c["n_portfolio"]) + 2 * mm(B, HH, H) + mm(B, Z, HH) + mm(B, A * Z, HH)
+    if n_taus > 0:
+        first += mm(Q, H, c["iqn_cos"])
+        rest += mm(Q, HH, H) + mm(Q, A, HH)
+    fwd = first + rest
+    return fwd + fwd + rest if backward else fwd
+
+
+def step_flops(c, B, n_taus, target_taus):
+    """GEMM FLOPs of a learner step, as `vulpes bench step` counts them."""
+    return model_flops(c, B, n_taus, 1) + model_flops(c, B, 0, 0) + model_flops(c, B, target_taus, 0)
+
+
+class Step:
+    """Parameters, target, moments, a fixed batch and one step function on CUDA."""
+
+    def __init__(self, B, mode):
+        torch.manual_seed(1)
+        c, L = MODEL, LEARN
+        dev = "cuda"
+        rng = __import__("numpy").random.default_rng(1)
+        self.params = {k: v.float().to(dev).requires_grad_(True) for k, v in golden.draw_params(rng, c).items()}
+        self.target = {k: v.detach().clone() for k, v in self.params.items()}
+        self.names = list(self.params)
+        P, nb = c["n_portfolio"], len(c["branch_sizes"])
+        self.feats = torch.randn(FEATURE_ROWS, c["n_features"], device=dev)
+        bar = torch.randint(c["window"], FEATURE_ROWS - L["n_step"], (B,), device=dev)
+        self.bt = dict(
+            bar_idx=bar, next_bar_idx=bar + L["n_step"],
+            portfolio=torch.rand(B, P, device=dev) * 2 - 1, next_portfolio=torch.rand(B, P, device=dev) * 2 - 1,
+            actions=torch.stack([torch.randint(0, s, (B,), device=dev) for s in c["branch_sizes"]], 1),
+            reward=torch.randn(B, device=dev) * 0.1,
+            discount=torch.where(torch.arange(B, device=dev) % 16 == 0, 0.0, L["gamma"] ** L["n_step"]),
+            is_weight=torch.rand(B, device=dev) * 0.7 + 0.3)
+        self.B, self.nb = B, nb
+        self.bf16 = mode == "compile-bf16"
+        capturable = mode != "eager"
+        self.opt = torch.optim.AdamW([self.params[k] for k in self.names], lr=L["lr"],
+                                     betas=(L["beta1"], L["beta2"]), eps=L["eps"],
+                                     weight_decay=L["weight_decay"], fused=True, capturable=capturable)
+        self.loss_fn = self._loss
+        if mode.startswith("compile"):
+            self.loss_fn = torch.compile(self._loss, mode="max-autotune-no-cudagraphs", dynamic=False)
+        self.loss = torch.zeros((), device=dev)
+
+    def _loss(self, params, target, feats, bt, taus, ttaus):
+        c, L = MODEL, LEARN
+        logp, q, zq = golden.forward(params, c, feats, bt["bar_idx"], bt["portfolio"], taus)
+        with torch.no_grad():
+            _, q_next, _ = golden.forward(params, c, feats, bt["next_bar_idx"], bt["next_portfolio"], None)
+            tlogp, _, tzq = golden.forward(target, c, feats, bt["next_bar_idx"], bt["next_portfolio"], ttaus)
+            a_star, off = [], 0
+            for sz in c["branch_sizes"]:
+                a_star.append(q_next[:, off:off + sz].argmax(1))
+                off += sz
+            a_star = torch.stack(a_star, 1)
+        logp, zq, tlogp, tzq = logp.float(), zq.float(), tlogp.float(), tzq.float()
+        c51, iqn = golden.losses(c, L, logp, zq, tlogp, tzq, bt["actions"], a_star, bt["reward"],
+                                 bt["discount"], taus)
+        return (bt["is_weight"] * (c51 + iqn)).mean()
+
+    def step(self):
+        L = LEARN
+        taus = torch.rand(self.B, L["n_taus"], device="cuda")
+        ttaus = torch.rand(self.B, L["n_target_taus"], device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16):
+            loss = self.loss_fn(self.params, self.target, self.feats, self.bt, taus, ttaus)
+        loss.backward()
+        plist = [self.params[k] for k in self.names]
+        torch.nn.utils.clip_grad_norm_(plist, L["clip_norm"], foreach=True)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=False)
+        with torch.no_grad():
+            torch._foreach_lerp_([self.target[k] for k in self.names], [p.detach() for p in plist],
+                                 L["polyak_tau"])
+        self.loss.copy_(loss.detach())
+
+
+def time_mode(mode, B, iters):
+    s = Step(B, mode)
+    graph = None
+    # Warm-up (compilation, autotuning, allocator) on a side stream, as graph capture wants.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            s.step()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    if not math.isfinite(float(s.loss)):
+        raise RuntimeError(f"{mode}: loss {float(s.loss)} is not finite")
+    note = ""
+    if mode != "eager":
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(iters):
+                    s.step()
+        except Exception as e:  # noqa: BLE001  (reported, then timed without the graph)
+            graph, note = None, f"graph capture failed ({type(e).__name__}); timed eagerly"
+            torch.cuda.synchronize()
+    run = graph.replay if graph else (lambda: [s.step() for _ in range(iters)])
+    run()
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(5):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        run()
+        b.record()
+        b.synchronize()
+        per.append(a.elapsed_time(b) / iters)
+    if not math.isfinite(float(s.loss)):
+        raise RuntimeError(f"{mode}: loss {float(s.loss)} is not finite after timing")
+    peak = torch.cuda.max_memory_allocated() / 2**30
+    del s, graph
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    return statistics.median(per), peak, note
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=8192)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--modes", default="eager,graph,compile,compile-bf16")
+    ap.add_argument("--json", default=None, help="append JSON lines here")
+    ap.add_argument("--vulpes", default=None, help="vulpes bench step --json output to compare with")
+    a = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("torch_step.py: no CUDA device")
+    torch.set_default_dtype(torch.float32)
+    torch.set_default_device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    vulpes_ms = None
+    if a.vulpes:
+        with open(a.vulpes) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("bench") == "step" and r.get("phase") == "step" and r.get("batch") == a.batch:
+                    vulpes_ms = r["ms"]
+    flops = step_flops(MODEL, a.batch, LEARN["n_taus"], LEARN["n_target_taus"])
+    print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name()}: learner step, B = {a.batch}, "
+          f"{flops * 1e-9:.0f} GFLOP of GEMMs")
+    print(f"{'mode':<14}{'ms/step':>10}{'TFLOP/s':>10}{'peak GiB':>10}{'vulpes x':>10}")
+    for mode in a.modes.split(","):
+        ms, peak, note = time_mode(mode, a.batch, a.iters)
+        ratio = ms / vulpes_ms if vulpes_ms else float("nan")
+        print(f"{mode:<14}{ms:>10.3f}{flops / (ms * 1e-3) / 1e12:>10.1f}{peak:>10.2f}"
+              f"{ratio:>10.2f}" + (f"  ({note})" if note else ""))
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps(dict(bench="torch_step", mode=mode, batch=a.batch, ms=ms,
+                                        tflops=flops / (ms * 1e-3) / 1e12, peak_gib=peak,
+                                        vulpes_ms=vulpes_ms, speedup_of_vulpes=ratio, note=note,
+                                        torch=torch.__version__)) + "\n")
+    if vulpes_ms:
+        print(f"vulpes x = PyTorch ms / vulpes ms ({vulpes_ms:.3f} ms, `vulpes bench step`): above 1, vulpes is faster")
+
+
+if __name__ == "__main__":
+    main()
