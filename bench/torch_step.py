@@ -14,7 +14,7 @@ Modes, each validated (finite loss) then timed as `--iters` steps between two CU
 after a warm-up, median of 5 repetitions:
   eager        plain PyTorch, TF32 matmuls, fused AdamW
   graph        the eager step captured in one CUDA graph (capturable AdamW)
-  compile      torch.compile of forwards and losses (max-autotune, no cudagraphs) inside
+  compile      torch.compile of forwards and losses (default mode) inside
                one captured CUDA graph of the whole step
   compile-bf16 the same under bf16 autocast
 `--vulpes FILE` reads `vulpes bench step --json FILE` and prints vulpes's step time over
@@ -99,7 +99,7 @@ class Step:
                                      weight_decay=L["weight_decay"], fused=True, capturable=capturable)
         self.loss_fn = self._loss
         if mode.startswith("compile"):
-            self.loss_fn = torch.compile(self._loss, mode="max-autotune-no-cudagraphs", dynamic=False)
+            self.loss_fn = torch.compile(self._loss, dynamic=False)
         self.loss = torch.zeros((), device=dev)
 
     def _loss(self, params, target, feats, bt, taus, ttaus):

@@ -52,7 +52,7 @@ for s in $steps; do
       done ;;
     torch-step)
       run bench_step build-gpu/vulpes bench step --backend cuda --json "$OUT/step.jsonl"
-      run torch_step python3 bench/torch_step.py --vulpes "$OUT/step.jsonl" --json "$OUT/torch_step.jsonl" ;;
+      run torch_step timeout 240 python3 bench/torch_step.py --vulpes "$OUT/step.jsonl" --json "$OUT/torch_step.jsonl" ;;
     test|bench) ;;
     bench-*) run "$s" build-gpu/vulpes bench "${s#bench-}" --backend cuda --json "$OUT/bench.jsonl" ;;
     *) run "$s" $s ;;

@@ -116,7 +116,7 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
         return torch.relu(x)
 
     # Trunk over the window rows t-Kt+1..t, clamped at row 0.
-    idx = (bar[:, None] - Kt + 1 + torch.arange(Kt)[None, :]).clamp(min=0)
+    idx = (bar[:, None] - Kt + 1 + torch.arange(Kt, device=bar.device)[None, :]).clamp(min=0)
     x0 = feats[idx]                                                     # [B, Kt, F]
     a1 = x0 @ p["trunk.w1"].T + p["trunk.b1"]
     h1 = relu(Fn.layer_norm(a1, (H,), p["trunk.ln1.g"], p["trunk.ln1.b"], c["ln_eps"]))
@@ -140,7 +140,7 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
         dt = Fn.softplus(dt_raw + p["mamba.dt_bias"])                   # [B, K, NH]
         A = -torch.exp(p["mamba.A_log"])
         # Scan: s_t = exp(dt_t A) s_{t-1} + dt_t x_t B_t^T; y = s_K C + D x_K.
-        s = torch.zeros(B, NH, hd, N)
+        s = torch.zeros(B, NH, hd, N, device=bar.device, dtype=h2.dtype)
         for t in range(K):
             decay = torch.exp(dt[:, t] * A)[:, :, None, None]
             s = decay * s + (dt[:, t, :, None] * x[:, t])[..., None] * Bm[:, t, None, None, :]
@@ -160,12 +160,12 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
         logits.append(v[:, None, :] + ab - ab.mean(1, keepdim=True))
         off += sz
     logp = torch.log_softmax(torch.cat(logits, 1), -1)
-    support = torch.linspace(c["v_min"], c["v_max"], Z)
+    support = torch.linspace(c["v_min"], c["v_max"], Z, device=logp.device, dtype=logp.dtype)
     q = (logp.exp() * support).sum(-1)
     if taus is None:
         return logp, q, None
     # IQN head: phi(tau) = relu(Linear(cos(pi i tau))), Z_tau = L2(relu(L1(h * phi))).
-    cosf = torch.cos(taus[..., None] * (math.pi * torch.arange(c["iqn_cos"])))
+    cosf = torch.cos(taus[..., None] * (math.pi * torch.arange(c["iqn_cos"], device=taus.device)))
     phi = relu(cosf @ p["iqn.phi.w"].T + p["iqn.phi.b"])
     zq = relu((h[:, None, :] * phi) @ p["iqn.l1.w"].T + p["iqn.l1.b"]) @ p["iqn.l2.w"].T + p["iqn.l2.b"]
     return logp, q, zq
@@ -187,10 +187,11 @@ def select(q, sizes):
 def losses(c, L, logp, zq, tlogp, tzq, actions, a_star, reward, discount, taus):
     """Per-sample C51 and IQN losses (mean over branches)."""
     B, Z, sizes = logp.shape[0], c["n_atoms"], c["branch_sizes"]
-    support = torch.linspace(c["v_min"], c["v_max"], Z)
+    support = torch.linspace(c["v_min"], c["v_max"], Z, device=logp.device, dtype=logp.dtype)
     dz = (c["v_max"] - c["v_min"]) / (Z - 1)
-    kappa, rows = L["kappa"], torch.arange(B)
-    c51, iqn, off = torch.zeros(B), torch.zeros(B), 0
+    kappa, rows = L["kappa"], torch.arange(B, device=logp.device)
+    c51 = torch.zeros(B, device=logp.device, dtype=logp.dtype)
+    iqn, off = torch.zeros_like(c51), 0
     for br, sz in enumerate(sizes):
         h, hs = off + actions[:, br], off + a_star[:, br]
         # Dopamine's projection of the target distribution of a* under r + discount z.
