@@ -1,8 +1,8 @@
 /* The backtest's words for people: a ruin, the orders the leverage limit cut, the fragile
  * decisions and the decision for the bar after the span, one line each (the console and the
  * report's heading say the same), and the console summary (vp_backtest_print): RUINED before
- * any metric, the metrics table marked as a ruined run's, then the leverage cuts (when there
- * were any), the fragile decisions and the next decision. */
+ * any metric, then the leverage cuts (when there were any), the metrics table marked as a
+ * ruined run's, the fragile decisions and the next decision. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -129,16 +129,16 @@ vp_status vp_backtest_print(const vp_rollout_result* r, FILE* out) {
         fprintf(out, "%s\n", vp_bt_ruin_line("the strategy", &r->ruin, r->n_ruined, r->n_windows, line, sizeof line));
     if (r->buy_hold_ruin.ruined)
         fprintf(out, "%s\n", vp_bt_ruin_line("buy & hold", &r->buy_hold_ruin, 0, 1, line, sizeof line));
+    // orders the leverage limit cut, only when it cut any, also before any figure
+    if (r->cuts.orders > 0) fprintf(out, "%s\n", vp_bt_cuts_line(r, "the strategy", &r->cuts, 10, line, sizeof line));
+    if (r->buy_hold_cuts.orders > 0)
+        fprintf(out, "%s\n", vp_bt_cuts_line(r, "buy & hold", &r->buy_hold_cuts, 10, line, sizeof line));
     if (r->ruin.ruined) fputs("the metrics below are those of a RUINED run, not a normal result:\n", out);
     const char* status[3] = {r->ruin.ruined ? "ruined" : NULL, r->buy_hold_ruin.ruined ? "ruined" : NULL, NULL};
     VP_TRY(vp_metrics_print_status(&r->summary, status, out));
     if (r->ruin.ruined)
         fprintf(out, "RUINED at bar %lld (%s): the figures above are not a normal result\n", (long long)r->ruin.bar,
                 vp_time_format_iso(r->ruin.time_ms, t, sizeof t));
-    // orders the leverage limit cut, only when it cut any
-    if (r->cuts.orders > 0) fprintf(out, "%s\n", vp_bt_cuts_line(r, "the strategy", &r->cuts, 10, line, sizeof line));
-    if (r->buy_hold_cuts.orders > 0)
-        fprintf(out, "%s\n", vp_bt_cuts_line(r, "buy & hold", &r->buy_hold_cuts, 10, line, sizeof line));
     fprintf(out, "%s\n", vp_bt_fragile_line(r, 10, line, sizeof line));
     fprintf(out, "%s\n", vp_bt_next_line(r, line, sizeof line));
     VP_REQUIRE(!ferror(out), VP_ERR_IO, "vp_backtest_print: writing the summary failed: %s", strerror(errno));
