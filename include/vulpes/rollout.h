@@ -25,9 +25,9 @@
  * flat at the next bar's open, like a window's last step, and the window ends at that bar's
  * close (a "ruin" exit); equity is never clamped. The buy-and-hold and flat baselines are
  * stepped through the same code with forced actions. The orders the environment's leverage
- * limit cut are counted for the strategy and for buy-and-hold (vp_rollout_cuts). At each window's last close the policy
- * also decides for the bar after it (not traded). docs/backtest.md has the details and the
- * outputs' columns. */
+ * limit cut are counted for the strategy and for buy-and-hold (vp_rollout_cuts). At each
+ * window's last close the policy also decides for the bar after it (not traded).
+ * docs/backtest.md has the details and the outputs' columns. */
 #ifndef VULPES_ROLLOUT_H
 #define VULPES_ROLLOUT_H
 

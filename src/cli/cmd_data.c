@@ -106,12 +106,13 @@ static const char* plain_number(double v, int decimals, char* buf) {
     return buf;
 }
 
-/* Which columns of the file at path give its spread, by the loader's own header rules:
- * "spread" (a spread column), "bid_ask" (bid and ask columns) or NULL (none, or the header
- * cannot be read again). */
+/* Which columns of the file at path give its spread, by the loader's own header rules, in
+ * words: "the spread column", "the bid and ask columns (ask - bid)", or "a spread per bar"
+ * when the header cannot be read again. */
 static const char* spread_source(const char* path) {
+    const char* unknown = "a spread per bar";
     FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
+    if (!f) return unknown;
     static char head[1 << 16];
     const size_t n = fread(head, 1, sizeof head - 1, f);
     fclose(f);
@@ -122,9 +123,11 @@ static const char* spread_source(const char* path) {
     vp_csv_layout lay;
     if (vp_csv_layout_read(path, p, end, &lay) != VP_OK) {
         vp_clear_error();
-        return NULL;
+        return unknown;
     }
-    const char* src = lay.col[VP_COL_SPREAD] >= 0 ? "spread" : lay.col[VP_COL_BID] >= 0 ? "bid_ask" : NULL;
+    const char* src = lay.col[VP_COL_SPREAD] >= 0 ? "the spread column"
+                      : lay.col[VP_COL_BID] >= 0  ? "the bid and ask columns (ask - bid)"
+                                                  : unknown;
     vp_csv_layout_free(&lay);
     return src;
 }
@@ -146,13 +149,9 @@ static int print_spread(const char* path, const vp_bars* b, double tick) {
     const int64_t h = b->n / 2;
     const double median = b->n % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]), max = v[b->n - 1];
     free(v);
-    const char* src = spread_source(path);
     char m[32], mt[32], x[32], xt[32], t[32];
     printf("spread     %s: median %s = %s ticks, max %s = %s ticks (price units; ticks of %s, --tick-size)\n",
-           src && strcmp(src, "spread") == 0    ? "the spread column"
-           : src && strcmp(src, "bid_ask") == 0 ? "the bid and ask columns (ask - bid)"
-                                                : "a spread per bar",
-           plain_number(median, 10, m), plain_number(median / tick, 3, mt), plain_number(max, 10, x),
+           spread_source(path), plain_number(median, 10, m), plain_number(median / tick, 3, mt), plain_number(max, 10, x),
            plain_number(max / tick, 3, xt), plain_number(tick, 10, t));
     return 0;
 }

@@ -1,7 +1,8 @@
 /* summary.json's description of a backtest beside its metrics: the status ("ok" or
  * "ruined") with the ruin of the strategy and of buy-and-hold, what ran over which bars, the
- * orders the leverage limit cut (the strategy's and buy-and-hold's), the fragile decisions, the decision for the bar after the span, the timing, and the
- * per-window table in the segment mode. A ruined series' metrics carry the status "ruined"
+ * orders the leverage limit cut (the strategy's and buy-and-hold's), the fragile decisions,
+ * the decision for the bar after the span, the timing, and the per-window table in the
+ * segment mode. A ruined series' metrics carry the status "ruined"
  * instead of their data status, so they never read as a normal result. */
 #include <cjson/cJSON.h>
 #include <math.h>
