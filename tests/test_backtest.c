@@ -117,7 +117,7 @@ static void test_files(void) {
     CHECK(read_line(path, 0, line, sizeof line) && strncmp(line, "window,side,size,entry_time", 27) == 0, "header %s",
           line);
     CHECK(read_line(path, 3, line, sizeof line) &&
-              strcmp(line, "0,long,1,2020-01-06T05:00:00Z,5,100.25,2020-01-06T05:00:00Z,5,98,-117.5,30,0,stop\n") == 0,
+              strcmp(line, "0,long,1,2020-01-06T05:00:00Z,5,100.25,2020-01-06T05:00:00Z,5,98,-117.5,30,0,0,stop\n") == 0,
           "trade row: %s", line);
     CHECK(read_line(path, 4, line, sizeof line) && strstr(line, ",take_profit\n") != NULL, "row: %s", line);
     CHECK(!read_line(path, 6, line, sizeof line), "a sixth trade row");

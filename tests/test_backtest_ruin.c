@@ -264,7 +264,7 @@ static void test_ruin_files(void) {
     // trades.csv: the close-out row
     snprintf(path, sizeof path, "%s/trades.csv", dir);
     CHECK(read_line(path, 1, line, sizeof line) &&
-              strcmp(line, "0,long,2,2020-01-06T01:00:00Z,1,101.00,2020-01-06T03:00:00Z,3,79.75,-2135,60,2,ruin\n") == 0,
+              strcmp(line, "0,long,2,2020-01-06T01:00:00Z,1,101.00,2020-01-06T03:00:00Z,3,79.75,-2135,60,0,2,ruin\n") == 0,
           "trade row: %s", line);
 
     // report.html: the title, a warning line before the charts, the metrics marked

@@ -172,10 +172,10 @@ static void check_test_files(const char* dir, vp_span test, double initial_equit
     const double total = json_num(strat, "total_return_frac");
     CHECK(n_trades >= 0 && isfinite(total), "test: %g trades, total return %g", n_trades, total);
 
-    // trades.csv: the header, then one row of 13 fields per trade inside the span
+    // trades.csv: the header, then one row of 14 fields per trade inside the span
     char* tr = vpt_read_file(dir, "trades.csv", NULL);
     static const char* trades_head = "window,side,size,entry_time,entry_bar,entry_price,exit_time,exit_bar,exit_price,"
-                                     "pnl,costs,bars_held,exit_reason\n";
+                                     "pnl,costs,financing,bars_held,exit_reason\n";
     CHECK(tr && strncmp(tr, trades_head, strlen(trades_head)) == 0, "trades.csv header: %.120s", tr ? tr : "(none)");
     int rows = 0, bad = 0;
     for (char* line = tr ? strchr(tr, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
@@ -183,7 +183,7 @@ static void check_test_files(const char* dir, vp_span test, double initial_equit
         for (const char* c = line + 1; *c && *c != '\n'; ++c) commas += *c == ',';
         long long w = -1, e0 = -1, e1 = -1;
         const int got = sscanf(line + 1, "%lld,%*[^,],%*[^,],%*[^,],%lld,%*[^,],%*[^,],%lld", &w, &e0, &e1);
-        bad += commas != 12 || got != 3 || w != 0 || e0 < test.begin || e1 < e0 || e1 >= test.end;
+        bad += commas != 13 || got != 3 || w != 0 || e0 < test.begin || e1 < e0 || e1 >= test.end;
         ++rows;
     }
     CHECK(rows == n_trades && bad == 0, "trades.csv: %d rows (%d malformed), summary says %g trades", rows, bad, n_trades);

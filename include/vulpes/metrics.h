@@ -179,7 +179,7 @@ const char* vp_perf_status_name(vp_perf_status s);
 /* One closed trade. */
 typedef struct vp_trade {
     double pnl;        /* net profit of the round trip after its costs, currency */
-    double costs;      /* commission and slippage paid on it, currency (>= 0) */
+    double costs;      /* commission, slippage, the spread's share and financing paid on it, currency (>= 0) */
     int64_t bars_held; /* bars the position was open (>= 0) */
 } vp_trade;
 

@@ -24,9 +24,10 @@
  * below ruin_fraction x initial_equity (always at or below 0), the window's next step goes
  * flat at the next bar's open, like a window's last step, and the window ends at that bar's
  * close (a "ruin" exit); equity is never clamped. The buy-and-hold and flat baselines are
- * stepped through the same code with forced actions. At each window's last close the policy
- * also decides for the bar after it (not traded). docs/backtest.md has the details and the
- * outputs' columns. */
+ * stepped through the same code with forced actions. The orders the environment's leverage
+ * limit cut are counted for the strategy and for buy-and-hold (vp_rollout_cuts). At each
+ * window's last close the policy also decides for the bar after it (not traded).
+ * docs/backtest.md has the details and the outputs' columns. */
 #ifndef VULPES_ROLLOUT_H
 #define VULPES_ROLLOUT_H
 
@@ -73,10 +74,28 @@ typedef struct vp_rollout_trade {
     double exit_price;    /* contract-weighted mean price of the closing fills */
     double pnl;           /* net profit: the sum of its cash flows, commission, slippage (with the spread's
                              share) and financing paid, currency */
-    double costs;         /* commission plus slippage (with the spread's share) paid on its fills, plus the
-                             financing charged while it was held, currency (>= 0; a credit only adds to pnl) */
+    double costs;         /* commission, plus slippage and the spread's share (vp_env_fill_rec.slip) paid on its
+                             fills, plus the financing charged while it was held, currency (>= 0; a financing
+                             credit is no cost: it only adds to pnl) */
+    double financing;     /* net financing of the position over the trade (vp_env_fill_rec.financing summed),
+                             currency: > 0 paid (also in costs), < 0 a credit received (only in pnl) */
     int64_t bars_held;    /* bar closes at which the position was open */
 } vp_rollout_trade;
+
+/* Bars of the first leverage cuts a result lists (vp_rollout_cuts.bars). */
+#define VP_ROLLOUT_CUT_BARS 100
+
+/* The orders the leverage limit cut over a run, of the strategy or of a baseline: the
+ * environment's step cuts an order that grows |position| to instrument.max_leverage x equity
+ * and writes the contracts it removed (vp_env_fill_rec.cut, docs/env.md). */
+typedef struct vp_rollout_cuts {
+    double max_leverage;  /* the instrument's limit the run stepped under, notional / equity (0: none) */
+    int64_t orders;       /* orders cut (steps whose fill record has cut > 0; an order cut to nothing included) */
+    int64_t contracts;    /* contracts removed from them, summed */
+    int n_bars;           /* bars listed: min(orders, VP_ROLLOUT_CUT_BARS) */
+    int64_t bars[VP_ROLLOUT_CUT_BARS]; /* [n_bars] the first cut orders' bars (the bar whose open the order was
+                                          for: the decision bar + 1), in time order */
+} vp_rollout_cuts;
 
 /* How to run a rollout; start from vp_rollout_cfg_default(). */
 typedef struct vp_rollout_cfg {
@@ -130,6 +149,10 @@ typedef struct vp_rollout_window {
     int64_t offset;    /* index of its first point in the result's point arrays */
     int64_t n_points;  /* points: last - begin + 1 */
     int ruined;        /* 1 when it ruined (ruin.ruined) */
+    int64_t cut_orders;            /* the strategy's orders cut by the leverage limit (vp_rollout_cuts.orders) */
+    int64_t cut_contracts;         /* contracts removed from them */
+    int64_t buy_hold_cut_orders;   /* buy-and-hold's orders cut by the leverage limit over the window */
+    int64_t buy_hold_cut_contracts; /* contracts removed from them */
     vp_rollout_ruin ruin;          /* the strategy's ruin */
     vp_rollout_ruin buy_hold_ruin; /* buy-and-hold's ruin over the window */
     vp_perf perf;      /* the strategy's metrics over its points */
@@ -156,6 +179,8 @@ typedef struct vp_rollout_result {
     int64_t n_ruined;        /* windows that ruined */
     vp_rollout_ruin ruin;          /* the first ruined window's ruin (ruined 0: none) */
     vp_rollout_ruin buy_hold_ruin; /* the first window whose buy-and-hold ruined (ruined 0: none) */
+    vp_rollout_cuts cuts;          /* the strategy's orders cut by the leverage limit, over every window */
+    vp_rollout_cuts buy_hold_cuts; /* buy-and-hold's, over every window */
     int64_t n_curve;         /* points of the stitched curve: b - a (bars a .. b-1) */
     int64_t* curve_time_ms;  /* [n_curve] bar times */
     double* curve_equity;    /* [n_curve] the windows chained: each starts from the previous one's end */

@@ -1,10 +1,11 @@
 /* `vulpes backtest --checkpoint CK [--data FILE] [--span S] [--from T0] [--to T1] [--out DIR] [--force]
- * [--segments N] [--backend B] [--no-fused] [KEY=VALUE ...]`: runs vp_backtest_job_run, prints the
+ * [--segments N] [--backend B] [--no-fused] [KEY=VALUE ...]`: parses the line with the shared
+ * parser (cli_args.h), runs vp_backtest_job_run, prints the
  * data checks' warnings and notices (stderr), the data used, the span, its overlap with the
  * training run's bars, the result (vp_backtest_print: a ruin first, the metrics table) and the
  * output folder. */
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
@@ -72,80 +73,71 @@ static void print_checks(const vp_backtest_checks* c) {
     for (int i = 0; i < c->n_notes; ++i) fprintf(stderr, "vulpes backtest: %s\n", c->notes[i]);
 }
 
-int vp_cmd_backtest(int argc, char** argv) {
-    vp_backtest_job job;
-    memset(&job, 0, sizeof job);
-    job.n_windows = 1;
-    job.fused = 1;
-    const char* backend = "auto";
-    char* over[64];
-    int n_over = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char* s = argv[i];
-        const int more = i + 1 < argc;
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(s, "--checkpoint") == 0 && more) {
-            job.checkpoint = argv[++i];
-        } else if (strcmp(s, "--data") == 0 && more) {
-            job.data = argv[++i];
-        } else if (strcmp(s, "--span") == 0 && more) {
-            job.span = argv[++i];
-            if (strcmp(job.span, "train") != 0 && strcmp(job.span, "val") != 0 && strcmp(job.span, "test") != 0 &&
-                strcmp(job.span, "all") != 0) {
-                fprintf(stderr, "vulpes backtest: --span takes train, val, test or all, got '%s'\n", job.span);
-                return 2;
-            }
-        } else if (strcmp(s, "--from") == 0 && more) {
-            job.from = argv[++i];
-        } else if (strcmp(s, "--to") == 0 && more) {
-            job.to = argv[++i];
-        } else if (strcmp(s, "--out") == 0 && more) {
-            job.out = argv[++i];
-        } else if (strcmp(s, "--force") == 0) {
-            job.force = 1;
-        } else if (strcmp(s, "--no-fused") == 0) {
-            job.fused = 0;
-        } else if (strcmp(s, "--backend") == 0 && more) {
-            backend = argv[++i];
-        } else if (strcmp(s, "--segments") == 0 && more) {
-            char* end = NULL;
-            job.n_windows = strtoll(argv[++i], &end, 10);
-            if (!end || *end != '\0' || job.n_windows < 1) {
-                fprintf(stderr, "vulpes backtest: --segments needs a positive integer, got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else if (s[0] != '-' && strchr(s, '=') != NULL) {
-            // KEY=VALUE: costs, contract and measurement for this backtest (the job refuses other keys)
-            if (n_over < (int)(sizeof over / sizeof over[0])) over[n_over++] = argv[i];
-        } else {
-            fprintf(stderr, "vulpes backtest: unexpected argument '%s'\n\n", s);
-            usage(stderr);
-            return 2;
-        }
+/* Command-line choices. */
+typedef struct backtest_args {
+    vp_backtest_job job; /* the job as given (span_info set by the caller) */
+    const char* backend; /* --backend (default auto) */
+    vp_cli_args cl;      /* the parsed line: the KEY=VALUE overrides */
+} backtest_args;
+
+/* Parses argv with the shared parser (cli_args.h); returns 0, or the exit code of a usage error
+ * or --help (-1: help shown). */
+static int parse(int argc, char** argv, backtest_args* a) {
+    memset(a, 0, sizeof *a);
+    vp_backtest_job* job = &a->job;
+    job->n_windows = 1;
+    a->backend = "auto";
+    int no_fused = 0;
+    const vp_cli_opt opts[] = {
+        {"--checkpoint", VP_CLI_TEXT, &job->checkpoint, NULL, 0, 0, NULL},
+        {"--data", VP_CLI_TEXT, &job->data, NULL, 0, 0, NULL},
+        {"--span", VP_CLI_CHOICE, &job->span, NULL, 0, 0, "train|val|test|all"},
+        {"--from", VP_CLI_TEXT, &job->from, NULL, 0, 0, NULL},
+        {"--to", VP_CLI_TEXT, &job->to, NULL, 0, 0, NULL},
+        {"--out", VP_CLI_TEXT, &job->out, NULL, 0, 0, NULL},
+        {"--force", VP_CLI_SWITCH, &job->force, NULL, 0, 0, NULL},
+        {"--segments", VP_CLI_COUNT, &job->n_windows, NULL, 1, INT64_MAX, NULL},
+        {"--backend", VP_CLI_CHOICE, &a->backend, NULL, 0, 0, VP_CLI_BACKENDS},
+        {"--no-fused", VP_CLI_SWITCH, &no_fused, NULL, 0, 0, NULL},
+    };
+    // KEY=VALUE: costs, contract and measurement for this backtest (the job refuses other keys)
+    const vp_cli_spec spec = {"backtest", opts, (int)(sizeof opts / sizeof opts[0]), 0, 1};
+    const int rc = vp_cli_parse(&spec, argc, argv, &a->cl);
+    if (rc == VP_CLI_HELP) {
+        usage(stdout);
+        return -1;
     }
-    if (!job.checkpoint) {
+    if (rc != 0) return rc;
+    if (!job->checkpoint) {
         fprintf(stderr, "vulpes backtest: --checkpoint is required\n\n");
         usage(stderr);
         return 2;
     }
-    job.n_overrides = n_over;
-    job.overrides = over;
-    vp_backend* b = vp_cli_backend(backend);
+    job->fused = !no_fused;
+    job->n_overrides = a->cl.n_over;
+    job->overrides = a->cl.over;
+    return 0;
+}
+
+int vp_cmd_backtest(int argc, char** argv) {
+    backtest_args a;
+    const int rc = parse(argc, argv, &a);
+    if (rc != 0) return rc < 0 ? 0 : rc;
+    vp_backtest_job* job = &a.job;
+    vp_backend* b = vp_cli_backend(a.backend);
     if (!b) return 1;
     vp_rollout_result r;
     char dir[1024];
     vp_backtest_span_info si;
     memset(&si, 0, sizeof si);
-    job.span_info = &si;
-    vp_status s = vp_backtest_job_run(b, &job, &r, dir, sizeof dir);
+    job->span_info = &si;
+    vp_status s = vp_backtest_job_run(b, job, &r, dir, sizeof dir);
     print_checks(&si.checks);
     if (s == VP_OK) {
         printf("data: %s%s\n", si.checks.data,
                si.checks.from_record ? " (the training data recorded in the checkpoint, unchanged)" : "");
         print_span(&r, &si);
-        for (int k = 0; k < n_over; ++k) printf("override for this backtest: %s\n", over[k]);
+        for (int k = 0; k < job->n_overrides; ++k) printf("override for this backtest: %s\n", job->overrides[k]);
         printf("backtest of bars [%lld, %lld): %lld decisions, %lld window%s, %s path on %s\n",
                (long long)r.span.begin, (long long)r.span.end, (long long)(r.span.end - r.span.begin - 1),
                (long long)r.n_windows, r.n_windows == 1 ? "" : "s", r.path, vp_backend_name(b));

@@ -1,7 +1,8 @@
-/* The backtest's words for people: a ruin, the fragile decisions and the decision for the
- * bar after the span, one line each (the console and the report's heading say the same),
- * and the console summary (vp_backtest_print): RUINED before any metric, the metrics table
- * marked as a ruined run's, then the fragile decisions and the next decision. */
+/* The backtest's words for people: a ruin, the orders the leverage limit cut, the fragile
+ * decisions and the decision for the bar after the span, one line each (the console and the
+ * report's heading say the same), and the console summary (vp_backtest_print): RUINED before
+ * any metric, then the leverage cuts (when there were any), the metrics table marked as a
+ * ruined run's, the fragile decisions and the next decision. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 
 #include "eval/backtest_impl.h"
 #include "vulpes/data.h"
+#include "vulpes/run.h"
 
 /* Appends printf text to buf[n] at *k (truncating, never past n). */
 #if defined(__GNUC__)
@@ -76,6 +78,25 @@ const char* vp_bt_fragile_line(const vp_rollout_result* r, int list, char* buf, 
     return buf;
 }
 
+const char* vp_bt_cuts_line(const vp_rollout_result* r, const char* who, const vp_rollout_cuts* c, int list,
+                            char* buf, size_t n) {
+    char t[32];
+    size_t k = 0;
+    buf[0] = '\0';
+    if (c->orders == 0) return buf;
+    append(buf, n, &k, "LEVERAGE: %lld %s of %s %s cut to instrument.max_leverage %g (notional / equity at the "
+           "decision): %lld %s removed", (long long)c->orders, vp_plural(c->orders, "order", "orders"), who,
+           c->orders == 1 ? "was" : "were", c->max_leverage, (long long)c->contracts,
+           vp_plural(c->contracts, "contract", "contracts"));
+    // the first ones by bar, and the first one's time
+    const int shown = c->n_bars < list ? c->n_bars : list;
+    for (int i = 0; i < shown; ++i) append(buf, n, &k, "%s%lld", i ? ", " : " (bars ", (long long)c->bars[i]);
+    if (shown > 0)
+        append(buf, n, &k, "%s; the first at %s)", c->orders > shown ? ", ..." : "", vp_bt_bar_time(r, c->bars[0], t));
+    append(buf, n, &k, ": it held less than chosen");
+    return buf;
+}
+
 const char* vp_bt_next_line(const vp_rollout_result* r, char* buf, size_t n) {
     static const char* dirs[VP_ENV_DIR_COUNT] = {"short", "flat", "long"};
     size_t k = 0;
@@ -108,6 +129,10 @@ vp_status vp_backtest_print(const vp_rollout_result* r, FILE* out) {
         fprintf(out, "%s\n", vp_bt_ruin_line("the strategy", &r->ruin, r->n_ruined, r->n_windows, line, sizeof line));
     if (r->buy_hold_ruin.ruined)
         fprintf(out, "%s\n", vp_bt_ruin_line("buy & hold", &r->buy_hold_ruin, 0, 1, line, sizeof line));
+    // orders the leverage limit cut, only when it cut any, also before any figure
+    if (r->cuts.orders > 0) fprintf(out, "%s\n", vp_bt_cuts_line(r, "the strategy", &r->cuts, 10, line, sizeof line));
+    if (r->buy_hold_cuts.orders > 0)
+        fprintf(out, "%s\n", vp_bt_cuts_line(r, "buy & hold", &r->buy_hold_cuts, 10, line, sizeof line));
     if (r->ruin.ruined) fputs("the metrics below are those of a RUINED run, not a normal result:\n", out);
     const char* status[3] = {r->ruin.ruined ? "ruined" : NULL, r->buy_hold_ruin.ruined ? "ruined" : NULL, NULL};
     VP_TRY(vp_metrics_print_status(&r->summary, status, out));

@@ -1,7 +1,8 @@
 /* summary.json's description of a backtest beside its metrics: the status ("ok" or
  * "ruined") with the ruin of the strategy and of buy-and-hold, what ran over which bars, the
- * fragile decisions, the decision for the bar after the span, the timing, and the
- * per-window table in the segment mode. A ruined series' metrics carry the status "ruined"
+ * orders the leverage limit cut (the strategy's and buy-and-hold's), the fragile decisions,
+ * the decision for the bar after the span, the timing, and the per-window table in the
+ * segment mode. A ruined series' metrics carry the status "ruined"
  * instead of their data status, so they never read as a normal result. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -73,6 +74,34 @@ static vp_status add_fragile(cJSON* root, const vp_rollout_result* r) {
     return VP_OK;
 }
 
+/* The orders the leverage limit cut, under key: {orders, contracts, max_leverage, bars (the
+ * first ones, the bar whose open each order was for), times}. */
+static vp_status add_cuts(cJSON* root, const char* key, const vp_rollout_result* r, const vp_rollout_cuts* c) {
+    cJSON* o = cJSON_AddObjectToObject(root, key);
+    VP_REQUIRE(o != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    cJSON_AddNumberToObject(o, "orders", (double)c->orders);
+    cJSON_AddNumberToObject(o, "contracts", (double)c->contracts);
+    VP_TRY(vp_metric_json_add(o, "max_leverage", c->max_leverage));
+    cJSON* bars = cJSON_AddArrayToObject(o, "bars");
+    cJSON* times = cJSON_AddArrayToObject(o, "times");
+    VP_REQUIRE(bars != NULL && times != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    char t[32];
+    for (int i = 0; i < c->n_bars; ++i) {
+        cJSON_AddItemToArray(bars, cJSON_CreateNumber((double)c->bars[i]));
+        cJSON_AddItemToArray(times, cJSON_CreateString(vp_bt_bar_time(r, c->bars[i], t)));
+    }
+    return VP_OK;
+}
+
+/* A window's leverage cuts under key: {orders, contracts}. */
+static vp_status add_window_cuts(cJSON* obj, const char* key, int64_t orders, int64_t contracts) {
+    cJSON* o = cJSON_AddObjectToObject(obj, key);
+    VP_REQUIRE(o != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    cJSON_AddNumberToObject(o, "orders", (double)orders);
+    cJSON_AddNumberToObject(o, "contracts", (double)contracts);
+    return VP_OK;
+}
+
 /* "next_decision": the choices at the span's last close for the bar after it (not traded):
  * {bar, time, direction, size, take_profit, stop_loss, q_margin}, or null when there is none. */
 static vp_status add_next(cJSON* root, const vp_rollout_result* r) {
@@ -107,6 +136,8 @@ static vp_status add_windows(cJSON* root, const vp_rollout_result* r) {
         cJSON_AddBoolToObject(o, "ruined", x->ruined);
         VP_TRY(add_ruin(o, "ruin", r, &x->ruin));
         VP_TRY(add_ruin(o, "buy_and_hold_ruin", r, &x->buy_hold_ruin));
+        VP_TRY(add_window_cuts(o, "leverage_cuts", x->cut_orders, x->cut_contracts));
+        VP_TRY(add_window_cuts(o, "buy_and_hold_leverage_cuts", x->buy_hold_cut_orders, x->buy_hold_cut_contracts));
         VP_TRY(vp_perf_to_json(&x->perf, cJSON_AddObjectToObject(o, "strategy")));
         VP_TRY(vp_perf_to_json(&x->buy_hold, cJSON_AddObjectToObject(o, "buy_and_hold")));
         if (x->ruined) VP_TRY(mark_ruined(o, "strategy"));
@@ -162,6 +193,8 @@ vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_
             cJSON_AddItemToArray(w, cJSON_CreateString(si->checks.notes[i]));
         VP_REQUIRE(w != NULL, VP_ERR_OOM, "summary.json: out of memory for the warnings");
     }
+    VP_TRY(add_cuts(root, "leverage_cuts", r, &r->cuts));
+    VP_TRY(add_cuts(root, "buy_and_hold_leverage_cuts", r, &r->buy_hold_cuts));
     VP_TRY(add_fragile(root, r));
     VP_TRY(add_next(root, r));
     // wall-clock figures (the only values that differ between identical runs)

@@ -143,7 +143,7 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
     vp_atomic_file f;
     VP_TRY(vp_atomic_file_open(&f, path));
     vp_csv_write_header(f.f, &vp_trades_schema, "");
-    char t0[32], t1[32], x[4][32], n[5][24];
+    char t0[32], t1[32], x[5][32], n[5][24];
     const char* fl[VP_TRADES_COL_COUNT];
     const int dec = tick_decimals(info->tick_size);
     for (int64_t i = 0; i < r->n_trades; ++i) {
@@ -164,6 +164,7 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
         fl[VP_TRADES_EXIT_PRICE] = format_price(t->exit_price, dec, x[1]);
         fl[VP_TRADES_PNL] = vp_eval_format_exact(t->pnl, x[2]);
         fl[VP_TRADES_COSTS] = vp_eval_format_exact(t->costs, x[3]);
+        fl[VP_TRADES_FINANCING] = vp_eval_format_exact(t->financing, x[4]);
         fl[VP_TRADES_BARS_HELD] = n[4];
         fl[VP_TRADES_EXIT_REASON] = vp_exit_reason_name(t->reason);
         vp_csv_write_row(f.f, &vp_trades_schema, "", fl);
@@ -226,15 +227,16 @@ static vp_status write_summary(const vp_rollout_result* r, const vp_backtest_inf
 }
 
 /* report.html: the stitched curve against buy-and-hold, the metrics, the config; the
- * heading says when the run ruined (the title and a warning line, the metrics marked) and
+ * heading says when the run ruined (the title and a warning line, the metrics marked), when
+ * the leverage limit cut orders of the strategy or of buy-and-hold (a warning line each) and
  * when training saw bars of the span or nobody can tell, and notes the fragile decisions and
  * the decision for the bar after the span. */
 static vp_status write_report(const vp_rollout_result* r, const vp_backtest_info* info, const char* path) {
     vp_report rep;
     memset(&rep, 0, sizeof rep);
     const char* base = info->title ? info->title : "backtest";
-    char title[480], t[32], lines[4][2048];
-    const char* warnings[2];
+    char title[480], t[32], lines[6][2048];
+    const char* warnings[4];
     const char* notes[2];
     size_t k = (size_t)snprintf(title, sizeof title, "%s", base);
     if (r->ruin.ruined && k < sizeof title)
@@ -249,12 +251,18 @@ static vp_status write_report(const vp_rollout_result* r, const vp_backtest_info
             snprintf(title + k, sizeof title - k, " (overlap with training unknown: %s)", si->unknown_why);
     }
     rep.title = title;
-    // warnings: the ruins; notes: the fragile decisions and the next decision
+    // warnings: the ruins and the leverage cuts; notes: the fragile decisions and the next decision
     if (r->ruin.ruined)
         warnings[rep.n_warnings++] =
             vp_bt_ruin_line("the strategy", &r->ruin, r->n_ruined, r->n_windows, lines[0], sizeof lines[0]);
     if (r->buy_hold_ruin.ruined)
         warnings[rep.n_warnings++] = vp_bt_ruin_line("buy & hold", &r->buy_hold_ruin, 0, 1, lines[1], sizeof lines[1]);
+    if (r->cuts.orders > 0)
+        warnings[rep.n_warnings++] =
+            vp_bt_cuts_line(r, "the strategy", &r->cuts, VP_ROLLOUT_CUT_BARS, lines[4], sizeof lines[4]);
+    if (r->buy_hold_cuts.orders > 0)
+        warnings[rep.n_warnings++] =
+            vp_bt_cuts_line(r, "buy & hold", &r->buy_hold_cuts, VP_ROLLOUT_CUT_BARS, lines[5], sizeof lines[5]);
     notes[rep.n_notes++] = vp_bt_fragile_line(r, VP_BT_FRAGILE_LIST, lines[2], sizeof lines[2]);
     notes[rep.n_notes++] = vp_bt_next_line(r, lines[3], sizeof lines[3]);
     rep.warnings = warnings;

@@ -13,7 +13,7 @@
     X(WINDOW, "window") X(SIDE, "side") X(SIZE, "size") X(ENTRY_TIME, "entry_time")          \
     X(ENTRY_BAR, "entry_bar") X(ENTRY_PRICE, "entry_price") X(EXIT_TIME, "exit_time")        \
     X(EXIT_BAR, "exit_bar") X(EXIT_PRICE, "exit_price") X(PNL, "pnl") X(COSTS, "costs")      \
-    X(BARS_HELD, "bars_held") X(EXIT_REASON, "exit_reason")
+    X(FINANCING, "financing") X(BARS_HELD, "bars_held") X(EXIT_REASON, "exit_reason")
 
 /* equity.csv: one row per bar of the span, marked at the bar's close; the bar's time stamp
  * is its open time, as in the data. */

@@ -68,6 +68,8 @@ static vp_status check_args(vp_backend* b, const vp_policy* pol, const vp_rollou
                "%s: annualisation factor %g (> 0 required)", fn, c->annual.periods_per_year);
     VP_REQUIRE(isfinite(c->ruin_fraction) && c->ruin_fraction >= 0.0 && c->ruin_fraction < 1.0, VP_ERR_INVALID_ARG,
                "%s: ruin fraction %g (env.ruin_fraction: 0 <= f < 1 required)", fn, c->ruin_fraction);
+    // the instrument by the environment's own check, as training's vp_env_init makes it
+    VP_TRY(vp_env_instrument_check(fn, &c->instrument, c->annual.periods_per_year));
     if (c->forced_actions) return VP_OK;
     VP_REQUIRE(pol != NULL && d->features != NULL, VP_ERR_INVALID_ARG,
                "%s: policy or features is NULL (needed without forced actions)", fn);

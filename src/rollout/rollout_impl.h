@@ -58,8 +58,12 @@ int vp_ro_fused_fits(const vp_ro_run* r);
  * (one thread-block cluster per window). */
 vp_status vp_ro_run_fused(vp_ro_run* r, double* encode_s, double* sequential_s);
 
-/* Builds the trades of every window from the downloaded log into out->trades. */
+/* Builds the trades of every window from the downloaded log into out->trades, and counts the
+ * orders the leverage limit cut into out->cuts and each window's cut_orders, cut_contracts. */
 vp_status vp_ro_trades_build(const vp_ro_run* r, vp_rollout_result* out);
+
+/* Counts an order cut by `cut` contracts (nothing when cut <= 0) at bar `bar` into *c. */
+void vp_ro_cuts_add(vp_rollout_cuts* c, int64_t bar, int32_t cut);
 
 /* The policy's choice at each window's last close for the bar after it, from that bar's
  * features and the window's final state (not traded), into out's action and margin at the
@@ -76,7 +80,8 @@ void vp_ro_ruin_of(const vp_ro_run* r, int64_t w, int32_t ruin_step, const doubl
  * with forced actions: buy-and-hold (long max_position from the first step, no take-profit
  * or stop, flat at the window's last step, the ruin rule) into bh and flat into fl, both
  * [P] at the windows' planned offsets, their points into n_bh [N] and n_fl [N]; the
- * windows' buy-and-hold ruins into out->windows. */
+ * windows' buy-and-hold ruins and leverage cuts into out->windows, the cuts over every
+ * window into out->buy_hold_cuts. */
 vp_status vp_ro_baselines(const vp_ro_run* r, vp_rollout_result* out, double* bh /* [P] */, int64_t* n_bh /* [N] */,
                           double* fl /* [P] */, int64_t* n_fl /* [N] */);
 

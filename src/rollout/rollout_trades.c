@@ -2,8 +2,11 @@
  * wrote at every point (vp_env_fill_rec): round trips from the fill that opens a position to the
  * one that leaves it flat or reverses it, with their cash flows and costs. No fill rule is
  * derived here; the fills must account for the logged position, or the run fails naming
- * the bar. A step's financing (vp_env_fill_rec.financing) goes to the trade that held the
- * position over it. */
+ * the bar. A trade's costs are the commission and the price paid against it on every fill
+ * (vp_env_fill_rec.slip: slippage plus the spread's share) times the contracts and the point
+ * value, plus the financing charged while it was held; a step's financing
+ * (vp_env_fill_rec.financing) goes to the trade that held the position over it. Also the
+ * count of the orders the leverage limit cut (vp_env_fill_rec.cut), per window and in all. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +69,13 @@ static void close_cur(trade_log* L, int64_t bar, vp_exit_reason reason) {
     c->active = 0;
 }
 
+void vp_ro_cuts_add(vp_rollout_cuts* c, int64_t bar, int32_t cut) {
+    if (cut <= 0) return;
+    c->orders += 1;
+    c->contracts += cut;
+    if (c->n_bars < VP_ROLLOUT_CUT_BARS) c->bars[c->n_bars++] = bar;
+}
+
 /* Logs step k of window w (points p -> p + 1) from the fills the environment's step wrote:
  * the market order at the next open closes, reduces, adds to, opens or reverses the
  * position (a trade it closes ends for `closing`); a resting order then closes it. The fills
@@ -77,6 +87,13 @@ static vp_status log_step(trade_log* L, int64_t w, int64_t p, vp_exit_reason clo
     const int64_t bar = r->a + p - w; /* decision bar: window w's points start at its offset, bar s_w = offset - w */
     const int64_t fill_bar = bar + 1; /* the bar whose open or range filled */
     int32_t pos = h->position[p];
+
+    // an order the leverage limit cut (the fill below is what was left of it)
+    if (f->cut > 0) {
+        vp_ro_cuts_add(&L->out->cuts, fill_bar, f->cut);
+        L->out->windows[w].cut_orders += 1;
+        L->out->windows[w].cut_contracts += f->cut;
+    }
 
     // the market order: its part that closes the position, then its part that opens one
     const int32_t delta = f->qty[0];
@@ -119,6 +136,7 @@ static vp_status log_step(trade_log* L, int64_t w, int64_t p, vp_exit_reason clo
         VP_REQUIRE(t != NULL, VP_ERR_STATE, "rollout trade log: financing of %g charged at bar %lld with nothing held",
                    f->financing, (long long)fill_bar);
         t->pnl -= f->financing;
+        t->financing += f->financing;
         if (f->financing > 0.0) t->costs += f->financing;
     }
     return VP_OK;
@@ -131,6 +149,8 @@ vp_status vp_ro_trades_build(const vp_ro_run* r, vp_rollout_result* out) {
     L.out = out;
     L.cap = out->n_points;
     out->n_trades = 0;
+    memset(&out->cuts, 0, sizeof out->cuts);
+    out->cuts.max_leverage = r->cfg->instrument.max_leverage;
     out->trades = (vp_rollout_trade*)calloc((size_t)L.cap, sizeof(vp_rollout_trade));
     VP_REQUIRE(out->trades != NULL, VP_ERR_OOM, "backtest trade log: %lld trades", (long long)L.cap);
     for (int64_t w = 0; w < out->n_windows; ++w) {
