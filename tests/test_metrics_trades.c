@@ -119,8 +119,8 @@ static void test_returns_and_drawdown(void) {
     // 0 -> anything else undefined; a non-finite equity is refused
     const double ruin[6] = {100.0, -20.0, -30.0, 0.0, 0.0, 50.0};
     CHECK_OK(vp_returns_from_equity(ruin, 6, r));
-    CHECK(r[0] == -1.2 && r[1] == 0.5 && r[2] == -1.0 && r[3] == 0.0 && isnan(r[4]), "through zero: %.17g %.17g %.17g %.17g %g",
-          r[0], r[1], r[2], r[3], r[4]);
+    CHECK(r[0] == -1.2 && r[1] == 0.5 && r[2] == -1.0 && r[3] == 0.0 && isnan(r[4]),
+          "through zero: %.17g %.17g %.17g %.17g %g", r[0], r[1], r[2], r[3], r[4]);
     const double bad[3] = {100.0, NAN, 50.0};
     CHECK_STATUS(vp_returns_from_equity(bad, 3, r), VP_ERR_NUMERIC, "equity[1] = nan");
 }

@@ -252,7 +252,8 @@ static void test_report_trials(void) {
           "walk-forward DSR line:\n%s", html ? html : "");
     // after the Sharpe's weight line (SE, PSR, verdict)
     const char* weight = html ? strstr(html, "(standard error); P(true Sharpe &gt; 0) ") : NULL;
-    CHECK(weight && weight < strstr(html, "deflated Sharpe over 3 folds"), "the DSR line is not after the Sharpe weight line");
+    CHECK(weight && weight < strstr(html, "deflated Sharpe over 3 folds"),
+          "the DSR line is not after the Sharpe weight line");
     free(html);
     s.rep.deflated_sharpe = NAN;
     html = page_text(&s.rep);

@@ -63,7 +63,8 @@ static void check_numbering(const char* d, const vp_wf_result* r, const cJSON* s
     for (int k = 0; k < FOLDS && k < cJSON_GetArraySize(folds); ++k) {
         const cJSON* f = cJSON_GetArrayItem(folds, k);
         const cJSON* ts = cJSON_GetObjectItemCaseSensitive(f, "test_span");
-        CHECK(wfu_num(f, "fold") == k + 1 && r->folds[k].index == k + 1, "fold row %d is numbered %g", k, wfu_num(f, "fold"));
+        CHECK(wfu_num(f, "fold") == k + 1 && r->folds[k].index == k + 1, "fold row %d is numbered %g", k,
+              wfu_num(f, "fold"));
         CHECK(wfu_num(ts, "begin_bar") == (double)r->folds[k].split.test.begin &&
                   wfu_num(ts, "end_bar") == (double)r->folds[k].split.test.end,
               "fold %d test span [%g, %g)", k + 1, wfu_num(ts, "begin_bar"), wfu_num(ts, "end_bar"));
@@ -75,7 +76,8 @@ static void check_numbering(const char* d, const vp_wf_result* r, const cJSON* s
     CHECK(!vpt_exists(d, "folds/fold_000"), "a fold numbered 0");
     cJSON* plan = wfu_json(d, "walkforward.json");
     const cJSON* pf = cJSON_GetObjectItemCaseSensitive(plan, "folds");
-    CHECK(wfu_num(cJSON_GetArrayItem(pf, 0), "fold") == 1 && wfu_num(cJSON_GetArrayItem(pf, FOLDS - 1), "fold") == FOLDS,
+    CHECK(wfu_num(cJSON_GetArrayItem(pf, 0), "fold") == 1 &&
+              wfu_num(cJSON_GetArrayItem(pf, FOLDS - 1), "fold") == FOLDS,
           "walkforward.json numbering");
     cJSON_Delete(plan);
     char* m = vpt_read_file(d, "metrics.jsonl", NULL);
@@ -129,8 +131,9 @@ static void check_report(const char* d, const vp_wf_result* r) {
              vp_psr_verdict(p->psr_vs_zero));
     const char* weight = strstr(html, want);
     CHECK(weight != NULL, "report.html: no line '%s'", want);
-    snprintf(want, sizeof want, "<p class=\"meta\">deflated Sharpe over %d folds (each one trial): %s, %s the deflation "
-             "at 95 %%</p>\n", FOLDS, vp_metric_format(w->deflated_sharpe, VP_METRIC_UNIT_FRAC, dsr, sizeof dsr),
+    snprintf(want, sizeof want,
+             "<p class=\"meta\">deflated Sharpe over %d folds (each one trial): %s, %s the deflation at 95 %%</p>\n",
+             FOLDS, vp_metric_format(w->deflated_sharpe, VP_METRIC_UNIT_FRAC, dsr, sizeof dsr),
              w->deflated_sharpe >= 0.95 ? "survives" : "does not survive");
     const char* deflated = strstr(html, want);
     CHECK(deflated != NULL && deflated > weight, "report.html: no line '%s' after the Sharpe's", want);
@@ -153,7 +156,8 @@ static void check_fold_report(const char* d, int number) {
         scored += v && v[13] != 'n'; // a number, not null
     }
     snprintf(want, sizeof want, "deflated Sharpe over %d validations (each one trial): ", scored);
-    CHECK(html && (scored >= 2 ? strstr(html, want) != NULL : !strstr(html, "deflated Sharpe")) && !strstr(html, " folds"),
+    CHECK(html && (scored >= 2 ? strstr(html, want) != NULL : !strstr(html, "deflated Sharpe")) &&
+              !strstr(html, " folds"),
           "fold %d: %d validations scored, the DSR line '%s'", number, scored, want);
     free(log);
     free(html);
@@ -178,7 +182,7 @@ static void test_report(void) {
           "risk-free rate not carried");
     cJSON* s = wfu_json(d, "summary.json");
     const cJSON* wf = cJSON_GetObjectItemCaseSensitive(s, "walkforward");
-    CHECK(wfu_num(cJSON_GetObjectItemCaseSensitive(s, "annualisation"), "risk_free_rate_frac") == 0.03, "annualisation rate");
+    CHECK(wfu_num(wfu_at(s, "annualisation"), "risk_free_rate_frac") == 0.03, "annualisation rate");
     check_weight(&r, cJSON_GetObjectItemCaseSensitive(wf, "significance"));
     check_numbering(d, &r, s);
     CHECK(cJSON_IsNull(wfu_at(wf, "ruined_fold")) && wfu_num(wf, "n_folds_ruined") == 0 &&

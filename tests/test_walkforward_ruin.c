@@ -94,8 +94,9 @@ static void check_zero_ruin(const char* d, const vp_wf_result* r, int64_t n_trad
     cJSON* s = wfu_json(d, "summary.json");
     const cJSON* wf = wfu_at(s, "walkforward");
     const cJSON* rows = wfu_at(wf, "folds");
-    CHECK(wfu_num(wf, "ruined_fold") == 2 && wfu_num(wf, "n_folds_ruined") == 1 && wfu_num(wf, "n_folds_stitched") == 2 &&
-              strcmp(wfu_str(s, "status"), "ruined") == 0 && wfu_num(wfu_at(wf, "ruin"), "fold") == 2,
+    CHECK(wfu_num(wf, "ruined_fold") == 2 && wfu_num(wf, "n_folds_ruined") == 1 &&
+              wfu_num(wf, "n_folds_stitched") == 2 && strcmp(wfu_str(s, "status"), "ruined") == 0 &&
+              wfu_num(wfu_at(wf, "ruin"), "fold") == 2,
           "summary.json: the ruin");
     CHECK(cJSON_IsTrue(wfu_at(cJSON_GetArrayItem(rows, 1), "ruined")) &&
               cJSON_IsFalse(wfu_at(cJSON_GetArrayItem(rows, 2), "stitched")) &&
@@ -106,9 +107,11 @@ static void check_zero_ruin(const char* d, const vp_wf_result* r, int64_t n_trad
     char tb[32], want[160];
     snprintf(want, sizeof want, "  RUINED at bar %lld (%s)\n", (long long)ru->bar,
              vp_time_format_iso(ru->time_ms, tb, sizeof tb));
-    CHECK(t && strstr(t, want) && strstr(t, "  not stitched\n") && strstr(t, "stitched out-of-sample curve: 2 of 3 folds\n") &&
-              strstr(t, "; that was the test span's last close. The stitched account ends with fold 2; fold 3 stands "
-                        "alone, not stitched\n"),
+    CHECK(t && strstr(t, want) && strstr(t, "  not stitched\n") &&
+              strstr(t, "stitched out-of-sample curve: 2 of 3 folds\n") &&
+              strstr(t,
+                     "; that was the test span's last close. The stitched account ends with fold 2; fold 3 stands "
+                     "alone, not stitched\n"),
           "table:\n%s", t ? t : "");
     free(t);
     char* eq = vpt_read_file(d, "equity.csv", NULL);
@@ -130,7 +133,10 @@ static void hand_curve(double* eq) {
 static void check_hand_returns(const vp_wf_result* r) {
     double ret[TEST - 1];
     for (int j = 1; j < TEST; ++j)
-        ret[j - 1] = j < R ? 10.0 / (100000.0 + 10.0 * (j - 1)) : j == R ? -2500.0 / 100290.0 - 1.0 : j == R + 1 ? 0.6 : 0.0;
+        ret[j - 1] = j < R        ? 10.0 / (100000.0 + 10.0 * (j - 1))
+                     : j == R     ? -2500.0 / 100290.0 - 1.0
+                     : j == R + 1 ? 0.6
+                                  : 0.0;
     vp_perf want;
     CHECK_OK(vp_perf_compute_annual(ret, TEST - 1, &r->summary.annual, &want));
     const vp_perf* got = &r->folds[0].test;
@@ -149,7 +155,8 @@ static void check_hand_returns(const vp_wf_result* r) {
 static void check_negative_ruin(const char* d, const vp_wf_result* r) {
     char b0[32], b1[32], t0[32], t1[32], want[1024];
     const char* eq = "folds/fold_001/equity.csv";
-    const int64_t bar = atoll(csv_field(d, eq, R, 1, b0, sizeof b0)), close = atoll(csv_field(d, eq, R + 1, 1, b1, sizeof b1));
+    const int64_t bar = atoll(csv_field(d, eq, R, 1, b0, sizeof b0)),
+                  close = atoll(csv_field(d, eq, R + 1, 1, b1, sizeof b1));
     csv_field(d, eq, R, 0, t0, sizeof t0);
     csv_field(d, eq, R + 1, 0, t1, sizeof t1);
     CHECK(r->n_done == FOLDS && r->n_stitched == 1 && r->ruined_fold == 1 && r->n_curve == TEST && close == bar + 1,
@@ -185,29 +192,35 @@ static void check_negative_ruin(const char* d, const vp_wf_result* r) {
           "summary.json: status and counts");
     CHECK(wfu_num(o, "fold") == 1 && wfu_num(o, "bar") == (double)bar && wfu_num(o, "close_bar") == (double)close &&
               strcmp(wfu_str(o, "time"), t0) == 0 && strcmp(wfu_str(o, "close_time"), t1) == 0 &&
-              wfu_num(o, "fold_equity_at_ruin_ccy") == -2500.0 && wfu_num(o, "fold_equity_after_close_ccy") == -4000.0 &&
+              wfu_num(o, "fold_equity_at_ruin_ccy") == -2500.0 &&
+              wfu_num(o, "fold_equity_after_close_ccy") == -4000.0 &&
               wfu_num(o, "equity_after_close_ccy") == ru->equity_after_close && cJSON_IsTrue(wfu_at(o, "below_zero")),
           "summary.json: the ruin");
     const cJSON* rows = wfu_at(wf, "folds");
     const cJSON* r2 = cJSON_GetArrayItem(rows, 1);
     CHECK(wfu_num(wfu_at(cJSON_GetArrayItem(rows, 0), "ruin"), "bar") == (double)bar &&
               strcmp(wfu_str(wfu_at(cJSON_GetArrayItem(rows, 0), "strategy"), "status"), "ruined") == 0 &&
-              wfu_num(wfu_at(r2, "ruin"), "fold") == 2 && cJSON_IsNull(wfu_at(wfu_at(r2, "ruin"), "equity_at_ruin_ccy")) &&
+              wfu_num(wfu_at(r2, "ruin"), "fold") == 2 &&
+              cJSON_IsNull(wfu_at(wfu_at(r2, "ruin"), "equity_at_ruin_ccy")) &&
               strcmp(wfu_str(wfu_at(r2, "strategy"), "status"), "ruined") == 0 &&
               cJSON_IsNull(wfu_at(cJSON_GetArrayItem(rows, 2), "ruin")),
           "summary.json: the fold rows' ruins");
     cJSON_Delete(s);
     // the console: RUINED first, the table's notes, the figures marked
     char* t = wfu_table(r);
-    snprintf(want, sizeof want, "RUINED: fold 1's test window at the close of bar %lld (the bar opened %s): the stitched "
-             "account's equity -2500.00 (the fold's own window: -2500.00 from 100000.00); closed out at the open of bar "
-             "%lld (%s), equity -4000.00 after it (the fold's own: -4000.00); below zero. The stitched account ends with "
-             "fold 1; folds 2 .. 3 stand alone, not stitched\nfold  ", (long long)bar, t0, (long long)close, t1);
+    snprintf(
+        want, sizeof want,
+        "RUINED: fold 1's test window at the close of bar %lld (the bar opened %s): the stitched "
+        "account's equity -2500.00 (the fold's own window: -2500.00 from 100000.00); closed out at the open of bar "
+        "%lld (%s), equity -4000.00 after it (the fold's own: -4000.00); below zero. The stitched account ends with "
+        "fold 1; folds 2 .. 3 stand alone, not stitched\nfold  ",
+        (long long)bar, t0, (long long)close, t1);
     CHECK(t && strncmp(t, want, strlen(want)) == 0, "console:\n%s\nexpected to start with:\n%s", t ? t : "", want);
     snprintf(want, sizeof want, " -4000.00  RUINED at bar %lld (%s)\n", (long long)bar, t0);
-    CHECK(t && strstr(t, want) && strstr(t, "; not stitched\n3     ") && strstr(t, "  not stitched\n\nstitched out") &&
-              strstr(t, "\nthe figures below are those of a RUINED walk-forward, not a normal result:\nstitched Sharpe "),
-          "console notes:\n%s", t ? t : "");
+    CHECK(
+        t && strstr(t, want) && strstr(t, "; not stitched\n3     ") && strstr(t, "  not stitched\n\nstitched out") &&
+            strstr(t, "\nthe figures below are those of a RUINED walk-forward, not a normal result:\nstitched Sharpe "),
+        "console notes:\n%s", t ? t : "");
     snprintf(want, sizeof want, "\nRUINED in fold 1 at bar %lld (%s): the figures above are not a normal result\n",
              (long long)bar, t0);
     CHECK(t && strstr(t, want) && strstr(t, "series status                               ruined            ok"),
@@ -215,8 +228,10 @@ static void check_negative_ruin(const char* d, const vp_wf_result* r) {
     free(t);
     // report.html: the title, the warning line, the metrics heading, the DSR over the folds
     char* html = vpt_read_file(d, "report.html", NULL);
-    snprintf(want, sizeof want, "<h1>walk-forward: 3 of 3 folds (RUINED in fold 1, at bar %lld)</h1>\n<p class=\"warn\">"
-             "RUINED: fold 1&#39;s test window at the close of bar %lld", (long long)bar, (long long)bar);
+    snprintf(want, sizeof want,
+             "<h1>walk-forward: 3 of 3 folds (RUINED in fold 1, at bar %lld)</h1>\n<p class=\"warn\">"
+             "RUINED: fold 1&#39;s test window at the close of bar %lld",
+             (long long)bar, (long long)bar);
     CHECK(html && strstr(html, want) && strstr(html, "<h2>Metrics of a RUINED run: not a normal result</h2>") &&
               strstr(html, "<td>ruined</td>") && strstr(html, "deflated Sharpe over 3 folds (each one trial): "),
           "report.html: the ruin");
