@@ -115,8 +115,14 @@ static void test_returns_and_drawdown(void) {
     vp_perf p;
     CHECK_OK(vp_perf_compute(r, 5, 252.0, &p));
     CHECK_NEAR(p.max_drawdown, -0.2, 1e-15, 1e-12);
-    const double zero[3] = {100.0, 0.0, 50.0};
-    CHECK_STATUS(vp_returns_from_equity(zero, 3, r), VP_ERR_NUMERIC, "equity[1] = 0");
+    // through zero and below (a ruined account): e1 / e0 - 1 from a negative e0, 0 -> 0 is 0,
+    // 0 -> anything else undefined; a non-finite equity is refused
+    const double ruin[6] = {100.0, -20.0, -30.0, 0.0, 0.0, 50.0};
+    CHECK_OK(vp_returns_from_equity(ruin, 6, r));
+    CHECK(r[0] == -1.2 && r[1] == 0.5 && r[2] == -1.0 && r[3] == 0.0 && isnan(r[4]),
+          "through zero: %.17g %.17g %.17g %.17g %g", r[0], r[1], r[2], r[3], r[4]);
+    const double bad[3] = {100.0, NAN, 50.0};
+    CHECK_STATUS(vp_returns_from_equity(bad, 3, r), VP_ERR_NUMERIC, "equity[1] = nan");
 }
 
 int main(void) {

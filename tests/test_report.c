@@ -130,7 +130,7 @@ static void synth_make(synth_run* s, int64_t n) {
     const vp_trade tr[4] = {{300.0, 10.0, 5}, {-120.0, 10.0, 9}, {80.0, 10.0, 2}, {40.0, 10.0, 30}};
     CHECK_OK(vp_trade_stats_compute(tr, 4, NULL, 0, 1.0, ppy, &s->m.trades));
     vp_report rep = {"backtest <synthetic> & co", n, s->t, s->eq, s->bh, NULL, &s->m, s->folds, 3,
-                     "seed: 7\nnote: \"<b>not bold</b>\" & more\n", 5, 0.42, NULL, 0, NULL, 0, {0, 0, 0}};
+                     "seed: 7\nnote: \"<b>not bold</b>\" & more\n", 5, 0.42, NULL, 0, NULL, 0, {0, 0, 0}, NULL};
     s->rep = rep;
 }
 
@@ -215,8 +215,9 @@ static void test_report_content(void) {
                               : psr <= 0.05 ? ": a loss distinguishable from noise at 95 %</p>"
                                             : ": not distinguishable from noise at 95 %</p>";
         CHECK(strstr(html, verdict) != NULL, "PSR %g: verdict '%s' missing", psr, verdict);
-        CHECK(strstr(html, "deflated Sharpe of the selection among 5 validations: 42.00 %") != NULL,
-              "deflated Sharpe line missing");
+        CHECK(strstr(html, "<p class=\"meta\">deflated Sharpe over 5 validations (each one trial): 42.00 %, does not "
+                           "survive the deflation at 95 %</p>") != NULL && !strstr(html, " folds (each one trial)"),
+              "deflated Sharpe line of a training run missing");
         CHECK(count_of(html, "<tr><td>") == 3, "fold rows: %d", count_of(html, "<tr><td>"));
         CHECK(strstr(html, "<td>2.500</td>") && strstr(html, "<td>75.00 %</td>"), "fold 2 values missing");
         // escaped title and config
@@ -229,6 +230,48 @@ static void test_report_content(void) {
     remove_tmp_dir(dir);
 }
 
+/* The page of rep written to memory (caller frees). */
+static char* page_text(const vp_report* rep) {
+    char* text = NULL;
+    size_t len = 0;
+    FILE* f = open_memstream(&text, &len);
+    CHECK_OK(vp_report_write_stream(f, rep));
+    fclose(f);
+    return text;
+}
+
+/* The DSR line names its trials: a training run's validations, a walk-forward's folds; it says
+ * whether the Sharpe survives the deflation at 95 %, or that it is undefined; < 2 trials: none. */
+static void test_report_trials(void) {
+    synth_run s;
+    synth_make(&s, 1001);
+    s.rep.selection_trials = 3, s.rep.deflated_sharpe = 0.97, s.rep.trials_label = "folds";
+    char* html = page_text(&s.rep);
+    CHECK(html && strstr(html, "<p class=\"meta\">deflated Sharpe over 3 folds (each one trial): 97.00 %, survives "
+                               "the deflation at 95 %</p>\n") && !strstr(html, "validations"),
+          "walk-forward DSR line:\n%s", html ? html : "");
+    // after the Sharpe's weight line (SE, PSR, verdict)
+    const char* weight = html ? strstr(html, "(standard error); P(true Sharpe &gt; 0) ") : NULL;
+    CHECK(weight && weight < strstr(html, "deflated Sharpe over 3 folds"),
+          "the DSR line is not after the Sharpe weight line");
+    free(html);
+    s.rep.deflated_sharpe = NAN;
+    html = page_text(&s.rep);
+    CHECK(html && strstr(html, "deflated Sharpe over 3 folds (each one trial): -, undefined (too few returns or no "
+                               "spread)</p>"), "undefined DSR line");
+    free(html);
+    s.rep.trials_label = NULL, s.rep.selection_trials = 2, s.rep.deflated_sharpe = 0.95;
+    html = page_text(&s.rep);
+    CHECK(html && strstr(html, "deflated Sharpe over 2 validations (each one trial): 95.00 %, survives the deflation "
+                               "at 95 %</p>"), "training DSR line at exactly 0.95");
+    free(html);
+    s.rep.selection_trials = 1;
+    html = page_text(&s.rep);
+    CHECK(html && !strstr(html, "deflated Sharpe"), "a DSR line with one trial");
+    free(html);
+    synth_free(&s);
+}
+
 static void test_report_minimal_and_errors(void) {
     char dir[512], path[600];
     CHECK(make_tmp_dir(dir, sizeof dir), "mkdtemp failed");
@@ -236,7 +279,7 @@ static void test_report_minimal_and_errors(void) {
     // one point, nothing optional
     const int64_t t1[1] = {T0_MS};
     const double e1[1] = {100.0};
-    vp_report r = {NULL, 1, t1, e1, NULL, NULL, NULL, NULL, 0, NULL, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}};
+    vp_report r = {NULL, 1, t1, e1, NULL, NULL, NULL, NULL, 0, NULL, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}, NULL};
     CHECK_OK(vp_report_write(path, &r));
     char* html = vpt_slurp(path, NULL);
     CHECK(html && strstr(html, "<h1>vulpes report</h1>") && strstr(html, "(no config given)") &&
@@ -246,7 +289,7 @@ static void test_report_minimal_and_errors(void) {
     // bad inputs fail, and the file already there is left as it was, with no .tmp
     const int64_t tb[3] = {T0_MS, T0_MS + H_MS, T0_MS + H_MS};
     const double eb[3] = {100.0, 101.0, NAN};
-    vp_report bad = {"x", 3, tb, eb, NULL, NULL, NULL, NULL, 0, NULL, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}};
+    vp_report bad = {"x", 3, tb, eb, NULL, NULL, NULL, NULL, 0, NULL, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}, NULL};
     CHECK_STATUS(vp_report_write(path, &bad), VP_ERR_INVALID_ARG, "not strictly increasing at 2");
     const int64_t tg[3] = {T0_MS, T0_MS + H_MS, T0_MS + 2 * H_MS};
     bad.times_ms = tg;
@@ -310,6 +353,7 @@ int main(void) {
     RUN_TEST(test_decimate_m4);
     RUN_TEST(test_format_time);
     RUN_TEST(test_report_content);
+    RUN_TEST(test_report_trials);
     RUN_TEST(test_report_minimal_and_errors);
     RUN_TEST(test_report_in_chromium);
     return vpt_finish();

@@ -2,40 +2,14 @@
  * from 1 in the folders, walkforward.json, done.json, metrics.jsonl, the stitched files,
  * summary.json and the text table, spans as bar indices [begin, end) with the times of their
  * first and last bars; the stitched Sharpe's SE, PSR and its deflated Sharpe over the folds
- * (each fold's selection a trial) recomputed from the fold rows; the risk-free rate carried
- * into every figure and stated; and a fold whose test window was ruined: marked in the table
- * and summary.json, the stitched account ending with it. */
+ * (each fold's selection a trial) recomputed from the fold rows, in summary.json and in
+ * report.html (the DSR line over the folds, a fold's own training report over its
+ * validations); the risk-free rate carried into every figure and stated; status "ok".
+ * (A ruined fold: tests/test_walkforward_ruin.c.) */
 #define _POSIX_C_SOURCE 200809L
-#include <cjson/cJSON.h>
+#include "test_walkforward_util.h"
 
-#include "test_data_util.h"
-#include "vp_test.h"
-#include "vulpes/walkforward.h"
-
-enum { TRAIN = 300, VAL = 100, TEST = 80, EMBARGO = 2, FOLDS = 3, CUT = 20 };
-
-/* A tiny, fast training setup on a synthetic mean-reverting market, at 3 % a year risk-free. */
-static void tiny_config(vp_config* c) {
-    vpt_tiny_train_config(c, "synth:ou:bars=1400,seed=5,sigma=0.004");
-    c->env.n_envs = 4, c->env.episode_bars = 32;
-    c->replay.capacity = 512, c->replay.warmup = 32;
-    c->metrics.risk_free_rate = 0.03;
-    vpt_fold_cfg(c, TRAIN, VAL, TEST, EMBARGO, FOLDS);
-}
-
-/* summary.json of folder d, parsed (NULL when missing). */
-static cJSON* read_json(const char* d, const char* file) {
-    char* text = vpt_read_file(d, file, NULL);
-    cJSON* j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
-/* The number at obj.key (NaN when absent or null). */
-static double num(const cJSON* obj, const char* key) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
+enum { FOLDS = WFU_FOLDS };
 
 /* The fold column (the third) of an equity.csv row. */
 static int fold_of_row(const char* row) {
@@ -49,16 +23,6 @@ static const char* last_row(const char* text) {
     const char* end = text + strlen(text) - 1;
     while (end > text && end[-1] != '\n') --end;
     return end;
-}
-
-/* The text table of r. */
-static char* table_text(const vp_wf_result* r) {
-    char* text = NULL;
-    size_t len = 0;
-    FILE* f = open_memstream(&text, &len);
-    CHECK_OK(vp_wf_print(r, f));
-    fclose(f);
-    return text;
 }
 
 /* The weight of the stitched Sharpe: recomputed from the fold rows and the stitched series. */
@@ -76,14 +40,14 @@ static void check_weight(const vp_wf_result* r, const cJSON* sig) {
           w->deflated_sharpe, dsr, w->expected_max_sharpe);
     // the same figures in summary.json
     const vp_perf* p = &r->summary.strategy;
-    CHECK(num(sig, "trials") == (double)r->n_done, "summary.json trials %g", num(sig, "trials"));
-    CHECK_NEAR(num(sig, "deflated_sharpe"), dsr, 0, 1e-14);
-    CHECK_NEAR(num(sig, "expected_max_sharpe"), sr0, 0, 1e-14);
-    CHECK_NEAR(num(sig, "trials_sharpe_variance"), w->trials_sharpe_variance, 0, 1e-14);
+    CHECK(wfu_num(sig, "trials") == (double)r->n_done, "summary.json trials %g", wfu_num(sig, "trials"));
+    CHECK_NEAR(wfu_num(sig, "deflated_sharpe"), dsr, 0, 1e-14);
+    CHECK_NEAR(wfu_num(sig, "expected_max_sharpe"), sr0, 0, 1e-14);
+    CHECK_NEAR(wfu_num(sig, "trials_sharpe_variance"), w->trials_sharpe_variance, 0, 1e-14);
     // (cJSON writes 15 significant digits when they read back within its own tolerance)
-    CHECK_NEAR(num(sig, "sharpe_ratio"), p->sharpe, 0, 1e-14);
-    CHECK_NEAR(num(sig, "sharpe_se_ratio"), p->sharpe_se, 0, 1e-14);
-    CHECK_NEAR(num(sig, "psr_vs_zero_frac"), p->psr_vs_zero, 0, 1e-14);
+    CHECK_NEAR(wfu_num(sig, "sharpe_ratio"), p->sharpe, 0, 1e-14);
+    CHECK_NEAR(wfu_num(sig, "sharpe_se_ratio"), p->sharpe_se, 0, 1e-14);
+    CHECK_NEAR(wfu_num(sig, "psr_vs_zero_frac"), p->psr_vs_zero, 0, 1e-14);
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(sig, "verdict");
     CHECK(cJSON_IsString(v) && strcmp(v->valuestring, vp_psr_verdict(p->psr_vs_zero)) == 0, "verdict");
     CHECK(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(sig, "survives_deflation")) &&
@@ -99,19 +63,21 @@ static void check_numbering(const char* d, const vp_wf_result* r, const cJSON* s
     for (int k = 0; k < FOLDS && k < cJSON_GetArraySize(folds); ++k) {
         const cJSON* f = cJSON_GetArrayItem(folds, k);
         const cJSON* ts = cJSON_GetObjectItemCaseSensitive(f, "test_span");
-        CHECK(num(f, "fold") == k + 1 && r->folds[k].index == k + 1, "fold row %d is numbered %g", k, num(f, "fold"));
-        CHECK(num(ts, "begin_bar") == (double)r->folds[k].split.test.begin &&
-                  num(ts, "end_bar") == (double)r->folds[k].split.test.end,
-              "fold %d test span [%g, %g)", k + 1, num(ts, "begin_bar"), num(ts, "end_bar"));
+        CHECK(wfu_num(f, "fold") == k + 1 && r->folds[k].index == k + 1, "fold row %d is numbered %g", k,
+              wfu_num(f, "fold"));
+        CHECK(wfu_num(ts, "begin_bar") == (double)r->folds[k].split.test.begin &&
+                  wfu_num(ts, "end_bar") == (double)r->folds[k].split.test.end,
+              "fold %d test span [%g, %g)", k + 1, wfu_num(ts, "begin_bar"), wfu_num(ts, "end_bar"));
         snprintf(name, sizeof name, "folds/fold_%03d/done.json", k + 1);
-        cJSON* done = read_json(d, name);
-        CHECK(done && num(done, "fold") == k + 1, "%s numbered %g", name, done ? num(done, "fold") : NAN);
+        cJSON* done = wfu_json(d, name);
+        CHECK(done && wfu_num(done, "fold") == k + 1, "%s numbered %g", name, done ? wfu_num(done, "fold") : NAN);
         cJSON_Delete(done);
     }
     CHECK(!vpt_exists(d, "folds/fold_000"), "a fold numbered 0");
-    cJSON* plan = read_json(d, "walkforward.json");
+    cJSON* plan = wfu_json(d, "walkforward.json");
     const cJSON* pf = cJSON_GetObjectItemCaseSensitive(plan, "folds");
-    CHECK(num(cJSON_GetArrayItem(pf, 0), "fold") == 1 && num(cJSON_GetArrayItem(pf, FOLDS - 1), "fold") == FOLDS,
+    CHECK(wfu_num(cJSON_GetArrayItem(pf, 0), "fold") == 1 &&
+              wfu_num(cJSON_GetArrayItem(pf, FOLDS - 1), "fold") == FOLDS,
           "walkforward.json numbering");
     cJSON_Delete(plan);
     char* m = vpt_read_file(d, "metrics.jsonl", NULL);
@@ -135,7 +101,7 @@ static void check_numbering(const char* d, const vp_wf_result* r, const cJSON* s
             break;
         }
     // the text table: numbered from 1, the span with its bar indices
-    char* t = table_text(r);
+    char* t = wfu_table(r);
     char row[160];
     snprintf(row, sizeof row, "\n1     ");
     CHECK(t && strstr(t, row) && strstr(t, "\n3     ") && !strstr(t, "\n0     "), "table numbering:\n%s", t ? t : "");
@@ -147,42 +113,54 @@ static void check_numbering(const char* d, const vp_wf_result* r, const cJSON* s
     free(t);
 }
 
-/* Rewrites fold `number`'s test files as a ruin after `keep` points: equity.csv cut there with
- * equity 0 at its last row, done.json marked. */
-static void plant_ruin(const char* d, int number, int keep) {
-    char name[64], path[400];
-    snprintf(name, sizeof name, "folds/fold_%03d/equity.csv", number);
-    char* text = vpt_read_file(d, name, NULL);
-    CHECK(text != NULL, "%s", name);
-    if (!text) return;
-    // the header and `keep` rows; the equity column (the 4th) of the last one set to 0
-    char* at = text;
-    for (int i = 0; i <= keep && at; ++i) at = strchr(at, '\n') ? strchr(at, '\n') + 1 : NULL;
-    CHECK(at != NULL, "%s has fewer than %d rows", name, keep);
-    if (!at) return;
-    *at = '\0';
-    char* last = at - 1;
-    while (last > text && last[-1] != '\n') --last;
-    char out[1 << 16];
-    const char* c3 = last;
-    for (int i = 0; i < 3; ++i) c3 = strchr(c3, ',') + 1;
-    const char* c4 = strchr(c3, ',');
-    snprintf(out, sizeof out, "%.*s0%s", (int)(c3 - text), text, c4);
-    snprintf(path, sizeof path, "%s/%s", d, name);
-    FILE* f = fopen(path, "w");
-    fputs(out, f);
-    fclose(f);
-    free(text);
-    snprintf(name, sizeof name, "folds/fold_%03d/done.json", number);
-    text = vpt_read_file(d, name, NULL);
-    char* flag = text ? strstr(text, "\"test_ruined\":\tfalse") : NULL;
-    CHECK(flag != NULL, "%s has no test_ruined", name);
-    if (!flag) return;
-    snprintf(path, sizeof path, "%s/%s", d, name);
-    f = fopen(path, "w");
-    fprintf(f, "%.*s\"test_ruined\":\ttrue%s", (int)(flag - text), text, flag + strlen("\"test_ruined\":\tfalse"));
-    fclose(f);
-    free(text);
+/* report.html: the stitched Sharpe with its SE, PSR against 0 and buy-and-hold and the verdict,
+ * then its deflated Sharpe over the folds (not "validations"); nothing ruined. */
+static void check_report(const char* d, const vp_wf_result* r) {
+    char* html = vpt_read_file(d, "report.html", NULL);
+    CHECK(html != NULL, "no report.html");
+    if (!html) return;
+    const vp_perf* p = &r->summary.strategy;
+    const vp_wf_weight* w = &r->weight;
+    char sh[32], se[32], pz[32], pb[32], dsr[32], want[512];
+    CHECK(!isnan(p->psr_vs_zero) && !isnan(w->deflated_sharpe), "PSR %g, DSR %g", p->psr_vs_zero, w->deflated_sharpe);
+    snprintf(want, sizeof want, "<p class=\"meta\">Sharpe %s &plusmn; %s (standard error); P(true Sharpe &gt; 0) %s, "
+             "&gt; buy &amp; hold's %s: %s</p>\n", vp_metric_format(p->sharpe, VP_METRIC_UNIT_RATIO, sh, sizeof sh),
+             vp_metric_format(p->sharpe_se, VP_METRIC_UNIT_RATIO, se, sizeof se),
+             vp_metric_format(p->psr_vs_zero, VP_METRIC_UNIT_FRAC, pz, sizeof pz),
+             vp_metric_format(vp_perf_psr_vs(p, &r->summary.buy_hold), VP_METRIC_UNIT_FRAC, pb, sizeof pb),
+             vp_psr_verdict(p->psr_vs_zero));
+    const char* weight = strstr(html, want);
+    CHECK(weight != NULL, "report.html: no line '%s'", want);
+    snprintf(want, sizeof want,
+             "<p class=\"meta\">deflated Sharpe over %d folds (each one trial): %s, %s the deflation at 95 %%</p>\n",
+             FOLDS, vp_metric_format(w->deflated_sharpe, VP_METRIC_UNIT_FRAC, dsr, sizeof dsr),
+             w->deflated_sharpe >= 0.95 ? "survives" : "does not survive");
+    const char* deflated = strstr(html, want);
+    CHECK(deflated != NULL && deflated > weight, "report.html: no line '%s' after the Sharpe's", want);
+    CHECK(!strstr(html, "validations") && !strstr(html, "among") && !strstr(html, "RUINED") &&
+              !strstr(html, "class=\"warn\""),
+          "report.html: a training run's wording or a ruin");
+    free(html);
+}
+
+/* A fold's own report.html (its training's test span) deflates over its validations: as many
+ * as its metrics.jsonl scored (2 or more), else no DSR line. */
+static void check_fold_report(const char* d, int number) {
+    char name[64], want[96];
+    char* log = vpt_read_file(d, wfu_fold_file(number, "metrics.jsonl", name, sizeof name), NULL);
+    char* html = vpt_read_file(d, wfu_fold_file(number, "report.html", name, sizeof name), NULL);
+    CHECK(log && html, "fold %d: no metrics.jsonl or report.html", number);
+    int scored = 0;
+    for (const char* q = log; q && (q = strstr(q, "{\"event\":\"eval\",")) != NULL; ++q) {
+        const char* v = strstr(q, "\"val_sharpe\":");
+        scored += v && v[13] != 'n'; // a number, not null
+    }
+    snprintf(want, sizeof want, "deflated Sharpe over %d validations (each one trial): ", scored);
+    CHECK(html && (scored >= 2 ? strstr(html, want) != NULL : !strstr(html, "deflated Sharpe")) &&
+              !strstr(html, " folds"),
+          "fold %d: %d validations scored, the DSR line '%s'", number, scored, want);
+    free(log);
+    free(html);
 }
 
 static void test_report(void) {
@@ -192,7 +170,7 @@ static void test_report(void) {
     vp_backend* be = NULL;
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
-    tiny_config(&cfg);
+    wfu_tiny_config(&cfg);
     vp_wf_opts o = {d, VP_RUN_CREATE, NULL, NULL, 0, 1, 0, 0};
     vp_wf_result r;
     CHECK_OK(vp_walkforward_run(&cfg, be, &o, &r));
@@ -202,52 +180,19 @@ static void test_report(void) {
     CHECK(r.summary.annual.risk_free_rate == 0.03 && r.summary.strategy.risk_free_rate == 0.03 &&
               r.folds[0].test.risk_free_rate == 0.03 && r.folds[2].buy_hold.risk_free_rate == 0.03,
           "risk-free rate not carried");
-    cJSON* s = read_json(d, "summary.json");
+    cJSON* s = wfu_json(d, "summary.json");
     const cJSON* wf = cJSON_GetObjectItemCaseSensitive(s, "walkforward");
-    CHECK(num(cJSON_GetObjectItemCaseSensitive(s, "annualisation"), "risk_free_rate_frac") == 0.03, "annualisation rate");
+    CHECK(wfu_num(wfu_at(s, "annualisation"), "risk_free_rate_frac") == 0.03, "annualisation rate");
     check_weight(&r, cJSON_GetObjectItemCaseSensitive(wf, "significance"));
     check_numbering(d, &r, s);
-    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(wf, "ruined_fold")) && num(wf, "n_folds_ruined") == 0,
-          "no fold ruined");
+    CHECK(cJSON_IsNull(wfu_at(wf, "ruined_fold")) && wfu_num(wf, "n_folds_ruined") == 0 &&
+              cJSON_IsNull(wfu_at(wf, "ruin")) && strcmp(wfu_str(s, "status"), "ok") == 0 &&
+              strcmp(wfu_str(wfu_at(s, "strategy"), "status"), "ok") == 0,
+          "no fold ruined: status '%s'", wfu_str(s, "status"));
     cJSON_Delete(s);
-    const int64_t n_trades_12 = r.folds[0].trades.n_trades + r.folds[1].trades.n_trades;
-    vp_wf_result_free(&r);
-
-    // fold 2 ruined after CUT points: the stitched account ends there, fold 3 stands alone
-    plant_ruin(d, 2, CUT);
-    o.mode = VP_RUN_RESUME;
-    CHECK_OK(vp_walkforward_run(&cfg, be, &o, &r));
-    CHECK(r.n_done == FOLDS && r.n_stitched == 2 && r.ruined_fold == 2, "%lld done, %lld stitched, ruined %lld",
-          (long long)r.n_done, (long long)r.n_stitched, (long long)r.ruined_fold);
-    CHECK(r.folds[1].ruined && r.folds[1].stitched && !r.folds[0].ruined && !r.folds[2].ruined && !r.folds[2].stitched,
-          "fold flags");
-    CHECK(r.n_curve == TEST + CUT && r.equity[r.n_curve - 1] == 0.0 && r.fold[r.n_curve - 1] == 2, "curve %lld points",
-          (long long)r.n_curve);
-    CHECK(r.summary.trades.n_trades == n_trades_12 && r.weight.n_trials == FOLDS, "trades %lld, trials %lld",
-          (long long)r.summary.trades.n_trades, (long long)r.weight.n_trials);
-    CHECK_NEAR(r.summary.strategy.total_return, -1.0, 1e-12, 0);
-    s = read_json(d, "summary.json");
-    wf = cJSON_GetObjectItemCaseSensitive(s, "walkforward");
-    const cJSON* rows = cJSON_GetObjectItemCaseSensitive(wf, "folds");
-    CHECK(num(wf, "ruined_fold") == 2 && num(wf, "n_folds_ruined") == 1 && num(wf, "n_folds_stitched") == 2,
-          "summary.json: the ruin");
-    CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, 1), "ruined")) &&
-              cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, 2), "stitched")) &&
-              cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(rows, 2), "end_equity_ccy")),
-          "summary.json: the fold rows");
-    cJSON_Delete(s);
-    char* t = table_text(&r);
-    CHECK(t && strstr(t, "  ruined\n") && strstr(t, "  not stitched\n") &&
-              strstr(t, "stitched out-of-sample curve: 2 of 3 folds\n") &&
-              strstr(t, "fold 2's test window was ruined (its equity reached 0): the stitched account ends there; the "
-                        "later folds stand alone\n"),
-          "table:\n%s", t ? t : "");
-    free(t);
-    char* eq = vpt_read_file(d, "equity.csv", NULL);
-    int lines = 0;
-    for (const char* q = eq; q && *q; ++q) lines += *q == '\n';
-    CHECK(lines == 1 + TEST + CUT, "equity.csv has %d lines", lines);
-    free(eq);
+    check_report(d, &r);
+    check_fold_report(d, 1);
+    check_fold_report(d, FOLDS);
     vp_wf_result_free(&r);
 
     vp_backend_free(be);

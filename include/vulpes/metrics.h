@@ -217,8 +217,10 @@ vp_status vp_trade_stats_compute(const vp_trade* trades /* [n_trades] */, int64_
  * the baseline holds nothing more (returns 0); the return into that point is kept. */
 void vp_baseline_returns(const double* eq /* [n] */, int64_t n, double* ret /* [n-1] */);
 
-/* Simple returns of an equity curve: returns[t-1] = equity[t] / equity[t-1] - 1, t = 1..n-1;
- * every equity value but the last must be positive and all finite. */
+/* Simple returns of an equity curve: returns[t-1] = equity[t] / equity[t-1] - 1, t = 1..n-1,
+ * the backtest's rule: from a negative equity too (a ruined account's close-out; the growth
+ * factors still multiply to last / first, though -10 to -12 reads +20 %); from 0, 0 to 0 is 0
+ * and 0 to anything else undefined (NaN), as is a return that overflows. All must be finite. */
 vp_status vp_returns_from_equity(const double* equity /* [n] */, int64_t n, double* returns /* [n-1] */);
 
 /* Drawdown of an equity curve: drawdown[t] = equity[t] / max(equity[0..t]) - 1 (<= 0);

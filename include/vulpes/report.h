@@ -58,8 +58,10 @@ typedef struct vp_report {
     const vp_report_fold* folds;       /* [n_folds] walk-forward folds, or NULL */
     int64_t n_folds;                   /* rows of the per-fold table (0: no table) */
     const char* config_text;           /* the resolved config, shown as is (escaped), or NULL */
-    int64_t selection_trials;          /* validations the parameters were selected among (< 2: no DSR line) */
-    double deflated_sharpe;            /* deflated Sharpe of that selection (vp_deflated_sharpe) */
+    int64_t selection_trials;          /* trials the Sharpe is deflated over: the validations the parameters were
+                                          selected among, or a walk-forward's folds (< 2: no DSR line) */
+    double deflated_sharpe;            /* deflated Sharpe over those trials (vp_deflated_sharpe, or a walk-forward's
+                                          vp_deflated_sharpe_trials of the stitched curve over its folds) */
     const char* const* warnings;       /* [n_warnings] lines shown under the heading as warnings (a ruin), or NULL */
     int n_warnings;                    /* lines of warnings */
     const char* const* notes;          /* [n_notes] lines shown under the heading (fragile decisions, the next
@@ -67,6 +69,9 @@ typedef struct vp_report {
     int n_notes;                       /* lines of notes */
     int ruined[3];                     /* 1: that series (strategy, buy & hold, flat) ruined: its status reads
                                           "ruined" and the metrics heading says the figures are not a normal result */
+    const char* trials_label;          /* what selection_trials counts, plural, as the DSR line names them ("deflated
+                                          Sharpe over N folds"): NULL for "validations", or "folds" (a walk-forward,
+                                          each fold's selection a trial) */
 } vp_report;
 
 /* Writes the page to `path` atomically (PATH.tmp, then renamed over PATH). */

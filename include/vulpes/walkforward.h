@@ -23,8 +23,10 @@
  * on its own backend (on CUDA its own stream and cuBLASLt handle), the number lowered to what
  * free device memory holds; a warm start runs them one after another. The results are the same
  * bytes whatever the number: the fold events, the per-fold table and the stitched curve follow
- * fold order. A fold whose test window was ruined (equity reached 0) is marked so, and the
- * stitched account ends with it: the stitched curve covers the folds up to it. The stitched
+ * fold order. A fold whose test window was ruined (a close at or below env.ruin_fraction x
+ * initial_equity, closed out at the next open; its equity may end below zero) is marked so
+ * with when and at what equity, the walk-forward's status is "ruined", and the stitched
+ * account ends with it: the stitched curve covers the folds up to it. The stitched
  * Sharpe comes with its standard error, PSR and the deflated Sharpe over the folds (each fold's
  * selection one trial; docs/metrics.md). */
 #ifndef VULPES_WALKFORWARD_H
@@ -56,6 +58,24 @@ typedef struct vp_wf_opts {
     double progress_interval_s;         /* least seconds between progress lines (0: 0.25 on a terminal, 10 else) */
 } vp_wf_opts;
 
+/* How a fold's test window ruined (docs/backtest.md "Ruin"): bars and times from the fold's
+ * done.json, equities from its curve. */
+typedef struct vp_wf_ruin {
+    int64_t bar;                    /* the bar whose close was at or below the ruin level */
+    int64_t time_ms;                /* its time stamp (its open time, as in the data), Unix ms */
+    int64_t close_bar;              /* the bar whose open closed the position out (bar + 1), or the ruin bar
+                                       itself when that was the span's last close; the curve holds the
+                                       closed-out equity from there to the span's end */
+    int64_t close_time_ms;          /* its time stamp, Unix ms */
+    double fold_start_equity;       /* the fold's own test window's first equity (instrument.initial_equity) */
+    double fold_equity_at_ruin;     /* the fold's own test window's equity at the ruin close, currency (never
+                                       clamped: may be below zero) */
+    double fold_equity_after_close; /* its equity after the close-out (at close_bar's close) */
+    double equity_at_ruin;          /* the stitched account's equity at the ruin close (NaN: not stitched) */
+    double equity_after_close;      /* the stitched account's equity after the close-out (NaN: not stitched) */
+    int below_zero;                 /* 1: one of the fold's two figures is below zero */
+} vp_wf_ruin;
+
 /* One fold's row of the per-fold table. */
 typedef struct vp_wf_fold {
     int64_t index;          /* fold number, from 1 (the plan's fold index + 1; its folder fold_NNN) */
@@ -68,8 +88,10 @@ typedef struct vp_wf_fold {
     vp_perf buy_hold;       /* buy-and-hold on the test span */
     vp_trade_stats trades;  /* the strategy's trades on the test span */
     double start_equity;    /* stitched equity at the test span's first bar (0 when not stitched) */
-    double end_equity;      /* stitched equity at its last bar (at the ruin when ruined; 0 when not stitched) */
-    int ruined;             /* 1: the test window's equity reached 0 (the window stopped there) */
+    double end_equity;      /* stitched equity at its last bar (when ruined, the closed-out equity the curve
+                               holds from the close-out on; 0 when not stitched) */
+    int ruined;             /* 1: the test window ruined (closed out, the window stopped there) */
+    vp_wf_ruin ruin;        /* how (when ruined) */
     int stitched;           /* 1: in the stitched curve (0: after a ruined fold) */
 } vp_wf_fold;
 
@@ -90,7 +112,8 @@ typedef struct vp_wf_result {
     int64_t n_folds;            /* folds planned */
     int64_t n_done;             /* folds finished (all of them unless interrupted) */
     int64_t n_stitched;         /* folds in the stitched curve: n_done, or up to the first ruined fold */
-    int64_t ruined_fold;        /* number of the first fold whose test window was ruined (0: none) */
+    int64_t ruined_fold;        /* number of the first fold whose test window was ruined (0: none): the
+                                   walk-forward's status is "ruined" (folds[ruined_fold - 1].ruin says how) */
     int interrupted;            /* 1: stopped early; a resume continues */
     vp_wf_fold* folds;          /* [n_done] */
     int64_t n_curve;            /* points of the stitched test curve */
@@ -118,8 +141,10 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_op
 /* Frees a result's arrays (a zeroed result is a no-op). */
 void vp_wf_result_free(vp_wf_result* r);
 
-/* Prints the per-fold table, the stitched Sharpe's weight (SE, PSR, deflated Sharpe over the
- * folds, whether it is distinguishable from noise) and the stitched metrics as text. */
+/* Prints the ruin first when there was one (RUINED, the fold, its bar and time, the equity at it
+ * and after the close-out), the per-fold table, the stitched Sharpe's weight (SE, PSR, deflated
+ * Sharpe over the folds, whether it is distinguishable from noise) and the stitched metrics as
+ * text (marked as a ruined walk-forward's when ruined). */
 vp_status vp_wf_print(const vp_wf_result* r, FILE* out);
 
 #ifdef __cplusplus

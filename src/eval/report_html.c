@@ -147,7 +147,8 @@ static vp_status write_charts(FILE* out, const vp_report* r) {
 }
 
 /* Whether the strategy's Sharpe stands out from noise (PSR against 0 at 95 %), its standard
- * error, whether the annual figures extrapolate less than a year, and the selection's DSR. */
+ * error, whether the annual figures extrapolate less than a year, and its DSR over the trials
+ * (the selection's validations, or a walk-forward's folds) with whether it survives at 95 %. */
 static void write_weight(FILE* out, const vp_report* r) {
     const vp_perf* p = &r->metrics->strategy;
     char sr[32], se[32], pz[32], pb[32];
@@ -165,8 +166,12 @@ static void write_weight(FILE* out, const vp_report* r) {
     if (p->extrapolated)
         fprintf(out, "<p class=\"meta\">annual figures extrapolated from %.3f years of bars</p>\n", p->years);
     if (r->selection_trials >= 2)
-        fprintf(out, "<p class=\"meta\">deflated Sharpe of the selection among %lld validations: %s</p>\n",
-                (long long)r->selection_trials, vp_metric_format(r->deflated_sharpe, VP_METRIC_UNIT_FRAC, pz, sizeof pz));
+        fprintf(out, "<p class=\"meta\">deflated Sharpe over %lld %s (each one trial): %s, %s</p>\n",
+                (long long)r->selection_trials, r->trials_label ? r->trials_label : "validations",
+                vp_metric_format(r->deflated_sharpe, VP_METRIC_UNIT_FRAC, pz, sizeof pz),
+                isnan(r->deflated_sharpe)    ? "undefined (too few returns or no spread)"
+                : r->deflated_sharpe >= 0.95 ? "survives the deflation at 95 %"
+                                             : "does not survive the deflation at 95 %");
 }
 
 vp_status vp_report_write_stream(FILE* out, const vp_report* r) {

@@ -3,7 +3,7 @@
  * its val span, its progress forwarded to the walk-forward's line; at the end the loop's exact
  * backtest of its test span with the selected parameters becomes the fold's files
  * (best.safetensors always: the final parameters when no validation scored), and done.json
- * (with whether the test window was ruined) is written last. */
+ * (with whether and how the test window ruined) is written last. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -94,10 +94,31 @@ static vp_status finish(void* ctx, const vp_train_end* end, cJSON* test) {
     b->test_return = p->total_return;
     b->test_trades = end->test->n_trades;
     b->test_ruined = ru->ruined != 0;
+    b->ruin = *ru;
     return VP_OK;
 }
 
-/* done.json: the fold's spans and selection, written last. */
+/* done.json's "test_ruin": {bar, time, close_bar, close_time, equity_at_ruin, equity_after_close}
+ * of the test window's ruin (the fold's own equity), or null. */
+static vp_status add_ruin(const fold_job* f, cJSON* root) {
+    const vp_rollout_ruin* ru = &f->brief->ruin;
+    if (!f->brief->test_ruined) {
+        VP_REQUIRE(cJSON_AddNullToObject(root, "test_ruin") != NULL, VP_ERR_OOM, "done.json: out of memory");
+        return VP_OK;
+    }
+    char t[32];
+    const int64_t* time_ms = f->c->data.bars.time_ms;
+    cJSON* o = cJSON_AddObjectToObject(root, "test_ruin");
+    VP_REQUIRE(o != NULL, VP_ERR_OOM, "done.json: out of memory");
+    cJSON_AddNumberToObject(o, "bar", (double)ru->bar);
+    cJSON_AddStringToObject(o, "time", vp_time_format_iso(time_ms[ru->bar], t, sizeof t));
+    cJSON_AddNumberToObject(o, "close_bar", (double)ru->close_bar);
+    cJSON_AddStringToObject(o, "close_time", vp_time_format_iso(time_ms[ru->close_bar], t, sizeof t));
+    VP_TRY(vp_metric_json_add(o, "equity_at_ruin", ru->equity_at_ruin));
+    return vp_metric_json_add(o, "equity_after_close", ru->equity_after_close);
+}
+
+/* done.json: the fold's spans and selection, whether and how its test window ruined, written last. */
 static vp_status write_done(const fold_job* f, const vp_train_result* r) {
     const vp_split* s = &f->c->folds[f->k];
     cJSON* root = cJSON_CreateObject();
@@ -114,6 +135,7 @@ static vp_status write_done(const fold_job* f, const vp_train_result* r) {
     cJSON_AddNumberToObject(root, "iterations", (double)r->count.iteration);
     cJSON_AddBoolToObject(root, "warm_start", f->c->wf->warm_start && f->k > 0);
     cJSON_AddBoolToObject(root, "test_ruined", f->brief->test_ruined);
+    if (st == VP_OK) st = add_ruin(f, root);
     char* text = st == VP_OK ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     VP_REQUIRE(st == VP_OK && text != NULL, VP_ERR_OOM, "done.json: out of memory");

@@ -5,14 +5,15 @@
  *   walkforward_fold.c    one fold through the training loop (vp_train_run_data) and its files
  *   walkforward_pool.c    the unfinished folds, up to walkforward.parallel at once (calls fold)
  *   walkforward_stitch.c  the finished folds read back (the backtest files' schema, eval_impl.h)
- *   walkforward_write.c   the walk-forward's own files
- *   walkforward_print.c   the per-fold table and the stitched Sharpe's weight as text
+ *   walkforward_print.c   the ruin line, the per-fold table and the stitched Sharpe's weight as text
+ *   walkforward_write.c   the walk-forward's own files (the report's warning: the ruin line)
  *   walkforward.c         the driver: the plan, the folder, then pool, stitch and write. */
 #ifndef VP_EVAL_WALKFORWARD_IMPL_H
 #define VP_EVAL_WALKFORWARD_IMPL_H
 
 #include <pthread.h>
 
+#include "vulpes/rollout.h"
 #include "vulpes/train.h"
 #include "vulpes/walkforward.h"
 
@@ -56,7 +57,8 @@ typedef struct vp_wf_brief {
     double test_sharpe;     /* Sharpe of the test span */
     double test_return;     /* total return of the test span */
     int64_t test_trades;    /* trades on the test span */
-    int test_ruined;        /* 1: the test window's equity reached 0 */
+    int test_ruined;        /* 1: the test window ruined */
+    vp_rollout_ruin ruin;   /* how (when test_ruined) */
 } vp_wf_brief;
 
 /* ---- walkforward_dir.c ------------------------------------------------------------------------ */
@@ -122,10 +124,16 @@ vp_status vp_wf_fold_run(vp_wf_ctx* c, vp_backend* b, int64_t k, int* stopped, v
  * returned. */
 vp_status vp_wf_pool_run(vp_wf_ctx* c, unsigned char* finished, vp_wf_brief* briefs); // [n_folds], [n_folds]
 
-/* ---- walkforward_stitch.c, walkforward_write.c ------------------------------------------------ */
+/* ---- walkforward_stitch.c, walkforward_print.c, walkforward_write.c --------------------------- */
 
 /* Reads folds 0 .. n_done-1 back from their folders and stitches their test spans into *out. */
 vp_status vp_wf_stitch(const vp_wf_ctx* c, int64_t n_done, vp_wf_result* out);
+
+/* One line saying that r's stitched account ruined (r->ruined_fold > 0): "RUINED: fold K's test
+ * window at the close of bar B (the bar opened T): ...", the stitched equity at it and after the
+ * close-out beside the fold's own, below zero, and the folds left out. Into buf[n]; returns buf
+ * ("" when nothing ruined). */
+const char* vp_wf_ruin_line(const vp_wf_result* r, char* buf, size_t n);
 
 /* Writes the walk-forward's equity.csv, trades.csv, summary.json and report.html. */
 vp_status vp_wf_write(const vp_wf_ctx* c, const vp_wf_result* r);

@@ -2,8 +2,10 @@
  * files (done.json; equity.csv and trades.csv through the backtest files' schema, eval_impl.h —
  * numbers there read back bit for bit): each fold's test curve starts from the previous fold's
  * ending equity (the curve ends with a fold whose test window was ruined: nothing is left to
- * trade), the per-fold rows, the metrics of the whole curve with its baselines and every
- * stitched test trade, and the stitched Sharpe deflated over the folds. */
+ * trade; its last points may be at or below zero, their returns taken as vp_returns_from_equity
+ * defines them), the per-fold rows (a ruined one with its ruin), the metrics of the whole
+ * curve with its baselines and every stitched test trade, and the stitched Sharpe deflated over
+ * the folds. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -69,7 +71,16 @@ static vp_status trade_row(void* ctx, char** fl) {
     return VP_OK;
 }
 
-/* done.json of fold k: the selection, and the test span it was planned with. */
+/* The integer obj[key] into *v; 0 when it is not a number. */
+static int get_int(const cJSON* obj, const char* key, int64_t* v) {
+    const cJSON* x = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(x)) return 0;
+    *v = (int64_t)x->valuedouble;
+    return 1;
+}
+
+/* done.json of fold k: the selection, the test span it was planned with, and whether and where
+ * its test window ruined (the ruin's bars; the equities come from the curve). */
 static vp_status read_done(const vp_wf_ctx* c, int64_t k, vp_wf_fold* row) {
     char path[VP_RUN_PATH_MAX];
     char* text = NULL;
@@ -81,6 +92,7 @@ static vp_status read_done(const vp_wf_ctx* c, int64_t k, vp_wf_fold* row) {
     const cJSON* vs = cJSON_GetObjectItemCaseSensitive(root, "val_sharpe_ratio");
     const cJSON* bi = cJSON_GetObjectItemCaseSensitive(root, "best_iteration");
     const cJSON* te = cJSON_GetObjectItemCaseSensitive(root, "test");
+    const cJSON* ru = cJSON_GetObjectItemCaseSensitive(root, "test_ruin");
     row->ruined = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "test_ruined"));
     row->val_sharpe = cJSON_IsNumber(vs) ? vs->valuedouble
                       : cJSON_IsString(vs) ? (strcmp(vs->valuestring, "inf") == 0 ? INFINITY : -INFINITY)
@@ -89,8 +101,32 @@ static vp_status read_done(const vp_wf_ctx* c, int64_t k, vp_wf_fold* row) {
     const int same = cJSON_GetArraySize(te) == 2 &&
                      (int64_t)cJSON_GetArrayItem(te, 0)->valuedouble == c->folds[k].test.begin &&
                      (int64_t)cJSON_GetArrayItem(te, 1)->valuedouble == c->folds[k].test.end;
+    const int has_ruin = get_int(ru, "bar", &row->ruin.bar) && get_int(ru, "close_bar", &row->ruin.close_bar);
     cJSON_Delete(root);
     VP_REQUIRE(same, VP_ERR_STATE, "%s was written for another test span than the plan's", path);
+    VP_REQUIRE(!row->ruined || has_ruin, VP_ERR_STATE,
+               "%s marks the test window ruined but has no test_ruin with its bar and close_bar (written by an "
+               "older vulpes: run the walk-forward again with --force)", path);
+    return VP_OK;
+}
+
+/* A ruined fold's ruin from its curve: the ruin bar and the close-out bar among its points (the
+ * curve holds the closed-out equity after it); the fold's own equities there (the stitched ones
+ * are set when it is stitched). */
+static vp_status read_ruin(const vp_wf_ctx* c, const fold_read* f, vp_wf_fold* row) {
+    vp_wf_ruin* ru = &row->ruin;
+    const int64_t at = ru->bar - f->bar[0], out = ru->close_bar - f->bar[0];
+    VP_REQUIRE(at >= 0 && at <= out && out < f->n && f->bar[at] == ru->bar && f->bar[out] == ru->close_bar,
+               VP_ERR_STATE, "fold %lld: done.json's ruin at bar %lld, closed out at bar %lld, is not in its "
+               "equity.csv (bars %lld .. %lld)", (long long)row->index, (long long)ru->bar, (long long)ru->close_bar,
+               (long long)f->bar[0], (long long)f->bar[f->n - 1]);
+    ru->time_ms = c->data.bars.time_ms[ru->bar];
+    ru->close_time_ms = c->data.bars.time_ms[ru->close_bar];
+    ru->fold_start_equity = f->eq[0];
+    ru->fold_equity_at_ruin = f->eq[at];
+    ru->fold_equity_after_close = f->eq[out];
+    ru->below_zero = ru->fold_equity_at_ruin < 0.0 || ru->fold_equity_after_close < 0.0;
+    ru->equity_at_ruin = ru->equity_after_close = NAN;
     return VP_OK;
 }
 
@@ -113,6 +149,7 @@ static vp_status read_fold(const vp_wf_ctx* c, int64_t k, fold_read* f, vp_wf_fo
                (long long)(k + 1), (long long)f->n, vp_plural(f->n, "point", "points"),
                (long long)(f->n ? f->bar[0] : -1), (long long)len,
                (long long)c->folds[k].test.begin, row->ruined ? " (ruined: at most that many)" : "");
+    if (row->ruined) VP_TRY(read_ruin(c, f, row));
     // the fold's own metrics: strategy and buy-and-hold returns, trades
     const double ppy = c->annual.periods_per_year;
     double* ret = (double*)malloc(sizeof(double) * (size_t)f->n);
@@ -198,13 +235,19 @@ vp_status vp_wf_stitch(const vp_wf_ctx* c, int64_t n_done, vp_wf_result* r) {
             r->bar[o] = f.bar[j];
             r->fold[o] = (int32_t)(k + 1);
             r->equity[o] = eq_end * (f.eq[j] / f.eq[0]);
-            r->benchmark[o] = bh_end * (f.bh[j] / f.bh[0]);
+            // (a buy-and-hold account left at or below zero holds nothing more: it stays there)
+            r->benchmark[o] = bh_end > 0.0 ? bh_end * (f.bh[j] / f.bh[0]) : bh_end;
             r->position[o] = f.pos[j];
         }
         if (s == VP_OK) {
             row->start_equity = r->equity[r->n_curve];
             r->n_curve += f.n;
             eq_end = row->end_equity = r->equity[r->n_curve - 1];
+            if (row->ruined) {
+                const int64_t o = r->n_curve - f.n - f.bar[0];
+                row->ruin.equity_at_ruin = r->equity[o + row->ruin.bar];
+                row->ruin.equity_after_close = r->equity[o + row->ruin.close_bar];
+            }
             bh_end = r->benchmark[r->n_curve - 1];
             vp_trade* grown = (vp_trade*)realloc(all, sizeof(vp_trade) * (size_t)(n_all + f.n_tr + 1));
             s = grown ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "walk-forward: trades");

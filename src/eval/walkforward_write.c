@@ -1,8 +1,8 @@
 /* What a walk-forward writes at its top: equity.csv (the stitched curve), trades.csv (the
  * stitched folds' test trades), summary.json (the plan, the per-fold table, the stitched
- * metrics and their weight over the folds) and report.html (the curve against buy-and-hold,
- * the per-fold table, the metrics). Folds are numbered from 1; spans are bar indices
- * [begin_bar, end_bar) beside the times of their first and last bars. */
+ * metrics and their weight over the folds, a ruin) and report.html (the curve against
+ * buy-and-hold, the per-fold table, the metrics, the weight, a ruin). Folds are numbered from
+ * 1; spans are bar indices [begin_bar, end_bar) beside the times of their first and last bars. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -89,6 +89,45 @@ static void add_span(const vp_wf_ctx* c, cJSON* obj, const char* key, vp_span s)
     cJSON_AddStringToObject(o, "last_time", vp_time_format_iso(c->data.bars.time_ms[s.end - 1], t, sizeof t));
 }
 
+/* A ruin under key: {fold, bar, time, close_bar, close_time, equity_at_ruin_ccy,
+ * equity_after_close_ccy (the stitched account's; null when not stitched),
+ * fold_start_equity_ccy, fold_equity_at_ruin_ccy, fold_equity_after_close_ccy (the fold's own
+ * test window's), below_zero}, or null when f is NULL or did not ruin. */
+static vp_status add_ruin(const vp_wf_ctx* c, cJSON* obj, const char* key, const vp_wf_fold* f) {
+    if (!f || !f->ruined) {
+        VP_REQUIRE(cJSON_AddNullToObject(obj, key) != NULL, VP_ERR_OOM, "summary.json: out of memory");
+        return VP_OK;
+    }
+    const vp_wf_ruin* ru = &f->ruin;
+    char t[32];
+    cJSON* o = cJSON_AddObjectToObject(obj, key);
+    VP_REQUIRE(o != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    cJSON_AddNumberToObject(o, "fold", (double)f->index);
+    cJSON_AddNumberToObject(o, "bar", (double)ru->bar);
+    cJSON_AddStringToObject(o, "time", vp_time_format_iso(c->data.bars.time_ms[ru->bar], t, sizeof t));
+    cJSON_AddNumberToObject(o, "close_bar", (double)ru->close_bar);
+    cJSON_AddStringToObject(o, "close_time", vp_time_format_iso(c->data.bars.time_ms[ru->close_bar], t, sizeof t));
+    VP_TRY(vp_metric_json_add(o, "equity_at_ruin_ccy", ru->equity_at_ruin));
+    VP_TRY(vp_metric_json_add(o, "equity_after_close_ccy", ru->equity_after_close));
+    VP_TRY(vp_metric_json_add(o, "fold_start_equity_ccy", ru->fold_start_equity));
+    VP_TRY(vp_metric_json_add(o, "fold_equity_at_ruin_ccy", ru->fold_equity_at_ruin));
+    VP_TRY(vp_metric_json_add(o, "fold_equity_after_close_ccy", ru->fold_equity_after_close));
+    VP_REQUIRE(cJSON_AddBoolToObject(o, "below_zero", ru->below_zero) != NULL, VP_ERR_OOM,
+               "summary.json: out of memory");
+    return VP_OK;
+}
+
+/* Replaces the status of the metrics object obj[series] by "ruined". */
+static vp_status mark_ruined(cJSON* obj, const char* series) {
+    cJSON* o = cJSON_GetObjectItemCaseSensitive(obj, series);
+    if (!cJSON_IsObject(o)) return VP_OK;
+    cJSON* s = cJSON_CreateString("ruined");
+    VP_REQUIRE(s != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    if (cJSON_HasObjectItem(o, "status")) cJSON_ReplaceItemInObjectCaseSensitive(o, "status", s);
+    else cJSON_AddItemToObject(o, "status", s);
+    return VP_OK;
+}
+
 /* The stitched Sharpe's weight: its SE and PSR, whether it is distinguishable from noise, and
  * its deflation over the folds (the same keys as a training run's best_validation). */
 static vp_status add_significance(cJSON* wf, const vp_wf_result* r) {
@@ -114,11 +153,17 @@ static vp_status add_significance(cJSON* wf, const vp_wf_result* r) {
     return VP_OK;
 }
 
-/* summary.json: the stitched metrics, then "walkforward" with the settings, the stitched
- * Sharpe's weight and the folds. */
+/* summary.json: the status ("ruined" when a fold ruined the stitched account, else "ok") first,
+ * the stitched metrics (the strategy's status "ruined" then), then "walkforward" with the
+ * settings, the ruin, the stitched Sharpe's weight and the folds. */
 static vp_status write_summary(const vp_wf_ctx* c, const vp_wf_result* r) {
     cJSON* root = NULL;
     VP_TRY(vp_metrics_to_json(&r->summary, &root));
+    const vp_wf_fold* ruined = r->ruined_fold > 0 ? &r->folds[r->ruined_fold - 1] : NULL;
+    cJSON* status = cJSON_AddStringToObject(root, "status", ruined ? "ruined" : "ok");
+    if (status) cJSON_InsertItemInArray(root, 0, cJSON_DetachItemViaPointer(root, status));
+    vp_status s = status ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "summary.json: out of memory");
+    if (s == VP_OK && ruined) s = mark_ruined(root, "strategy");
     cJSON* wf = cJSON_AddObjectToObject(root, "walkforward");
     cJSON_AddStringToObject(wf, "data", c->data.source);
     cJSON_AddStringToObject(wf, "numbering", "folds numbered from 1 (folder folds/fold_NNN); spans are bar indices "
@@ -131,11 +176,12 @@ static vp_status write_summary(const vp_wf_ctx* c, const vp_wf_result* r) {
     cJSON_AddNumberToObject(wf, "n_folds_ruined", (double)n_ruined);
     if (r->ruined_fold > 0) cJSON_AddNumberToObject(wf, "ruined_fold", (double)r->ruined_fold);
     else cJSON_AddNullToObject(wf, "ruined_fold");
+    if (s == VP_OK) s = add_ruin(c, wf, "ruin", ruined);
     cJSON_AddBoolToObject(wf, "interrupted", r->interrupted);
     cJSON_AddBoolToObject(wf, "warm_start", c->wf->warm_start);
     cJSON_AddBoolToObject(wf, "anchored", c->wf->anchored);
     cJSON_AddNumberToObject(wf, "iterations_per_fold", (double)c->cfg->train.iterations);
-    vp_status s = add_significance(wf, r);
+    if (s == VP_OK) s = add_significance(wf, r);
     cJSON* arr = cJSON_AddArrayToObject(wf, "folds");
     for (int64_t k = 0; s == VP_OK && k < r->n_done; ++k) {
         const vp_wf_fold* f = &r->folds[k];
@@ -148,12 +194,14 @@ static vp_status write_summary(const vp_wf_ctx* c, const vp_wf_result* r) {
         s = vp_metric_json_add(o, "val_sharpe_ratio", f->val_sharpe);
         cJSON_AddNumberToObject(o, "best_iteration", (double)f->best_iteration);
         cJSON_AddBoolToObject(o, "ruined", f->ruined);
+        if (s == VP_OK) s = add_ruin(c, o, "ruin", f);
         cJSON_AddBoolToObject(o, "stitched", f->stitched);
         if (s == VP_OK) s = vp_metric_json_add(o, "start_equity_ccy", f->stitched ? f->start_equity : NAN);
         if (s == VP_OK) s = vp_metric_json_add(o, "end_equity_ccy", f->stitched ? f->end_equity : NAN);
         if (s == VP_OK) s = vp_perf_to_json(&f->test, cJSON_AddObjectToObject(o, "strategy"));
         if (s == VP_OK) s = vp_perf_to_json(&f->buy_hold, cJSON_AddObjectToObject(o, "buy_and_hold"));
         if (s == VP_OK) s = vp_trade_stats_to_json(&f->trades, cJSON_AddObjectToObject(o, "trades"));
+        if (s == VP_OK && f->ruined) s = mark_ruined(o, "strategy");
     }
     char* text = s == VP_OK ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
@@ -166,7 +214,9 @@ static vp_status write_summary(const vp_wf_ctx* c, const vp_wf_result* r) {
     return s;
 }
 
-/* report.html: the stitched curve, the per-fold table, the metrics and the config. */
+/* report.html: the stitched curve, the per-fold table, the metrics and the config; the
+ * stitched Sharpe's weight with its deflation over the folds in the header; a ruin in the title,
+ * as the warning line under it and on the metrics. */
 static vp_status write_report(const vp_wf_ctx* c, const vp_wf_result* r, const double* dd) {
     int64_t* times = (int64_t*)malloc(sizeof(int64_t) * (size_t)r->n_curve);
     vp_report_fold* rows = (vp_report_fold*)calloc((size_t)r->n_done, sizeof(vp_report_fold));
@@ -184,11 +234,27 @@ static vp_status write_report(const vp_wf_ctx* c, const vp_wf_result* r, const d
         x->buy_hold = f->buy_hold;
         x->trades = f->trades;
     }
-    char title[96], path[VP_RUN_PATH_MAX + 16];
-    snprintf(title, sizeof title, "walk-forward: %lld of %lld %s%s", (long long)r->n_done, (long long)r->n_folds,
-             vp_plural(r->n_folds, "fold", "folds"), r->ruined_fold > 0 ? " (the stitched account was ruined)" : "");
-    vp_report rep = {title, r->n_curve, times, r->equity, r->benchmark, dd, &r->summary, rows, r->n_done,
-                     c->config_yaml, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}};
+    char title[128], path[VP_RUN_PATH_MAX + 16], line[2048];
+    int k = snprintf(title, sizeof title, "walk-forward: %lld of %lld %s", (long long)r->n_done, (long long)r->n_folds,
+                     vp_plural(r->n_folds, "fold", "folds"));
+    if (r->ruined_fold > 0 && k > 0 && (size_t)k < sizeof title)
+        snprintf(title + k, sizeof title - (size_t)k, " (RUINED in fold %lld, at bar %lld)", (long long)r->ruined_fold,
+                 (long long)r->folds[r->ruined_fold - 1].ruin.bar);
+    const char* warnings[1] = {vp_wf_ruin_line(r, line, sizeof line)};
+    vp_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.title = title;
+    rep.n = r->n_curve, rep.times_ms = times, rep.equity = r->equity, rep.benchmark = r->benchmark, rep.drawdown = dd;
+    rep.metrics = &r->summary;
+    rep.folds = rows, rep.n_folds = r->n_done;
+    rep.config_text = c->config_yaml;
+    // the deflated Sharpe over the folds (each fold's selection a trial)
+    rep.selection_trials = r->weight.n_trials;
+    rep.deflated_sharpe = r->weight.deflated_sharpe;
+    rep.trials_label = "folds";
+    rep.warnings = warnings;
+    rep.n_warnings = r->ruined_fold > 0;
+    rep.ruined[0] = r->ruined_fold > 0;
     if (s == VP_OK) s = vp_wf_top_file(c, "report.html", path, sizeof path);
     if (s == VP_OK) s = vp_report_write(path, &rep);
     free(times);

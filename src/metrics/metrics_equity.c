@@ -10,10 +10,12 @@ vp_status vp_returns_from_equity(const double* equity, int64_t n, double* return
     for (int64_t t = 0; t < n; ++t) {
         VP_REQUIRE(isfinite(equity[t]), VP_ERR_NUMERIC, "vp_returns_from_equity: equity[%lld] = %g", (long long)t,
                    equity[t]);
-        VP_REQUIRE(t == n - 1 || equity[t] > 0.0, VP_ERR_NUMERIC,
-                   "vp_returns_from_equity: equity[%lld] = %g is not positive, so the next return is undefined",
-                   (long long)t, equity[t]);
-        if (t > 0) returns[t - 1] = equity[t] / equity[t - 1] - 1.0;
+        if (t == 0) continue;
+        // e1 / e0 - 1 from any non-zero e0, negative too (the growth factors still multiply to
+        // last / first); from 0: nothing left, so 0 to 0 is 0 and 0 to anything else undefined
+        const double e0 = equity[t - 1], e1 = equity[t];
+        const double r = e0 != 0.0 ? e1 / e0 - 1.0 : (e1 == 0.0 ? 0.0 : NAN);
+        returns[t - 1] = isfinite(r) ? r : NAN;
     }
     return VP_OK;
 }
