@@ -217,6 +217,10 @@ vp_status vp_trade_stats_compute(const vp_trade* trades /* [n_trades] */, int64_
  * the baseline holds nothing more (returns 0); the return into that point is kept. */
 void vp_baseline_returns(const double* eq /* [n] */, int64_t n, double* ret /* [n-1] */);
 
+/* The return from equity e0 to e1 under the rule below: e1 / e0 - 1 (a negative e0 too); from
+ * 0, 0 to 0 is 0 and 0 to anything else NaN; NaN when it overflows. */
+double vp_equity_step_return(double e0, double e1);
+
 /* Simple returns of an equity curve: returns[t-1] = equity[t] / equity[t-1] - 1, t = 1..n-1,
  * the backtest's rule: from a negative equity too (a ruined account's close-out; the growth
  * factors still multiply to last / first, though -10 to -12 reads +20 %); from 0, 0 to 0 is 0
@@ -258,6 +262,10 @@ const char* vp_metric_format(double v, vp_metric_unit unit, char* buf, size_t n)
  * "trades"}, units in every key's name ("sharpe_ratio", "max_drawdown_frac", "net_pnl_ccy").
  * The caller owns *out (cJSON_Delete). */
 vp_status vp_metrics_to_json(const vp_metrics_summary* s, struct cJSON** out);
+
+/* Sets obj[series].status to "ruined" (a series object such as "strategy" that
+ * vp_metrics_to_json wrote); nothing when obj has no such object. */
+vp_status vp_metrics_json_mark_ruined(struct cJSON* obj, const char* series);
 
 /* Adds one series' metrics (status, counts, periods_per_year and every value) to obj. */
 vp_status vp_perf_to_json(const vp_perf* p, struct cJSON* obj);

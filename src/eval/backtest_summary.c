@@ -43,16 +43,6 @@ static vp_status add_ruin(cJSON* obj, const char* key, const vp_rollout_result* 
     return vp_metric_json_add(o, "loss_past_floor", ru->loss_past_floor);
 }
 
-/* Replaces the status of the metrics object obj[series] by "ruined". */
-static vp_status mark_ruined(cJSON* obj, const char* series) {
-    cJSON* o = cJSON_GetObjectItemCaseSensitive(obj, series);
-    if (!cJSON_IsObject(o)) return VP_OK;
-    cJSON* s = cJSON_CreateString("ruined");
-    VP_REQUIRE(s != NULL, VP_ERR_OOM, "summary.json: out of memory");
-    if (cJSON_HasObjectItem(o, "status")) cJSON_ReplaceItemInObjectCaseSensitive(o, "status", s);
-    else cJSON_AddItemToObject(o, "status", s);
-    return VP_OK;
-}
 
 /* "fragile_decisions": {count, threshold, n_decisions, bars (the first ones), times}. */
 static vp_status add_fragile(cJSON* root, const vp_rollout_result* r) {
@@ -140,8 +130,8 @@ static vp_status add_windows(cJSON* root, const vp_rollout_result* r) {
         VP_TRY(add_window_cuts(o, "buy_and_hold_leverage_cuts", x->buy_hold_cut_orders, x->buy_hold_cut_contracts));
         VP_TRY(vp_perf_to_json(&x->perf, cJSON_AddObjectToObject(o, "strategy")));
         VP_TRY(vp_perf_to_json(&x->buy_hold, cJSON_AddObjectToObject(o, "buy_and_hold")));
-        if (x->ruined) VP_TRY(mark_ruined(o, "strategy"));
-        if (x->buy_hold_ruin.ruined) VP_TRY(mark_ruined(o, "buy_and_hold"));
+        if (x->ruined) VP_TRY(vp_metrics_json_mark_ruined(o, "strategy"));
+        if (x->buy_hold_ruin.ruined) VP_TRY(vp_metrics_json_mark_ruined(o, "buy_and_hold"));
     }
     return VP_OK;
 }
@@ -155,8 +145,8 @@ vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_
     cJSON_InsertItemInArray(root, 0, cJSON_DetachItemViaPointer(root, status));
     VP_TRY(add_ruin(root, "ruin", r, &r->ruin));
     VP_TRY(add_ruin(root, "buy_and_hold_ruin", r, &r->buy_hold_ruin));
-    if (r->ruin.ruined) VP_TRY(mark_ruined(root, "strategy"));
-    if (r->buy_hold_ruin.ruined) VP_TRY(mark_ruined(root, "buy_and_hold"));
+    if (r->ruin.ruined) VP_TRY(vp_metrics_json_mark_ruined(root, "strategy"));
+    if (r->buy_hold_ruin.ruined) VP_TRY(vp_metrics_json_mark_ruined(root, "buy_and_hold"));
     // what ran, over which bars
     cJSON* bt = cJSON_CreateObject();
     VP_REQUIRE(bt != NULL, VP_ERR_OOM, "summary.json: out of memory");

@@ -117,16 +117,6 @@ static vp_status add_ruin(const vp_wf_ctx* c, cJSON* obj, const char* key, const
     return VP_OK;
 }
 
-/* Replaces the status of the metrics object obj[series] by "ruined". */
-static vp_status mark_ruined(cJSON* obj, const char* series) {
-    cJSON* o = cJSON_GetObjectItemCaseSensitive(obj, series);
-    if (!cJSON_IsObject(o)) return VP_OK;
-    cJSON* s = cJSON_CreateString("ruined");
-    VP_REQUIRE(s != NULL, VP_ERR_OOM, "summary.json: out of memory");
-    if (cJSON_HasObjectItem(o, "status")) cJSON_ReplaceItemInObjectCaseSensitive(o, "status", s);
-    else cJSON_AddItemToObject(o, "status", s);
-    return VP_OK;
-}
 
 /* The stitched Sharpe's weight: its SE and PSR, whether it is distinguishable from noise, and
  * its deflation over the folds (the same keys as a training run's best_validation). */
@@ -163,7 +153,7 @@ static vp_status write_summary(const vp_wf_ctx* c, const vp_wf_result* r) {
     cJSON* status = cJSON_AddStringToObject(root, "status", ruined ? "ruined" : "ok");
     if (status) cJSON_InsertItemInArray(root, 0, cJSON_DetachItemViaPointer(root, status));
     vp_status s = status ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "summary.json: out of memory");
-    if (s == VP_OK && ruined) s = mark_ruined(root, "strategy");
+    if (s == VP_OK && ruined) s = vp_metrics_json_mark_ruined(root, "strategy");
     cJSON* wf = cJSON_AddObjectToObject(root, "walkforward");
     cJSON_AddStringToObject(wf, "data", c->data.source);
     cJSON_AddStringToObject(wf, "numbering", "folds numbered from 1 (folder folds/fold_NNN); spans are bar indices "
@@ -201,7 +191,7 @@ static vp_status write_summary(const vp_wf_ctx* c, const vp_wf_result* r) {
         if (s == VP_OK) s = vp_perf_to_json(&f->test, cJSON_AddObjectToObject(o, "strategy"));
         if (s == VP_OK) s = vp_perf_to_json(&f->buy_hold, cJSON_AddObjectToObject(o, "buy_and_hold"));
         if (s == VP_OK) s = vp_trade_stats_to_json(&f->trades, cJSON_AddObjectToObject(o, "trades"));
-        if (s == VP_OK && f->ruined) s = mark_ruined(o, "strategy");
+        if (s == VP_OK && f->ruined) s = vp_metrics_json_mark_ruined(o, "strategy");
     }
     char* text = s == VP_OK ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);

@@ -4,18 +4,20 @@
 
 #include "vulpes/metrics.h"
 
+double vp_equity_step_return(double e0, double e1) {
+    // e1 / e0 - 1 from any non-zero e0, negative too (the growth factors still multiply to
+    // last / first); from 0: nothing left, so 0 to 0 is 0 and 0 to anything else undefined
+    const double r = e0 != 0.0 ? e1 / e0 - 1.0 : (e1 == 0.0 ? 0.0 : NAN);
+    return isfinite(r) ? r : NAN;
+}
+
 vp_status vp_returns_from_equity(const double* equity, int64_t n, double* returns) {
     VP_REQUIRE(equity && (returns || n <= 1), VP_ERR_INVALID_ARG, "vp_returns_from_equity: equity or returns is NULL");
     VP_REQUIRE(n >= 1, VP_ERR_INVALID_ARG, "vp_returns_from_equity: n = %lld (need >= 1)", (long long)n);
     for (int64_t t = 0; t < n; ++t) {
         VP_REQUIRE(isfinite(equity[t]), VP_ERR_NUMERIC, "vp_returns_from_equity: equity[%lld] = %g", (long long)t,
                    equity[t]);
-        if (t == 0) continue;
-        // e1 / e0 - 1 from any non-zero e0, negative too (the growth factors still multiply to
-        // last / first); from 0: nothing left, so 0 to 0 is 0 and 0 to anything else undefined
-        const double e0 = equity[t - 1], e1 = equity[t];
-        const double r = e0 != 0.0 ? e1 / e0 - 1.0 : (e1 == 0.0 ? 0.0 : NAN);
-        returns[t - 1] = isfinite(r) ? r : NAN;
+        if (t > 0) returns[t - 1] = vp_equity_step_return(equity[t - 1], equity[t]);
     }
     return VP_OK;
 }

@@ -97,3 +97,13 @@ vp_status vp_metrics_to_json(const vp_metrics_summary* s, cJSON** out) {
     *out = root;
     return VP_OK;
 }
+
+vp_status vp_metrics_json_mark_ruined(cJSON* obj, const char* series) {
+    cJSON* o = cJSON_GetObjectItemCaseSensitive(obj, series);
+    if (!cJSON_IsObject(o)) return VP_OK;
+    cJSON* s = cJSON_CreateString("ruined");
+    VP_REQUIRE(s != NULL, VP_ERR_OOM, "summary.json: out of memory");
+    if (cJSON_HasObjectItem(o, "status")) cJSON_ReplaceItemInObjectCaseSensitive(o, "status", s);
+    else cJSON_AddItemToObject(o, "status", s);
+    return VP_OK;
+}

@@ -23,22 +23,13 @@ static int64_t window_of(const vp_rollout_result* out, int64_t j) {
     return lo;
 }
 
-/* The return from equity e0 to e1: e1 / e0 - 1, which chains through negative equity (the
- * product of the returns is last / first); 0 from 0 to 0, undefined (NaN) from 0 to anything
- * else or when it overflows. */
-static double step_return(double e0, double e1) {
-    if (e0 == 0.0) return e1 == 0.0 ? 0.0 : NAN;
-    const double r = e1 / e0 - 1.0;
-    return isfinite(r) ? r : NAN;
-}
-
 /* The metrics of equity curve eq [n] under annualisation an (its factor and risk-free rate),
- * into *out: its per-bar returns through vp_perf_compute_annual, then the total return taken from the curve itself (eq[n-1] /
- * eq[0] - 1, not the rounded product of the returns) and the annual return and Calmar ratio
- * from it. ret [n] is scratch. */
+ * into *out: its per-bar returns (vp_equity_step_return) through vp_perf_compute_annual, then
+ * the total return taken from the curve itself (eq[n-1] / eq[0] - 1, not the rounded product
+ * of the returns) and the annual return and Calmar ratio from it. ret [n] is scratch. */
 static vp_status curve_perf(const double* eq, int64_t n, const vp_annual* an, double* ret, vp_perf* out) {
     const double ppy = an->periods_per_year;
-    for (int64_t t = 1; t < n; ++t) ret[t - 1] = step_return(eq[t - 1], eq[t]);
+    for (int64_t t = 1; t < n; ++t) ret[t - 1] = vp_equity_step_return(eq[t - 1], eq[t]);
     VP_TRY(vp_perf_compute_annual(ret, n - 1, an, out));
     if (out->status == VP_PERF_EMPTY || out->status == VP_PERF_ALL_NAN) return VP_OK;
     const double growth = eq[n - 1] / eq[0];
@@ -62,7 +53,7 @@ static void stitch(const vp_ro_run* r, const vp_rollout_result* out, const doubl
     curve[0] = r->cfg->instrument.initial_equity;
     for (int64_t j = 0; j + 1 < n; ++j) {
         const int64_t w = window_of(out, j), k = out->span.begin + j - out->windows[w].begin;
-        const double ret = k + 1 < len[w] ? step_return(eq[off[w] + k], eq[off[w] + k + 1]) : 0.0;
+        const double ret = k + 1 < len[w] ? vp_equity_step_return(eq[off[w] + k], eq[off[w] + k + 1]) : 0.0;
         curve[j + 1] = curve[j] * (1.0 + (isnan(ret) ? 0.0 : ret));
     }
 }
