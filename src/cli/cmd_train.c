@@ -95,14 +95,19 @@ static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
     if (r->test.ruined)
         fprintf(stderr, "test span RUINED: equity reached the ruin level (env.ruin_fraction); the figures below are not "
                 "a normal result (report.html, summary.json \"test\".\"ruin\")\n");
-    char rf[64];
-    fprintf(stderr, "test span (%s, exact backtest): Sharpe %.3f +- %.3f (SE; %s), PSR vs 0 %.1f %%, vs buy & hold %.1f %%, "
-            "total return %.2f %%, max drawdown %.2f %%, %lld %s; buy & hold Sharpe %.3f%s (report.html)\n",
-            r->best_iteration >= 0 ? "best parameters" : "final parameters", t->sharpe, t->sharpe_se,
+    char rf[64], sh[32], se[32], p0[32], pb[32], bh[32];
+    fprintf(stderr, "test span (%s, exact backtest): Sharpe %s +- %s (SE; %s), PSR vs 0 %s, vs buy & hold %s, "
+            "total return %.2f %%, max drawdown %.2f %%, %lld %s; buy & hold Sharpe %s%s%s (report.html)\n",
+            r->best_iteration >= 0 ? "best parameters" : "final parameters",
+            vp_metric_format(t->sharpe, VP_METRIC_UNIT_RATIO, sh, sizeof sh),
+            vp_metric_format(t->sharpe_se, VP_METRIC_UNIT_RATIO, se, sizeof se),
             vp_risk_free_describe(t->risk_free_rate, rf, sizeof rf),
-            100.0 * t->psr_vs_zero, 100.0 * vp_perf_psr_vs(t, &r->test.buy_hold), 100.0 * t->total_return,
-            100.0 * t->max_drawdown, (long long)exact->trades.n_trades, vp_plural(exact->trades.n_trades, "trade", "trades"),
-            r->test.buy_hold.sharpe,
+            vp_metric_format(t->psr_vs_zero, VP_METRIC_UNIT_FRAC, p0, sizeof p0),
+            vp_metric_format(vp_perf_psr_vs(t, &r->test.buy_hold), VP_METRIC_UNIT_FRAC, pb, sizeof pb),
+            100.0 * t->total_return, 100.0 * t->max_drawdown, (long long)exact->trades.n_trades,
+            vp_plural(exact->trades.n_trades, "trade", "trades"),
+            vp_metric_format(r->test.buy_hold.sharpe, VP_METRIC_UNIT_RATIO, bh, sizeof bh),
+            isnan(t->sharpe) ? "; the Sharpe is undefined (\"-\"): its returns do not vary" : "",
             t->extrapolated ? "; annual figures extrapolated from less than a year" : "");
 }
 
