@@ -26,7 +26,7 @@ static int parse(line* l, vp_cli_args* a, int overrides, int argc, const char* c
         {"--steps", VP_CLI_COUNT, NULL, "walkforward.step_bars", -1, INT64_MAX, NULL},
         {"--anchored", VP_CLI_SWITCH, NULL, "walkforward.anchored", 0, 0, NULL},
     };
-    const vp_cli_spec spec = {"train", opts, (int)(sizeof opts / sizeof opts[0]), 1, overrides};
+    const vp_cli_spec spec = {"train", opts, (int)(sizeof opts / sizeof opts[0]), 1, overrides, NULL};
     return vp_cli_parse(&spec, argc, (char**)argv, a);
 }
 

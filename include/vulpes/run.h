@@ -15,6 +15,7 @@
 #ifndef VULPES_RUN_H
 #define VULPES_RUN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -228,6 +229,12 @@ void vp_progress_finish(vp_progress* p);
  * the measured time, the projected total and examples/eurusd.yaml, into buf[n] and returns 1;
  * else writes "" and returns 0. */
 int vp_progress_cpu_advice(double s_per_iteration, int64_t measured, int64_t iterations, char* buf, size_t n);
+
+/* Appends printf text to buf[n] at offset *k, truncating, never past n (*k then equals n). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+void vp_text_append(char* buf, size_t n, size_t* k, const char* fmt, ...);
 
 /* `one` when n is 1 (or -1), else `many`: "1 fold", "2 folds". */
 const char* vp_plural(int64_t n, const char* one, const char* many);

@@ -124,7 +124,10 @@ int vp_cli_parse(const vp_cli_spec* spec, int argc, char** argv, vp_cli_args* ou
         return usage_error(out, spec, "the command's table holds too many options");
     // --help anywhere wins over everything else
     for (int i = 1; i < argc; ++i)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return VP_CLI_HELP;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            if (spec->usage) spec->usage(stdout);
+            return VP_CLI_HELP;
+        }
     for (int i = 1; i < argc; ++i) {
         char* s = argv[i];
         if (s[0] == '-' && s[1] != '\0') {

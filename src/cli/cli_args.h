@@ -13,6 +13,7 @@
 #ifndef VP_CLI_ARGS_H
 #define VP_CLI_ARGS_H
 
+#include <stdio.h>
 #include <stdint.h>
 
 /* Most key=value overrides, options and positional arguments of one command line. */
@@ -55,6 +56,7 @@ typedef struct vp_cli_spec {
     int n_opts;             /* at most VP_CLI_MAX_OPTS */
     int max_positional;     /* positional arguments it takes (CONFIG, FILE, KIND), at most VP_CLI_MAX_POSITIONAL */
     int overrides;          /* 1: key=value arguments are config overrides; 0: refused */
+    void (*usage)(FILE*);   /* writes the command's usage; --help prints it to stdout */
 } vp_cli_spec;
 
 /* What a command line held. */
@@ -69,7 +71,7 @@ typedef struct vp_cli_args {
 } vp_cli_args;
 
 /* Parses argv[1 .. argc) (argv[0] names the command) by spec into *out. Returns 0; VP_CLI_HELP
- * when --help or -h was given; or 2 after a usage error, whose message (out->error, "vulpes
+ * when --help or -h was given, after printing spec->usage to stdout; or 2 after a usage error, whose message (out->error, "vulpes
  * COMMAND: ...") is printed to stderr with a pointer to "vulpes COMMAND --help". Options not
  * given leave their dest as it was (the caller's default). */
 int vp_cli_parse(const vp_cli_spec* spec, int argc, char** argv, vp_cli_args* out);

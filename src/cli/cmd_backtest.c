@@ -101,12 +101,9 @@ static int parse(int argc, char** argv, backtest_args* a) {
         {"--no-fused", VP_CLI_SWITCH, &no_fused, NULL, 0, 0, NULL},
     };
     // KEY=VALUE: costs, contract and measurement for this backtest (the job refuses other keys)
-    const vp_cli_spec spec = {"backtest", opts, (int)(sizeof opts / sizeof opts[0]), 0, 1};
+    const vp_cli_spec spec = {"backtest", opts, (int)(sizeof opts / sizeof opts[0]), 0, 1, usage};
     const int rc = vp_cli_parse(&spec, argc, argv, &a->cl);
-    if (rc == VP_CLI_HELP) {
-        usage(stdout);
-        return -1;
-    }
+    if (rc == VP_CLI_HELP) return -1;
     if (rc != 0) return rc;
     if (!job->checkpoint) {
         fprintf(stderr, "vulpes backtest: --checkpoint is required\n\n");

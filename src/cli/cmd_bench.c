@@ -26,13 +26,10 @@ int vp_cmd_bench(int argc, char** argv) {
         {"--json", VP_CLI_TEXT, &o.json_path, NULL, 0, 0, NULL},
         {"--quick", VP_CLI_SWITCH, &o.quick, NULL, 0, 0, NULL},
     };
-    const vp_cli_spec spec = {"bench", opts, (int)(sizeof opts / sizeof opts[0]), 1, 0};
+    const vp_cli_spec spec = {"bench", opts, (int)(sizeof opts / sizeof opts[0]), 1, 0, usage};
     vp_cli_args a;
     int rc = vp_cli_parse(&spec, argc, argv, &a);
-    if (rc == VP_CLI_HELP) {
-        usage(stdout);
-        return 0;
-    }
+    if (rc == VP_CLI_HELP) return 0;
     if (rc != 0) return rc;
     if (a.n_positional == 0) {
         usage(stderr);

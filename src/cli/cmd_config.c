@@ -18,13 +18,10 @@ int vp_cmd_config(int argc, char** argv) {
         {"--defaults", VP_CLI_SWITCH, &defaults, NULL, 0, 0, NULL},
         {"--markdown", VP_CLI_SWITCH, &markdown, NULL, 0, 0, NULL},
     };
-    const vp_cli_spec spec = {"config", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1};
+    const vp_cli_spec spec = {"config", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1, config_usage};
     vp_cli_args a;
     int rc = vp_cli_parse(&spec, argc, argv, &a);
-    if (rc == VP_CLI_HELP) {
-        config_usage(stdout);
-        return 0;
-    }
+    if (rc == VP_CLI_HELP) return 0;
     if (rc != 0) return rc;
     const char* path = a.n_positional ? a.positional[0] : NULL;
     if (defaults == (path != NULL) || (markdown && !defaults) || (defaults && a.n_over > 0)) {

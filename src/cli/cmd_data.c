@@ -207,13 +207,10 @@ static int cmd_synth(int argc, char** argv) {
         {"--decimals", VP_CLI_COUNT, &decimals, NULL, -1, 17, NULL},
         {"--out", VP_CLI_TEXT, &out, NULL, 0, 0, NULL},
     };
-    const vp_cli_spec spec = {"data synth", opts, (int)(sizeof opts / sizeof opts[0]), 1, 0};
+    const vp_cli_spec spec = {"data synth", opts, (int)(sizeof opts / sizeof opts[0]), 1, 0, usage};
     vp_cli_args a;
     int rc = vp_cli_parse(&spec, argc, argv, &a);
-    if (rc == VP_CLI_HELP) {
-        usage(stdout);
-        return 0;
-    }
+    if (rc == VP_CLI_HELP) return 0;
     if (rc != 0) return rc;
     if (a.n_positional == 0) {
         usage(stderr);
@@ -257,13 +254,10 @@ static int cmd_inspect(int argc, char** argv) {
         {"--rows", VP_CLI_COUNT, &rows, NULL, 0, 1000, NULL},
         {"--tick-size", VP_CLI_TEXT, &tick_text, NULL, 0, 0, NULL},
     };
-    const vp_cli_spec spec = {"data inspect", options, (int)(sizeof options / sizeof options[0]), 1, 0};
+    const vp_cli_spec spec = {"data inspect", options, (int)(sizeof options / sizeof options[0]), 1, 0, usage};
     vp_cli_args a;
     int rc = vp_cli_parse(&spec, argc, argv, &a);
-    if (rc == VP_CLI_HELP) {
-        usage(stdout);
-        return 0;
-    }
+    if (rc == VP_CLI_HELP) return 0;
     if (rc != 0) return rc;
     if (a.n_positional == 0) {
         usage(stderr);

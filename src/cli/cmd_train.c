@@ -62,12 +62,9 @@ static int parse(int argc, char** argv, train_args* a) {
         {"--resume", VP_CLI_TEXT, &a->resume, NULL, 0, 0, NULL},
         {"--backend", VP_CLI_CHOICE, &backend, "run.backend", 0, 0, VP_CLI_BACKENDS},
     };
-    const vp_cli_spec spec = {"train", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1};
+    const vp_cli_spec spec = {"train", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1, usage};
     int rc = vp_cli_parse(&spec, argc, argv, &a->cl);
-    if (rc == VP_CLI_HELP) {
-        usage(stdout);
-        return -1;
-    }
+    if (rc == VP_CLI_HELP) return -1;
     if (rc != 0) return rc;
     a->config = a->cl.n_positional ? a->cl.positional[0] : NULL;
     if (!a->config && !a->resume) {

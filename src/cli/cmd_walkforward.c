@@ -86,12 +86,9 @@ static int parse(int argc, char** argv, wf_args* a) {
         {"--force", VP_CLI_SWITCH, &a->force, NULL, 0, 0, NULL},
         {"--no-fused", VP_CLI_SWITCH, &a->no_fused, NULL, 0, 0, NULL},
     };
-    const vp_cli_spec spec = {"walkforward", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1};
+    const vp_cli_spec spec = {"walkforward", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1, usage};
     int rc = vp_cli_parse(&spec, argc, argv, &a->cl);
-    if (rc == VP_CLI_HELP) {
-        usage(stdout);
-        return -1;
-    }
+    if (rc == VP_CLI_HELP) return -1;
     if (rc != 0) return rc;
     a->config = a->cl.n_positional ? a->cl.positional[0] : NULL;
     int fold_flags = 0;

@@ -13,19 +13,6 @@
 #include "vulpes/data.h"
 #include "vulpes/run.h"
 
-/* Appends printf text to buf[n] at *k (truncating, never past n). */
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static void append(char* buf, size_t n, size_t* k, const char* fmt, ...) {
-    if (*k >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    const int m = vsnprintf(buf + *k, n - *k, fmt, ap);
-    va_end(ap);
-    *k = m < 0 ? n : (*k + (size_t)m < n ? *k + (size_t)m : n);
-}
-
 const char* vp_bt_bar_time(const vp_rollout_result* r, int64_t i, char* buf) {
     buf[0] = '\0';
     const int64_t j = i - r->span.begin;
@@ -38,17 +25,17 @@ const char* vp_bt_ruin_line(const char* who, const vp_rollout_ruin* ru, int64_t 
     char t[32];
     size_t k = 0;
     buf[0] = '\0';
-    append(buf, n, &k, "RUINED: %s at the close of bar %lld (the bar opened %s): equity %.2f, at or below the ruin "
+    vp_text_append(buf, n, &k, "RUINED: %s at the close of bar %lld (the bar opened %s): equity %.2f, at or below the ruin "
            "level %.2f", who, (long long)ru->bar, vp_time_format_iso(ru->time_ms, t, sizeof t), ru->equity_at_ruin,
            ru->level);
     if (ru->close_bar != ru->bar)
-        append(buf, n, &k, "; closed out at the open of bar %lld, equity %.2f after it", (long long)ru->close_bar,
+        vp_text_append(buf, n, &k, "; closed out at the open of bar %lld, equity %.2f after it", (long long)ru->close_bar,
                ru->equity_after_close);
     else
-        append(buf, n, &k, "; that was the window's last close");
-    if (ru->below_zero) append(buf, n, &k, "; below zero, %.2f lost past the ruin level", ru->loss_past_floor);
+        vp_text_append(buf, n, &k, "; that was the window's last close");
+    if (ru->below_zero) vp_text_append(buf, n, &k, "; below zero, %.2f lost past the ruin level", ru->loss_past_floor);
     if (n_windows > 1)
-        append(buf, n, &k, " (window %lld; %lld of %lld windows ruined)", (long long)ru->window, (long long)n_ruined,
+        vp_text_append(buf, n, &k, " (window %lld; %lld of %lld windows ruined)", (long long)ru->window, (long long)n_ruined,
                (long long)n_windows);
     return buf;
 }
@@ -58,10 +45,10 @@ const char* vp_bt_fragile_line(const vp_rollout_result* r, int list, char* buf, 
     size_t k = 0;
     buf[0] = '\0';
     if (r->n_decisions == 0) {
-        append(buf, n, &k, "fragile decisions: none scored (forced actions)");
+        vp_text_append(buf, n, &k, "fragile decisions: none scored (forced actions)");
         return buf;
     }
-    append(buf, n, &k, "fragile decisions: %lld of %lld choices won by a relative Q margin below %g",
+    vp_text_append(buf, n, &k, "fragile decisions: %lld of %lld choices won by a relative Q margin below %g",
            (long long)r->n_fragile, (long long)r->n_decisions, VP_ACTION_FRAGILE_MARGIN);
     if (r->n_fragile == 0) return buf;
     // the first ones by bar, and the first one's time
@@ -70,10 +57,10 @@ const char* vp_bt_fragile_line(const vp_rollout_result* r, int list, char* buf, 
     for (int64_t o = 0; o < r->n_points && shown < list; ++o) {
         if (!(r->margin[o] < VP_ACTION_FRAGILE_MARGIN)) continue;
         if (first < 0) first = r->bar[o];
-        append(buf, n, &k, "%s%lld", shown ? ", " : " (bars ", (long long)r->bar[o]);
+        vp_text_append(buf, n, &k, "%s%lld", shown ? ", " : " (bars ", (long long)r->bar[o]);
         ++shown;
     }
-    append(buf, n, &k, "%s; the first at %s): another backend, BLAS kernel or CPU type may choose otherwise there",
+    vp_text_append(buf, n, &k, "%s; the first at %s): another backend, BLAS kernel or CPU type may choose otherwise there",
            r->n_fragile > shown ? ", ..." : "", vp_bt_bar_time(r, first, t));
     return buf;
 }
@@ -84,16 +71,16 @@ const char* vp_bt_cuts_line(const vp_rollout_result* r, const char* who, const v
     size_t k = 0;
     buf[0] = '\0';
     if (c->orders == 0) return buf;
-    append(buf, n, &k, "LEVERAGE: %lld %s of %s %s cut to instrument.max_leverage %g (notional / equity at the "
+    vp_text_append(buf, n, &k, "LEVERAGE: %lld %s of %s %s cut to instrument.max_leverage %g (notional / equity at the "
            "decision): %lld %s removed", (long long)c->orders, vp_plural(c->orders, "order", "orders"), who,
            c->orders == 1 ? "was" : "were", c->max_leverage, (long long)c->contracts,
            vp_plural(c->contracts, "contract", "contracts"));
     // the first ones by bar, and the first one's time
     const int shown = c->n_bars < list ? c->n_bars : list;
-    for (int i = 0; i < shown; ++i) append(buf, n, &k, "%s%lld", i ? ", " : " (bars ", (long long)c->bars[i]);
+    for (int i = 0; i < shown; ++i) vp_text_append(buf, n, &k, "%s%lld", i ? ", " : " (bars ", (long long)c->bars[i]);
     if (shown > 0)
-        append(buf, n, &k, "%s; the first at %s)", c->orders > shown ? ", ..." : "", vp_bt_bar_time(r, c->bars[0], t));
-    append(buf, n, &k, ": it held less than chosen");
+        vp_text_append(buf, n, &k, "%s; the first at %s)", c->orders > shown ? ", ..." : "", vp_bt_bar_time(r, c->bars[0], t));
+    vp_text_append(buf, n, &k, ": it held less than chosen");
     return buf;
 }
 
@@ -105,18 +92,18 @@ const char* vp_bt_next_line(const vp_rollout_result* r, char* buf, size_t n) {
     const int64_t o = x->offset + x->n_points - 1;
     const int32_t* a = r->action + 4 * o;
     if (x->ruined || a[0] < 0) {
-        append(buf, n, &k, "decision for the bar after the span: none (%s)",
+        vp_text_append(buf, n, &k, "decision for the bar after the span: none (%s)",
                x->ruined ? "the run ruined" : "forced actions");
         return buf;
     }
-    append(buf, n, &k, "decision at the close of bar %lld for the bar after the span (not traded): %s",
+    vp_text_append(buf, n, &k, "decision at the close of bar %lld for the bar after the span (not traded): %s",
            (long long)r->bar[o], a[0] >= 0 && a[0] < VP_ENV_DIR_COUNT ? dirs[a[0]] : "?");
-    if (a[0] != VP_ENV_DIR_FLAT) append(buf, n, &k, " %.2f x max_position", 0.25 * (a[1] + 1));
-    if (a[2] > 0) append(buf, n, &k, ", take-profit %d x ATR", (int)a[2]);
-    else append(buf, n, &k, ", no take-profit");
-    if (a[3] > 0) append(buf, n, &k, ", stop-loss %d x ATR", (int)a[3]);
-    else append(buf, n, &k, ", no stop-loss");
-    append(buf, n, &k, "; Q margin %.4g", r->margin[o]);
+    if (a[0] != VP_ENV_DIR_FLAT) vp_text_append(buf, n, &k, " %.2f x max_position", 0.25 * (a[1] + 1));
+    if (a[2] > 0) vp_text_append(buf, n, &k, ", take-profit %d x ATR", (int)a[2]);
+    else vp_text_append(buf, n, &k, ", no take-profit");
+    if (a[3] > 0) vp_text_append(buf, n, &k, ", stop-loss %d x ATR", (int)a[3]);
+    else vp_text_append(buf, n, &k, ", no stop-loss");
+    vp_text_append(buf, n, &k, "; Q margin %.4g", r->margin[o]);
     return buf;
 }
 

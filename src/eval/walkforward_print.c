@@ -10,20 +10,8 @@
 #include <string.h>
 
 #include "eval/walkforward_impl.h"
+#include "vulpes/run.h"
 #include "vulpes/data.h"
-
-/* Appends printf text to buf[n] at *k (truncating, never past n). */
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static void append(char* buf, size_t n, size_t* k, const char* fmt, ...) {
-    if (*k >= n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    const int m = vsnprintf(buf + *k, n - *k, fmt, ap);
-    va_end(ap);
-    *k = m < 0 ? n : (*k + (size_t)m < n ? *k + (size_t)m : n);
-}
 
 const char* vp_wf_ruin_line(const vp_wf_result* r, char* buf, size_t n) {
     size_t k = 0;
@@ -32,22 +20,22 @@ const char* vp_wf_ruin_line(const vp_wf_result* r, char* buf, size_t n) {
     const vp_wf_fold* f = &r->folds[r->ruined_fold - 1];
     const vp_wf_ruin* ru = &f->ruin;
     char t[32];
-    append(buf, n, &k, "RUINED: fold %lld's test window at the close of bar %lld (the bar opened %s): the stitched "
+    vp_text_append(buf, n, &k, "RUINED: fold %lld's test window at the close of bar %lld (the bar opened %s): the stitched "
            "account's equity %.2f (the fold's own window: %.2f from %.2f)", (long long)f->index, (long long)ru->bar,
            vp_time_format_iso(ru->time_ms, t, sizeof t), ru->equity_at_ruin, ru->fold_equity_at_ruin,
            ru->fold_start_equity);
     if (ru->close_bar != ru->bar)
-        append(buf, n, &k, "; closed out at the open of bar %lld (%s), equity %.2f after it (the fold's own: %.2f)",
+        vp_text_append(buf, n, &k, "; closed out at the open of bar %lld (%s), equity %.2f after it (the fold's own: %.2f)",
                (long long)ru->close_bar, vp_time_format_iso(ru->close_time_ms, t, sizeof t), ru->equity_after_close,
                ru->fold_equity_after_close);
     else
-        append(buf, n, &k, "; that was the test span's last close");
-    if (ru->below_zero) append(buf, n, &k, "; below zero");
-    append(buf, n, &k, ". The stitched account ends with fold %lld", (long long)f->index);
+        vp_text_append(buf, n, &k, "; that was the test span's last close");
+    if (ru->below_zero) vp_text_append(buf, n, &k, "; below zero");
+    vp_text_append(buf, n, &k, ". The stitched account ends with fold %lld", (long long)f->index);
     if (r->n_done == r->n_stitched + 1)
-        append(buf, n, &k, "; fold %lld stands alone, not stitched", (long long)r->n_done);
+        vp_text_append(buf, n, &k, "; fold %lld stands alone, not stitched", (long long)r->n_done);
     else if (r->n_done > r->n_stitched)
-        append(buf, n, &k, "; folds %lld .. %lld stand alone, not stitched", (long long)(r->n_stitched + 1),
+        vp_text_append(buf, n, &k, "; folds %lld .. %lld stand alone, not stitched", (long long)(r->n_stitched + 1),
                (long long)r->n_done);
     return buf;
 }

@@ -4,6 +4,7 @@
  * the CPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -38,6 +39,15 @@ const char* vp_format_duration(double s, char* buf, size_t n) {
     else if (t < 86400) snprintf(buf, n, "%lldh%02lldm", t / 3600, (t % 3600) / 60);
     else snprintf(buf, n, "%lldd%02lldh", t / 86400, (t % 86400) / 3600);
     return buf;
+}
+
+void vp_text_append(char* buf, size_t n, size_t* k, const char* fmt, ...) {
+    if (*k >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    const int m = vsnprintf(buf + *k, n - *k, fmt, ap);
+    va_end(ap);
+    *k = m < 0 ? n : (*k + (size_t)m < n ? *k + (size_t)m : n);
 }
 
 const char* vp_plural(int64_t n, const char* one, const char* many) { return n == 1 || n == -1 ? one : many; }
