@@ -188,8 +188,7 @@ static void test_segments_ruin(void) {
     double chain = 1680.0;
     for (int j = 0; j < NB; ++j) {
         CHECK(r.curve_equity[j] == chain, "curve[%d] = %.17g, chained %.17g", j, r.curve_equity[j], chain);
-        const double from = j == 4 ? 1680.0 : pts[j], to = j + 1 < 7 ? pts[j + 1] : 0.0;
-        chain = j + 1 < 7 ? chain * (1.0 + (to / from - 1.0)) : chain;
+        if (j + 1 < 7) chain *= 1.0 + (pts[j + 1] / (j == 4 ? 1680.0 : pts[j]) - 1.0);
     }
     const double* c[2] = {r.curve_equity, r.curve_benchmark};
     const vp_perf* p[2] = {&r.summary.strategy, &r.summary.buy_hold};
