@@ -89,7 +89,9 @@ static inline void fixture_free(job_fixture* f) {
 }
 
 /* Whether two text files have the same bytes, over 100 of them; with cut, up to the first occurrence of cut. */
-static inline int same_text(const char* a, const char* b, const char* cut) {
+/* Whether files a and b hold the same text (over 100 bytes) from the first `from` on (NULL:
+ * the start) up to the first `cut` (NULL: the end). */
+static inline int same_text_from(const char* a, const char* b, const char* from, const char* cut) {
     char *x = vpt_slurp(a, NULL), *y = vpt_slurp(b, NULL);
     int same = 0;
     if (x && y) {
@@ -97,11 +99,16 @@ static inline int same_text(const char* a, const char* b, const char* cut) {
         char* cy = cut ? strstr(y, cut) : NULL;
         if (cx) *cx = '\0';
         if (cy) *cy = '\0';
-        same = strcmp(x, y) == 0 && strlen(x) > 100;
+        const char* fx = from ? strstr(x, from) : x;
+        const char* fy = from ? strstr(y, from) : y;
+        same = fx && fy && strcmp(fx, fy) == 0 && strlen(fx) > 100;
     }
     free(x);
     free(y);
     return same;
 }
+
+/* same_text_from from the start. */
+static inline int same_text(const char* a, const char* b, const char* cut) { return same_text_from(a, b, NULL, cut); }
 
 #endif /* VP_TEST_BACKTEST_JOB_UTIL_H */

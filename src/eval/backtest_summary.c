@@ -139,8 +139,12 @@ static vp_status add_windows(cJSON* root, const vp_rollout_result* r) {
 vp_status vp_backtest_summary_add(const vp_rollout_result* r, const vp_backtest_info* info, cJSON* root) {
     VP_REQUIRE(r != NULL && info != NULL && root != NULL && r->n_windows >= 1, VP_ERR_INVALID_ARG,
                "vp_backtest_summary_add: NULL argument or empty result");
-    // whether the run ruined, as the object's first key: the metrics beside it are then not a normal result
-    cJSON* status = cJSON_AddStringToObject(root, "status", r->ruin.ruined ? "ruined" : "ok");
+    // the object's first key: "ruined" (the metrics beside it are not a normal result), else
+    // "warnings" when a data check warned (the result may not mean what it seems), else "ok"
+    const vp_backtest_span_info* si0 = info->span_info;
+    int warned = 0;
+    for (int i = 0; si0 && i < si0->checks.n_notes; ++i) warned += strncmp(si0->checks.notes[i], "WARNING", 7) == 0;
+    cJSON* status = cJSON_AddStringToObject(root, "status", r->ruin.ruined ? "ruined" : (warned ? "warnings" : "ok"));
     VP_REQUIRE(status != NULL, VP_ERR_OOM, "summary.json: out of memory");
     cJSON_InsertItemInArray(root, 0, cJSON_DetachItemViaPointer(root, status));
     VP_TRY(add_ruin(root, "ruin", r, &r->ruin));
