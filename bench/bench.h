@@ -13,6 +13,7 @@ typedef struct vp_bench_opts {
     const char* json_path; /* append JSON lines here (NULL: stdout) */
     int quick;             /* smaller shapes, for smoke runs on the CPU */
     const char* backend;   /* "cpu", "cuda" or "auto" */
+    int64_t batch;         /* bench step: learner batch B (0: the default, 8192; --quick's smaller one) */
 } vp_bench_opts;
 
 /* `vulpes bench gemm`: the learner's GEMM shapes. */

@@ -1,6 +1,6 @@
 /* `vulpes bench step`: milliseconds per learner step (tau draws, online and target
  * forwards, both losses, backward, clip, AdamW, Polyak, statistics) for the default
- * model at B = 8192 (--quick: B = 1024 on CUDA, 64 on the CPU), on a synthetic batch.
+ * model at B = 8192 (--quick: B = 1024 on CUDA, 64 on the CPU; --batch B sets it), on a synthetic batch.
  * The step is validated first (finite loss and gradient norm, no NaN flag), warmed up,
  * then timed as `iters` steps captured in one graph, launched between two syncs (host
  * clock), median of 5 launches. Each phase is then timed alone the same way, eagerly.
@@ -15,6 +15,10 @@
 
 #define STEP_REPS 5  /* timed launches (median) */
 #define FEATURE_ROWS 4096
+/* The H200's measured matrix-product ceilings (docs/perf.md, "H200 ceilings"), TFLOP/s: the
+ * step's FLOP floor is its GEMM FLOPs at these rates. */
+#define CEIL_TF32_TFLOPS 355.0
+#define CEIL_BF16_TFLOPS 760.0
 
 typedef struct step_ctx {
     vp_learner* l;
@@ -129,6 +133,7 @@ int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
     const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
     vp_learner_cfg cfg = vp_learner_cfg_default();
     if (o->quick) cfg.batch = cuda ? 1024 : 64;
+    if (o->batch > 0) cfg.batch = o->batch;
     const int iters = o->iters > 0 ? o->iters : (cuda ? 10 : 1);
     const vp_model_cfg* mc = &cfg.model;
     // GEMM FLOPs: online forward + backward at s_t, online and target forwards at s_{t+n}.
@@ -194,6 +199,12 @@ int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
            total_flops / (sum * 1e-3) / 1e12);
     printf("%-22s %10.3f %8s %10.1f %9.2f\n", graph ? "step (graph)" : "step (eager)", step_ms, "", total_flops * 1e-9,
            total_flops / (step_ms * 1e-3) / 1e12);
+    const double floor_tf32 = total_flops / (CEIL_TF32_TFLOPS * 1e12) * 1e3;
+    const double floor_bf16 = total_flops / (CEIL_BF16_TFLOPS * 1e12) * 1e3;
+    if (cuda)
+        printf("FLOP floor: %.3f ms at %.0f TFLOP/s (TF32), %.3f ms at %.0f (BF16), the H200's measured GEMM ceilings; "
+               "this step reaches %.1f %% of the TF32 floor\n",
+               floor_tf32, CEIL_TF32_TFLOPS, floor_bf16, CEIL_BF16_TFLOPS, 100.0 * floor_tf32 / step_ms);
     printf("last step: loss %.4f, grad norm %.4f, mean Q %.4f\n", (double)l.stats_host[VP_STAT_LOSS],
            (double)l.stats_host[VP_STAT_GRAD_NORM], (double)l.stats_host[VP_STAT_Q_MEAN]);
     FILE* js = vp_bench_json_open(o);
@@ -207,9 +218,9 @@ int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
     fprintf(js,
             "{\"bench\":\"step\",\"backend\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"phase\":\"step\",\"graph\":%d,"
             "\"ms\":%.5f,\"ms_phase_sum\":%.5f,\"gflop\":%.3f,\"tflops\":%.3f,\"iters\":%d,\"hidden\":%d,"
-            "\"n_taus\":%d,\"n_atoms\":%d}\n",
+            "\"n_taus\":%d,\"n_atoms\":%d,\"floor_ms_tf32\":%.5f,\"floor_ms_bf16\":%.5f}\n",
             cuda ? "cuda" : "cpu", dev, (long long)cfg.batch, graph, step_ms, sum, total_flops * 1e-9,
-            total_flops / (step_ms * 1e-3) / 1e12, iters, mc->hidden, cfg.n_taus, mc->n_atoms);
+            total_flops / (step_ms * 1e-3) / 1e12, iters, mc->hidden, cfg.n_taus, mc->n_atoms, floor_tf32, floor_bf16);
     vp_bench_json_close(js);
     vp_buffer_free(b, &fbuf);
     vp_buffer_free(b, &pbuf);

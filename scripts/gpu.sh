@@ -5,6 +5,7 @@
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
 #   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|PROGRAM...]   (default: all)
 #   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
+#   step-sweep: vulpes bench step at B = 1024 .. 65536
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -53,6 +54,10 @@ for s in $steps; do
     torch-step)
       run bench_step build-gpu/vulpes bench step --backend cuda --json "$OUT/step.jsonl"
       run torch_step timeout 240 python3 bench/torch_step.py --vulpes "$OUT/step.jsonl" --json "$OUT/torch_step.jsonl" ;;
+    step-sweep)
+      for B in 1024 4096 8192 16384 32768 65536; do
+        run "bench_step_$B" build-gpu/vulpes bench step --backend cuda --batch "$B" --json "$OUT/step_sweep.jsonl"
+      done ;;
     test|bench) ;;
     bench-*) run "$s" build-gpu/vulpes bench "${s#bench-}" --backend cuda --json "$OUT/bench.jsonl" ;;
     *) run "$s" $s ;;

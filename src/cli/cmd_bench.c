@@ -7,24 +7,27 @@
 #include "cli/commands.h"
 
 static void usage(FILE* f) {
-    fprintf(f, "usage: vulpes bench WHAT [--backend cpu|cuda|auto] [--iters N] [--json FILE] [--quick]\n\n");
+    fprintf(f, "usage: vulpes bench WHAT [--backend cpu|cuda|auto] [--iters N] [--json FILE] [--quick]\n"
+               "                   [--batch B]\n\n");
     vp_cli_print_commands(f, "bench");
     fprintf(f,
             "\n  --backend B    where it runs (default auto: the GPU when one is usable)\n"
             "  --iters N      timed repetitions (default: the benchmark's own)\n"
             "  --json FILE    append the JSON lines to FILE (default: stdout)\n"
-            "  --quick        smaller shapes, for a smoke run on the CPU\n\n"
+            "  --quick        smaller shapes, for a smoke run on the CPU\n"
+            "  --batch B      bench step: the learner batch (default 8192), for a sweep over B\n\n"
             "The benchmarks measure fixed shapes (SPEC section 10), so they take no key=value overrides.\n");
 }
 
 int vp_cmd_bench(int argc, char** argv) {
-    vp_bench_opts o = {0, NULL, 0, "auto"};
+    vp_bench_opts o = {0, NULL, 0, "auto", 0};
     int64_t iters = 0;
     const vp_cli_opt opts[] = {
         {"--backend", VP_CLI_CHOICE, &o.backend, NULL, 0, 0, VP_CLI_BACKENDS},
         {"--iters", VP_CLI_COUNT, &iters, NULL, 1, 1000000000, NULL},
         {"--json", VP_CLI_TEXT, &o.json_path, NULL, 0, 0, NULL},
         {"--quick", VP_CLI_SWITCH, &o.quick, NULL, 0, 0, NULL},
+        {"--batch", VP_CLI_COUNT, &o.batch, NULL, 1, 1048576, NULL},
     };
     const vp_cli_spec spec = {"bench", opts, (int)(sizeof opts / sizeof opts[0]), 1, 0, usage};
     vp_cli_args a;
