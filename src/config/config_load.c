@@ -15,156 +15,13 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "config/config_impl.h"
-
-/* One load's text, and where its first byte that is not UTF-8 lies. */
-typedef struct text_in {
-    const char* name;           /* file name in messages */
-    const unsigned char* text;  /* [n] what the parser reads (the given text, or the cleaned copy) */
-    size_t n;                   /* bytes */
-    size_t bad;                 /* byte offset of the first byte that is not UTF-8; n when none */
-    unsigned bad_byte;          /* its value */
-    size_t bad_index;           /* its character index (libyaml's yaml_mark_t.index) */
-    int bad_line, bad_col;      /* its 1-based line and column */
-    int bad_named;              /* the walk failed on it, naming the key */
-} text_in;
-
-/* State of the walk over one document. */
-typedef struct load_ctx {
-    text_in* t;
-    yaml_parser_t parser;
-    vp_config* cfg;  /* values being filled (a copy; committed on success) */
-    int* set_line;   /* [n_keys] 1-based line where each key was set, 0 if not yet */
-    int max_depth;   /* mappings and lists nested at most this deep */
-} load_ctx;
-
-/* The core-schema tags, as libyaml spells them after resolving "!!". */
-#define TAG_PREFIX "tag:yaml.org,2002:"
-
-/* ---- positions and messages -------------------------------------------------------------- */
-
-/* The 1-based line and column and the character index (a BOM not counted, as libyaml
- * counts) of byte `off` of s[n]. */
-static void position(const unsigned char* s, size_t n, size_t off, int* line, int* col, size_t* index) {
-    size_t i = n >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf ? 3 : 0;
-    int l = 1, c = 1;
-    size_t idx = 0;
-    for (; i < off && i < n; ++i) {
-        if ((s[i] & 0xc0) == 0x80) continue;  // a continuation byte: same character
-        ++idx;
-        if (s[i] == '\n' || (s[i] == '\r' && (i + 1 >= n || s[i + 1] != '\n'))) l++, c = 1;
-        else if (s[i] != '\r') c++;
-    }
-    *line = l, *col = c, *index = idx;
-}
-
-/* A node's kind (from the event that starts it) as a noun for messages. */
-static const char* event_noun(const yaml_event_t* e) {
-    return e->type == YAML_MAPPING_START_EVENT ? "a mapping" : e->type == YAML_SEQUENCE_START_EVENT ? "a list" : "a value";
-}
-
-/* A tag as written: "!!str" for the core schema's, else as is. */
-static const char* tag_text(const char* tag, char* buf, size_t n) {
-    size_t p = strlen(TAG_PREFIX);
-    if (strncmp(tag, TAG_PREFIX, p) == 0) snprintf(buf, n, "!!%.100s", tag + p);
-    else snprintf(buf, n, "%.100s", tag);
-    return buf;
-}
-
-/* Fails with the parser's problem: "FILE:LINE[:COL]: malformed YAML: PROBLEM[ CONTEXT]". */
-static vp_status parse_error(const text_in* t, const yaml_parser_t* p) {
-    const char* problem = p->problem ? p->problem : "parse error";
-    // a reader error (a control character) has a byte offset, the others a mark
-    if (p->error == YAML_READER_ERROR) {
-        int line, col;
-        size_t idx;
-        position(t->text, t->n, p->problem_offset, &line, &col, &idx);
-        VP_FAIL(VP_ERR_PARSE, "%s:%d:%d: malformed YAML: %s (U+%04X)", t->name, line, col, problem,
-                (unsigned)p->problem_value);
-    }
-    char ctx[160] = "";
-    if (p->context)
-        snprintf(ctx, sizeof ctx, " %s started at line %d", p->context, (int)p->context_mark.line + 1);
-    VP_FAIL(VP_ERR_PARSE, "%s:%d: malformed YAML: %s%s", t->name, (int)p->problem_mark.line + 1, problem, ctx);
-}
-
-/* Fails with "FILE:LINE:COL: not valid UTF-8 (byte 0xNN)" at the text's first bad byte. */
-static vp_status utf8_error(const text_in* t) {
-    VP_FAIL(VP_ERR_PARSE, "%s:%d:%d: not valid UTF-8 (byte 0x%02x); a config file is UTF-8 text", t->name,
-            t->bad_line, t->bad_col, t->bad_byte);
-}
-
-/* Whether scalar event `e` spans the text's first bad byte. */
-static int holds_bad(const text_in* t, const yaml_event_t* e) {
-    return t->bad < t->n && e->start_mark.index <= t->bad_index && t->bad_index < e->end_mark.index;
-}
-
-/* Fails with "FILE:LINE:COL: unknown key 'K' (did you mean 'N'?)". */
-static vp_status unknown_key(const load_ctx* c, const char* full, int line) {
-    VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: unknown key '%.200s' (did you mean '%s'?)", c->t->name, line, full,
-            vp_config_nearest_key(full)->name);
-}
-
-/* ---- the first pass: shape and limits ------------------------------------------------------ */
-
-/* Fails when event `e` carries an anchor or is an alias. */
-static vp_status check_anchor(const text_in* t, const yaml_event_t* e) {
-    const yaml_char_t* anchor = e->type == YAML_ALIAS_EVENT          ? e->data.alias.anchor
-                                : e->type == YAML_SCALAR_EVENT         ? e->data.scalar.anchor
-                                : e->type == YAML_MAPPING_START_EVENT  ? e->data.mapping_start.anchor
-                                : e->type == YAML_SEQUENCE_START_EVENT ? e->data.sequence_start.anchor
-                                                                       : NULL;
-    if (!anchor && e->type != YAML_ALIAS_EVENT) return VP_OK;
-    VP_FAIL(VP_ERR_PARSE, "%s:%d:%d: YAML anchors and aliases are not supported (%s '%c%.100s'); write each value out",
-            t->name, (int)e->start_mark.line + 1, (int)e->start_mark.column + 1,
-            e->type == YAML_ALIAS_EVENT ? "alias" : "anchor", e->type == YAML_ALIAS_EVENT ? '*' : '&',
-            anchor ? (const char*)anchor : "");
-}
-
-/* Reads every event of the text once: syntax, anchors and aliases, one document, depth. */
-static vp_status check_shape(const text_in* t, int max_depth) {
-    yaml_parser_t p;
-    VP_REQUIRE(yaml_parser_initialize(&p), VP_ERR_OOM, "%s: cannot create the YAML parser", t->name);
-    yaml_parser_set_input_string(&p, t->text, t->n);
-    vp_status s = VP_OK;
-    int depth = 0, docs = 0;
-    for (int done = 0; !done && s == VP_OK;) {
-        yaml_event_t e;
-        if (!yaml_parser_parse(&p, &e)) {
-            s = parse_error(t, &p);
-            break;
-        }
-        s = check_anchor(t, &e);
-        int line = (int)e.start_mark.line + 1, col = (int)e.start_mark.column + 1;
-        switch (e.type) {
-        case YAML_STREAM_END_EVENT: done = 1; break;
-        case YAML_DOCUMENT_START_EVENT:
-            if (s == VP_OK && ++docs > 1)
-                s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s:%d: a second YAML document; a config file holds one mapping",
-                                 t->name, line);
-            break;
-        case YAML_MAPPING_START_EVENT:
-        case YAML_SEQUENCE_START_EVENT:
-            if (s == VP_OK && ++depth > max_depth)
-                s = vp_set_error(VP_ERR_PARSE, VP_WHERE,
-                                 "%s:%d:%d: mappings and lists nested deeper than %d levels (the deepest key, "
-                                 "section.key, is %d deep)", t->name, line, col, max_depth, vp_cfg_max_parts());
-            break;
-        case YAML_MAPPING_END_EVENT:
-        case YAML_SEQUENCE_END_EVENT: --depth; break;
-        default: break;
-        }
-        yaml_event_delete(&e);
-    }
-    yaml_parser_delete(&p);
-    return s;
-}
+#include "config/config_yaml.h"
 
 /* ---- the second pass: keys ------------------------------------------------------------------ */
 
 /* The next event of the walk into *e. */
 static vp_status next_event(load_ctx* c, yaml_event_t* e) {
-    if (!yaml_parser_parse(&c->parser, e)) return parse_error(c->t, &c->parser);
+    if (!yaml_parser_parse(&c->parser, e)) return vp_cfgy_parse_error(c->t, &c->parser);
     return VP_OK;
 }
 
@@ -184,7 +41,7 @@ static vp_status scalar_form(const load_ctx* c, const char* full, const yaml_eve
     }
     char shown[128];
     VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: %s: tag '%s' is not supported (a value takes no tag, or its type's: !!str, "
-            "!!int, !!float or !!bool)", c->t->name, line, full, tag_text(tag, shown, sizeof shown));
+            "!!int, !!float or !!bool)", c->t->name, line, full, vp_cfgy_tag_text(tag, shown, sizeof shown));
 }
 
 /* Fails unless mapping-start `m` (the value of `full`) is untagged or tagged !!map. */
@@ -193,7 +50,7 @@ static vp_status check_mapping_tag(const load_ctx* c, const char* full, const ya
     if (!tag || strcmp(tag, TAG_PREFIX "map") == 0) return VP_OK;
     char shown[128];
     VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d: %s: tag '%s' is not supported (a section is a plain mapping)", c->t->name, line,
-            full, tag_text(tag, shown, sizeof shown));
+            full, vp_cfgy_tag_text(tag, shown, sizeof shown));
 }
 
 /* Sets one leaf key `full` from value event `v` (defined at 1-based `line`). */
@@ -204,8 +61,8 @@ static vp_status set_leaf(load_ctx* c, const char* full, const yaml_event_t* v, 
     // a section given a scalar, an unknown key
     if (!k && vp_cfg_is_section(full))
         VP_FAIL(VP_ERR_INVALID_ARG, "%s: '%s' is a section: expected a mapping of its keys (e.g. '%s'), got %s",
-                where, full, vp_config_nearest_key(full)->name, event_noun(v));
-    if (!k) return unknown_key(c, full, line);
+                where, full, vp_config_nearest_key(full)->name, vp_cfgy_event_noun(v));
+    if (!k) return vp_cfgy_unknown_key(c, full, line);
     // the same key set twice (nested and dotted forms count as the same key)
     int idx = vp_cfg_key_index(k);
     if (c->set_line[idx])
@@ -215,10 +72,10 @@ static vp_status set_leaf(load_ctx* c, const char* full, const yaml_event_t* v, 
     if (v->type != YAML_SCALAR_EVENT) {
         char what[160];
         VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected %s, got %s", where, full, vp_cfg_describe(k, what, sizeof what),
-                event_noun(v));
+                vp_cfgy_event_noun(v));
     }
     // bytes that are not UTF-8, a NUL, a tag of another type, then the value itself
-    if (holds_bad(c->t, v)) {
+    if (vp_cfgy_holds_bad(c->t, v)) {
         c->t->bad_named = 1;
         VP_FAIL(VP_ERR_INVALID_ARG, "%s:%d:%d: %s: not valid UTF-8 (byte 0x%02x); a config value must be UTF-8 text",
                 c->t->name, c->t->bad_line, c->t->bad_col, full, c->t->bad_byte);
@@ -270,8 +127,8 @@ static vp_status walk_mapping(load_ctx* c, const char* prefix, int depth, int* n
 static vp_status walk_pair(load_ctx* c, const char* prefix, int depth, seen_list* seen, const yaml_event_t* ke) {
     int line = (int)ke->start_mark.line + 1;
     VP_REQUIRE(ke->type == YAML_SCALAR_EVENT, VP_ERR_PARSE, "%s:%d: a key must be a plain name, got %s", c->t->name,
-               line, event_noun(ke));
-    if (holds_bad(c->t, ke)) return c->t->bad_named = 1, utf8_error(c->t);
+               line, vp_cfgy_event_noun(ke));
+    if (vp_cfgy_holds_bad(c->t, ke)) return c->t->bad_named = 1, vp_cfgy_utf8_error(c->t);
     const char* key = (const char*)ke->data.scalar.value;
     VP_TRY(seen_add(c, seen, prefix, key, line));
     char full[512];
@@ -285,7 +142,7 @@ static vp_status walk_pair(load_ctx* c, const char* prefix, int depth, seen_list
         int n = 0;
         s = check_mapping_tag(c, full, &ve, line);
         if (s == VP_OK) s = walk_mapping(c, full, depth + 1, &n);
-        if (s == VP_OK && n == 0 && !vp_cfg_is_section(full)) s = unknown_key(c, full, line);
+        if (s == VP_OK && n == 0 && !vp_cfg_is_section(full)) s = vp_cfgy_unknown_key(c, full, line);
     } else {
         s = set_leaf(c, full, &ve, line);
     }
@@ -331,7 +188,7 @@ static vp_status walk_document(load_ctx* c) {
     vp_status s = VP_OK;
     if (e.type != YAML_MAPPING_START_EVENT)
         s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "%s:%d: expected a mapping of keys (section: {key: value}), got %s",
-                         c->t->name, (int)e.start_mark.line + 1, event_noun(&e));
+                         c->t->name, (int)e.start_mark.line + 1, vp_cfgy_event_noun(&e));
     else s = check_mapping_tag(c, "the document", &e, (int)e.start_mark.line + 1);
     int n = 0;
     if (s == VP_OK) s = walk_mapping(c, "", 1, &n);
@@ -364,11 +221,11 @@ static vp_status load_text(vp_config* cfg, const char* name, const char* text, s
     }
     if (clean) {
         t.text = clean;
-        position(clean, n, t.bad, &t.bad_line, &t.bad_col, &t.bad_index);
+        vp_cfgy_position(clean, n, t.bad, &t.bad_line, &t.bad_col, &t.bad_index);
     }
     // the shape, then the keys into a copy, committed only when every key is good
     load_ctx c = {&t, {0}, NULL, NULL, vp_cfg_max_parts() + VP_CONFIG_DEPTH_MARGIN};
-    vp_status s = check_shape(&t, c.max_depth);
+    vp_status s = vp_cfgy_check_shape(&t, c.max_depth);
     vp_config work = *cfg;
     if (s == VP_OK) {
         c.cfg = &work;
@@ -390,7 +247,7 @@ static vp_status load_text(vp_config* cfg, const char* name, const char* text, s
         free(c.set_line);
     }
     // a bad byte fails the load, by its key when the walk reached it
-    if (t.bad < n && !(s != VP_OK && t.bad_named)) s = utf8_error(&t);
+    if (t.bad < n && !(s != VP_OK && t.bad_named)) s = vp_cfgy_utf8_error(&t);
     if (s == VP_OK) *cfg = work;
     free(clean);
     return s;
