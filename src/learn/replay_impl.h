@@ -125,10 +125,13 @@ typedef struct vp_replay_expect {
  * the field, the slot or env, the value and the allowed range (VP_ERR_PARSE). */
 vp_status vp_replay_check_state(vp_replay* r, const vp_replay_expect* x);
 
+/* Checks a host copy of a ring's block (h's pointers into it) as vp_replay_check_state does
+ * (replay_check.c). */
+vp_status vp_replay_check_host(const vp_replay_dev* h, const vp_replay_expect* x);
+
 /* The ring as kernels see it (tests and checks). */
 const vp_replay_dev* vp_replay_dev_get(const vp_replay* r);
 
-const vp_replay_dev* vp_replay_dev_get(const vp_replay* r);
 /* ---- the kernels: arguments checked by replay.c ------------------------------------------ */
 
 /* Push of one step of every env (vp_replay_push). */
