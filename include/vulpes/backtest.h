@@ -126,6 +126,21 @@ typedef struct vp_backtest_job {
 vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_rollout_result* out, char* out_dir,
                               size_t cap);
 
+/* The last bar of a job's span: what the decision for the bar after it is read against. */
+typedef struct vp_backtest_last_bar {
+    vp_instrument instrument; /* the instrument the rollout stepped under (the job's overrides applied) */
+    int64_t bar;              /* the span's last bar (span.end - 1) */
+    int64_t time_ms;          /* its time stamp (its open time, as in the data), Unix ms */
+    double close;             /* its close */
+    double atr;               /* the ATR known at its close (the training run's ATR) */
+} vp_backtest_last_bar;
+
+/* Runs a job's rollout as vp_backtest_job_run does (the same loading, data checks, span and
+ * rollout) but writes nothing and makes no folder (job->out is not read); *last receives the
+ * span's last bar. Free *out with vp_rollout_result_free, also after a failure. */
+vp_status vp_backtest_job_rollout(vp_backend* b, const vp_backtest_job* job, vp_rollout_result* out,
+                                  vp_backtest_last_bar* last);
+
 /* Resolves a span bound against bars: a bar index (all digits, below 10^8) as is, else a
  * time (vp_time_parse forms) as the first bar at or after it (n when none); into *index. */
 vp_status vp_backtest_bar_of(const vp_bars* bars, const char* text, int64_t* index);
