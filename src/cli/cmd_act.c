@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "vulpes/act.h"
+#include "vulpes/backtest.h"
 
 static void usage(FILE* f) {
     fprintf(f,
@@ -87,5 +87,5 @@ int vp_cmd_act(int argc, char** argv) {
     cJSON_Delete(obj);
     vp_rollout_result_free(&r);
     vp_backend_free(b);
-    return s == VP_OK ? 0 : vp_cli_fail("vulpes act");
+    return s == VP_OK ? 0 : vp_cli_fail("in act");
 }

@@ -1,5 +1,5 @@
-/* `vulpes act`'s decision object: the last window's choice for the bar after the span, its
- * scores per branch, and the take-profit and stop-loss prices from the last close by the
+/* `vulpes act`'s decision object (vp_act_json): the last window's choice for the bar after the
+ * span, its scores per branch, and the take-profit and stop-loss prices from the last close by the
  * environment's own rules (env_rules.h: contracts of a size, a level from a price and ATR). */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "env/env_rules.h"
-#include "vulpes/act.h"
+#include "vulpes/backtest.h"
 #include "vulpes/action.h"
 
 int vp_act_tick_decimals(double tick) {
