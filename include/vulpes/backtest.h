@@ -1,6 +1,7 @@
 /* vulpes: the backtest's outputs (SPEC section 7): a rollout of a trained agent over bars it
  * has not seen (vulpes/rollout.h) written as trades.csv, equity.csv, summary.json and
- * report.html; the `vulpes backtest` job; the end-of-training test-span backtest.
+ * report.html; the `vulpes backtest` job; `vulpes act`'s decision for the bar after the
+ * last one; the end-of-training test-span backtest.
  * docs/backtest.md has the details and the outputs' columns. */
 #ifndef VULPES_BACKTEST_H
 #define VULPES_BACKTEST_H
@@ -125,6 +126,39 @@ typedef struct vp_backtest_job {
  * makes no folder. */
 vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_rollout_result* out, char* out_dir,
                               size_t cap);
+
+/* The last bar of a job's span: what the decision for the bar after it is read against. */
+typedef struct vp_backtest_last_bar {
+    vp_instrument instrument; /* the instrument the rollout stepped under (the job's overrides applied) */
+    int64_t bar;              /* the span's last bar (span.end - 1) */
+    int64_t time_ms;          /* its time stamp (its open time, as in the data), Unix ms */
+    double close;             /* its close */
+    double atr;               /* the ATR known at its close (the training run's ATR) */
+} vp_backtest_last_bar;
+
+/* Runs a job's rollout as vp_backtest_job_run does (the same loading, data checks, span and
+ * rollout) but writes nothing and makes no folder (job->out is not read); *last receives the
+ * span's last bar. Free *out with vp_rollout_result_free, also after a failure. */
+vp_status vp_backtest_job_rollout(vp_backend* b, const vp_backtest_job* job, vp_rollout_result* out,
+                                  vp_backtest_last_bar* last);
+
+/* ---- `vulpes act`: the decision for the bar after the last one, as JSON ---------------------- */
+
+/* Decimals of a tick size (0.00001: 5, 0.25: 2, 1: 0); -1 for none or more than 10. */
+int vp_act_tick_decimals(double tick);
+
+/* The decision object of result r (a rollout whose last window ends at last->bar: its choice,
+ * margin and scores for the bar after it) into *out (cJSON*, caller deletes): checkpoint and
+ * data (the given texts), bar, time, decision_for, direction ("short", "flat", "long"),
+ * size_fraction (the size branch's choice, 0.25 .. 1), contracts (the target position's size;
+ * 0 when flat), take_profit and stop_loss ({atr_multiple: the branch's choice 0 .. 2, price:
+ * last close +- atr_multiple x ATR on the chosen side, at the tick's decimals; null when none,
+ * flat or not above 0}), q (the scores of every choice per branch), q_margin, fragile (q_margin
+ * < VP_ACTION_FRAGILE_MARGIN), atr, last_close and warnings (checks' notes, then a fragile
+ * decision's). Fails naming the bar when the last window has no decision (a ruin, forced
+ * actions). docs/backtest.md, "vulpes act", has the fields. */
+vp_status vp_act_json(const vp_rollout_result* r, const vp_backtest_last_bar* last, const char* checkpoint,
+                      const char* data, const vp_backtest_checks* checks, struct cJSON** out);
 
 /* Resolves a span bound against bars: a bar index (all digits, below 10^8) as is, else a
  * time (vp_time_parse forms) as the first bar at or after it (n when none); into *index. */

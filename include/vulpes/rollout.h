@@ -173,6 +173,10 @@ typedef struct vp_rollout_result {
                                 last point: the policy's choice for the bar after it, not traded (-1 after
                                 a ruin or with forced actions) */
     double* margin;          /* [n_points] Q margin of that choice (vp_action_greedy_margin; NaN: none) */
+    int32_t n_heads;         /* A: scores per decision (vp_action_layout.n_heads; 0 with forced actions) */
+    float* next_q;           /* [n_windows, n_heads] the policy's scores at each window's last close, behind
+                                its choice for the bar after it (vulpes/action.h gives each branch's heads;
+                                NaN where the window has none: a ruin; NULL with forced actions) */
     int64_t n_decisions;     /* choices with a margin (points whose margin is not NaN) */
     int64_t n_fragile;       /* of them, fragile: margin < VP_ACTION_FRAGILE_MARGIN */
     double ruin_level;       /* the ruin level: ruin_fraction x initial_equity, currency */

@@ -3,8 +3,8 @@
  * (backtest_span.c) and the data checks against the record (backtest_checks.c), features and
  * ATR computed the way training computes them over the bars before the span's end only, the
  * algorithm's policy (an inference instance of its train.algo), the backtest, and the output
- * folder. Also the end of a training run: the test span's exact backtest written as files
- * (vp_backtest_train_finish). */
+ * folder (or only the rollout, for `vulpes act`: vp_backtest_job_rollout). Also the end of a
+ * training run: the test span's exact backtest written as files (vp_backtest_train_finish). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -183,6 +183,47 @@ static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_rol
     return s;
 }
 
+/* A job up to its rollout: the checkpoint's config with the overrides, the bars, the span and
+ * the data checks (into *si), the features of the bars before the span's end, the policy
+ * (*pol) and the rollout's settings (*c). */
+static vp_status job_prepare(vp_backend* b, const vp_backtest_job* job, job_state* j, vp_backtest_span_info* si,
+                             vp_rollout_cfg* c, vp_policy* pol) {
+    vp_backtest_checks* ck = &si->checks;
+    vp_status s = load_config(j, job->checkpoint);
+    ck->recorded = j->has_rec;
+    if (s == VP_OK) s = apply_overrides(j, job);
+    if (s == VP_OK) s = vp_config_check(&j->cfg);
+    if (s == VP_OK) s = pick_data(j, job, ck);
+    if (s == VP_OK) s = load_bars(j, ck);
+    // the span over the bars (the overlap counted when they are the training data), then the checks
+    const int same = j->has_rec ? vp_data_record_same(&j->rec, &j->seen.data)
+                                : job->data == NULL || strcmp(job->data, j->cfg.data.path) == 0;
+    if (s == VP_OK) s = vp_bt_resolve_span(&j->cfg, &j->all, job, ck->data, same, &j->span, si);
+    if (s == VP_OK) s = check_data(j, job, si);
+    if (s == VP_OK) s = prepare_data(j);
+    if (s == VP_OK) s = load_policy(j, b, job->checkpoint);
+    // the backtest, annualised over the bars it may read
+    *c = vp_rollout_cfg_default();
+    if (s == VP_OK) {
+        c->instrument = j->algo.instrument;
+        c->episode_bars = j->algo.env.episode_bars;
+        c->ruin_fraction = j->algo.env.ruin_fraction;
+        c->n_windows = job->n_windows > 0 ? job->n_windows : 1;
+        c->fused = job->fused;
+        s = vp_annual_measure(j->td.bars.time_ms, j->td.bars.n, &c->annual);
+        c->annual.risk_free_rate = j->cfg.metrics.risk_free_rate;
+    }
+    if (s == VP_OK) s = vp_algo_policy(&j->algo, VP_PARAMS_ONLINE, pol);
+    return s;
+}
+
+/* The job's rollout over its span into *out. */
+static vp_status job_rollout(vp_backend* b, const job_state* j, const vp_rollout_cfg* c, const vp_policy* pol,
+                             vp_rollout_result* out) {
+    vp_rollout_data d = {&j->td.bars, j->td.atr, j->algo.features, j->span};
+    return vp_rollout_run(b, pol, &d, c, out);
+}
+
 vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_rollout_result* out, char* out_dir,
                               size_t cap) {
     VP_REQUIRE(b != NULL && job != NULL && job->checkpoint != NULL && out != NULL && out_dir != NULL && cap > 0,
@@ -191,46 +232,16 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     out_dir[0] = '\0';
     job_state j;
     memset(&j, 0, sizeof j);
-    // checkpoint, bars, span, features of the bars before the span's end, policy
     vp_run run;
     memset(&run, 0, sizeof run);
     vp_backtest_span_info si_local, *si = job->span_info ? job->span_info : &si_local;
     memset(si, 0, sizeof *si);
-    vp_backtest_checks* ck = &si->checks;
-    vp_status s = load_config(&j, job->checkpoint);
-    ck->recorded = j.has_rec;
-    if (s == VP_OK) s = apply_overrides(&j, job);
-    if (s == VP_OK) s = vp_config_check(&j.cfg);
-    if (s == VP_OK) s = pick_data(&j, job, ck);
-    if (s == VP_OK) s = load_bars(&j, ck);
-    // the span over the bars (the overlap counted when they are the training data), then the checks
-    const char* data = ck->data;
-    const int same = j.has_rec ? vp_data_record_same(&j.rec, &j.seen.data)
-                               : job->data == NULL || strcmp(job->data, j.cfg.data.path) == 0;
-    if (s == VP_OK) s = vp_bt_resolve_span(&j.cfg, &j.all, job, data, same, &j.span, si);
-    if (s == VP_OK) s = check_data(&j, job, si);
-    if (s == VP_OK) s = prepare_data(&j);
-    if (s == VP_OK) s = load_policy(&j, b, job->checkpoint);
-
-    // the backtest, annualised over the bars it may read
-    vp_rollout_cfg c = vp_rollout_cfg_default();
+    vp_rollout_cfg c;
     vp_policy pol;
-    if (s == VP_OK) {
-        c.instrument = j.algo.instrument;
-        c.episode_bars = j.algo.env.episode_bars;
-        c.ruin_fraction = j.algo.env.ruin_fraction;
-        c.n_windows = job->n_windows > 0 ? job->n_windows : 1;
-        c.fused = job->fused;
-        s = vp_annual_measure(j.td.bars.time_ms, j.td.bars.n, &c.annual);
-        c.annual.risk_free_rate = j.cfg.metrics.risk_free_rate;
-    }
-    if (s == VP_OK) s = vp_algo_policy(&j.algo, VP_PARAMS_ONLINE, &pol);
+    vp_status s = job_prepare(b, job, &j, si, &c, &pol);
     // the output folder claimed (made, locked, checked) once the inputs are known to be good
     if (s == VP_OK) s = claim_out(job, &run, out_dir, cap);
-    if (s == VP_OK) {
-        vp_rollout_data d = {&j.td.bars, j.td.atr, j.algo.features, j.span};
-        s = vp_rollout_run(b, &pol, &d, &c, out);
-    }
+    if (s == VP_OK) s = job_rollout(b, &j, &c, &pol, out);
 
     // the folder and its files
     char* yaml = NULL;
@@ -238,15 +249,42 @@ vp_status vp_backtest_job_run(vp_backend* b, const vp_backtest_job* job, vp_roll
     if (s == VP_OK) s = vp_config_to_yaml(&j.cfg, &yaml);
     if (s == VP_OK) {
         // the report's heading names the data checks' warnings
+        const vp_backtest_checks* ck = &si->checks;
         char title[sizeof ck->brief + 32];
         if (ck->brief[0]) snprintf(title, sizeof title, "backtest (WARNING: %s)", ck->brief);
         else snprintf(title, sizeof title, "backtest");
-        vp_backtest_info info = {title, job->checkpoint, data, yaml, &j.td.bars, si, j.algo.instrument.tick_size,
+        vp_backtest_info info = {title, job->checkpoint, ck->data, yaml, &j.td.bars, si, j.algo.instrument.tick_size,
                                  0, NAN};
         s = vp_backtest_write(out, &info, out_dir);
     }
     free(yaml);
     vp_run_close(&run);
+    job_free(&j);
+    return s;
+}
+
+vp_status vp_backtest_job_rollout(vp_backend* b, const vp_backtest_job* job, vp_rollout_result* out,
+                                  vp_backtest_last_bar* last) {
+    VP_REQUIRE(b != NULL && job != NULL && job->checkpoint != NULL && out != NULL && last != NULL,
+               VP_ERR_INVALID_ARG, "vp_backtest_job_rollout: NULL argument");
+    memset(out, 0, sizeof *out);
+    memset(last, 0, sizeof *last);
+    job_state j;
+    memset(&j, 0, sizeof j);
+    vp_backtest_span_info si_local, *si = job->span_info ? job->span_info : &si_local;
+    memset(si, 0, sizeof *si);
+    vp_rollout_cfg c;
+    vp_policy pol;
+    vp_status s = job_prepare(b, job, &j, si, &c, &pol);
+    if (s == VP_OK) s = job_rollout(b, &j, &c, &pol, out);
+    if (s == VP_OK) {
+        const int64_t t = j.span.end - 1;
+        last->instrument = j.algo.instrument;
+        last->bar = t;
+        last->time_ms = j.td.bars.time_ms[t];
+        last->close = j.td.bars.close[t];
+        last->atr = j.td.atr[t];
+    }
     job_free(&j);
     return s;
 }

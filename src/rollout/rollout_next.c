@@ -4,6 +4,7 @@
  * span. It is not traded. The window has then closed its position (its last step goes
  * flat), and its time left reads as for a window that goes on (capped at 1): the bar after
  * the span ends nothing. None after a ruin (the window stopped) or with forced actions.
+ * The scores behind each window's choice are kept (vp_rollout_result.next_q).
  * Then every logged choice's margin is counted: the decisions and the fragile ones. */
 #include <math.h>
 #include <stdlib.h>
@@ -59,6 +60,11 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
         return VP_OK;
     }
     const int64_t N = out->n_windows, A = r->pol->layout.n_heads;
+    // every window's row of scores, NaN until its decision is scored
+    out->n_heads = (int32_t)A;
+    out->next_q = (float*)malloc(sizeof(float) * (size_t)(N * A));
+    if (!out->next_q) return vp_set_error(VP_ERR_OOM, VP_WHERE, "backtest: scores of %lld next decisions", (long long)N);
+    for (int64_t k = 0; k < N * A; ++k) out->next_q[k] = NAN;
     next_ctx c;
     memset(&c, 0, sizeof c);
     c.idx = (int32_t*)malloc(sizeof(int32_t) * (size_t)N);
@@ -91,6 +97,7 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
         const vp_rollout_window* x = &out->windows[c.win[j]];
         const int64_t o = x->offset + x->n_points - 1;
         out->margin[o] = vp_action_greedy_margin(&r->dims.layout, c.q + j * A, out->action + o * VP_ENV_BRANCHES);
+        memcpy(out->next_q + c.win[j] * A, c.q + j * A, sizeof(float) * (size_t)A);
     }
     if (c.buf.dev) vp_buffer_free(r->b, &c.buf);
     vp_policy_work_free(r->pol, c.work);
