@@ -42,10 +42,10 @@ static void check_level(const cJSON* o, const char* what, int32_t k, int32_t sid
 }
 
 static void test_tick_decimals(void) {
-    CHECK(vp_act_tick_decimals(0.00001) == 5, "0.00001");
-    CHECK(vp_act_tick_decimals(0.25) == 2, "0.25");
-    CHECK(vp_act_tick_decimals(1.0) == 0, "1");
-    CHECK(vp_act_tick_decimals(0.0) == -1, "0");
+    CHECK(vp_tick_decimals(0.00001) == 5, "0.00001");
+    CHECK(vp_tick_decimals(0.25) == 2, "0.25");
+    CHECK(vp_tick_decimals(1.0) == 0, "1");
+    CHECK(vp_tick_decimals(0.0) == -1, "0");
 }
 
 static void test_act_equals_backtest(void) {
@@ -104,7 +104,7 @@ static void test_act_equals_backtest(void) {
     CHECK(num(js, "size_fraction") == 0.25 * (a[1] + 1), "size_fraction %g", num(js, "size_fraction"));
     const double contracts = side ? (double)vp_env_contracts(a[1], f.cfg.instrument.max_position) : 0.0;
     CHECK(num(js, "contracts") == contracts, "contracts %g, want %g", num(js, "contracts"), contracts);
-    const int dec = vp_act_tick_decimals(f.cfg.instrument.tick_size);
+    const int dec = vp_tick_decimals(f.cfg.instrument.tick_size);
     check_level(cJSON_GetObjectItemCaseSensitive(js, "take_profit"), "take_profit", a[2], side, last.close, last.atr,
                 dec);
     check_level(cJSON_GetObjectItemCaseSensitive(js, "stop_loss"), "stop_loss", a[3], -side, last.close, last.atr,

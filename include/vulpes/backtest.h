@@ -144,8 +144,9 @@ vp_status vp_backtest_job_rollout(vp_backend* b, const vp_backtest_job* job, vp_
 
 /* ---- `vulpes act`: the decision for the bar after the last one, as JSON ---------------------- */
 
-/* Decimals of a tick size (0.00001: 5, 0.25: 2, 1: 0); -1 for none or more than 10. */
-int vp_act_tick_decimals(double tick);
+/* Decimals of a tick size (0.00001: 5, 0.25: 2, 1: 0); -1 for none or more than 10: prices in
+ * trades.csv, equity.csv and `vulpes act` are written at this precision. */
+int vp_tick_decimals(double tick);
 
 /* The decision object of result r (a rollout whose last window ends at last->bar: its choice,
  * margin and scores for the bar after it) into *out (cJSON*, caller deletes): checkpoint and

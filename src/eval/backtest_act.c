@@ -10,14 +10,6 @@
 #include "vulpes/backtest.h"
 #include "vulpes/action.h"
 
-int vp_act_tick_decimals(double tick) {
-    if (!(tick > 0)) return -1;
-    double scaled = tick;
-    for (int d = 0; d <= 10; ++d, scaled *= 10.0)
-        if (fabs(scaled - nearbyint(scaled)) <= 1e-9 * scaled) return d;
-    return -1;
-}
-
 /* v with `decimals` decimals (the double nearest that decimal text), v itself when decimals < 0. */
 static double at_decimals(double v, int decimals) {
     if (decimals < 0) return v;
@@ -65,7 +57,7 @@ static vp_status fill(cJSON* root, const vp_rollout_result* r, int64_t w, int64_
     static const char* dirs[VP_ENV_DIR_COUNT] = {"short", "flat", "long"};
     const int32_t* a = r->action + VP_ENV_BRANCHES * o;
     const int32_t side = a[0] - 1;
-    const int decimals = vp_act_tick_decimals(last->instrument.tick_size);
+    const int decimals = vp_tick_decimals(last->instrument.tick_size);
     char t[32], after[64];
     vp_time_format_iso(last->time_ms, t, sizeof t);
     snprintf(after, sizeof after, "the bar after %s", t);

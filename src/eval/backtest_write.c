@@ -56,8 +56,7 @@ const char* vp_eval_format_exact(double v, char* buf) {
     return buf;
 }
 
-/* Decimals of a tick size (0.00001: 5, 0.25: 2, 1: 0); -1 for none or more than 10. */
-static int tick_decimals(double tick) {
+int vp_tick_decimals(double tick) {
     if (!(tick > 0)) return -1;
     double scaled = tick;
     for (int d = 0; d <= 10; ++d, scaled *= 10.0)
@@ -145,7 +144,7 @@ static vp_status write_trades(const vp_rollout_result* r, const vp_backtest_info
     vp_csv_write_header(f.f, &vp_trades_schema, "");
     char t0[32], t1[32], x[5][32], n[5][24];
     const char* fl[VP_TRADES_COL_COUNT];
-    const int dec = tick_decimals(info->tick_size);
+    const int dec = vp_tick_decimals(info->tick_size);
     for (int64_t i = 0; i < r->n_trades; ++i) {
         const vp_rollout_trade* t = &r->trades[i];
         snprintf(n[0], sizeof n[0], "%d", (int)t->window);
