@@ -15,7 +15,8 @@
  *   the span) or given, and every output states it.
  *
  * These functions allocate nothing except vp_annual_measure (one sorted copy of the
- * spacings) and vp_metrics_to_json (the cJSON tree it returns). */
+ * spacings), vp_tear_compute (one sorted copy of the valid returns) and vp_metrics_to_json
+ * (the cJSON tree it returns). */
 #ifndef VULPES_METRICS_H
 #define VULPES_METRICS_H
 
@@ -174,6 +175,40 @@ const char* vp_psr_verdict(double psr);
 /* Short name of a series status ("ok", "short", "all_nan", "empty"); never NULL. */
 const char* vp_perf_status_name(vp_perf_status s);
 
+/* ---- tear-sheet statistics against a benchmark (docs/metrics.md, "Tear-sheet statistics") --- */
+
+/* The shape, tail and benchmark-relative statistics of a strategy's per-bar returns, with the
+ * definitions of scipy.stats (skew, kurtosis with bias = True) and empyrical (value_at_risk,
+ * conditional_value_at_risk, beta, alpha, excess_sharpe). Fractions per bar unless annualised;
+ * NaN where undefined (fewer than 2 valid values, or a zero spread where one divides). */
+typedef struct vp_tear {
+    int64_t n_returns;        /* bars given, NaN included */
+    int64_t n_valid;          /* strategy returns that are not NaN: skewness, kurtosis, VaR, CVaR */
+    int64_t n_pairs;          /* bars where neither series is NaN: beta, alpha, correlation, TE, IR */
+    double periods_per_year;  /* the annualisation factor used */
+    double risk_free_rate;    /* yearly risk-free rate in alpha, rf / ppy per bar (simple) */
+    double skewness;          /* m3 / m2^1.5, population central moments of the valid returns (NaN: constant) */
+    double excess_kurtosis;   /* m4 / m2^2 - 3, population moments (0 for a normal law; NaN: constant) */
+    double var_95;            /* 5th percentile of the valid returns, linear interpolation (numpy's), per bar */
+    double cvar_95;           /* mean of the k + 1 lowest valid returns, k = floor((n_valid - 1) x 0.05), per bar */
+    double beta;              /* cov(r, b) / var(b), population, over the pairs (NaN: var(b) < 1e-30) */
+    double alpha;             /* (1 + mean(r - rf - beta (b - rf)))^ppy - 1 over the pairs, rf per bar: annual */
+    double correlation;       /* Pearson correlation of r and b over the pairs (NaN: either constant) */
+    double tracking_error;    /* std(r - b, ddof 1) x sqrt(ppy) over the pairs: annual (0: constant) */
+    double information_ratio; /* mean(r - b) / std(r - b, ddof 1) x sqrt(ppy) (+-inf or NaN for a 0 std) */
+} vp_tear;
+
+/* Computes the tear-sheet statistics of returns[n] against benchmark[n], the same bars (NaN
+ * allowed, +-inf refused), with the factor and the yearly risk-free rate of `a`. A NaN return
+ * is skipped: from the strategy's own statistics when the strategy's is NaN, from the
+ * benchmark-relative ones when either is (pairwise, as empyrical skips them). */
+vp_status vp_tear_compute(const double* returns /* [n] */, const double* benchmark /* [n] */, int64_t n,
+                          const vp_annual* a, vp_tear* out);
+
+/* Adds the tear-sheet statistics (counts, factor, rate and every value, units in the keys'
+ * names: "var_95_frac", "beta_ratio") to obj. */
+vp_status vp_tear_to_json(const vp_tear* t, struct cJSON* obj);
+
 /* ---- trade statistics --------------------------------------------------------------------- */
 
 /* One closed trade. */
@@ -242,6 +277,8 @@ typedef struct vp_metrics_summary {
     vp_perf buy_hold;      /* buy-and-hold on the same span and costs */
     vp_perf flat;          /* flat on the same span */
     vp_trade_stats trades; /* the agent's trades and positions */
+    vp_tear tear;          /* the agent's returns against buy-and-hold's (valid when has_tear) */
+    int has_tear;          /* 1: tear is computed and summary.json writes it; 0: not computed */
 } vp_metrics_summary;
 
 /* Units a metric is shown in. */
@@ -259,7 +296,7 @@ typedef enum vp_metric_unit {
 const char* vp_metric_format(double v, vp_metric_unit unit, char* buf, size_t n);
 
 /* A new JSON object for summary.json: {"annualisation", "strategy", "buy_and_hold", "flat",
- * "trades"}, units in every key's name ("sharpe_ratio", "max_drawdown_frac", "net_pnl_ccy").
+ * "tear" (only when has_tear), "trades"}, units in every key's name ("sharpe_ratio", "max_drawdown_frac", "net_pnl_ccy").
  * The caller owns *out (cJSON_Delete). */
 vp_status vp_metrics_to_json(const vp_metrics_summary* s, struct cJSON** out);
 

@@ -8,6 +8,7 @@
 #include "metrics/metrics_internal.h"
 
 #define PERF_FIELD(key, label, unit, member) {key, label, unit, offsetof(vp_perf, member), 0}
+#define TEAR_FIELD(key, label, unit, member) {key, label, unit, offsetof(vp_tear, member), 0}
 #define TRADE_FIELD(key, label, unit, member, is_int) {key, label, unit, offsetof(vp_trade_stats, member), is_int}
 
 const vp_metric_field vp_perf_fields[] = {
@@ -23,6 +24,19 @@ const vp_metric_field vp_perf_fields[] = {
     PERF_FIELD("calmar_ratio", "Calmar ratio", VP_METRIC_UNIT_RATIO, calmar),
 };
 const int vp_perf_n_fields = (int)(sizeof vp_perf_fields / sizeof vp_perf_fields[0]);
+
+const vp_metric_field vp_tear_fields[] = {
+    TEAR_FIELD("skewness_ratio", "skewness", VP_METRIC_UNIT_RATIO, skewness),
+    TEAR_FIELD("excess_kurtosis_ratio", "excess kurtosis", VP_METRIC_UNIT_RATIO, excess_kurtosis),
+    TEAR_FIELD("var_95_frac", "value at risk 95 % (per bar)", VP_METRIC_UNIT_FRAC, var_95),
+    TEAR_FIELD("cvar_95_frac", "conditional value at risk 95 % (per bar)", VP_METRIC_UNIT_FRAC, cvar_95),
+    TEAR_FIELD("beta_ratio", "beta", VP_METRIC_UNIT_RATIO, beta),
+    TEAR_FIELD("alpha_annual_frac", "alpha (annual)", VP_METRIC_UNIT_FRAC, alpha),
+    TEAR_FIELD("correlation_ratio", "correlation", VP_METRIC_UNIT_RATIO, correlation),
+    TEAR_FIELD("tracking_error_annual_frac", "tracking error (annual)", VP_METRIC_UNIT_FRAC, tracking_error),
+    TEAR_FIELD("information_ratio", "information ratio", VP_METRIC_UNIT_RATIO, information_ratio),
+};
+const int vp_tear_n_fields = (int)(sizeof vp_tear_fields / sizeof vp_tear_fields[0]);
 
 const vp_metric_field vp_trade_fields[] = {
     TRADE_FIELD("n_trades", "trades", VP_METRIC_UNIT_INT, n_trades, 1),

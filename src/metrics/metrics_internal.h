@@ -21,6 +21,11 @@ extern const vp_metric_field vp_perf_fields[];
 /* Number of entries of vp_perf_fields. */
 extern const int vp_perf_n_fields;
 
+/* The fields of vp_tear after its counts, in display order. */
+extern const vp_metric_field vp_tear_fields[];
+/* Number of entries of vp_tear_fields. */
+extern const int vp_tear_n_fields;
+
 /* The fields of vp_trade_stats, in display order. */
 extern const vp_metric_field vp_trade_fields[];
 /* Number of entries of vp_trade_fields. */

@@ -47,6 +47,16 @@ vp_status vp_perf_to_json(const vp_perf* p, cJSON* obj) {
     return vp_metric_json_add(obj, "kurtosis_ratio", p->kurtosis);
 }
 
+vp_status vp_tear_to_json(const vp_tear* t, cJSON* obj) {
+    VP_REQUIRE(t && obj, VP_ERR_INVALID_ARG, "vp_tear_to_json: t and obj must not be NULL");
+    VP_TRY(vp_metric_json_add(obj, "n_returns", (double)t->n_returns));
+    VP_TRY(vp_metric_json_add(obj, "n_valid_returns", (double)t->n_valid));
+    VP_TRY(vp_metric_json_add(obj, "n_valid_pairs", (double)t->n_pairs));
+    VP_TRY(vp_metric_json_add(obj, "periods_per_year", t->periods_per_year));
+    VP_TRY(vp_metric_json_add(obj, "risk_free_rate_frac", t->risk_free_rate));
+    return add_fields(obj, vp_tear_fields, vp_tear_n_fields, t);
+}
+
 vp_status vp_trade_stats_to_json(const vp_trade_stats* t, cJSON* obj) {
     VP_REQUIRE(t && obj, VP_ERR_INVALID_ARG, "vp_trade_stats_to_json: t and obj must not be NULL");
     return add_fields(obj, vp_trade_fields, vp_trade_n_fields, t);
@@ -78,6 +88,12 @@ static vp_status summary_fill(const vp_metrics_summary* s, cJSON* root) {
         VP_REQUIRE(o, VP_ERR_OOM, "metrics JSON: out of memory");
         VP_TRY(vp_perf_to_json(series[i], o));
         if (i == 0) VP_TRY(vp_metric_json_add(o, "psr_vs_buy_hold_frac", vp_perf_psr_vs(&s->strategy, &s->buy_hold)));
+    }
+    if (s->has_tear) {
+        cJSON* tear = cJSON_AddObjectToObject(root, "tear");
+        VP_REQUIRE(tear, VP_ERR_OOM, "metrics JSON: out of memory");
+        VP_TRY(add_str(tear, "benchmark", "buy_and_hold"));
+        VP_TRY(vp_tear_to_json(&s->tear, tear));
     }
     cJSON* trades = cJSON_AddObjectToObject(root, "trades");
     VP_REQUIRE(trades, VP_ERR_OOM, "metrics JSON: out of memory");

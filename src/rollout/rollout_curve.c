@@ -40,6 +40,22 @@ static vp_status curve_perf(const double* eq, int64_t n, const vp_annual* an, do
     return VP_OK;
 }
 
+/* The tear-sheet statistics of strategy curve eq [n] against buy-and-hold curve bh [n], their
+ * per-bar returns taken as curve_perf takes them, into m->tear; ret [n] is scratch. */
+static vp_status curve_tear(const double* eq, const double* bh, int64_t n, const vp_annual* an, double* ret,
+                            vp_metrics_summary* m) {
+    double* b = (double*)malloc(sizeof(double) * (size_t)n);
+    VP_REQUIRE(b != NULL, VP_ERR_OOM, "backtest tear-sheet statistics of %lld points", (long long)n);
+    for (int64_t t = 1; t < n; ++t) {
+        ret[t - 1] = vp_equity_step_return(eq[t - 1], eq[t]);
+        b[t - 1] = vp_equity_step_return(bh[t - 1], bh[t]);
+    }
+    vp_status s = vp_tear_compute(ret, b, n - 1, an, &m->tear);
+    free(b);
+    m->has_tear = s == VP_OK;
+    return s;
+}
+
 /* One stitched curve over the span's n points from per-window points: window w's at eq +
  * off[w], len[w] of them. One window: its points, the last held after it ends; several:
  * chained by their returns (0 once a window has ended), from the initial equity. */
@@ -93,6 +109,7 @@ static vp_status summarize(const vp_ro_run* r, vp_rollout_result* out, double* r
     VP_TRY(curve_perf(out->curve_equity, n, &r->cfg->annual, ret, &m->strategy));
     VP_TRY(curve_perf(out->curve_benchmark, n, &r->cfg->annual, ret, &m->buy_hold));
     VP_TRY(curve_perf(out->curve_flat, n, &r->cfg->annual, ret, &m->flat));
+    VP_TRY(curve_tear(out->curve_equity, out->curve_benchmark, n, &r->cfg->annual, ret, m));
     vp_trade* tr = (vp_trade*)malloc(sizeof(vp_trade) * (size_t)(out->n_trades + 1));
     VP_REQUIRE(tr != NULL, VP_ERR_OOM, "backtest metrics of %lld trades", (long long)out->n_trades);
     for (int64_t i = 0; i < out->n_trades; ++i) {
