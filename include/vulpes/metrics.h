@@ -296,7 +296,8 @@ typedef enum vp_metric_unit {
 const char* vp_metric_format(double v, vp_metric_unit unit, char* buf, size_t n);
 
 /* A new JSON object for summary.json: {"annualisation", "strategy", "buy_and_hold", "flat",
- * "tear" (only when has_tear), "trades"}, units in every key's name ("sharpe_ratio", "max_drawdown_frac", "net_pnl_ccy").
+ * "tear" (only when has_tear), "trades"}, units in every key's name ("sharpe_ratio",
+ * "max_drawdown_frac", "net_pnl_ccy").
  * The caller owns *out (cJSON_Delete). */
 vp_status vp_metrics_to_json(const vp_metrics_summary* s, struct cJSON** out);
 
