@@ -7,6 +7,7 @@
  * validations); the risk-free rate carried into every figure and stated; status "ok".
  * (A ruined fold: tests/test_walkforward_ruin.c.) */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include "test_walkforward_util.h"
 
 enum { FOLDS = WFU_FOLDS };
@@ -189,6 +190,14 @@ static void test_report(void) {
               cJSON_IsNull(wfu_at(wf, "ruin")) && strcmp(wfu_str(s, "status"), "ok") == 0 &&
               strcmp(wfu_str(wfu_at(s, "strategy"), "status"), "ok") == 0,
           "no fold ruined: status '%s'", wfu_str(s, "status"));
+    // the stitched curve's tear-sheet statistics against buy-and-hold, at the run's rate
+    const cJSON* tear = wfu_at(s, "tear");
+    CHECK(r.summary.has_tear && wfu_num(tear, "n_returns") == (double)(r.n_curve - 1) &&
+              wfu_num(tear, "risk_free_rate_frac") == 0.03 && fabs(wfu_num(tear, "beta_ratio") - r.summary.tear.beta) <= 1e-14 * fabs(r.summary.tear.beta) &&
+              isfinite(r.summary.tear.var_95),
+          "walk-forward tear: %d, %g returns of %lld points, rate %g, beta %.17g vs %.17g", r.summary.has_tear,
+          wfu_num(tear, "n_returns"), (long long)r.n_curve, wfu_num(tear, "risk_free_rate_frac"), wfu_num(tear, "beta_ratio"),
+          r.summary.tear.beta);
     cJSON_Delete(s);
     check_report(d, &r);
     check_fold_report(d, 1);

@@ -181,12 +181,17 @@ static vp_status summarize(const vp_wf_ctx* c, vp_wf_result* r, const vp_trade* 
     const int64_t n = r->n_curve;
     const double ppy = c->annual.periods_per_year;
     double* ret = (double*)calloc((size_t)n, sizeof(double));
-    VP_REQUIRE(ret != NULL, VP_ERR_OOM, "walk-forward: stitched returns");
+    double* bret = (double*)calloc((size_t)n, sizeof(double));
+    vp_status s = (ret && bret) ? VP_OK : vp_set_error(VP_ERR_OOM, VP_WHERE, "walk-forward: stitched returns");
     r->summary.annual = c->annual;
-    vp_status s = vp_returns_from_equity(r->equity, n, ret);
+    if (s == VP_OK) s = vp_returns_from_equity(r->equity, n, ret);
     if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.strategy);
-    if (s == VP_OK) vp_baseline_returns(r->benchmark, n, ret);
-    if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.buy_hold);
+    if (s == VP_OK) vp_baseline_returns(r->benchmark, n, bret);
+    if (s == VP_OK) s = vp_perf_compute_annual(bret, n - 1, &c->annual, &r->summary.buy_hold);
+    // the strategy against buy-and-hold (docs/metrics.md, tear-sheet statistics)
+    if (s == VP_OK) s = vp_tear_compute(ret, bret, n - 1, &c->annual, &r->summary.tear);
+    if (s == VP_OK) r->summary.has_tear = 1;
+    free(bret);
     if (s == VP_OK) memset(ret, 0, sizeof(double) * (size_t)n);
     if (s == VP_OK) s = vp_perf_compute_annual(ret, n - 1, &c->annual, &r->summary.flat);
     if (s == VP_OK)
