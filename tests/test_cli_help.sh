@@ -5,6 +5,8 @@
 # and a command without config overrides refuses key=value the same way.
 #   usage: tests/test_cli_help.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
+# (text is matched with here-strings, never `printf | grep -q`: grep -q may exit before the
+# writer is done, and pipefail would report the writer's SIGPIPE as a failure)
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
 cd "$src"
 v="$build/vulpes"
@@ -18,14 +20,15 @@ listed=$(printf '%s\n' "$help" | grep -cE '^  (train|walkforward|backtest|act|da
 [ "$listed" = "${#want[@]}" ] || fail "vulpes --help lists $listed command lines, expected ${#want[@]}:
 $help"
 for w in "${want[@]}"; do
-  printf '%s\n' "$help" | grep -qE "^  $w( |$)" || fail "vulpes --help does not list '$w'"
+  grep -qE "^  $w( |$)" <<< "$help" || fail "vulpes --help does not list '$w'"
   # shellcheck disable=SC2086
   out=$("$v" $w --help) || fail "vulpes $w --help exited $?"
   cmd=${w%% *}
-  printf '%s\n' "$out" | grep -q "^usage: vulpes $cmd" || fail "vulpes $w --help shows no usage:
+  grep -q "^usage: vulpes $cmd" <<< "$out" || fail "vulpes $w --help shows no usage:
 $out"
 done
-[ "$("$v" -h | head -1)" = "$(printf '%s\n' "$help" | head -1)" ] || fail "-h differs from --help"
+short=$("$v" -h) || fail "vulpes -h exited $?"
+[ "$(head -1 <<< "$short")" = "$(head -1 <<< "$help")" ] || fail "-h differs from --help"
 
 # the same messages from the shared parser in every command
 for c in "train x.yaml" "walkforward x.yaml" "bench step"; do
@@ -33,12 +36,12 @@ for c in "train x.yaml" "walkforward x.yaml" "bench step"; do
   # shellcheck disable=SC2086
   msg=$("$v" $c --backend gpu 2>&1 > /dev/null) || rc=$?
   [ "$rc" = 2 ] || fail "vulpes $c --backend gpu exited $rc"
-  printf '%s\n' "$msg" | grep -qF "vulpes ${c%% *}: --backend takes cpu, cuda or auto, got 'gpu'" ||
+  grep -qF "vulpes ${c%% *}: --backend takes cpu, cuda or auto, got 'gpu'" <<< "$msg" ||
     fail "vulpes $c --backend gpu: $msg"
   rc=0
   # shellcheck disable=SC2086
   msg=$("$v" $c --bogus 2>&1 > /dev/null) || rc=$?
-  [ "$rc" = 2 ] && printf '%s\n' "$msg" | grep -qF "vulpes ${c%% *}: unknown option '--bogus'" ||
+  [ "$rc" = 2 ] && grep -qF "vulpes ${c%% *}: unknown option '--bogus'" <<< "$msg" ||
     fail "vulpes $c --bogus (exit $rc): $msg"
 done
 for c in "bench step" "data synth ou" "data inspect f.csv"; do
@@ -46,7 +49,7 @@ for c in "bench step" "data synth ou" "data inspect f.csv"; do
   # shellcheck disable=SC2086
   msg=$("$v" $c a.b=1 2>&1 > /dev/null) || rc=$?
   sub=${c#* }; name="${c%% *}"; [ "$name" = data ] && name="data ${sub%% *}"
-  [ "$rc" = 2 ] && printf '%s\n' "$msg" | grep -qF "vulpes $name: 'a.b=1': $name takes no key=value config overrides" ||
+  [ "$rc" = 2 ] && grep -qF "vulpes $name: 'a.b=1': $name takes no key=value config overrides" <<< "$msg" ||
     fail "vulpes $c a.b=1 (exit $rc): $msg"
 done
 echo "cli help: ${#want[@]} commands listed, each with --help; shared messages checked"
