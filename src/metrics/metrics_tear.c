@@ -29,28 +29,6 @@ static double lerp(double a, double b, double t) {
     return t >= 0.5 ? b - d * (1.0 - t) : a + d * t;
 }
 
-/* Skewness and excess kurtosis (population central moments) of the m valid values of x;
- * NaN for a constant series (scipy's answer too) or fewer than 2 values. */
-static void tear_moments(const double* x, int64_t n, int64_t m, double lo, double hi, vp_tear* out) {
-    if (m < 2 || lo == hi) return;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i)
-        if (!isnan(x[i])) sum += x[i];
-    const double mean = sum / (double)m;
-    double s2 = 0.0, s3 = 0.0, s4 = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        if (isnan(x[i])) continue;
-        const double e = x[i] - mean, e2 = e * e;
-        s2 += e2;
-        s3 += e2 * e;
-        s4 += e2 * e2;
-    }
-    const double m2 = s2 / (double)m;
-    if (!(m2 > 0.0)) return;
-    out->skewness = (s3 / (double)m) / (m2 * sqrt(m2));
-    out->excess_kurtosis = (s4 / (double)m) / (m2 * m2) - 3.0;
-}
-
 /* VaR and CVaR at 95 % from the m valid values of x, sorted into s [m]. */
 static void tear_tail(const double* x, int64_t n, int64_t m, double* s, vp_tear* out) {
     if (m < 2) return;
@@ -142,7 +120,14 @@ vp_status vp_tear_compute(const double* returns, const double* benchmark, int64_
         lo = fmin(lo, returns[i]), hi = fmax(hi, returns[i]);
         if (!isnan(benchmark[i])) out->n_pairs++;
     }
-    tear_moments(returns, n, out->n_valid, lo, hi, out);
+    // skewness and kurtosis: vp_perf's central moments of the valid returns (a constant shift
+    // such as the risk-free rate moves neither), NaN for a constant series as scipy says
+    if (out->n_valid >= 2 && lo != hi) {
+        vp_perf p;
+        VP_TRY(vp_perf_compute_rf(returns, n, ppy, 0.0, &p));
+        out->skewness = p.skewness;
+        out->excess_kurtosis = p.kurtosis - 3.0;
+    }
     if (out->n_valid >= 2) {
         double* s = (double*)malloc(sizeof(double) * (size_t)out->n_valid);
         VP_REQUIRE(s != NULL, VP_ERR_OOM, "tear-sheet statistics: a sorted copy of %lld returns",
