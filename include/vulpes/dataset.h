@@ -43,6 +43,10 @@ vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bar
  * warm-up and bars per year, for a backtest of bars a training split does not have to fit. */
 vp_status vp_train_data_prepare(vp_train_data* d, const vp_config* cfg, vp_bars* bars);
 
+/* The time split of n_bars bars under cfg's split.* keys after `warmup` bars, into *out: the
+ * one rule training and a backtest's span both use. */
+vp_status vp_train_data_split(const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* out);
+
 /* Bars of feature history a run reserves before its first decision under cfg: the features'
  * warm-up, and at least the model's window. */
 int64_t vp_train_data_warmup(const vp_config* cfg);

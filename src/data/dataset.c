@@ -139,17 +139,21 @@ vp_status vp_train_data_prepare(vp_train_data* d, const vp_config* cfg, vp_bars*
     return VP_OK;
 }
 
-vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bars* bars) {
-    VP_TRY(vp_train_data_prepare(d, cfg, bars));
-    // Time split after the warm-up.
+vp_status vp_train_data_split(const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* out) {
     vp_split_cfg sc;
     memset(&sc, 0, sizeof sc);
     sc.train_frac = cfg->split.train;
     sc.val_frac = cfg->split.val;
     sc.test_frac = cfg->split.test;
     sc.embargo = cfg->split.embargo;
-    sc.warmup = d->warmup;
-    vp_status s = vp_split_make(d->bars.n, &sc, &d->split);
+    sc.warmup = warmup;
+    return vp_split_make(n_bars, &sc, out);
+}
+
+vp_status vp_train_data_from_bars(vp_train_data* d, const vp_config* cfg, vp_bars* bars) {
+    VP_TRY(vp_train_data_prepare(d, cfg, bars));
+    // Time split after the warm-up.
+    vp_status s = vp_train_data_split(cfg, d->bars.n, d->warmup, &d->split);
     if (s != VP_OK) {
         const int64_t T = d->bars.n;
         vp_train_data_free(d);

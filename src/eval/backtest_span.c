@@ -43,14 +43,7 @@ static int64_t overlap_len(int64_t a, int64_t b, vp_span s) {
 
 /* The training run's split of all the bars, as vp_train_data_load makes it; into si. */
 static void training_split(const vp_config* cfg, const vp_bars* all, int64_t warm, vp_backtest_span_info* si) {
-    vp_split_cfg sc;
-    memset(&sc, 0, sizeof sc);
-    sc.train_frac = cfg->split.train;
-    sc.val_frac = cfg->split.val;
-    sc.test_frac = cfg->split.test;
-    sc.embargo = cfg->split.embargo;
-    sc.warmup = warm;
-    si->split_fits = vp_split_make(all->n, &sc, &si->split) == VP_OK;
+    si->split_fits = vp_train_data_split(cfg, all->n, warm, &si->split) == VP_OK;
     if (!si->split_fits) vp_clear_error();
 }
 
