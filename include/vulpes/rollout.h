@@ -110,6 +110,8 @@ typedef struct vp_rollout_cfg {
                                  f x initial_equity (always at or below 0) closes the window out */
     const int32_t* forced_actions; /* [b - a - 1, 4] host: the action at decision bar a + k instead of the
                                       model's (tests); NULL: the model's greedy choice */
+    int next_decision;        /* 1 (default): each window's decision for the bar after it (choice, margin,
+                                 scores); 0: none (a validation, which reads only the metrics) */
 } vp_rollout_cfg;
 
 /* Defaults: the config table's instrument, episode length and ruin fraction, sequential, chunk

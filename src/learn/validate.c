@@ -37,6 +37,7 @@ vp_status vp_validator_init(vp_validator** out, vp_backend* b, const vp_tensor* 
     v->cfg = vp_rollout_cfg_default();
     v->cfg.instrument = *inst;
     v->cfg.ruin_fraction = ruin_fraction;
+    v->cfg.next_decision = 0; /* only the metrics are read: no extra encoding per validation */
     v->cfg.n_windows = (window_bars <= 0 || window_bars > len - 1) ? 1 : (len - 1) / window_bars;
     v->cfg.episode_bars = (int32_t)(window_bars >= 1 && window_bars <= len - 1 ? window_bars : len - 1);
     vp_annual_given(d->periods_per_year, &v->cfg.annual);

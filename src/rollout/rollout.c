@@ -17,6 +17,7 @@ vp_rollout_cfg vp_rollout_cfg_default(void) {
     c.n_windows = 1;
     c.encode_chunk = VP_ROLLOUT_CHUNK;
     c.fused = 1;
+    c.next_decision = 1;
     vp_annual_given(252.0, &c.annual);
     return c;
 }

@@ -3,7 +3,8 @@
  * window's portfolio at that close — so a user can read the next action at the end of a
  * span. It is not traded. The window has then closed its position (its last step goes
  * flat), and its time left reads as for a window that goes on (capped at 1): the bar after
- * the span ends nothing. None after a ruin (the window stopped) or with forced actions.
+ * the span ends nothing. None after a ruin (the window stopped), with forced actions, or when
+ * the caller asks for none (vp_rollout_cfg.next_decision = 0: a validation).
  * The scores behind each window's choice are kept (vp_rollout_result.next_q).
  * Then every logged choice's margin is counted: the decisions and the fragile ones. */
 #include <math.h>
@@ -55,7 +56,7 @@ static void count_fragile(vp_rollout_result* out) {
 }
 
 vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
-    if (!r->pol) {
+    if (!r->pol || !r->cfg->next_decision) {
         count_fragile(out);
         return VP_OK;
     }
