@@ -307,9 +307,9 @@ vp_status vp_backtest_train_finish(void* ctx, const vp_train_end* end, cJSON* te
     // orders the leverage limit cut in the test span, before the run's closing lines
     char line[2048];
     if (s == VP_OK && r->cuts.orders > 0)
-        fprintf(stderr, "test span %s\n", vp_bt_cuts_line(r, "the strategy", &r->cuts, 10, line, sizeof line));
+        vp_log(VP_LOG_WARN, "test span %s", vp_bt_cuts_line(r, "the strategy", &r->cuts, 10, line, sizeof line));
     if (s == VP_OK && r->buy_hold_cuts.orders > 0)
-        fprintf(stderr, "test span %s\n", vp_bt_cuts_line(r, "buy & hold", &r->buy_hold_cuts, 10, line, sizeof line));
+        vp_log(VP_LOG_WARN, "test span %s", vp_bt_cuts_line(r, "buy & hold", &r->buy_hold_cuts, 10, line, sizeof line));
     free(yaml);
     if (s != VP_OK) return vp_error_context(s, "the files of the test span [%lld, %lld)", (long long)r->span.begin,
                                             (long long)r->span.end);
