@@ -6,6 +6,7 @@
 #   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|PROGRAM...]   (default: all)
 #   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
 #   step-sweep: vulpes bench step at B = 1024 .. 65536
+#   step-profile: the GPU time of every kernel of one learner step (Nsight Compute)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -54,6 +55,11 @@ for s in $steps; do
     torch-step)
       run bench_step build-gpu/vulpes bench step --backend cuda --json "$OUT/step.jsonl"
       run torch_step timeout 240 python3 bench/torch_step.py --vulpes "$OUT/step.jsonl" --json "$OUT/torch_step.jsonl" ;;
+    step-profile)
+      # every kernel of the first (eager, validation) step, timed alone by Nsight Compute
+      run ncu_step ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+        --launch-count "${VP_NCU_LAUNCHES:-600}" --log-file "$OUT/ncu_step.csv" build-gpu/vulpes bench step --backend cuda --iters 1
+      run ncu_summary python3 bench/ncu_kernels.py "$OUT/ncu_step.csv" ;;
     step-sweep)
       for B in 1024 4096 8192 16384 32768 65536; do
         run "bench_step_$B" build-gpu/vulpes bench step --backend cuda --batch "$B" --json "$OUT/step_sweep.jsonl"

@@ -110,17 +110,42 @@ vp_status vp_cpu_iqn_mix_forward(vp_backend* be, int64_t B, int T, int H, const 
 }
 
 vp_status vp_cpu_iqn_mix_backward(vp_backend* be, int64_t B, int T, int H, const float* h, const float* phi,
-                                  const float* d_out, float* d_h, float* d_phi) {
+                                  const float* d_out, float* d_h, float* d_phi, float* p_b) {
     (void)be;
     for (int64_t b = 0; b < B; ++b)
         for (int f = 0; f < H; ++f) {
-            float acc = 0.0f, hv = h[b * H + f];
+            float acc = 0.0f, pb = 0.0f, hv = h[b * H + f];
             for (int j = 0; j < T; ++j) {
                 int64_t r = (b * T + j) * H + f;
-                acc += d_out[r] * phi[r];
-                d_phi[r] = d_out[r] * hv;
+                const float g = d_out[r], p = phi[r];
+                acc += g * p;
+                const float dp = p > 0.0f ? g * hv : 0.0f;
+                d_phi[r] = dp;
+                pb += dp;
             }
             d_h[b * H + f] += acc;
+            p_b[b * H + f] = pb;
         }
+    return VP_OK;
+}
+
+vp_status vp_cpu_iqn_l2_backward(vp_backend* be, int64_t B, int T, int M, int A, const float* iq1, const float* dzq,
+                                 const float* w2, float* d_iq1, float* p_b) {
+    (void)be;
+    for (int64_t b = 0; b < B; ++b) {
+        float* pb = p_b + b * M;
+        for (int m = 0; m < M; ++m) pb[m] = 0.0f;
+        for (int j = 0; j < T; ++j) {
+            const int64_t r = b * T + j;
+            const float* dz = dzq + r * A;
+            for (int m = 0; m < M; ++m) {
+                float g = 0.0f;
+                for (int a = 0; a < A; ++a) g += dz[a] * w2[(int64_t)a * M + m];
+                g = iq1[r * M + m] > 0.0f ? g : 0.0f;
+                d_iq1[r * M + m] = g;
+                pb[m] += g;
+            }
+        }
+    }
     return VP_OK;
 }

@@ -78,20 +78,49 @@ __global__ void iqn_mix_kernel(const float* __restrict__ h, const float* phi, fl
     }
 }
 
-/* d_h[b, f] += sum_j d_out[b,j,f] phi[b,j,f]; d_phi = d_out * h; one thread per (sample, feature). */
+/* d_h[b, f] += sum_j d_out[b,j,f] phi[b,j,f]; d_phi = d_out * h * (phi > 0); p_b[b, f] = sum_j
+ * d_phi[b,j,f]; one thread per (sample, feature). */
 __global__ void iqn_mix_backward_kernel(const float* __restrict__ h, const float* __restrict__ phi,
-                                        const float* d_out, float* d_h, float* d_phi, int64_t B, int T, int H) {
+                                        const float* d_out, float* d_h, float* d_phi, float* p_b, int64_t B, int T,
+                                        int H) {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < B * H; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t b = i / H, f = i % H;
         const float hv = h[i];
-        float acc = 0.0f;
+        float acc = 0.0f, pb = 0.0f;
         for (int j = 0; j < T; ++j) {
             const int64_t r = (b * T + j) * H + f;
-            const float g = d_out[r];
-            acc += g * phi[r];
-            d_phi[r] = g * hv;
+            const float g = d_out[r], p = phi[r];
+            acc += g * p;
+            const float dp = p > 0.0f ? g * hv : 0.0f;
+            d_phi[r] = dp;
+            pb += dp;
         }
         d_h[i] += acc;
+        p_b[i] = pb;
+    }
+}
+
+/* d_iq1[r, m] = (iq1[r, m] > 0) sum_a dzq[r, a] w2[a, m]; p_b[b, m] = sum_j d_iq1[b*T+j, m]; one
+ * thread per (sample, unit), w2 [A, M] staged in shared memory (dynamic, A * M floats). */
+__global__ void iqn_l2_backward_kernel(const float* __restrict__ iq1, const float* __restrict__ dzq,
+                                       const float* __restrict__ w2, float* d_iq1, float* p_b, int64_t B, int T, int M,
+                                       int A) {
+    extern __shared__ float sw[];
+    for (int k = threadIdx.x; k < A * M; k += blockDim.x) sw[k] = w2[k];
+    __syncthreads();
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < B * M; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = i / M, m = i % M;
+        float pb = 0.0f;
+        for (int j = 0; j < T; ++j) {
+            const int64_t r = b * T + j;
+            const float* dz = dzq + r * A;
+            float g = 0.0f;
+            for (int a = 0; a < A; ++a) g += dz[a] * sw[a * M + m];
+            g = iq1[r * M + m] > 0.0f ? g : 0.0f;
+            d_iq1[r * M + m] = g;
+            pb += g;
+        }
+        p_b[i] = pb;
     }
 }
 
@@ -173,12 +202,25 @@ extern "C" vp_status vp_cuda_iqn_mix_forward(vp_backend* be, int64_t B, int T, i
 }
 
 extern "C" vp_status vp_cuda_iqn_mix_backward(vp_backend* be, int64_t B, int T, int H, const float* h,
-                                              const float* phi, const float* d_out, float* d_h, float* d_phi) {
-    VP_REQUIRE(h && phi && d_out && d_h && d_phi && B >= 1 && T >= 1 && H >= 1, VP_ERR_INVALID_ARG,
+                                              const float* phi, const float* d_out, float* d_h, float* d_phi,
+                                              float* p_b) {
+    VP_REQUIRE(h && phi && d_out && d_h && d_phi && p_b && B >= 1 && T >= 1 && H >= 1, VP_ERR_INVALID_ARG,
                "cuda iqn_mix_backward: bad arguments");
-    iqn_mix_backward_kernel<<<vp_cuda_grid(B * H, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(h, phi, d_out, d_h,
-                                                                                                  d_phi, B, T, H);
+    iqn_mix_backward_kernel<<<vp_cuda_grid(B * H, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(
+        h, phi, d_out, d_h, d_phi, p_b, B, T, H);
     VP_CUDA_CHECK_LAUNCH("iqn_mix_backward_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_iqn_l2_backward(vp_backend* be, int64_t B, int T, int M, int A, const float* iq1,
+                                             const float* dzq, const float* w2, float* d_iq1, float* p_b) {
+    VP_REQUIRE(iq1 && dzq && w2 && d_iq1 && p_b && B >= 1 && T >= 1 && M >= 1 && A >= 1, VP_ERR_INVALID_ARG,
+               "cuda iqn_l2_backward: bad arguments");
+    const size_t smem = sizeof(float) * (size_t)A * (size_t)M;
+    VP_REQUIRE(smem <= 48 * 1024, VP_ERR_SHAPE, "cuda iqn_l2_backward: %d x %d output weights exceed 48 KiB", A, M);
+    iqn_l2_backward_kernel<<<vp_cuda_grid(B * M, VP_CUDA_THREADS), VP_CUDA_THREADS, smem, STREAM(be)>>>(
+        iq1, dzq, w2, d_iq1, p_b, B, T, M, A);
+    VP_CUDA_CHECK_LAUNCH("iqn_l2_backward_kernel");
     return VP_OK;
 }
 

@@ -60,17 +60,21 @@ vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_a
     vp_tensor w1 = PV(IQN_L1_W), w2 = PV(IQN_L2_W), pw = PV(IQN_PHI_W);
     vp_tensor gw1 = GV(IQN_L1_W), gb1 = GV(IQN_L1_B), gw2 = GV(IQN_L2_W), gb2 = GV(IQN_L2_B);
     vp_tensor gpw = GV(IQN_PHI_W), gpb = GV(IQN_PHI_B);
-    // L2, relu, L1
-    VP_TRY(linear_backward(m, &iq1, &w2, &dzq, &gw2, &gb2, &d_iq1, 0.0f));
-    VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &iq1, &d_iq1, &d_iq1));
-    VP_TRY(linear_backward(m, &mix, &w1, &d_iq1, &gw1, &gb1, &d_mix, 0.0f));
-    // h * phi: d h accumulates into a->d_h
+    vp_tensor p_l1b = vp_acts_rows(&a->p_l1b, batch), p_phib = vp_acts_rows(&a->p_phib, batch);
+    // L2's weight and bias gradients; then d iq1 through L1's ReLU with L1's bias partials, one pass
+    VP_TRY(linear_backward(m, &iq1, &w2, &dzq, &gw2, &gb2, NULL, 0.0f));
+    VP_TRY(a->mops->iqn_l2_backward(be, batch, a->n_taus, (int)vp_tensor_cols(&iq1), A, (const float*)iq1.data,
+                                    (const float*)dzq.data, (const float*)w2.data, (float*)d_iq1.data,
+                                    (float*)p_l1b.data));
+    VP_TRY(linear_backward(m, &mix, &w1, &d_iq1, &gw1, NULL, &d_mix, 0.0f));
+    VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_l1b, &gb1));
+    // h * phi and phi's ReLU: d h accumulates into a->d_h, phi's bias partials per sample
     VP_TRY(a->mops->iqn_mix_backward(be, batch, a->n_taus, m->cfg.hidden, (const float*)a->h.data,
                                      (const float*)phi.data, (const float*)d_mix.data, (float*)a->d_h.data,
-                                     (float*)d_phi.data));
-    // relu and the cosine projection (no input gradient: taus are data)
-    VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &phi, &d_phi, &d_phi));
-    return linear_backward(m, &cosf, &pw, &d_phi, &gpw, &gpb, NULL, 0.0f);
+                                     (float*)d_phi.data, (float*)p_phib.data));
+    VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_phib, &gpb));
+    // the cosine projection (no input gradient: taus are data)
+    return linear_backward(m, &cosf, &pw, &d_phi, &gpw, NULL, NULL, 0.0f);
 }
 
 vp_status vp_model_gate_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {

@@ -99,11 +99,21 @@ typedef vp_status vp_mops_iqn_cos_fn(vp_backend* be, int64_t rows, int NC, const
 typedef vp_status vp_mops_iqn_mix_forward_fn(vp_backend* be, int64_t B, int T, int H, const float* h,
                                              const float* phi, float* out);
 
-/* Its backward: d_h[b, :] += sum_j d_out[b*T+j, :] phi[b*T+j, :] (accumulated);
- * d_phi = d_out * h (written; may alias d_out). h [B, H]; phi, d_out, d_phi [B*T, H]. */
+/* Its backward, through phi's ReLU too (phi = relu(.), so phi > 0 is the ReLU's mask):
+ * d_h[b, :] += sum_j d_out[b*T+j, :] phi[b*T+j, :] (accumulated);
+ * d_phi = d_out * h * (phi > 0) (written; may alias d_out), the gradient of phi's
+ * pre-activation; p_b[b, :] = sum_j d_phi[b*T+j, :] (written), the per-sample partials of
+ * phi's bias gradient. h [B, H]; phi, d_out, d_phi [B*T, H]; p_b [B, H]. */
 typedef vp_status vp_mops_iqn_mix_backward_fn(vp_backend* be, int64_t B, int T, int H, const float* h,
                                               const float* phi, const float* d_out, float* d_h,
-                                              float* d_phi);
+                                              float* d_phi, float* p_b);
+
+/* The IQN output layer's input gradient through the hidden layer's ReLU, in one pass:
+ * d_iq1[r, m] = (iq1[r, m] > 0) * sum_a dzq[r, a] w2[a, m] (a = 0, 1, ... in order) and the
+ * per-sample partials of the hidden bias gradient p_b[b, m] = sum_j d_iq1[b*T+j, m].
+ * iq1, d_iq1 [B*T, M]; dzq [B*T, A]; w2 [A, M]; p_b [B, M]. */
+typedef vp_status vp_mops_iqn_l2_backward_fn(vp_backend* be, int64_t B, int T, int M, int A, const float* iq1,
+                                             const float* dzq, const float* w2, float* d_iq1, float* p_b);
 
 /* Every kernel by name, in table order (the kit's list form, backend/kit.h): the table,
  * each backend's declarations and each backend's table are generated from this one list. */
@@ -111,7 +121,7 @@ typedef vp_status vp_mops_iqn_mix_backward_fn(vp_backend* be, int64_t B, int T, 
     X(f, i, window_index) X(f, i, take_last) X(f, i, add_last) X(f, i, conv_forward)             \
     X(f, i, conv_backward) X(f, i, scan_forward) X(f, i, scan_backward) X(f, i, dueling_forward) \
     X(f, i, dueling_backward) X(f, i, c51_q) X(f, i, iqn_cos) X(f, i, iqn_mix_forward)            \
-    X(f, i, iqn_mix_backward)
+    X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward)
 
 /* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
 #define VP_MOPS_DECLARE(prefix) VP_KERNEL_DECLARE(VP_MOPS_KERNELS, vp_mops, prefix)

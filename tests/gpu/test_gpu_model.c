@@ -272,7 +272,8 @@ static void run_case(const model_case* k) {
         double k_mixb;
         TIME_MS(k_mixb, vp_mops_cuda.iqn_mix_backward(g_gpu, B, k->T, c.hidden, (float*)ag->h.data,
                                                               (float*)ag->phi.data, (float*)ag->d_mix.data,
-                                                              (float*)ag->d_h.data, (float*)ag->d_phi.data));
+                                                              (float*)ag->d_h.data, (float*)ag->d_phi.data,
+                                                              (float*)ag->p_phib.data));
         printf("time %s kernels: conv fwd %.3f, scan fwd %.3f, scan bwd %.3f, conv bwd %.3f, iqn mix bwd %.3f ms\n",
                k->name, k_conv, k_scan, k_scanb, k_convb, k_mixb);
     }

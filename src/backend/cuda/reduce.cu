@@ -65,12 +65,19 @@ __global__ void col_partials_kernel(const float* __restrict__ x, const float* __
     }
 }
 
-/* out[j] = join over parts p = 0, 1, ... of part[p * n + j]. */
+/* out[j] = join over parts of part[p * n + j], in a fixed order: lane y of block (32, 32)
+ * joins parts y, y + 32, ... of its column in turn, then lane 0 joins the 32 lanes' values
+ * in lane order. Block x covers columns 32x .. 32x + 31. */
 __global__ void col_combine_kernel(const float* __restrict__ part, int64_t parts, int64_t n, int is_max, float* out) {
-    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
-        float acc = part[j];
-        for (int64_t p = 1; p < parts; ++p) acc = reduce_join(is_max, acc, part[p * n + j]);
+    __shared__ float sh[32][33];
+    const int64_t j = (int64_t)blockIdx.x * 32 + threadIdx.x;
+    float acc = is_max ? -INFINITY : 0.0f;
+    if (j < n)
+        for (int64_t p = threadIdx.y; p < parts; p += 32) acc = reduce_join(is_max, acc, part[p * n + j]);
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < n) {
+        for (int k = 1; k < 32; ++k) acc = reduce_join(is_max, acc, sh[k][threadIdx.x]);
         out[j] = acc;
     }
 }
@@ -178,11 +185,11 @@ vp_status vp_cuda_col_reduce(vp_backend* b, vp_cuda_col_mode mode, const float* 
     VP_CUDA_CHECK_LAUNCH("col_partials_kernel");
     if (parts == 1) return VP_OK;
     const int is_max = mode == VP_CUDA_COL_MAX;
-    const unsigned g = vp_cuda_grid(n, VP_CUDA_THREADS);
-    col_combine_kernel<<<g, VP_CUDA_THREADS, 0, c->stream>>>(d0, parts, n, is_max, out0);
+    const dim3 g((unsigned)((n + 31) / 32)), cb(32, 32);
+    col_combine_kernel<<<g, cb, 0, c->stream>>>(d0, parts, n, is_max, out0);
     VP_CUDA_CHECK_LAUNCH("col_combine_kernel");
     if (nout == 2) {
-        col_combine_kernel<<<g, VP_CUDA_THREADS, 0, c->stream>>>(d1, parts, n, 0, out1);
+        col_combine_kernel<<<g, cb, 0, c->stream>>>(d1, parts, n, 0, out1);
         VP_CUDA_CHECK_LAUNCH("col_combine_kernel");
     }
     return VP_OK;
