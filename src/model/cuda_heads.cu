@@ -60,21 +60,42 @@ __global__ void c51_q_kernel(const float* __restrict__ logp, float* q, int64_t r
     }
 }
 
-/* out[r, i] = cos(tau[r] * float(pi * i)); one thread per element. */
+/* Row-wise kernels below run blocks of ROW_X x ROW_Y threads: threadIdx.y picks a row
+ * (grid-stride over rows), threadIdx.x strides its columns, so no thread divides per element. */
+#define ROW_X 64
+#define ROW_Y 4
+
+/* The grid of a row-wise kernel over `rows` rows. */
+static unsigned row_blocks(int64_t rows) {
+    int64_t g = (rows + ROW_Y - 1) / ROW_Y;
+    return (unsigned)(g > 65535 * 8 ? 65535 * 8 : g);
+}
+
+/* out[r, i] = cos(tau[r] * float(pi * i)); a row per threadIdx.y. */
 __global__ void iqn_cos_kernel(const float* __restrict__ tau, float* out, int64_t rows, int NC) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < rows * NC;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int k = (int)(i % NC);
-        out[i] = cosf(tau[i / NC] * (float)(3.14159265358979323846 * k));
+    for (int64_t r = (int64_t)blockIdx.x * ROW_Y + threadIdx.y; r < rows; r += (int64_t)gridDim.x * ROW_Y) {
+        const float t = tau[r];
+        for (int k = threadIdx.x; k < NC; k += ROW_X) out[r * NC + k] = cosf(t * (float)(3.14159265358979323846 * k));
     }
 }
 
-/* out[b*T + j, f] = h[b, f] * phi[b*T + j, f]; one thread per element (out may alias phi). */
-__global__ void iqn_mix_kernel(const float* __restrict__ h, const float* phi, float* out, int64_t B, int T, int H) {
-    const int64_t n = B * T * H;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t f = i % H, b = i / ((int64_t)T * H);
-        out[i] = h[b * H + f] * phi[i];
+/* out[b*T + j, f] = h[b, f] * phi[b*T + j, f]; a row per threadIdx.y (out may alias phi), four
+ * columns per thread and turn when `vec` (H a multiple of 4 and the pointers 16-byte aligned). */
+__global__ void iqn_mix_kernel(const float* __restrict__ h, const float* phi, float* out, int64_t B, int T, int H,
+                               int vec) {
+    for (int64_t r = (int64_t)blockIdx.x * ROW_Y + threadIdx.y; r < B * T; r += (int64_t)gridDim.x * ROW_Y) {
+        const float* hb = h + (r / T) * H;
+        if (vec) {
+            const float4* h4 = (const float4*)hb;
+            const float4* p4 = (const float4*)(phi + r * H);
+            float4* o4 = (float4*)(out + r * H);
+            for (int f = threadIdx.x; f < H / 4; f += ROW_X) {
+                const float4 x = p4[f], y = h4[f];
+                o4[f] = make_float4(y.x * x.x, y.y * x.y, y.z * x.z, y.w * x.w);
+            }
+        } else {
+            for (int f = threadIdx.x; f < H; f += ROW_X) out[r * H + f] = hb[f] * phi[r * H + f];
+        }
     }
 }
 
@@ -100,27 +121,32 @@ __global__ void iqn_mix_backward_kernel(const float* __restrict__ h, const float
     }
 }
 
-/* d_iq1[r, m] = (iq1[r, m] > 0) sum_a dzq[r, a] w2[a, m]; p_b[b, m] = sum_j d_iq1[b*T+j, m]; one
- * thread per (sample, unit), w2 [A, M] staged in shared memory (dynamic, A * M floats). */
+/* d_iq1[r, m] = (iq1[r, m] > 0) sum_a dzq[r, a] w2[a, m]; p_b[b, m] = sum_j d_iq1[b*T+j, m]. A
+ * block per sample (grid-stride), a thread per unit m (striding by blockDim); w2 [A, M] and
+ * the sample's dzq rows [T, A] staged in shared memory (dynamic: A * M + T * A floats). */
 __global__ void iqn_l2_backward_kernel(const float* __restrict__ iq1, const float* __restrict__ dzq,
                                        const float* __restrict__ w2, float* d_iq1, float* p_b, int64_t B, int T, int M,
                                        int A) {
     extern __shared__ float sw[];
+    float* sdz = sw + A * M;
     for (int k = threadIdx.x; k < A * M; k += blockDim.x) sw[k] = w2[k];
-    __syncthreads();
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < B * M; i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t b = i / M, m = i % M;
-        float pb = 0.0f;
-        for (int j = 0; j < T; ++j) {
-            const int64_t r = b * T + j;
-            const float* dz = dzq + r * A;
-            float g = 0.0f;
-            for (int a = 0; a < A; ++a) g += dz[a] * sw[a * M + m];
-            g = iq1[r * M + m] > 0.0f ? g : 0.0f;
-            d_iq1[r * M + m] = g;
-            pb += g;
+    for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
+        __syncthreads(); // the previous sample's dzq rows are no longer read
+        for (int k = threadIdx.x; k < T * A; k += blockDim.x) sdz[k] = dzq[b * T * A + k];
+        __syncthreads();
+        for (int m = threadIdx.x; m < M; m += blockDim.x) {
+            float pb = 0.0f;
+            for (int j = 0; j < T; ++j) {
+                const int64_t r = b * T + j;
+                const float* dz = sdz + j * A;
+                float g = 0.0f;
+                for (int a = 0; a < A; ++a) g += dz[a] * sw[a * M + m];
+                g = iq1[r * M + m] > 0.0f ? g : 0.0f;
+                d_iq1[r * M + m] = g;
+                pb += g;
+            }
+            p_b[b * M + m] = pb;
         }
-        p_b[i] = pb;
     }
 }
 
@@ -188,7 +214,7 @@ extern "C" vp_status vp_cuda_c51_q(vp_backend* be, int64_t rows, int Z, float v_
 
 extern "C" vp_status vp_cuda_iqn_cos(vp_backend* be, int64_t rows, int NC, const float* tau, float* out) {
     VP_REQUIRE(tau && out && rows >= 1 && NC >= 1, VP_ERR_INVALID_ARG, "cuda iqn_cos: bad arguments");
-    iqn_cos_kernel<<<vp_cuda_grid(rows * NC, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(tau, out, rows, NC);
+    iqn_cos_kernel<<<row_blocks(rows), dim3(ROW_X, ROW_Y), 0, STREAM(be)>>>(tau, out, rows, NC);
     VP_CUDA_CHECK_LAUNCH("iqn_cos_kernel");
     return VP_OK;
 }
@@ -196,7 +222,8 @@ extern "C" vp_status vp_cuda_iqn_cos(vp_backend* be, int64_t rows, int NC, const
 extern "C" vp_status vp_cuda_iqn_mix_forward(vp_backend* be, int64_t B, int T, int H, const float* h, const float* phi,
                                              float* out) {
     VP_REQUIRE(h && phi && out && B >= 1 && T >= 1 && H >= 1, VP_ERR_INVALID_ARG, "cuda iqn_mix_forward: bad arguments");
-    iqn_mix_kernel<<<vp_cuda_grid(B * T * H, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(h, phi, out, B, T, H);
+    const int vec = H % 4 == 0 && ((uintptr_t)h | (uintptr_t)phi | (uintptr_t)out) % 16 == 0;
+    iqn_mix_kernel<<<row_blocks(B * T), dim3(ROW_X, ROW_Y), 0, STREAM(be)>>>(h, phi, out, B, T, H, vec);
     VP_CUDA_CHECK_LAUNCH("iqn_mix_kernel");
     return VP_OK;
 }
@@ -216,10 +243,12 @@ extern "C" vp_status vp_cuda_iqn_l2_backward(vp_backend* be, int64_t B, int T, i
                                              const float* dzq, const float* w2, float* d_iq1, float* p_b) {
     VP_REQUIRE(iq1 && dzq && w2 && d_iq1 && p_b && B >= 1 && T >= 1 && M >= 1 && A >= 1, VP_ERR_INVALID_ARG,
                "cuda iqn_l2_backward: bad arguments");
-    const size_t smem = sizeof(float) * (size_t)A * (size_t)M;
-    VP_REQUIRE(smem <= 48 * 1024, VP_ERR_SHAPE, "cuda iqn_l2_backward: %d x %d output weights exceed 48 KiB", A, M);
-    iqn_l2_backward_kernel<<<vp_cuda_grid(B * M, VP_CUDA_THREADS), VP_CUDA_THREADS, smem, STREAM(be)>>>(
-        iq1, dzq, w2, d_iq1, p_b, B, T, M, A);
+    const size_t smem = sizeof(float) * ((size_t)A * (size_t)M + (size_t)T * (size_t)A);
+    VP_REQUIRE(smem <= 48 * 1024, VP_ERR_SHAPE,
+               "cuda iqn_l2_backward: %d x %d output weights and %d x %d quantile gradients exceed 48 KiB", A, M, T, A);
+    const int threads = M >= 256 ? 256 : (M + 31) / 32 * 32;
+    const unsigned blocks = (unsigned)(B < 1048576 ? B : 1048576);
+    iqn_l2_backward_kernel<<<blocks, threads, smem, STREAM(be)>>>(iq1, dzq, w2, d_iq1, p_b, B, T, M, A);
     VP_CUDA_CHECK_LAUNCH("iqn_l2_backward_kernel");
     return VP_OK;
 }

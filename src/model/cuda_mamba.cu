@@ -36,23 +36,37 @@ __device__ __forceinline__ float conv_at(const float* in, int64_t L, const float
 
 /* ---- conv ---------------------------------------------------------------------------------- */
 
-/* x, B channels at every step (B*K*XB items), then C channels at the last step (B*N). */
+/* Blocks of CONV_X x CONV_Y threads: threadIdx.y picks a row (grid-stride), threadIdx.x
+ * strides its channels, so a thread divides once per row, not per element. */
+#define CONV_X 64
+#define CONV_Y 4
+
+/* Rows 0 .. B*K-1: the x, B channels of step t = r % K of sample r / K; rows B*K .. B*K+B-1:
+ * the C channels at the last step of sample r - B*K. */
 __global__ void conv_forward_kernel(vp_mamba_dims d, const float* __restrict__ xbcdt, const float* __restrict__ w,
                                     const float* __restrict__ bias, float* xb_pre, float* xb, float* c_pre, float* c) {
     const int K = d.window, N = d.state, CW = d.conv;
-    const int64_t XB = d.hidden + N, L = XB + N + d.heads, nxb = d.batch * K * XB, n = nxb + d.batch * N;
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        if (i < nxb) {
-            const int64_t r = i / XB, ch = i % XB, b = r / K;
-            const int t = (int)(r % K);
-            const float pre = conv_at(xbcdt + b * K * L + ch, L, w + ch * CW, bias[ch], t, CW);
-            if (xb_pre) xb_pre[i] = pre;
-            xb[i] = pre * sigm(pre);
+    const int64_t XB = d.hidden + N, L = XB + N + d.heads, nr = d.batch * K;
+    for (int64_t r = (int64_t)blockIdx.x * CONV_Y + threadIdx.y; r < nr + d.batch; r += (int64_t)gridDim.x * CONV_Y) {
+        if (r < nr) {
+            const int64_t b = r / K;
+            const int t = (int)(r - b * K);
+            const float* win = xbcdt + b * K * L;
+            for (int64_t ch = threadIdx.x; ch < XB; ch += CONV_X) {
+                const float pre = conv_at(win + ch, L, w + ch * CW, bias[ch], t, CW);
+                const int64_t i = r * XB + ch;
+                if (xb_pre) xb_pre[i] = pre;
+                xb[i] = pre * sigm(pre);
+            }
         } else {
-            const int64_t k = i - nxb, b = k / N, ch = XB + k % N;
-            const float pre = conv_at(xbcdt + b * K * L + ch, L, w + ch * CW, bias[ch], K - 1, CW);
-            if (c_pre) c_pre[k] = pre;
-            c[k] = pre * sigm(pre);
+            const int64_t b = r - nr;
+            const float* win = xbcdt + b * K * L;
+            for (int64_t k = threadIdx.x; k < N; k += CONV_X) {
+                const int64_t ch = XB + k;
+                const float pre = conv_at(win + ch, L, w + ch * CW, bias[ch], K - 1, CW);
+                if (c_pre) c_pre[b * N + k] = pre;
+                c[b * N + k] = pre * sigm(pre);
+            }
         }
     }
 }
@@ -262,9 +276,9 @@ extern "C" vp_status vp_cuda_conv_forward(vp_backend* be, const vp_mamba_dims* d
                                           const float* bias, float* xb_pre, float* xb, float* c_pre, float* c) {
     VP_TRY(check_dims("cuda conv_forward", d));
     VP_REQUIRE(xbcdt && w && bias && xb && c, VP_ERR_INVALID_ARG, "cuda conv_forward: NULL pointer");
-    const int64_t n = d->batch * ((int64_t)d->window * (d->hidden + d->state) + d->state);
-    conv_forward_kernel<<<vp_cuda_grid(n, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(*d, xbcdt, w, bias, xb_pre,
-                                                                                          xb, c_pre, c);
+    const int64_t rows = d->batch * ((int64_t)d->window + 1), g = (rows + CONV_Y - 1) / CONV_Y;
+    conv_forward_kernel<<<(unsigned)(g < 65535 * 8 ? g : 65535 * 8), dim3(CONV_X, CONV_Y), 0, STREAM(be)>>>(
+        *d, xbcdt, w, bias, xb_pre, xb, c_pre, c);
     VP_CUDA_CHECK_LAUNCH("conv_forward_kernel");
     return VP_OK;
 }
