@@ -184,6 +184,54 @@ static void test_iqn_piece(void) {
     rig_free(&r);
 }
 
+/* Norm-wise relative error of n floats against n floats. */
+static double rel_f32(const float* got, const float* want, int64_t n) {
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        num += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+        den += (double)want[i] * want[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* The one-pass IQN embedding's CPU reference (what the CUDA kernel is checked against)
+ * against the op path's cosines, phi and mix; mix alone (no cosines or phi asked) is the
+ * same bits. */
+static void test_iqn_embed_reference(void) {
+    const int64_t B = 3;
+    const int T = 4;
+    rig r;
+    CHECK(rig_init(&r, B, T), "rig: %s", vp_last_error());
+    if (!r.a) {
+        rig_free(&r);
+        return;
+    }
+    const vp_model_cfg* c = &r.m.cfg;
+    const int64_t H = c->hidden, Q = B * T, NC = c->iqn_cos;
+    float* taus = (float*)calloc((size_t)Q, sizeof(float));
+    for (int64_t i = 0; i < Q; ++i) taus[i] = 0.01f + 0.98f * (float)((i * 7) % Q) / (float)Q;
+    for (int64_t i = 0; i < B * H; ++i) ((float*)r.a->h.data)[i] = -1.5f + 3.0f * (float)((i * 5) % 11) / 11.0f;
+    vp_tensor taus_t = vp_tensor_2d(taus, VP_F32, VP_MEM_HOST, B, T);
+    CHECK_OK(vp_model_iqn_forward(&r.m, &r.m.params, r.a, &taus_t, B, T));
+    float *cosf = (float*)calloc((size_t)(Q * NC), sizeof(float)), *phi = (float*)calloc((size_t)(Q * H), sizeof(float));
+    float *mix = (float*)calloc((size_t)(Q * H), sizeof(float)), *mix2 = (float*)calloc((size_t)(Q * H), sizeof(float));
+    const float* P = (const float*)r.m.params.data;
+    const float* pw = P + vp_model_find_param(&r.m, "iqn.phi.w")->offset;
+    const float* pb = P + vp_model_find_param(&r.m, "iqn.phi.b")->offset;
+    const vp_iqn_dims d = {B, T, (int)NC, (int)H};
+    CHECK_OK(vp_mops_cpu.iqn_embed(NULL, &d, taus, (const float*)r.a->h.data, pw, pb, cosf, phi, mix));
+    CHECK_OK(vp_mops_cpu.iqn_embed(NULL, &d, taus, (const float*)r.a->h.data, pw, pb, NULL, NULL, mix2));
+    CHECK(rel_f32(cosf, (const float*)r.a->cosf.data, Q * NC) == 0.0, "cosines equal the op path's");
+    double e_phi = rel_f32(phi, (const float*)r.a->phi.data, Q * H), e_mix = rel_f32(mix, (const float*)r.a->mix.data, Q * H);
+    CHECK(e_phi < FWD_TOL && e_mix < FWD_TOL, "phi rel err %.3g, mix %.3g against the op path", e_phi, e_mix);
+    CHECK(memcmp(mix, mix2, sizeof(float) * (size_t)(Q * H)) == 0, "mix without cosines or phi is the same");
+    int live = 0;
+    for (int64_t i = 0; i < Q * H; ++i) live += phi[i] > 0.0f;
+    CHECK(live > 0 && live < Q * H, "the ReLU cuts some of phi and keeps some (%d of %lld)", live, (long long)(Q * H));
+    free(taus), free(cosf), free(phi), free(mix), free(mix2);
+    rig_free(&r);
+}
+
 /* The cosine embedding: cos(pi i tau), i from 0 (the first feature is 1). */
 static void test_iqn_cos(void) {
     const float tau[2] = {0.25f, 0.5f};
@@ -197,6 +245,7 @@ static void test_iqn_cos(void) {
 int main(void) {
     RUN_TEST(test_combine_piece);
     RUN_TEST(test_iqn_piece);
+    RUN_TEST(test_iqn_embed_reference);
     RUN_TEST(test_iqn_cos);
     return vpt_finish();
 }

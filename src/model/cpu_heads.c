@@ -129,6 +129,29 @@ vp_status vp_cpu_iqn_mix_backward(vp_backend* be, int64_t B, int T, int H, const
     return VP_OK;
 }
 
+vp_status vp_cpu_iqn_embed(vp_backend* be, const vp_iqn_dims* d, const float* tau, const float* h, const float* pw,
+                           const float* pb, float* cosf_out, float* phi_out, float* mix) {
+    (void)be;
+    VP_REQUIRE(d && tau && h && pw && pb && mix && d->batch >= 1 && d->taus >= 1 && d->cos >= 1 && d->cos <= 1024 &&
+                   d->hidden >= 1,
+               VP_ERR_INVALID_ARG, "cpu iqn_embed: bad arguments");
+    const int NC = d->cos, H = d->hidden;
+    float c[1024];
+    for (int64_t r = 0; r < d->batch * d->taus; ++r) {
+        const float* hb = h + (r / d->taus) * H;
+        for (int i = 0; i < NC; ++i) c[i] = cosf(tau[r] * (float)(3.14159265358979323846 * i));
+        for (int i = 0; cosf_out && i < NC; ++i) cosf_out[r * NC + i] = c[i];
+        for (int n = 0; n < H; ++n) {
+            float acc = 0.0f;
+            for (int k = 0; k < NC; ++k) acc += c[k] * pw[(int64_t)n * NC + k];
+            const float p = fmaxf(acc + pb[n], 0.0f);
+            if (phi_out) phi_out[r * H + n] = p;
+            mix[r * H + n] = hb[n] * p;
+        }
+    }
+    return VP_OK;
+}
+
 vp_status vp_cpu_iqn_l2_backward(vp_backend* be, int64_t B, int T, int M, int A, const float* iq1, const float* dzq,
                                  const float* w2, float* d_iq1, float* p_b) {
     (void)be;

@@ -1,6 +1,7 @@
 /* Internal: the CUDA implementations of the model kernels, vp_cuda_<kernel> for every
  * kernel of mops.h (their contracts are there): cuda_mamba.cu has conv and scan,
- * cuda_heads.cu the rest and the vp_mops_cuda table (declared in mops.h). Each launcher
+ * cuda_iqn.cu the one-pass IQN embedding, cuda_heads.cu the rest and the vp_mops_cuda
+ * table (declared in mops.h). Each launcher
  * checks its preconditions, runs on the backend's stream and checks the launch. */
 #ifndef VULPES_MODEL_CUDA_MOPS_H
 #define VULPES_MODEL_CUDA_MOPS_H

@@ -103,6 +103,14 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
     return a->mops->c51_q(be, batch * A, c->n_atoms, c->v_min, c->v_max, (const float*)logp.data, (float*)a->q.data);
 }
 
+/* Whether the IQN embedding runs as the one-pass CUDA kernel: TF32 products on a CUDA backend
+ * at the widths it is built for (mops.h). The CPU keeps the op path, whose row-exact products
+ * the rollouts rely on; FP32 runs keep it too. */
+static int iqn_embed_one_pass(const vp_model* m) {
+    return vp_backend_get_kind(m->backend) == VP_BACKEND_CUDA && m->precision == VP_PREC_TF32 &&
+           m->cfg.iqn_cos == VP_IQN_EMBED_NC && m->cfg.hidden == VP_IQN_EMBED_H;
+}
+
 vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* taus,
                                int64_t batch, int n_taus) {
     vp_backend* be = m->backend;
@@ -112,12 +120,21 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
     vp_tensor iq1 = vp_acts_rows(&a->iq1, Q), zq = vp_acts_rows(&a->zq, Q);
     vp_tensor pw = PV(IQN_PHI_W), pb = PV(IQN_PHI_B), w1 = PV(IQN_L1_W), b1 = PV(IQN_L1_B);
     vp_tensor w2 = PV(IQN_L2_W), b2 = PV(IQN_L2_B);
-    // phi(tau) = relu(Linear(cos(pi i tau)))
-    VP_TRY(a->mops->iqn_cos(be, Q, c->iqn_cos, (const float*)taus->data, (float*)cosf.data));
-    VP_TRY(linear(m, &cosf, &pw, &pb, VP_EPI_BIAS_RELU, 0.0f, &phi));
+    if (iqn_embed_one_pass(m)) {
+        // h * relu(Linear(cos(pi i tau))) in one kernel; cosines and phi kept only for a backward
+        const vp_iqn_dims d = {batch, n_taus, c->iqn_cos, c->hidden};
+        const int keep = a->for_backward;
+        VP_TRY(a->mops->iqn_embed(be, &d, (const float*)taus->data, (const float*)a->h.data, (const float*)pw.data,
+                                  (const float*)pb.data, keep ? (float*)cosf.data : NULL,
+                                  keep ? (float*)phi.data : NULL, (float*)mix.data));
+    } else {
+        // phi(tau) = relu(Linear(cos(pi i tau))), then h * phi
+        VP_TRY(a->mops->iqn_cos(be, Q, c->iqn_cos, (const float*)taus->data, (float*)cosf.data));
+        VP_TRY(linear(m, &cosf, &pw, &pb, VP_EPI_BIAS_RELU, 0.0f, &phi));
+        VP_TRY(a->mops->iqn_mix_forward(be, batch, n_taus, c->hidden, (const float*)a->h.data,
+                                        (const float*)phi.data, (float*)mix.data));
+    }
     // Z_tau = L2(relu(L1(h * phi)))
-    VP_TRY(a->mops->iqn_mix_forward(be, batch, n_taus, c->hidden, (const float*)a->h.data, (const float*)phi.data,
-                                    (float*)mix.data));
     VP_TRY(linear(m, &mix, &w1, &b1, VP_EPI_BIAS_RELU, 0.0f, &iq1));
     return linear(m, &iq1, &w2, &b2, VP_EPI_BIAS, 0.0f, &zq);
 }

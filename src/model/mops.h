@@ -115,13 +115,34 @@ typedef vp_status vp_mops_iqn_mix_backward_fn(vp_backend* be, int64_t B, int T, 
 typedef vp_status vp_mops_iqn_l2_backward_fn(vp_backend* be, int64_t B, int T, int M, int A, const float* iq1,
                                              const float* dzq, const float* w2, float* d_iq1, float* p_b);
 
+/* Extents of the IQN embedding: rows r = b*T + j of B samples with T taus each. */
+typedef struct vp_iqn_dims {
+    int64_t batch; /* B samples */
+    int taus;      /* T taus per sample */
+    int cos;       /* NC cosine features */
+    int hidden;    /* H: phi width (= the encoder's width) */
+} vp_iqn_dims;
+
+/* The widths the CUDA one-pass embedding is built for (the default model); the model takes
+ * the op path (cosines, GEMM, mix) at other widths. */
+#define VP_IQN_EMBED_NC 64
+#define VP_IQN_EMBED_H 256
+
+/* The IQN embedding in one pass, for every row r of B*T: cosf[r, i] = cos(tau[r] float(pi i)),
+ * phi = relu(cosf pw^T + pb) [., H], mix = h[r / T] * phi. mix [B*T, H] always; cosf
+ * [B*T, NC] and phi [B*T, H] where not NULL (what a backward reads). tau [B*T]; h [B, H];
+ * pw [H, NC]; pb [H]. On CUDA the product runs on TF32 tensor cores and only the
+ * VP_IQN_EMBED_* widths are accepted; the CPU's is the FP32 reference of any width. */
+typedef vp_status vp_mops_iqn_embed_fn(vp_backend* be, const vp_iqn_dims* d, const float* tau, const float* h,
+                                       const float* pw, const float* pb, float* cosf, float* phi, float* mix);
+
 /* Every kernel by name, in table order (the kit's list form, backend/kit.h): the table,
  * each backend's declarations and each backend's table are generated from this one list. */
 #define VP_MOPS_KERNELS(X, f, i)                                                                 \
     X(f, i, window_index) X(f, i, take_last) X(f, i, add_last) X(f, i, conv_forward)             \
     X(f, i, conv_backward) X(f, i, scan_forward) X(f, i, scan_backward) X(f, i, dueling_forward) \
     X(f, i, dueling_backward) X(f, i, c51_q) X(f, i, iqn_cos) X(f, i, iqn_mix_forward)            \
-    X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward)
+    X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward) X(f, i, iqn_embed)
 
 /* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
 #define VP_MOPS_DECLARE(prefix) VP_KERNEL_DECLARE(VP_MOPS_KERNELS, vp_mops, prefix)

@@ -288,6 +288,60 @@ static void test_model_parity(void) {
     for (int i = 0; i < N_CASES; ++i) run_case(&CASES[i]);
 }
 
+/* The one-pass IQN embedding (cuda_iqn.cu) against its CPU reference (cpu_heads.c) at the
+ * widths it is built for, with cosines and phi written and with mix alone (the same bits);
+ * B * T = 385 leaves a partial tile of 1 row. Tolerances: cosines 1e-6 (the same cosf),
+ * phi and mix 1e-2 (TF32 products, as for the network). */
+static void test_iqn_embed_gpu(void) {
+    const int64_t Bs[2] = {8192, 77};
+    const int Ts[2] = {64, 5};
+    for (int k = 0; k < 2; ++k) {
+        const int64_t B = Bs[k], Q = B * Ts[k];
+        const int NC = VP_IQN_EMBED_NC, H = VP_IQN_EMBED_H;
+        const vp_iqn_dims d = {B, Ts[k], NC, H};
+        char cas[48];
+        snprintf(cas, sizeof cas, "B %lld T %d", (long long)B, Ts[k]);
+        twin tau, h, pw, pb, cosf, phi, mix, mix2;
+        twin_1d(&tau, VP_F32, Q), twin_2d(&h, VP_F32, B, H), twin_2d(&pw, VP_F32, H, NC), twin_1d(&pb, VP_F32, H);
+        twin_2d(&cosf, VP_F32, Q, NC), twin_2d(&phi, VP_F32, Q, H), twin_2d(&mix, VP_F32, Q, H);
+        twin_2d(&mix2, VP_F32, Q, H);
+        twin_rand(&tau, 0.0f, 1.0f), twin_rand(&h, -1.5f, 1.5f);
+        twin_rand(&pw, -0.125f, 0.125f), twin_rand(&pb, -0.125f, 0.125f);
+        twin_poison(&cosf), twin_poison(&phi), twin_poison(&mix), twin_poison(&mix2);
+        CHECK_OK(vp_mops_cpu.iqn_embed(g_cpu, &d, (const float*)tau.h.data, (const float*)h.h.data,
+                                       (const float*)pw.h.data, (const float*)pb.h.data, (float*)cosf.h.data,
+                                       (float*)phi.h.data, (float*)mix.h.data));
+        CHECK_OK(vp_mops_cuda.iqn_embed(g_gpu, &d, (const float*)tau.d.data, (const float*)h.d.data,
+                                        (const float*)pw.d.data, (const float*)pb.d.data, (float*)cosf.d.data,
+                                        (float*)phi.d.data, (float*)mix.d.data));
+        CHECK_OK(vp_mops_cuda.iqn_embed(g_gpu, &d, (const float*)tau.d.data, (const float*)h.d.data,
+                                        (const float*)pw.d.data, (const float*)pb.d.data, NULL, NULL,
+                                        (float*)mix2.d.data));
+        CHECK_OK(vp_backend_sync(g_gpu));
+        compare("iqn embed cosf", cas, &cosf.h, &cosf.d, Q * NC, 1e-6);
+        compare("iqn embed phi", cas, &phi.h, &phi.d, Q * H, 1e-2);
+        compare("iqn embed mix", cas, &mix.h, &mix.d, Q * H, 1e-2);
+        float *a1 = (float*)twin_fetch(&mix), *a2 = (float*)twin_fetch(&mix2);
+        CHECK(a1 && a2 && memcmp(a1, a2, sizeof(float) * (size_t)(Q * H)) == 0,
+              "iqn embed %s: mix without cosines or phi differs", cas);
+        free(a1), free(a2);
+        if (B >= 8192) {
+            double t_all, t_mix;
+            TIME_MS(t_all, vp_mops_cuda.iqn_embed(g_gpu, &d, (const float*)tau.d.data, (const float*)h.d.data,
+                                                  (const float*)pw.d.data, (const float*)pb.d.data,
+                                                  (float*)cosf.d.data, (float*)phi.d.data, (float*)mix.d.data));
+            TIME_MS(t_mix, vp_mops_cuda.iqn_embed(g_gpu, &d, (const float*)tau.d.data, (const float*)h.d.data,
+                                                  (const float*)pw.d.data, (const float*)pb.d.data, NULL, NULL,
+                                                  (float*)mix2.d.data));
+            const double gb_all = 4.0 * (double)Q * (NC + 2.0 * H) / 1e9, gb_mix = 4.0 * (double)Q * H / 1e9;
+            printf("time iqn embed %s: cosines + phi + mix %.3f ms (%.2f TB/s written), mix only %.3f ms (%.2f TB/s)\n",
+                   cas, t_all, gb_all / t_all, t_mix, gb_mix / t_mix);
+        }
+        twin* all[8] = {&tau, &h, &pw, &pb, &cosf, &phi, &mix, &mix2};
+        for (int i = 0; i < 8; ++i) twin_free(all[i]);
+    }
+}
+
 /* A = -1, dt = 0.5, B = C = 1, D = 0, u = [1, 0, 0]: y = [0.5, 0.303265, 0.183940]. */
 static void test_scan_oracle_gpu(void) {
     const double want[3] = {0.5, 0.303265, 0.183940};
@@ -323,6 +377,7 @@ static void test_scan_oracle_gpu(void) {
 int main(void) {
     gpu_setup("test_gpu_model");
     RUN_TEST(test_scan_oracle_gpu);
+    RUN_TEST(test_iqn_embed_gpu);
     RUN_TEST(test_model_parity);
     gpu_teardown();
     return vpt_finish();
