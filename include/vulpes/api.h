@@ -112,6 +112,7 @@ int vp_api_env_info(const vp_api_env* e, const char* name, int64_t* out);
  *   "reward"    float [n]       the last step's reward
  *   "done"      float [n]       1 where the last step ended an episode (the env restarted)
  *   "actions"   int32 [n, 4]    the caller writes the next step's choices here
+ *   "features"  float [T, F]    the market's feature matrix (read only), T its bars
  * Returns the pointer, or NULL (error set) for an unknown name. */
 void* vp_api_env_buffer(vp_api_env* e, const char* name, int* dtype, int* ndim, int64_t* shape /* [3] */);
 

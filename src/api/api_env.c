@@ -174,16 +174,16 @@ void* vp_api_env_buffer(vp_api_env* e, const char* name, int* dtype, int* ndim, 
         vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE, "vp_api_env_buffer: NULL argument");
         return NULL;
     }
-    for (int i = 0; i < BUF_COUNT; ++i)
-        if (strcmp(name, BUF_NAMES[i]) == 0) {
-            const vp_tensor* t = &e->buf[i];
+    for (int i = 0; i <= BUF_COUNT; ++i)
+        if (strcmp(name, i < BUF_COUNT ? BUF_NAMES[i] : "features") == 0) {
+            const vp_tensor* t = i < BUF_COUNT ? &e->buf[i] : &e->features;
             *dtype = t->dtype == VP_I32 ? 1 : 0;
             *ndim = t->ndim;
             for (int k = 0; k < 3; ++k) shape[k] = k < t->ndim ? t->shape[k] : 1;
             return t->data;
         }
     vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE,
-                 "the envs have no buffer '%.60s' (window, portfolio, bar, reward, done, actions)", name);
+                 "the envs have no buffer '%.60s' (window, portfolio, bar, reward, done, actions, features)", name);
     return NULL;
 }
 
