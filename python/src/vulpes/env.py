@@ -145,12 +145,13 @@ class VectorEnv(gym.vector.VectorEnv):
         if self.cuda:
             import torch
 
-            b["actions"].copy_(torch.as_tensor(actions, dtype=torch.int32).reshape(self.num_envs, -1))
-            torch.cuda.synchronize()
+            # the window's last step, read before the step overwrites the portfolio
             last = torch.round(b["portfolio"][:, _TIME_LEFT] * self.episode_bars) == 1
+            b["actions"].copy_(torch.as_tensor(actions, dtype=torch.int32).reshape(self.num_envs, -1))
+            torch.cuda.synchronize()  # PyTorch's stream has read and written the buffers before the C step
         else:
-            np.copyto(b["actions"], np.asarray(actions, dtype=np.int32).reshape(self.num_envs, -1))
             last = np.rint(b["portfolio"][:, _TIME_LEFT] * self.episode_bars) == 1
+            np.copyto(b["actions"], np.asarray(actions, dtype=np.int32).reshape(self.num_envs, -1))
         self._c.step()
         done = b["done"] > 0
         truncated = done & last
