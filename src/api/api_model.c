@@ -160,14 +160,16 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
                          int64_t batch, int n_taus, float* q, float* log_probs, float* quantiles) {
     VP_REQUIRE(m != NULL && window != NULL && portfolio != NULL && q != NULL, VP_ERR_INVALID_ARG,
                "vp_api_model_forward: model, window, portfolio or q is NULL");
-    VP_REQUIRE(batch >= 1 && batch <= INT32_MAX / 4096, VP_ERR_INVALID_ARG,
-               "forward of %lld samples: the batch must be 1 .. %d", (long long)batch, INT32_MAX / 4096);
+    const int64_t K = m->model.cfg.window;
+    VP_REQUIRE(batch >= 1 && batch <= INT32_MAX / K, VP_ERR_INVALID_ARG,
+               "forward of %lld samples: the batch must be 1 .. %lld (its windows' rows are counted in 32 bits)",
+               (long long)batch, (long long)(INT32_MAX / K));
     VP_REQUIRE(n_taus >= 0 && (n_taus == 0) == (taus == NULL), VP_ERR_INVALID_ARG,
                "forward: taus must be given exactly when n_taus > 0 (n_taus %d, taus %s)", n_taus,
                taus ? "given" : "NULL");
     VP_REQUIRE(quantiles == NULL || n_taus > 0, VP_ERR_INVALID_ARG, "forward: IQN quantiles need taus");
     const vp_model_cfg* c = &m->model.cfg;
-    const int64_t K = c->window, F = c->n_features, P = c->n_portfolio, A = vp_model_cfg_actions(c);
+    const int64_t F = c->n_features, P = c->n_portfolio, A = vp_model_cfg_actions(c);
     VP_TRY(ensure_acts(m, batch, n_taus));
     // the caller's windows as one feature matrix [batch K, F]: sample i decides at its last row
     for (int64_t i = 0; i < batch; ++i) m->bar_idx[i] = (int32_t)(i * K + K - 1);
