@@ -3,6 +3,9 @@
  * buffers and first observation; the window buffer holding the feature rows t-K+1..t; flat
  * actions earning exactly 0 until the episode window's end; the C forward of a checkpoint's
  * network equal to vp_model_forward on the same rows. */
+#define _POSIX_C_SOURCE 200809L
+#include <unistd.h>
+
 #include "vp_test.h"
 
 #define SYNTH "data.path=synth:gbm:bars=3000,seed=5"
@@ -89,7 +92,7 @@ static void test_envs(void) {
 
 static void test_forward_of_a_checkpoint(void) {
     char dir[256], ck[300];
-    snprintf(dir, sizeof dir, "%s/vp_test_api_run", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(dir, sizeof dir, "%s/vp_test_api_%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     const char* over[] = {SYNTH, "train.iterations=1", "train.eval_every=1", "env.n_envs=4", "env.episode_bars=64",
                           "learn.batch=16", "replay.warmup=64", "replay.capacity=1024", "model.hidden=16",
                           "model.mamba_head_dim=8", "model.head_hidden=8", "model.n_atoms=11", "model.iqn_cos=4",
