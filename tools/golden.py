@@ -16,7 +16,8 @@ so float32 and float64 take the same branches.
 
 Usage: python3 tools/golden.py --out tests/data/golden_small.safetensors
        python3 tools/golden.py --no-mamba --out tests/data/golden_small_nomamba.safetensors
-Needs torch, numpy and safetensors (see docs/learner.md).
+Needs torch, numpy and safetensors (see docs/learner.md). The network's forward is the Python
+package's (python/src/vulpes/network.py, imported from the source tree), the one vulpes.load runs.
 """
 import argparse
 import json
