@@ -7,13 +7,13 @@
 # CI (CI=true), and elsewhere exits 77, which ctest reports as a skip.
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
-need="import numpy, pandas, torch, gymnasium, onnx, onnxruntime, pytest"
+need="import numpy, pandas, torch, gymnasium, onnx, onnxruntime, pytest, tensorboard, empyrical"
 python=""
 for p in "${VULPES_PYVENV:-$src/.pyvenv}/bin/python" python3; do
   if "$p" -c "$need" 2>/dev/null; then python=$p; break; fi
 done
 if [ -z "$python" ]; then
-  msg="no python with numpy, pandas, torch, gymnasium, onnx, onnxruntime and pytest (scripts/setup.sh installs them into ${VULPES_PYVENV:-$src/.pyvenv})"
+  msg="no python with numpy, pandas, torch, gymnasium, onnx, onnxruntime, pytest, tensorboard and empyrical (scripts/setup.sh installs them into ${VULPES_PYVENV:-$src/.pyvenv})"
   if [ "${CI:-}" = "true" ]; then echo "FAIL: $msg"; exit 1; fi
   echo "SKIP: $msg"
   exit 77
