@@ -133,7 +133,9 @@ int vp_api_env_step(vp_api_env* e);
  * run.out, else runs/YYYYmmdd-HHMMSS-NAME); force 1 reuses a non-empty folder as --force does.
  * Progress lines go to stderr when progress is 1. At the end the test span's exact backtest
  * writes trades.csv, equity.csv, report.html and summary.json; the run folder's path goes to
- * run_dir [cap]. */
+ * run_dir [cap]. While it runs, Ctrl-C (SIGINT) or SIGTERM stops it between iterations with
+ * last.safetensors written, as `vulpes train` does: the call then returns VP_ERR_STATE naming the
+ * folder (run_dir is set); the caller's signal handlers are restored on return. */
 int vp_api_train(const char* config, const char* const* overrides, int n_overrides, const char* backend,
                  const char* out, int force, int progress, char* run_dir /* [cap] */, int64_t cap);
 

@@ -47,3 +47,38 @@ def test_backtest_cost_override(runs, tmp_path):
     assert set(base.trades["size"]) == {1} and set(dear.trades["size"]) == {1}
     np.testing.assert_allclose(base.trades["costs"], 22.0, rtol=0, atol=1e-9)
     np.testing.assert_allclose(dear.trades["costs"], 115.0, rtol=0, atol=1e-9)
+
+
+def test_ctrl_c_stops_training_with_a_checkpoint(tiny_config, tmp_path):
+    """SIGINT during vulpes.train stops the run between iterations as `vulpes train` does: the call
+    raises VulpesError naming the folder, last.safetensors holds the run, and Python's own Ctrl-C
+    handling is back afterwards."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "stopped"
+    code = f"""
+import signal, sys, vulpes
+try:
+    vulpes.train({tiny_config!r}, out={str(out)!r}, progress=False, train={{"iterations": 10000000,
+                 "eval_every": 10000000, "checkpoint_every": 10000000}})
+except vulpes.VulpesError as e:
+    print("ERROR", e.status, e)
+print("HANDLER", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ))
+    # the run is under way once its metrics.jsonl has the run event
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out / "metrics.jsonl").exists():
+        time.sleep(0.1)
+    time.sleep(1.0)
+    p.send_signal(2)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 0, stderr
+    assert "ERROR VP_ERR_STATE training stopped by Ctrl-C at iteration " in stdout, stdout
+    assert f"{out}/last.safetensors holds the run; `vulpes train --resume {out}` continues it" in stdout
+    assert "HANDLER True" in stdout
+    assert (out / "last.safetensors").exists()

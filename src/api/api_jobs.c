@@ -2,6 +2,7 @@
  * step, as `vulpes train` runs it) and the backtest job (vp_backtest_job_run, as `vulpes
  * backtest`), each writing a run folder whose path the caller gets. */
 #define _POSIX_C_SOURCE 200809L
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,11 @@
 #include "api/api_internal.h"
 #include "vulpes/backtest.h"
 #include "vulpes/train.h"
+
+/* The signal that asked a training run to stop (0: none); set by on_stop while vp_api_train runs. */
+static volatile sig_atomic_t g_stop = 0;
+
+static void on_stop(int sig) { g_stop = sig; }
 
 /* Copies a folder's path to the caller's buffer, refusing one that does not fit. */
 static vp_status give_dir(const char* dir, char* dst, int64_t cap) {
@@ -64,11 +70,27 @@ int vp_api_train(const char* config, const char* const* overrides, int n_overrid
     memset(&exact, 0, sizeof exact);
     o.finish = vp_backtest_train_finish;
     o.ctx = &exact;
+    // Ctrl-C and SIGTERM stop the run between iterations with a checkpoint, as in `vulpes train`;
+    // the caller's handlers are back when the call returns
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    g_stop = 0;
+    o.stop = &g_stop;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     vp_train_result r;
     s = vp_train_run(&cfg, b, &o, &r);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     vp_backend_free(b);
     VP_TRY(s);
-    return give_dir(r.run_dir, run_dir, cap);
+    VP_TRY(give_dir(r.run_dir, run_dir, cap));
+    VP_REQUIRE(!r.interrupted, VP_ERR_STATE, "training stopped by %s at iteration %lld: %s/last.safetensors holds "
+               "the run; `vulpes train --resume %s` continues it", g_stop == SIGTERM ? "SIGTERM" : "Ctrl-C",
+               (long long)r.count.iteration, r.run_dir, r.run_dir);
+    return VP_OK;
 }
 
 int vp_api_backtest(const char* checkpoint, const char* data, const char* span, const char* from, const char* to,
