@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages vulpes builds against, when they are missing, and
-# Python's safetensors and numpy for the checkpoint_python test. With --fuzz (`make fuzz`):
+# the Python packages of python/requirements.txt (torch, onnx, onnxruntime, pandas, gymnasium,
+# pytest, tensorboard, empyrical, safetensors, numpy) for the Python tests. With --fuzz (`make fuzz`):
 # clang and its libFuzzer runtime (libclang-rt-N-dev on Debian 12 and later) instead of the
 # Python part. Safe to run again: it installs nothing that is already there.
 set -euo pipefail
@@ -47,16 +48,20 @@ if [ "$fuzz" = 1 ]; then
   exit 0
 fi
 
-# ---- Python for the checkpoint_python test ---------------------------------------------
-# The system python3 when it has both modules, else a virtual environment (VULPES_PYVENV,
-# default .pyvenv) that sees the system's packages and gets safetensors from PyPI. The
-# test itself never installs anything: without either it reports a skip.
+# ---- Python for the Python package's tests and the checkpoint_python test ---------------
+# The system python3 when it has every module python/requirements.txt names, else a virtual
+# environment (VULPES_PYVENV, default .pyvenv) that sees the system's packages and gets the rest
+# from PyPI (torch's Linux wheel with NVIDIA's runtime packages: a few GB, a CPU torch on a
+# machine without a GPU). The tests never install anything: without these modules the Python
+# test fails under CI (CI=true) and is skipped elsewhere.
 venv=${VULPES_PYVENV:-$root/.pyvenv}
-has_modules() { "$1" -c "import safetensors, numpy" >/dev/null 2>&1; }
+pymods="import safetensors, numpy, pandas, torch, gymnasium, onnx, onnxruntime, onnxscript, pytest, tensorboard, empyrical"
+has_modules() { "$1" -c "$pymods" >/dev/null 2>&1; }
 if ! has_modules python3 && ! has_modules "$venv/bin/python"; then
-  echo "vulpes setup: installing Python safetensors and numpy into $venv"
-  if ! { python3 -m venv --system-site-packages "$venv" &&
-         "$venv/bin/python" -m pip install -q --disable-pip-version-check safetensors numpy; }; then
-    echo "vulpes setup: could not install Python safetensors; the checkpoint_python test will be skipped" >&2
+  echo "vulpes setup: installing the Python packages of python/requirements.txt into $venv"
+  if ! { { [ -x "$venv/bin/python" ] || python3 -m venv --system-site-packages "$venv"; } &&
+         "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/python/requirements.txt" &&
+         "$venv/bin/python" -c "import torch; torch.zeros(1)"; }; then
+    echo "vulpes setup: could not install the Python packages; the Python tests will fail under CI and be skipped elsewhere" >&2
   fi
 fi

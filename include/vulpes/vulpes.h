@@ -46,5 +46,6 @@
 #include "vulpes/backtest.h"
 #include "vulpes/walkforward.h"
 #include "vulpes/report.h"
+#include "vulpes/api.h"
 
 #endif /* VULPES_VULPES_H */

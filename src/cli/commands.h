@@ -58,7 +58,7 @@ vp_backend* vp_cli_backend_for(const vp_config* cfg);
 int vp_cli_fail(const char* what);
 
 /* vp_last_error() without its source location (" (VP_ERR_..., file.c:123)"), which stays
- * when the environment sets VULPES_DEBUG=1; a static buffer. */
+ * when the environment sets VULPES_DEBUG=1: vp_api_last_error (vulpes/api.h). */
 const char* vp_cli_error(void);
 
 /* `vulpes config --defaults [--markdown] | CONFIG [key=value ...]`. */

@@ -7,6 +7,7 @@
 
 #include "bench.h"
 #include "cli/commands.h"
+#include "vulpes/api.h"
 
 /* Every command and subcommand, one line each: `vulpes --help` prints this table, `vulpes
  * bench --help` its bench rows, and `vulpes bench WHAT` runs the row's benchmark. */
@@ -122,17 +123,7 @@ vp_backend* vp_cli_backend_for(const vp_config* cfg) {
 }
 
 const char* vp_cli_error(void) {
-    // the location tail " (VP_ERR_..., file.c:123)" is for developers: kept with VULPES_DEBUG=1
-    static char buf[1200];
-    const char* msg = vp_last_error();
-    const char* dbg = getenv("VULPES_DEBUG");
-    if (dbg && dbg[0] && strcmp(dbg, "0") != 0) return msg;
-    snprintf(buf, sizeof buf, "%s", msg);
-    char* tail = NULL;
-    for (char* t = strstr(buf, " (VP_ERR_"); t; t = strstr(t + 1, " (VP_ERR_")) tail = t;
-    const size_t n = strlen(buf);
-    if (tail && n > 0 && buf[n - 1] == ')') *tail = '\0';
-    return buf;
+    return vp_api_last_error();
 }
 
 int vp_cli_fail(const char* what) {

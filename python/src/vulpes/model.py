@@ -1,0 +1,132 @@
+"""A checkpoint's network in PyTorch (vulpes.load) and the C forward it is checked against
+(CModel): both open the checkpoint through the library, so they read the same configuration and
+parameters."""
+import ctypes
+
+import numpy as np
+import torch
+
+from . import _lib
+from .network import forward as _forward
+
+__all__ = ["CModel", "VulpesNet", "load"]
+
+# vp_model_cfg fields vulpes.network.forward reads (besides branch_sizes).
+_INT_KEYS = ("n_features", "n_portfolio", "window", "hidden", "use_mamba", "mamba_state", "mamba_head_dim",
+             "mamba_conv", "head_hidden", "n_atoms", "n_branches", "iqn_cos", "n_heads")
+_FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps")
+
+
+def _f32p(a):
+    return a.ctypes.data_as(_lib.c_float_p) if a is not None else None
+
+
+class CModel:
+    """A checkpoint's network in the C library (vp_api_model_*, CPU, FP32): its configuration, its
+    parameters by name, and the C forward. Close it (or use it as a context manager)."""
+
+    def __init__(self, checkpoint):
+        L = _lib.lib()
+        self._h = ctypes.c_void_p()
+        _lib.check(L.vp_api_model_open(_lib.opt(checkpoint), ctypes.byref(self._h)))
+        self.checkpoint = str(checkpoint)
+        self.config = {}
+        v = ctypes.c_double()
+        for k in _INT_KEYS + _FLOAT_KEYS:
+            _lib.check(L.vp_api_model_cfg(self._h, k.encode(), ctypes.byref(v)))
+            self.config[k] = int(v.value) if k in _INT_KEYS else float(v.value)
+        sizes = []
+        for br in range(self.config["n_branches"]):
+            _lib.check(L.vp_api_model_cfg(self._h, f"branch_size{br}".encode(), ctypes.byref(v)))
+            sizes.append(int(v.value))
+        self.config["branch_sizes"] = sizes
+
+    def close(self):
+        if getattr(self, "_h", None):
+            _lib.lib().vp_api_model_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def param_names(self):
+        L = _lib.lib()
+        return [L.vp_api_model_param_name(self._h, i).decode() for i in range(L.vp_api_model_n_params(self._h))]
+
+    def param(self, name):
+        """Parameter `name` as a float32 numpy array of its shape."""
+        L = _lib.lib()
+        shape = (ctypes.c_int64 * 2)()
+        ndim = ctypes.c_int()
+        _lib.check(L.vp_api_model_param_shape(self._h, name.encode(), shape, ctypes.byref(ndim)))
+        out = np.empty(tuple(shape[: ndim.value]), dtype=np.float32)
+        _lib.check(L.vp_api_model_param(self._h, name.encode(), _f32p(out), out.size))
+        return out
+
+    def params(self):
+        return {n: self.param(n) for n in self.param_names()}
+
+    def forward(self, window, portfolio, taus=None):
+        """The C forward of window [B, K, F], portfolio [B, P] and taus [B, N] (or None): a dict
+        of numpy arrays q [B, A], log_probs [B, A, Z] and, with taus, quantiles [B, N, A]."""
+        c = self.config
+        w = np.ascontiguousarray(window, dtype=np.float32)
+        p = np.ascontiguousarray(portfolio, dtype=np.float32)
+        B = w.shape[0]
+        if w.shape[1:] != (c["window"], c["n_features"]) or p.shape != (B, c["n_portfolio"]):
+            raise ValueError(f"window must be [B, {c['window']}, {c['n_features']}] and portfolio "
+                             f"[B, {c['n_portfolio']}]; got {w.shape} and {p.shape}")
+        t = None if taus is None else np.ascontiguousarray(taus, dtype=np.float32)
+        N = 0 if t is None else t.shape[1]
+        A, Z = c["n_heads"], c["n_atoms"]
+        q = np.empty((B, A), np.float32)
+        lp = np.empty((B, A, Z), np.float32)
+        qu = np.empty((B, N, A), np.float32) if N else None
+        _lib.check(_lib.lib().vp_api_model_forward(self._h, _f32p(w), _f32p(p), _f32p(t), B, N, _f32p(q), _f32p(lp),
+                                                   _f32p(qu)))
+        out = {"q": q, "log_probs": lp}
+        if N:
+            out["quantiles"] = qu
+        return out
+
+
+class VulpesNet(torch.nn.Module):
+    """The agent network as a torch.nn.Module (vulpes.network.forward): forward(window [B, K, F],
+    portfolio [B, P], taus [B, N] or None) returns (q [B, A], log_probs [B, A, Z], quantiles
+    [B, N, A] or None), A the action heads in the env's layout (direction 3, size 4, take-profit
+    3, stop-loss 3). Parameters are named as in the checkpoint with "." written "__"."""
+
+    def __init__(self, config, params):
+        super().__init__()
+        self.config = dict(config)
+        self._names = list(params)
+        for name, value in params.items():
+            t = torch.as_tensor(np.asarray(value, dtype=np.float32))
+            self.register_parameter(name.replace(".", "__"), torch.nn.Parameter(t.clone()))
+
+    def param_dict(self):
+        """The parameters keyed by their checkpoint names."""
+        return {n: getattr(self, n.replace(".", "__")) for n in self._names}
+
+    def forward(self, window, portfolio, taus=None):
+        B, K, F = window.shape
+        feats = window.reshape(B * K, F)
+        bar = torch.arange(B, device=window.device) * K + (K - 1)
+        log_probs, q, quantiles = _forward(self.param_dict(), self.config, feats, bar, portfolio, taus)
+        return q, log_probs, quantiles
+
+
+def load(checkpoint):
+    """The network of a vulpes checkpoint (best.safetensors or last.safetensors) as a VulpesNet on the
+    CPU, in float32 and eval mode; it computes the C forward's Q values, C51 log-probabilities and
+    IQN quantiles."""
+    with CModel(checkpoint) as m:
+        net = VulpesNet(m.config, m.params())
+    net.checkpoint = str(checkpoint)
+    return net.eval()

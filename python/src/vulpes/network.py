@@ -1,0 +1,79 @@
+"""The agent network of SPEC section 4 in PyTorch: trunk, Mamba2 mixer, portfolio projection,
+dueling branching C51 head and IQN head, as one function of a parameter dict keyed by vulpes's
+parameter names (src/model/model_internal.h: "trunk.w1", ...) and a model configuration keyed
+by vp_model_cfg's field names. vulpes.load wraps it in a torch.nn.Module; tools/golden.py
+computes the learner's golden data with it."""
+import math
+
+import torch
+import torch.nn.functional as Fn
+
+__all__ = ["forward"]
+
+
+def forward(p, c, feats, bar, port, taus, relu_inputs=None):
+    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus)."""
+    B, K, H = bar.shape[0], c["window"], c["hidden"]
+    Z, sizes = c["n_atoms"], c["branch_sizes"]
+    mb = c["use_mamba"]
+    Kt = K if mb else 1
+
+    def relu(x):
+        if relu_inputs is not None:
+            relu_inputs.append(x.detach().abs().min().item())
+        return torch.relu(x)
+
+    # Trunk over the window rows t-Kt+1..t, clamped at row 0.
+    idx = (bar[:, None] - Kt + 1 + torch.arange(Kt, device=bar.device)[None, :]).clamp(min=0)
+    x0 = feats[idx]                                                     # [B, Kt, F]
+    a1 = x0 @ p["trunk.w1"].T + p["trunk.b1"]
+    h1 = relu(Fn.layer_norm(a1, (H,), p["trunk.ln1.g"], p["trunk.ln1.b"], c["ln_eps"]))
+    a2 = h1 @ p["trunk.w2"].T + p["trunk.b2"]
+    h2 = relu(Fn.layer_norm(a2, (H,), p["trunk.ln2.g"], p["trunk.ln2.b"], c["ln_eps"]))
+    if mb:
+        N, hd, CW = c["mamba_state"], c["mamba_head_dim"], c["mamba_conv"]
+        NH = H // hd
+        # in_proj rows: z [0, H), x [H, 2H), B, C (N each), dt (NH).
+        proj = h2 @ p["mamba.in_proj.w"].T                              # [B, K, 2H+2N+NH]
+        z = proj[:, K - 1, :H]
+        xbc = proj[:, :, H:2 * H + 2 * N]
+        dt_raw = proj[:, :, 2 * H + 2 * N:]
+        # Causal depthwise conv + SiLU over (x, B, C).
+        xpad = Fn.pad(xbc.transpose(1, 2), (CW - 1, 0))
+        conv = Fn.conv1d(xpad, p["mamba.conv.w"].unsqueeze(1), p["mamba.conv.b"], groups=H + 2 * N)
+        act = Fn.silu(conv.transpose(1, 2))                             # [B, K, H+2N]
+        x = act[:, :, :H].reshape(B, K, NH, hd)
+        Bm = act[:, :, H:H + N]
+        Cm = act[:, K - 1, H + N:]
+        dt = Fn.softplus(dt_raw + p["mamba.dt_bias"])                   # [B, K, NH]
+        A = -torch.exp(p["mamba.A_log"])
+        # Scan: s_t = exp(dt_t A) s_{t-1} + dt_t x_t B_t^T; y = s_K C + D x_K.
+        s = torch.zeros(B, NH, hd, N, device=bar.device, dtype=h2.dtype)
+        for t in range(K):
+            decay = torch.exp(dt[:, t] * A)[:, :, None, None]
+            s = decay * s + (dt[:, t, :, None] * x[:, t])[..., None] * Bm[:, t, None, None, :]
+        y = (s * Cm[:, None, None, :]).sum(-1) + p["mamba.D"][None, :, None] * x[:, K - 1]
+        g = y.reshape(B, H) * Fn.silu(z)
+        yn = g * torch.rsqrt(g.pow(2).mean(-1, keepdim=True) + c["rms_eps"]) * p["mamba.norm.g"]
+        e = h2[:, K - 1] + yn @ p["mamba.out_proj.w"].T
+    else:
+        e = h2[:, 0]
+    # Portfolio projection and the dueling branching C51 head.
+    h = e + port @ p["port.w"].T + p["port.b"]
+    v = relu(h @ p["c51.v1.w"].T + p["c51.v1.b"]) @ p["c51.v2.w"].T + p["c51.v2.b"]
+    adv = (relu(h @ p["c51.a1.w"].T + p["c51.a1.b"]) @ p["c51.a2.w"].T + p["c51.a2.b"]).reshape(B, -1, Z)
+    logits, off = [], 0
+    for sz in sizes:
+        ab = adv[:, off:off + sz]
+        logits.append(v[:, None, :] + ab - ab.mean(1, keepdim=True))
+        off += sz
+    logp = torch.log_softmax(torch.cat(logits, 1), -1)
+    support = torch.linspace(c["v_min"], c["v_max"], Z, device=logp.device, dtype=logp.dtype)
+    q = (logp.exp() * support).sum(-1)
+    if taus is None:
+        return logp, q, None
+    # IQN head: phi(tau) = relu(Linear(cos(pi i tau))), Z_tau = L2(relu(L1(h * phi))).
+    cosf = torch.cos(taus[..., None] * (math.pi * torch.arange(c["iqn_cos"], device=taus.device)))
+    phi = relu(cosf @ p["iqn.phi.w"].T + p["iqn.phi.b"])
+    zq = relu((h[:, None, :] * phi) @ p["iqn.l1.w"].T + p["iqn.l1.b"]) @ p["iqn.l2.w"].T + p["iqn.l2.b"]
+    return logp, q, zq

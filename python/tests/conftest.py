@@ -1,0 +1,42 @@
+"""Fixtures of the Python tests: the library (VULPES_LIBRARY, else the installed package's), and
+checkpoints of short training runs of the default network and of every module combination the
+model has (vulpes/model.h: the Mamba2 mixer on or off), trained once per session through
+vulpes.train."""
+import os
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+TINY = os.path.join(HERE, "data", "tiny_run.yaml")
+
+# every module combination of the network: name -> overrides of tiny_run.yaml
+MODELS = {"default": {}, "no_mamba": {"model.use_mamba": False}}
+
+
+@pytest.fixture(scope="session")
+def root():
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def tiny_config():
+    return TINY
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory):
+    """name -> RunResult of a 2-iteration training run for each entry of MODELS."""
+    import vulpes
+
+    out = {}
+    for name, over in MODELS.items():
+        d = tmp_path_factory.mktemp(f"run_{name}")
+        out[name] = vulpes.train(TINY, out=str(d / "run"), progress=False, **over)
+    return out
+
+
+@pytest.fixture(scope="session", params=sorted(MODELS))
+def checkpoint(request, runs):
+    """best.safetensors of each network of MODELS."""
+    return runs[request.param].checkpoint

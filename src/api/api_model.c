@@ -1,0 +1,185 @@
+/* The flat C API's network: a checkpoint's config and parameters on the CPU backend, its
+ * configuration and parameters by name, and the C forward on caller-given windows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "vulpes/checkpoint.h"
+#include "vulpes/config.h"
+#include "vulpes/dqn.h"
+#include "vulpes/features.h"
+#include "vulpes/model.h"
+#include "vulpes/train.h"
+
+struct vp_api_model {
+    vp_backend* backend; /* the CPU backend */
+    vp_model model;      /* the checkpoint's network, its parameters in model.params */
+    vp_model_acts* acts; /* activations for up to acts_batch samples and acts_taus taus (NULL: none yet) */
+    int64_t acts_batch;
+    int acts_taus;
+    int32_t* bar_idx;    /* [acts_batch] the decision row of each sample in the caller's window */
+};
+
+/* The model configuration of the training run whose config YAML the checkpoint holds. */
+static vp_status model_cfg_of(const char* path, vp_model_cfg* out) {
+    vp_checkpoint* ck = NULL;
+    VP_TRY(vp_checkpoint_open(&ck, path));
+    const char* yaml = vp_checkpoint_meta(ck, "config");
+    vp_status s = yaml ? VP_OK
+                       : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s has no config in its metadata", path);
+    vp_config cfg;
+    vp_config_defaults(&cfg);
+    if (s == VP_OK) s = vp_config_load_string(&cfg, yaml, "the checkpoint's config");
+    vp_checkpoint_close(ck);
+    VP_TRY(s);
+    VP_TRY(vp_config_check(&cfg));
+    VP_REQUIRE(strcmp(cfg.train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
+               "checkpoint %s was trained by train.algo '%s'; only the dqn network can be opened", path,
+               cfg.train.algo);
+    // F as the dataset computes it: every feature, the configured normalisation window
+    vp_feature_cfg fc = vp_feature_cfg_default();
+    fc.norm_window = (int)cfg.features.window;
+    vp_train_parts parts;
+    VP_TRY(vp_train_parts_make(&cfg, vp_features_count(&fc), &parts));
+    *out = parts.learner.model;
+    return VP_OK;
+}
+
+int vp_api_model_open(const char* checkpoint, vp_api_model** out) {
+    VP_REQUIRE(checkpoint != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_api_model_open: checkpoint or out is NULL");
+    *out = NULL;
+    vp_model_cfg mc;
+    VP_TRY(model_cfg_of(checkpoint, &mc));
+    vp_api_model* m = (vp_api_model*)calloc(1, sizeof *m);
+    VP_REQUIRE(m != NULL, VP_ERR_OOM, "opening checkpoint %s: out of memory", checkpoint);
+    vp_status s = vp_backend_cpu_init(&m->backend);
+    if (s == VP_OK) s = vp_model_init(&m->model, m->backend, &mc, 0);
+    if (s == VP_OK) m->model.precision = VP_PREC_FP32;
+    if (s == VP_OK) s = vp_dqn_read_params(m->backend, &m->model, checkpoint, &m->model.params);
+    if (s != VP_OK) {
+        vp_api_model_close(m);
+        return vp_error_context(s, "opening checkpoint %s", checkpoint);
+    }
+    *out = m;
+    return VP_OK;
+}
+
+void vp_api_model_close(vp_api_model* m) {
+    if (!m) return;
+    vp_model_acts_free(m->acts);
+    free(m->bar_idx);
+    if (m->backend) vp_model_free(&m->model);
+    vp_backend_free(m->backend);
+    free(m);
+}
+
+int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
+    VP_REQUIRE(m != NULL && name != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_api_model_cfg: NULL argument");
+    const vp_model_cfg* c = &m->model.cfg;
+    const struct {
+        const char* name;
+        double value;
+    } v[] = {
+        {"n_features", c->n_features}, {"n_portfolio", c->n_portfolio}, {"window", c->window},
+        {"hidden", c->hidden}, {"use_mamba", c->use_mamba}, {"mamba_state", c->mamba_state},
+        {"mamba_head_dim", c->mamba_head_dim}, {"mamba_conv", c->mamba_conv}, {"head_hidden", c->head_hidden},
+        {"n_atoms", c->n_atoms}, {"v_min", c->v_min}, {"v_max", c->v_max}, {"n_branches", c->n_branches},
+        {"iqn_cos", c->iqn_cos}, {"ln_eps", c->ln_eps}, {"rms_eps", c->rms_eps},
+        {"n_heads", vp_model_cfg_actions(c)},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
+        if (strcmp(name, v[i].name) == 0) {
+            *out = v[i].value;
+            return VP_OK;
+        }
+    if (strncmp(name, "branch_size", 11) == 0 && name[11] >= '0' && name[11] < '0' + VP_MAX_BRANCHES &&
+        name[12] == '\0') {
+        const int br = name[11] - '0';
+        *out = br < c->n_branches ? c->branch_sizes[br] : 0;
+        return VP_OK;
+    }
+    VP_FAIL(VP_ERR_INVALID_ARG, "the network has no configuration value '%.60s' (vulpes/api.h lists them)", name);
+}
+
+int vp_api_model_n_params(const vp_api_model* m) { return m ? m->model.n_params : 0; }
+
+const char* vp_api_model_param_name(const vp_api_model* m, int i) {
+    return (m && i >= 0 && i < m->model.n_params) ? m->model.info[i].name : NULL;
+}
+
+/* Parameter `name` of m, or an error naming it. */
+static vp_status find_param(const vp_api_model* m, const char* name, const vp_param_info** out) {
+    VP_REQUIRE(m != NULL && name != NULL, VP_ERR_INVALID_ARG, "model or parameter name is NULL");
+    *out = vp_model_find_param(&m->model, name);
+    VP_REQUIRE(*out != NULL, VP_ERR_INVALID_ARG, "the network has no parameter '%.80s'", name);
+    return VP_OK;
+}
+
+int vp_api_model_param_shape(const vp_api_model* m, const char* name, int64_t* shape, int* ndim) {
+    VP_REQUIRE(shape != NULL && ndim != NULL, VP_ERR_INVALID_ARG, "vp_api_model_param_shape: shape or ndim is NULL");
+    const vp_param_info* p = NULL;
+    VP_TRY(find_param(m, name, &p));
+    *ndim = p->ndim;
+    shape[0] = p->shape[0];
+    shape[1] = p->ndim > 1 ? p->shape[1] : 1;
+    return VP_OK;
+}
+
+int vp_api_model_param(const vp_api_model* m, const char* name, float* dst, int64_t cap) {
+    VP_REQUIRE(dst != NULL, VP_ERR_INVALID_ARG, "vp_api_model_param: dst is NULL");
+    const vp_param_info* p = NULL;
+    VP_TRY(find_param(m, name, &p));
+    VP_REQUIRE(cap >= p->numel, VP_ERR_SHAPE, "parameter %s has %lld elements, the buffer holds %lld", name,
+               (long long)p->numel, (long long)cap);
+    vp_tensor v = vp_model_param_view(&m->model, &m->model.params, p);
+    return vp_download(m->backend, dst, &v, sizeof(float) * (size_t)p->numel);
+}
+
+/* Activations and decision rows for `batch` samples with `n_taus` taus (remade when they do not fit). */
+static vp_status ensure_acts(vp_api_model* m, int64_t batch, int n_taus) {
+    if (m->acts && batch <= m->acts_batch && n_taus == m->acts_taus) return VP_OK;
+    vp_model_acts_free(m->acts);
+    m->acts = NULL;
+    free(m->bar_idx);
+    m->bar_idx = (int32_t*)malloc(sizeof(int32_t) * (size_t)batch);
+    VP_REQUIRE(m->bar_idx != NULL, VP_ERR_OOM, "forward of %lld samples: out of memory", (long long)batch);
+    VP_TRY(vp_model_acts_init(&m->acts, &m->model, batch, n_taus, 0));
+    m->acts_batch = batch;
+    m->acts_taus = n_taus;
+    return VP_OK;
+}
+
+/* Copies n floats of an output view to the caller (NULL dst: not wanted). */
+static vp_status copy_out(vp_api_model* m, const vp_tensor* t, float* dst, int64_t n) {
+    if (!dst) return VP_OK;
+    VP_REQUIRE(t->data != NULL, VP_ERR_STATE, "the forward wrote no such output");
+    return vp_download(m->backend, dst, t, sizeof(float) * (size_t)n);
+}
+
+int vp_api_model_forward(vp_api_model* m, const float* window, const float* portfolio, const float* taus,
+                         int64_t batch, int n_taus, float* q, float* log_probs, float* quantiles) {
+    VP_REQUIRE(m != NULL && window != NULL && portfolio != NULL && q != NULL, VP_ERR_INVALID_ARG,
+               "vp_api_model_forward: model, window, portfolio or q is NULL");
+    const int64_t K = m->model.cfg.window;
+    VP_REQUIRE(batch >= 1 && batch <= INT32_MAX / K, VP_ERR_INVALID_ARG,
+               "forward of %lld samples: the batch must be 1 .. %lld (its windows' rows are counted in 32 bits)",
+               (long long)batch, (long long)(INT32_MAX / K));
+    VP_REQUIRE(n_taus >= 0 && (n_taus == 0) == (taus == NULL), VP_ERR_INVALID_ARG,
+               "forward: taus must be given exactly when n_taus > 0 (n_taus %d, taus %s)", n_taus,
+               taus ? "given" : "NULL");
+    VP_REQUIRE(quantiles == NULL || n_taus > 0, VP_ERR_INVALID_ARG, "forward: IQN quantiles need taus");
+    const vp_model_cfg* c = &m->model.cfg;
+    const int64_t F = c->n_features, P = c->n_portfolio, A = vp_model_cfg_actions(c);
+    VP_TRY(ensure_acts(m, batch, n_taus));
+    // the caller's windows as one feature matrix [batch K, F]: sample i decides at its last row
+    for (int64_t i = 0; i < batch; ++i) m->bar_idx[i] = (int32_t)(i * K + K - 1);
+    vp_tensor feats = vp_tensor_2d((void*)window, VP_F32, VP_MEM_HOST, batch * K, F);
+    vp_tensor bars = vp_tensor_1d(m->bar_idx, VP_I32, VP_MEM_HOST, batch);
+    vp_tensor port = vp_tensor_2d((void*)portfolio, VP_F32, VP_MEM_HOST, batch, P);
+    vp_tensor tt = taus ? vp_tensor_2d((void*)taus, VP_F32, VP_MEM_HOST, batch, n_taus) : (vp_tensor){0};
+    VP_TRY(vp_model_forward(&m->model, &m->model.params, m->acts, &feats, &bars, &port, taus ? &tt : NULL, batch));
+    const vp_tensor tq = vp_model_q(m->acts), tl = vp_model_log_probs(m->acts), ti = vp_model_iqn(m->acts);
+    VP_TRY(copy_out(m, &tq, q, batch * A));
+    VP_TRY(copy_out(m, &tl, log_probs, batch * A * c->n_atoms));
+    return copy_out(m, &ti, quantiles, batch * n_taus * A);
+}
