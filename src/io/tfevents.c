@@ -38,7 +38,7 @@ typedef struct pb_buf {
 
 /* Appends bytes[k]. */
 static void put(pb_buf* b, const void* bytes, size_t k) {
-    if (b->oom) return;
+    if (b->oom || k == 0) return;
     if (b->n + k > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + k) cap *= 2;
