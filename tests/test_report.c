@@ -340,7 +340,8 @@ static void test_report_in_chromium(void) {
     snprintf(cmd, sizeof cmd,
              "bash '%s' --out '%s/browser' --color '%s:300' --color '%s:300' --color '%s:2000' "
              "--expect '<td>%s</td>' --expect '<td>%s</td>' --expect '<td>%s</td>' --expect 'Walk-forward folds' "
-             "--expect 'periods/year (measured' --expect 'seed: 7' '%s'",
+             "--expect 'periods/year (measured' --expect 'seed: 7' --expect 'Monthly returns' --expect 'Worst drawdowns' "
+             "--expect 'Rolling Sharpe and volatility' --expect 'equity curve, log scale' '%s'",
              script, dir, VP_REPORT_COLOR_STRATEGY + 1, VP_REPORT_COLOR_BENCHMARK + 1, VP_REPORT_COLOR_DD_FILL + 1,
              sharpe, mdd, bh, path);
     fflush(stdout);
