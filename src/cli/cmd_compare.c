@@ -3,7 +3,6 @@
  * compare.json and compare.html. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 
 #include "cli/commands.h"

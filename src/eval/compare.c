@@ -1,7 +1,6 @@
 /* `vulpes compare`, reading: the columns and one folder's row from its summary.json. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
