@@ -4,7 +4,8 @@ A short CPU training run is made with the vulpes command, then TensorBoard's own
 EventAccumulator loads the folder: each metrics line is one Event whose step is the line's
 iteration, holding every other number of the line under the tag EVENT/KEY, as a float32
 (TensorBoard's simple_value); nulls (NaN) and strings have no scalar. A resumed run's event
-file again mirrors its (trimmed, then appended) metrics.jsonl.
+file again mirrors its (trimmed, then appended) metrics.jsonl; a walk-forward's mirrors its
+fold lines (at the fold's number) and each fold's training run mirrors its own.
 
 Needs: the tensorboard and numpy packages, and the vulpes command (VULPES_BIN, else
 build/vulpes or build-cpu/vulpes under the repository root).
@@ -104,3 +105,17 @@ def test_resumed_run_events(tmp_path):
     run_vulpes("train", "--resume", str(run_dir), "train.iterations=8", "--backend", "cpu")
     want = check_mirror(run_dir)
     assert sorted(want["train/loss"]) == [2, 4, 6, 8]
+
+
+def test_walkforward_events(tmp_path):
+    wf_dir = tmp_path / "wf"
+    run_vulpes("walkforward", "examples/walkforward_eurusd.yaml", "train.iterations=5", "train.eval_every=5",
+               "walkforward.max_folds=2", "--backend", "cpu", "--out", str(wf_dir))
+    # the walk-forward's own lines: one per fold, at the fold's number
+    want = check_mirror(wf_dir)
+    assert sorted(want["fold/test_sharpe"]) == [1, 2]
+    # each fold's training run has its own mirrored event file
+    folds = sorted(p for p in (wf_dir / "folds").iterdir() if p.is_dir())
+    assert len(folds) == 2
+    for fold in folds:
+        assert "eval/val_sharpe" in check_mirror(fold)
