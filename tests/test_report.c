@@ -130,7 +130,7 @@ static void synth_make(synth_run* s, int64_t n) {
     const vp_trade tr[4] = {{300.0, 10.0, 5}, {-120.0, 10.0, 9}, {80.0, 10.0, 2}, {40.0, 10.0, 30}};
     CHECK_OK(vp_trade_stats_compute(tr, 4, NULL, 0, 1.0, ppy, &s->m.trades));
     vp_report rep = {"backtest <synthetic> & co", n, s->t, s->eq, s->bh, NULL, &s->m, s->folds, 3,
-                     "seed: 7\nnote: \"<b>not bold</b>\" & more\n", 5, 0.42, NULL, 0, NULL, 0, {0, 0, 0}, NULL};
+                     "seed: 7\nnote: \"<b>not bold</b>\" & more\n", 5, 0.42, NULL, 0, NULL, 0, {0, 0, 0}, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL};
     s->rep = rep;
 }
 
@@ -185,8 +185,9 @@ static void test_report_content(void) {
         const char* banned[] = {"<script", "src=", "href=", "url(", "@import", "http://", "https://", "<link"};
         for (size_t i = 0; i < sizeof banned / sizeof banned[0]; ++i)
             CHECK(strstr(html, banned[i]) == NULL, "page contains '%s'", banned[i]);
-        // both charts, the curves in their colours, decimated to at most 4 points a column
-        CHECK(count_of(html, "<svg") == 2 && count_of(html, "<polyline") == 3, "svg %d polylines %d",
+        // the charts (equity linear and log, drawdown, rolling Sharpe and volatility, the return
+        // histogram), the curves in their colours, decimated to at most 4 points a column
+        CHECK(count_of(html, "<svg") == 6 && count_of(html, "<polyline") == 7, "svg %d polylines %d",
               count_of(html, "<svg"), count_of(html, "<polyline"));
         CHECK(strstr(html, "stroke=\"" VP_REPORT_COLOR_STRATEGY "\"") && strstr(html, "stroke=\"" VP_REPORT_COLOR_BENCHMARK "\"") &&
                   strstr(html, "fill=\"" VP_REPORT_COLOR_DD_FILL "\""),
@@ -279,17 +280,18 @@ static void test_report_minimal_and_errors(void) {
     // one point, nothing optional
     const int64_t t1[1] = {T0_MS};
     const double e1[1] = {100.0};
-    vp_report r = {NULL, 1, t1, e1, NULL, NULL, NULL, NULL, 0, NULL, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}, NULL};
+    vp_report r = {NULL, 1, t1, e1, NULL, NULL, NULL, NULL, 0, NULL, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL};
     CHECK_OK(vp_report_write(path, &r));
     char* html = vpt_slurp(path, NULL);
     CHECK(html && strstr(html, "<h1>vulpes report</h1>") && strstr(html, "(no config given)") &&
-              count_of(html, "<svg") == 2 && !strstr(html, "Walk-forward") && !strstr(html, "<h2>Metrics"),
+              count_of(html, "<svg") == 3 && !strstr(html, "Walk-forward") && !strstr(html, "<h2>Metrics") &&
+              !strstr(html, "Monthly returns"),
           "minimal page wrong");
     free(html);
     // bad inputs fail, and the file already there is left as it was, with no .tmp
     const int64_t tb[3] = {T0_MS, T0_MS + H_MS, T0_MS + H_MS};
     const double eb[3] = {100.0, 101.0, NAN};
-    vp_report bad = {"x", 3, tb, eb, NULL, NULL, NULL, NULL, 0, NULL, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}, NULL};
+    vp_report bad = {"x", 3, tb, eb, NULL, NULL, NULL, NULL, 0, NULL, 0, NAN, NULL, 0, NULL, 0, {0, 0, 0}, NULL, NULL, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL, 0, 0, 0, NULL};
     CHECK_STATUS(vp_report_write(path, &bad), VP_ERR_INVALID_ARG, "not strictly increasing at 2");
     const int64_t tg[3] = {T0_MS, T0_MS + H_MS, T0_MS + 2 * H_MS};
     bad.times_ms = tg;
@@ -338,7 +340,8 @@ static void test_report_in_chromium(void) {
     snprintf(cmd, sizeof cmd,
              "bash '%s' --out '%s/browser' --color '%s:300' --color '%s:300' --color '%s:2000' "
              "--expect '<td>%s</td>' --expect '<td>%s</td>' --expect '<td>%s</td>' --expect 'Walk-forward folds' "
-             "--expect 'periods/year (measured' --expect 'seed: 7' '%s'",
+             "--expect 'periods/year (measured' --expect 'seed: 7' --expect 'Monthly returns' --expect 'Worst drawdowns' "
+             "--expect 'Rolling Sharpe and volatility' --expect 'equity curve, log scale' '%s'",
              script, dir, VP_REPORT_COLOR_STRATEGY + 1, VP_REPORT_COLOR_BENCHMARK + 1, VP_REPORT_COLOR_DD_FILL + 1,
              sharpe, mdd, bh, path);
     fflush(stdout);

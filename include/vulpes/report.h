@@ -46,6 +46,15 @@ typedef struct vp_report_fold {
     vp_trade_stats trades;  /* the strategy's trades on the test span */
 } vp_report_fold;
 
+/* A trade of the price chart: a mark at its entry and one at its exit. */
+typedef struct vp_report_trade {
+    int64_t entry;      /* point index of the bar whose open filled the entry */
+    int64_t exit;       /* point index of the bar that filled the exit (-1: none in the curve) */
+    int32_t side;       /* +1 long, -1 short */
+    double entry_price; /* mean entry fill price */
+    double exit_price;  /* mean exit fill price */
+} vp_report_trade;
+
 /* What a report shows. Arrays are host memory the caller owns. */
 typedef struct vp_report {
     const char* title;                 /* page heading ("backtest eurusd"); NULL: "vulpes report" */
@@ -72,7 +81,26 @@ typedef struct vp_report {
     const char* trials_label;          /* what selection_trials counts, plural, as the DSR line names them ("deflated
                                           Sharpe over N folds"): NULL for "validations", or "folds" (a walk-forward,
                                           each fold's selection a trial) */
+    const double* price;               /* [n] the bar's close at each point, or NULL: no price chart */
+    const double* position;            /* [n] contracts held at each close, or NULL: no exposure chart */
+    const vp_report_trade* trades;     /* [n_trades] marks on the price chart (the first VP_REPORT_MAX_MARKED),
+                                          or NULL */
+    int64_t n_trades;                  /* trades */
+    const int32_t* actions;            /* [n_actions, 4] the choices decided (-1: none), or NULL: no action mix */
+    int64_t n_actions;                 /* decisions */
+    const char* checkpoint;            /* the checkpoint the header names, or NULL */
+    const char* data_file;             /* the bar file the header names, or NULL */
+    const char* const* spans;          /* [n_spans] header lines naming the spans (train, validation, test, the
+                                          page's), or NULL */
+    int n_spans;                       /* lines of spans */
+    int in_sample_known;               /* 1: in_sample_bars holds; 0: the header says nothing of it */
+    int64_t in_sample_bars;            /* bars of the page's span that training saw (0: none) */
+    const char* run_metrics;           /* the metrics.jsonl of the checkpoint's training run (loss and validation
+                                          curves, validation against test), or NULL: no such panels */
 } vp_report;
+
+/* Most trades marked on the price chart (the first ones; the page says how many are left). */
+#define VP_REPORT_MAX_MARKED 2000
 
 /* Writes the page to `path` atomically (PATH.tmp, then renamed over PATH). */
 vp_status vp_report_write(const char* path, const vp_report* r);

@@ -9,7 +9,8 @@
  *   written when it opens; metrics.jsonl is appended to while the run goes.
  * - metrics.jsonl: one JSON object per line and log event, flushed per line, with the
  *   unit in every key's name (iteration, env_steps, learner_steps, loss, loss_c51,
- *   loss_iqn, q_mean, grad_norm, epsilon, env_steps_per_s, wall_s, val_sharpe, ...).
+ *   loss_iqn, q_mean, grad_norm, epsilon, env_steps_per_s, wall_s, val_sharpe, ...);
+ *   beside it, events.out.tfevents.metrics holds the same numbers as TensorBoard scalars.
  * - Progress: one updating line on a terminal, plain periodic lines otherwise, printed to
  *   the FILE* the caller gives (the library never prints on its own). */
 #ifndef VULPES_RUN_H
@@ -64,9 +65,14 @@ typedef struct vp_metrics_log {
     void* event;                /* the object being built (a cJSON*), NULL between events */
     int64_t lines;              /* lines written since open */
     char path[VP_RUN_PATH_MAX]; /* for messages */
+    FILE* events;               /* the TensorBoard event file beside it, events.out.tfevents.STEM */
+    int64_t line_index;         /* index in the file of the next line (the lines before an append counted) */
 } vp_metrics_log;
 
-/* Opens `path` for writing (`append` 0: truncated, 1: appended to). */
+/* Opens `path` for writing (`append` 0: truncated, 1: appended to), and beside it the
+ * TensorBoard event file events.out.tfevents.STEM (STEM.jsonl the metrics file's name),
+ * written anew: its version record, then (append) one Event per line already in the file,
+ * so that it always mirrors the lines (docs/train.md, "TensorBoard"). */
 vp_status vp_metrics_log_open(vp_metrics_log* m, const char* path, int append);
 
 /* Starts an event; its first field is "event": `event` ("train", "eval", "checkpoint"). */
@@ -81,7 +87,7 @@ vp_status vp_metrics_log_num(vp_metrics_log* m, const char* key, double value);
 /* Adds a string field. */
 vp_status vp_metrics_log_str(vp_metrics_log* m, const char* key, const char* value);
 
-/* Writes the event as one line and flushes it. */
+/* Writes the event as one line and flushes it, and its Event to the event file. */
 vp_status vp_metrics_log_end(vp_metrics_log* m);
 
 /* Closes the file (an unfinished event is dropped). NULL and closed writers are no-ops. */
@@ -124,8 +130,8 @@ vp_status vp_run_claim(vp_run* r, const char* dir, vp_run_mode mode);
 
 /* Starts writing a claimed folder: FORCE moves the files an earlier run wrote (config.yaml,
  * metrics.jsonl, last/best.safetensors, summary.json, trades.csv, equity.csv, report.html,
- * walkforward.json, folds/, and their .tmp) into a new DIR/replaced-N (deleting nothing and
- * leaving every other file alone); CREATE and FORCE write `cfg` to config.yaml and truncate
+ * walkforward.json, folds/, events.out.tfevents.metrics, and their .tmp) into a new
+ * DIR/replaced-N (deleting nothing and leaving every other file alone); CREATE and FORCE write `cfg` to config.yaml and truncate
  * metrics.jsonl; RESUME (cfg may be NULL) appends to metrics.jsonl. */
 vp_status vp_run_begin(vp_run* r, const vp_config* cfg);
 

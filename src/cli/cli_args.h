@@ -19,7 +19,7 @@
 /* Most key=value overrides, options and positional arguments of one command line. */
 #define VP_CLI_MAX_OVERRIDES 256
 #define VP_CLI_MAX_OPTS 32
-#define VP_CLI_MAX_POSITIONAL 4
+#define VP_CLI_MAX_POSITIONAL 256
 
 /* Longest override an option makes, NUL included ("run.out=" and a path). */
 #define VP_CLI_KV_MAX 1100
@@ -54,7 +54,7 @@ typedef struct vp_cli_spec {
     const char* command;    /* "train", "data synth": the messages say "vulpes COMMAND: ..." */
     const vp_cli_opt* opts; /* [n_opts] its options */
     int n_opts;             /* at most VP_CLI_MAX_OPTS */
-    int max_positional;     /* positional arguments it takes (CONFIG, FILE, KIND), at most VP_CLI_MAX_POSITIONAL */
+    int max_positional;     /* positional arguments it takes (CONFIG, FILE, KIND, RUN...), at most VP_CLI_MAX_POSITIONAL */
     int overrides;          /* 1: key=value arguments are config overrides; 0: refused */
     void (*usage)(FILE*);   /* writes the command's usage; --help prints it to stdout */
 } vp_cli_spec;

@@ -73,6 +73,9 @@ int vp_cmd_backtest(int argc, char** argv);
 /* `vulpes act --checkpoint CK [--data FILE] [--force] [--backend B] [KEY=VALUE ...]`. */
 int vp_cmd_act(int argc, char** argv);
 
+/* `vulpes compare RUN... [--out DIR] [--json | --csv]`. */
+int vp_cmd_compare(int argc, char** argv);
+
 /* `vulpes walkforward CONFIG [key=value ...] --train-bars N --val-bars N --test-bars N [options]`. */
 int vp_cmd_walkforward(int argc, char** argv);
 

@@ -20,6 +20,8 @@ static const vp_cli_command COMMANDS[] = {
      vp_cmd_backtest, NULL},
     {"act", NULL, "--checkpoint CK [--data FILE]", "the agent's decision for the bar after the last one, as JSON",
      vp_cmd_act, NULL},
+    {"compare", NULL, "RUN... [--out DIR]", "one table (and page) of the figures of several runs or backtests",
+     vp_cmd_compare, NULL},
     {"data", "inspect", "FILE", "what the loader sees in a bar file: rows, span, gaps, bad rows, features",
      vp_cmd_data, NULL},
     {"data", "synth", "KIND --bars N --out FILE", "a synthetic market (gbm, regime, ou, trend) written as CSV",

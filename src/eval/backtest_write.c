@@ -17,6 +17,7 @@
 #include "eval/eval_impl.h"
 #include "vulpes/backtest.h"
 #include "vulpes/data.h"
+#include "eval/report_backtest.h"
 #include "vulpes/report.h"
 #include "vulpes/run.h"
 
@@ -230,7 +231,8 @@ static vp_status write_summary(const vp_rollout_result* r, const vp_backtest_inf
  * the leverage limit cut orders of the strategy or of buy-and-hold (a warning line each) and
  * when training saw bars of the span or nobody can tell, and notes the fragile decisions and
  * the decision for the bar after the span. */
-static vp_status write_report(const vp_rollout_result* r, const vp_backtest_info* info, const char* path) {
+static vp_status write_report(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir,
+                              const char* path) {
     vp_report rep;
     memset(&rep, 0, sizeof rep);
     const char* base = info->title ? info->title : "backtest";
@@ -277,7 +279,13 @@ static vp_status write_report(const vp_rollout_result* r, const vp_backtest_info
     rep.config_text = info->config_text;
     rep.selection_trials = info->selection_trials;
     rep.deflated_sharpe = info->deflated_sharpe;
-    return vp_report_write(path, &rep);
+    // the tear sheet's price, trades, actions, header and the run's learning curves
+    vp_report_backtest st;
+    memset(&st, 0, sizeof st);
+    vp_status s = vp_report_from_backtest(&rep, r, info, dir, &st);
+    if (s == VP_OK) s = vp_report_write(path, &rep);
+    vp_report_backtest_free(&st);
+    return s;
 }
 
 vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir) {
@@ -290,7 +298,7 @@ vp_status vp_backtest_write_files(const vp_rollout_result* r, const vp_backtest_
     VP_TRY(join(dir, "equity.csv", path, sizeof path));
     VP_TRY(write_equity(r, path));
     VP_TRY(join(dir, "report.html", path, sizeof path));
-    return write_report(r, info, path);
+    return write_report(r, info, dir, path);
 }
 
 vp_status vp_backtest_write(const vp_rollout_result* r, const vp_backtest_info* info, const char* dir) {

@@ -1,5 +1,7 @@
 /* report.html: the page around the charts (head with the style and the no-network policy,
- * metrics and trade tables, per-fold table, config), written atomically. It uses the
+ * the header, the equity curve on a linear and a log scale, metrics and trade tables, per-fold
+ * table, then the tear sheet of report_tear.c, the market panels of report_market.c, the
+ * agent's panels of report_rl.c, and the config folded away), written atomically. It uses the
  * pieces of report_svg.c; they use nothing of this file. */
 #include <errno.h>
 #include <math.h>
@@ -24,7 +26,10 @@ static const char* const CSS =
     "overflow-x:auto}svg{display:block;margin:4px 0}svg .ax{font-size:11px;fill:#333}"
     "svg .lg{font-size:12px;fill:#1d1d1d}.note{color:#555;font-size:12px}"
     ".warn{color:#9b1c1c;background:#fdecea;border:1px solid #e0a19b;padding:6px 10px;font-size:14px;"
-    "font-weight:bold;margin:6px 0}";
+    "font-weight:bold;margin:6px 0}"
+    "table.monthly td.hm{min-width:52px}.tog input{margin:0 4px 0 12px}.eq-log{display:none}"
+    "#eq-log:checked~.eq-log{display:block}#eq-log:checked~.eq-lin{display:none}"
+    "details{margin:20px 0}summary{font-size:17px;font-weight:bold;cursor:pointer}";
 
 /* Checks the curves: times strictly increasing, every value finite. */
 static vp_status check_input(const vp_report* r) {
@@ -44,7 +49,14 @@ static vp_status check_input(const vp_report* r) {
                    (long long)i, r->benchmark[i]);
         VP_REQUIRE(!r->drawdown || isfinite(r->drawdown[i]), VP_ERR_NUMERIC, "report: drawdown[%lld] = %g",
                    (long long)i, r->drawdown[i]);
+        VP_REQUIRE(!r->price || isfinite(r->price[i]), VP_ERR_NUMERIC, "report: price[%lld] = %g", (long long)i,
+                   r->price[i]);
+        VP_REQUIRE(!r->position || isfinite(r->position[i]), VP_ERR_NUMERIC, "report: position[%lld] = %g",
+                   (long long)i, r->position[i]);
     }
+    VP_REQUIRE((r->trades || r->n_trades == 0) && (r->actions || r->n_actions == 0) && (r->spans || r->n_spans == 0),
+               VP_ERR_INVALID_ARG, "report: %lld trades, %lld actions and %d span lines, but their arrays are NULL",
+               (long long)r->n_trades, (long long)r->n_actions, r->n_spans);
     return VP_OK;
 }
 
@@ -121,9 +133,18 @@ static void write_folds(FILE* out, const vp_report_fold* folds, int64_t n) {
 static vp_status write_charts(FILE* out, const vp_report* r) {
     vp_svg_series eq[2] = {{r->equity, VP_REPORT_COLOR_STRATEGY, NULL, "strategy"},
                            {r->benchmark, VP_REPORT_COLOR_BENCHMARK, NULL, "buy & hold"}};
-    vp_svg_chart ce = {r->times_ms, r->n, eq, r->benchmark ? 2 : 1, 340, VP_METRIC_UNIT_CCY, 0, "equity curve"};
-    fputs("<h2>Equity</h2>\n", out);
+    vp_svg_chart ce = {r->times_ms, r->n, eq, r->benchmark ? 2 : 1, 340, VP_METRIC_UNIT_CCY, 0, "equity curve",
+                       0, 0, NULL, 0};
+    // linear and log scale, one shown at a time by a radio button (CSS only, no script)
+    fputs("<h2>Equity</h2>\n<div class=\"tog\"><input type=\"radio\" name=\"eqscale\" id=\"eq-lin\" checked>"
+          "<label for=\"eq-lin\">linear</label><input type=\"radio\" name=\"eqscale\" id=\"eq-log\">"
+          "<label for=\"eq-log\">log scale</label>\n<div class=\"eq-lin\">\n", out);
     VP_TRY(vp_svg_chart_write(out, &ce));
+    fputs("</div>\n<div class=\"eq-log\">\n", out);
+    ce.log_y = 1;
+    ce.name = "equity curve, log scale";
+    VP_TRY(vp_svg_chart_write(out, &ce));
+    fputs("</div></div>\n", out);
 
     // the drawdown as given, or computed from the equity curve
     double* own = NULL;
@@ -139,7 +160,7 @@ static vp_status write_charts(FILE* out, const vp_report* r) {
         dd = own;
     }
     vp_svg_series ds = {dd, VP_REPORT_COLOR_DRAWDOWN, VP_REPORT_COLOR_DD_FILL, "strategy drawdown"};
-    vp_svg_chart cd = {r->times_ms, r->n, &ds, 1, 220, VP_METRIC_UNIT_FRAC, 1, "drawdown curve"};
+    vp_svg_chart cd = {r->times_ms, r->n, &ds, 1, 220, VP_METRIC_UNIT_FRAC, 1, "drawdown curve", 0, 0, NULL, 0};
     fputs("<h2>Drawdown</h2>\n", out);
     vp_status st = vp_svg_chart_write(out, &cd);
     free(own);
@@ -174,6 +195,31 @@ static void write_weight(FILE* out, const vp_report* r) {
                                              : "does not survive the deflation at 95 %");
 }
 
+/* The header lines: the checkpoint, the data file, the spans, and the bars training saw. */
+static void write_header(FILE* out, const vp_report* r) {
+    if (r->checkpoint) {
+        fputs("<p class=\"meta\">checkpoint ", out);
+        vp_html_escape_write(out, r->checkpoint);
+        fputs("</p>\n", out);
+    }
+    if (r->data_file) {
+        fputs("<p class=\"meta\">data ", out);
+        vp_html_escape_write(out, r->data_file);
+        fputs("</p>\n", out);
+    }
+    for (int i = 0; i < r->n_spans; ++i) {
+        fputs("<p class=\"meta\">", out);
+        vp_html_escape_write(out, r->spans[i]);
+        fputs("</p>\n", out);
+    }
+    if (!r->in_sample_known) return;
+    if (r->in_sample_bars > 0)
+        fprintf(out, "<p class=\"warn\">in-sample: %lld of the %lld bars were seen in training (train or validation "
+                "span)</p>\n", (long long)r->in_sample_bars, (long long)r->n);
+    else
+        fputs("<p class=\"meta\">in-sample bars: none (training saw none of these bars)</p>\n", out);
+}
+
 vp_status vp_report_write_stream(FILE* out, const vp_report* r) {
     VP_REQUIRE(out && r, VP_ERR_INVALID_ARG, "vp_report_write_stream: out and r must not be NULL");
     VP_TRY(check_input(r));
@@ -200,7 +246,8 @@ vp_status vp_report_write_stream(FILE* out, const vp_report* r) {
         fputs("</p>\n", out);
     }
 
-    // what the page covers and how it annualises
+    // what the page covers: checkpoint, data, spans, bars seen in training; how it annualises
+    write_header(out, r);
     fprintf(out, "<p class=\"meta\">span %s to %s UTC, %lld bars</p>\n",
             vp_report_format_time(r->times_ms[0], 1, a, sizeof a),
             vp_report_format_time(r->times_ms[r->n - 1], 1, b, sizeof b), (long long)r->n);
@@ -218,9 +265,12 @@ vp_status vp_report_write_stream(FILE* out, const vp_report* r) {
             "bar's time stamp (its open time, as in the data).</p>\n", (long long)r->n, VP_REPORT_PLOT_WIDTH);
     if (r->metrics) write_metric_tables(out, r->metrics, r->ruined);
     if (r->n_folds > 0) write_folds(out, r->folds, r->n_folds);
-    fputs("<h2>Config</h2>\n<pre class=\"config\">", out);
+    VP_TRY(vp_report_tear_write(out, r));
+    VP_TRY(vp_report_market_write(out, r));
+    VP_TRY(vp_report_rl_write(out, r));
+    fputs("<details><summary>Config</summary>\n<pre class=\"config\">", out);
     vp_html_escape_write(out, r->config_text ? r->config_text : "(no config given)");
-    fprintf(out, "</pre>\n<p class=\"note\">written by vulpes %s</p>\n</body>\n</html>\n", VP_VERSION_STRING);
+    fprintf(out, "</pre></details>\n<p class=\"note\">written by vulpes %s</p>\n</body>\n</html>\n", VP_VERSION_STRING);
     VP_REQUIRE(!ferror(out), VP_ERR_IO, "report: writing the page failed: %s", strerror(errno));
     return VP_OK;
 }

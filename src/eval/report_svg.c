@@ -60,8 +60,9 @@ int64_t vp_decimate_m4(const int64_t* t, const double* y, int64_t n, int cols, i
             int cj = span > 0 ? (int)floor(((double)t[j] - t0) / span * cols) : 0;
             if (cj >= cols) cj = cols - 1;
             if (cj != c) break;
-            if (y[j] < y[lo]) lo = j;
-            if (y[j] > y[hi]) hi = j;
+            // a NaN (a gap) is kept only where the column has nothing else
+            if (y[j] < y[lo] || (isnan(y[lo]) && !isnan(y[j]))) lo = j;
+            if (y[j] > y[hi] || (isnan(y[hi]) && !isnan(y[j]))) hi = j;
         }
         int64_t last = j - 1;
         // first, min, max, last in index order, each once
@@ -99,6 +100,9 @@ typedef struct chart_geom {
 static double gx(const chart_geom* g, int64_t t) { return g->left + ((double)t - g->t0) / (g->t1 - g->t0) * g->pw; }
 static double gy(const chart_geom* g, double v) { return g->top + (g->hi - v) / (g->hi - g->lo) * g->ph; }
 
+/* A value as the axis holds it: its log10 on a log chart (NaN for v <= 0), else itself. */
+static double axis_value(const vp_svg_chart* c, double v) { return c->log_y ? (v > 0.0 ? log10(v) : NAN) : v; }
+
 /* The plot box and the axis ranges from the data. */
 static void chart_layout(const vp_svg_chart* c, chart_geom* g) {
     g->left = MARGIN_L;
@@ -112,13 +116,21 @@ static void chart_layout(const vp_svg_chart* c, chart_geom* g) {
         g->t1 += (double)MS_PER_DAY;
     }
     // y range over every curve, padded when flat, then widened to whole ticks
-    double lo = c->include_zero ? 0.0 : INFINITY, hi = c->include_zero ? 0.0 : -INFINITY;
+    double lo = c->include_zero && !c->log_y ? 0.0 : INFINITY, hi = c->include_zero && !c->log_y ? 0.0 : -INFINITY;
     for (int s = 0; s < c->n_series; ++s)
         for (int64_t i = 0; i < c->n; ++i) {
-            double v = c->series[s].y[i];
+            double v = axis_value(c, c->series[s].y[i]);
+            if (!isfinite(v)) continue;
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
+    for (int64_t i = 0; i < c->n_markers; ++i) {
+        double v = axis_value(c, c->markers[i].y);
+        if (!isfinite(v)) continue;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    if (lo > hi) lo = hi = 0.0; /* nothing finite to draw */
     if (hi - lo <= 1e-12 * fmax(fabs(hi), fabs(lo))) {
         double pad = fabs(hi) > 0 ? 0.01 * fabs(hi) : (c->unit == VP_METRIC_UNIT_FRAC ? 0.01 : 1.0);
         if (!(c->include_zero && hi == 0.0)) hi += pad;
@@ -140,14 +152,17 @@ static void write_axes(FILE* out, const vp_svg_chart* c, const chart_geom* g) {
         double y = gy(g, v);
         fprintf(out, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n", g->left, y,
                 g->left + g->pw, y);
-        y_label(v, g->step, c->unit, buf, sizeof buf);
+        if (c->log_y) snprintf(buf, sizeof buf, "%.5g", pow(10.0, v));
+        else y_label(v, g->step, c->unit, buf, sizeof buf);
         fprintf(out, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" class=\"ax\">%s</text>\n", g->left - 6, y + 4, buf);
     }
     int with_time = g->t1 - g->t0 < 5.0 * (double)MS_PER_DAY;
     for (int k = 0; k < X_TICKS; ++k) {
         double f = (double)k / (X_TICKS - 1), x = g->left + f * g->pw;
         const char* anchor = k == 0 ? "start" : (k == X_TICKS - 1 ? "end" : "middle");
-        vp_report_format_time((int64_t)llround(g->t0 + f * (g->t1 - g->t0)), with_time, buf, sizeof buf);
+        const int64_t at = (int64_t)llround(g->t0 + f * (g->t1 - g->t0));
+        if (c->x_plain) snprintf(buf, sizeof buf, "%lld", (long long)at);
+        else vp_report_format_time(at, with_time, buf, sizeof buf);
         fprintf(out, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#b0b0b0\"/>\n", x, g->top + g->ph,
                 x, g->top + g->ph + 4);
         fprintf(out, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\" class=\"ax\">%s</text>\n", x,
@@ -155,20 +170,45 @@ static void write_axes(FILE* out, const vp_svg_chart* c, const chart_geom* g) {
     }
 }
 
-/* One curve from its decimated points: the filled area first, then the line. */
+/* One curve from its decimated points: the filled area first, then the line; a NaN (or, on a
+ * log chart, a value <= 0) ends a run of the line and the next finite point starts one. */
 static void write_series(FILE* out, const vp_svg_chart* c, const chart_geom* g, const vp_svg_series* s,
                          const int64_t* idx, int64_t m) {
-    if (s->fill) {
-        double y0 = gy(g, 0.0);
-        fprintf(out, "<polygon fill=\"%s\" stroke=\"none\" points=\"%.1f,%.1f", s->fill, gx(g, c->t[idx[0]]), y0);
-        for (int64_t k = 0; k < m; ++k) fprintf(out, " %.1f,%.1f", gx(g, c->t[idx[k]]), gy(g, s->y[idx[k]]));
-        fprintf(out, " %.1f,%.1f\"/>\n", gx(g, c->t[idx[m - 1]]), y0);
+    for (int64_t k = 0; k < m;) {
+        // the run of finite points from k
+        while (k < m && !isfinite(axis_value(c, s->y[idx[k]]))) ++k;
+        int64_t e = k;
+        while (e < m && isfinite(axis_value(c, s->y[idx[e]]))) ++e;
+        if (e == k) break;
+        if (s->fill) {
+            double y0 = gy(g, c->log_y ? g->lo : 0.0);
+            fprintf(out, "<polygon fill=\"%s\" stroke=\"none\" points=\"%.1f,%.1f", s->fill, gx(g, c->t[idx[k]]), y0);
+            for (int64_t j = k; j < e; ++j)
+                fprintf(out, " %.1f,%.1f", gx(g, c->t[idx[j]]), gy(g, axis_value(c, s->y[idx[j]])));
+            fprintf(out, " %.1f,%.1f\"/>\n", gx(g, c->t[idx[e - 1]]), y0);
+        }
+        fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"",
+                s->color);
+        for (int64_t j = k; j < e; ++j)
+            fprintf(out, "%s%.1f,%.1f", j > k ? " " : "", gx(g, c->t[idx[j]]), gy(g, axis_value(c, s->y[idx[j]])));
+        fprintf(out, "\"/>\n");
+        k = e;
     }
-    fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"",
-            s->color);
-    for (int64_t k = 0; k < m; ++k)
-        fprintf(out, "%s%.1f,%.1f", k ? " " : "", gx(g, c->t[idx[k]]), gy(g, s->y[idx[k]]));
-    fprintf(out, "\"/>\n");
+}
+
+/* The marks: small triangles (up, down) or circles at their points. */
+static void write_markers(FILE* out, const vp_svg_chart* c, const chart_geom* g) {
+    for (int64_t i = 0; i < c->n_markers; ++i) {
+        const vp_svg_marker* mk = &c->markers[i];
+        const double v = axis_value(c, mk->y);
+        if (!isfinite(v)) continue;
+        const double x = gx(g, mk->t), y = gy(g, v);
+        if (mk->shape == 2)
+            fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", x, y, mk->color);
+        else
+            fprintf(out, "<polygon fill=\"%s\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n", mk->color, x - 4,
+                    mk->shape == 0 ? y + 4 : y - 4, x + 4, mk->shape == 0 ? y + 4 : y - 4, x, mk->shape == 0 ? y - 4 : y + 4);
+    }
 }
 
 vp_status vp_svg_chart_write(FILE* out, const vp_svg_chart* c) {
@@ -194,6 +234,7 @@ vp_status vp_svg_chart_write(FILE* out, const vp_svg_chart* c) {
         write_series(out, c, &g, &c->series[s], idx, m);
     }
     free(idx);
+    write_markers(out, c, &g);
 
     // legend above the plot
     double lx = g.left;

@@ -238,6 +238,7 @@ static vp_status write_report(const vp_wf_ctx* c, const vp_wf_result* r, const d
     rep.metrics = &r->summary;
     rep.folds = rows, rep.n_folds = r->n_done;
     rep.config_text = c->config_yaml;
+    rep.position = r->position, rep.data_file = c->data.source;
     // the deflated Sharpe over the folds (each fold's selection a trial)
     rep.selection_trials = r->weight.n_trials;
     rep.deflated_sharpe = r->weight.deflated_sharpe;

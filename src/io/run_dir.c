@@ -68,7 +68,7 @@ static vp_status make_dirs(const char* dir) {
 static int is_run_file(const char* name) {
     static const char* files[] = {"config.yaml",  "metrics.jsonl", "last.safetensors", "best.safetensors",
                                   "summary.json", "trades.csv",    "equity.csv",       "report.html",
-                                  "walkforward.json", "folds"};
+                                  "walkforward.json", "folds", "events.out.tfevents.metrics"};
     const size_t len = strlen(name);
     for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i) {
         const size_t fl = strlen(files[i]);
