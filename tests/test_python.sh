@@ -21,4 +21,13 @@ fi
 if [ ! -f "$build/libvulpes.so" ]; then echo "FAIL: $build/libvulpes.so is missing (build the vulpes_shared target)"; exit 1; fi
 cd "$src"
 export PYTHONPATH="$src/python/src${PYTHONPATH:+:$PYTHONPATH}" VULPES_LIBRARY="$build/libvulpes.so"
-exec "$python" -m pytest -q -p no:cacheprovider python/tests
+# Under CI a skipped test is a failure, except the CUDA ones on a machine without a GPU.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+rc=0
+"$python" -m pytest -q -rs -p no:cacheprovider python/tests 2>&1 | tee "$log" || rc=$?
+if [ "$rc" -eq 0 ] && [ "${CI:-}" = "true" ] && grep '^SKIPPED' "$log" | grep -v 'no CUDA device' | grep -q .; then
+  echo "FAIL: tests were skipped under CI (above)"
+  exit 1
+fi
+exit "$rc"
