@@ -6,6 +6,7 @@
 #   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|PROGRAM...]   (default: all)
 #   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
 #   step-sweep: vulpes bench step at B = 1024 .. 65536
+#   python-cuda: the Python VectorEnv on CUDA (its test and env steps/s), wheels from .deps/wheels
 #   step-profile: the GPU time of every kernel of one learner step (Nsight Compute)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,15 @@ for s in $steps; do
     torch-step)
       run bench_step build-gpu/vulpes bench step --backend cuda --json "$OUT/step.jsonl"
       run torch_step timeout 240 python3 bench/torch_step.py --vulpes "$OUT/step.jsonl" --json "$OUT/torch_step.jsonl" ;;
+    python-cuda)
+      # the Python VectorEnv on CUDA: wheels carried in .deps/wheels (the GPU machine has no
+      # registry; PyTorch and numpy are its own), the CUDA env test and the throughput bench
+      run py_venv bash -c 'python3 -m venv --system-site-packages /tmp/vp-py && /tmp/vp-py/bin/pip install -q --no-index --no-deps $(ls .deps/wheels/*.whl | grep -v numpy)'
+      export PYTHONPATH=$PWD/python/src VULPES_LIBRARY=$PWD/build-gpu/libvulpes.so
+      run py_cuda_test /tmp/vp-py/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_env.py -k cuda
+      for n in 4096 65536; do
+        run "py_vector_env_$n" /tmp/vp-py/bin/python examples/python/bench_vector_env.py --device cuda --num-envs "$n" --steps 500
+      done ;;
     step-profile)
       # every kernel of the first (eager, validation) step, timed alone by Nsight Compute
       run ncu_step ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
