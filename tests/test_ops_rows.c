@@ -129,10 +129,37 @@ static void test_norm_forward(void) {
     CHECK_NEAR(rs, 1.0 / sqrt(1e-5), 0, 1e-6);
 }
 
+/* vp_layernorm_relu gives the bits of vp_layernorm then the ReLU op, statistics included, and
+ * cuts some outputs and keeps others. */
+static void test_layernorm_relu(void) {
+    const int64_t m = 37, n = 29;
+    float *x = (float*)malloc(sizeof(float) * (size_t)(m * n)), g[29], be[29];
+    float *y1 = (float*)malloc(sizeof(float) * (size_t)(m * n)), *y2 = (float*)malloc(sizeof(float) * (size_t)(m * n));
+    float mu1[37], rs1[37], mu2[37], rs2[37];
+    ref_fill_uniform(x, m * n, 5, 1, -2.0f, 2.0f);
+    ref_fill_uniform(g, n, 5, 2, 0.5f, 1.5f);
+    ref_fill_uniform(be, n, 5, 3, -0.5f, 0.5f);
+    vp_tensor tx = vp_tensor_2d(x, VP_F32, VP_MEM_HOST, m, n), tg = vp_tensor_1d(g, VP_F32, VP_MEM_HOST, n);
+    vp_tensor tb = vp_tensor_1d(be, VP_F32, VP_MEM_HOST, n);
+    vp_tensor t1 = vp_tensor_2d(y1, VP_F32, VP_MEM_HOST, m, n), t2 = vp_tensor_2d(y2, VP_F32, VP_MEM_HOST, m, n);
+    vp_tensor m1 = vp_tensor_1d(mu1, VP_F32, VP_MEM_HOST, m), r1 = vp_tensor_1d(rs1, VP_F32, VP_MEM_HOST, m);
+    vp_tensor m2 = vp_tensor_1d(mu2, VP_F32, VP_MEM_HOST, m), r2 = vp_tensor_1d(rs2, VP_F32, VP_MEM_HOST, m);
+    CHECK_OK(vp_layernorm(g_b, &tx, &tg, &tb, 1e-5f, &t1, &m1, &r1));
+    CHECK_OK(vp_unary(g_b, VP_UNARY_RELU, &t1, &t1));
+    CHECK_OK(vp_layernorm_relu(g_b, &tx, &tg, &tb, 1e-5f, &t2, &m2, &r2));
+    CHECK(memcmp(y1, y2, sizeof(float) * (size_t)(m * n)) == 0, "layernorm_relu = relu(layernorm) bit for bit");
+    CHECK(memcmp(mu1, mu2, sizeof mu1) == 0 && memcmp(rs1, rs2, sizeof rs1) == 0, "same statistics");
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < m * n; ++i) zeros += y2[i] == 0.0f;
+    CHECK(zeros > m * n / 4 && zeros < 3 * m * n / 4, "%lld of %lld outputs cut", (long long)zeros, (long long)(m * n));
+    free(x), free(y1), free(y2);
+}
+
 int main(void) {
     CHECK_OK(vp_backend_cpu_init(&g_b));
     if (!g_b) return 1;
     RUN_TEST(test_softmax_forward);
+    RUN_TEST(test_layernorm_relu);
     RUN_TEST(test_norm_forward);
     vp_backend_free(g_b);
     return vpt_finish();

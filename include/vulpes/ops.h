@@ -137,6 +137,12 @@ vp_status vp_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma
                        const vp_tensor* beta, float eps, vp_tensor* y, vp_tensor* mean,
                        vp_tensor* rstd);
 
+/* y = max(0, LayerNorm(x)): vp_layernorm with the ReLU in the same pass (the same bits as
+ * vp_layernorm then vp_unary RELU); mean, rstd saved as there. */
+vp_status vp_layernorm_relu(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma,
+                            const vp_tensor* beta, float eps, vp_tensor* y, vp_tensor* mean,
+                            vp_tensor* rstd);
+
 /* LayerNorm backward from dy [m, n] with the forward's x [m, n], gamma [n], mean and
  * rstd [m]: writes dx [m, n] and (overwrites) dgamma, dbeta [n]. */
 vp_status vp_layernorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tensor* x,

@@ -53,7 +53,7 @@ extern "C" {
     /* normalisation */                                                                             \
     X(arg, vp_status, layernorm,                                                                    \
       (vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, const vp_tensor* beta,            \
-       float eps, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd))                                  \
+       float eps, int relu, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd))                        \
     X(arg, vp_status, layernorm_backward,                                                           \
       (vp_backend* b, const vp_tensor* dy, const vp_tensor* x, const vp_tensor* gamma,              \
        const vp_tensor* mean, const vp_tensor* rstd, vp_tensor* dx, vp_tensor* dgamma,              \

@@ -220,14 +220,25 @@ static vp_status check_norm(const char* op, const vp_backend* b, float eps, cons
     return VP_OK;
 }
 
-vp_status vp_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, const vp_tensor* beta, float eps,
-                       vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
+/* vp_layernorm and vp_layernorm_relu: checks, then the backend's kernel. */
+static vp_status layernorm(const char* fn, vp_backend* b, const vp_tensor* x, const vp_tensor* gamma,
+                           const vp_tensor* beta, float eps, int relu, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
     const vp_tensor* cols[] = {gamma, beta};
     const char* cn[] = {"gamma", "beta", NULL};
     const vp_tensor* rows[] = {mean, rstd};
     const char* rn[] = {"mean", "rstd", NULL};
-    VP_TRY(check_norm(__func__, b, eps, x, y, NULL, cols, cn, rows, rn));
-    return b->ops->layernorm(b, x, gamma, beta, eps, y, mean, rstd);
+    VP_TRY(check_norm(fn, b, eps, x, y, NULL, cols, cn, rows, rn));
+    return b->ops->layernorm(b, x, gamma, beta, eps, relu, y, mean, rstd);
+}
+
+vp_status vp_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, const vp_tensor* beta, float eps,
+                       vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
+    return layernorm(__func__, b, x, gamma, beta, eps, 0, y, mean, rstd);
+}
+
+vp_status vp_layernorm_relu(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, const vp_tensor* beta,
+                            float eps, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
+    return layernorm(__func__, b, x, gamma, beta, eps, 1, y, mean, rstd);
 }
 
 vp_status vp_layernorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tensor* x, const vp_tensor* gamma,

@@ -38,12 +38,10 @@ vp_status vp_model_trunk_forward(const vp_model* m, const vp_tensor* params, vp_
     VP_TRY(vp_gather_rows(be, features, &idx, &t.x0));
     // h1 = relu(LN(W1 f + b1))
     VP_TRY(linear(m, &t.x0, &w1, &b1, VP_EPI_BIAS, 0.0f, &t.a1));
-    VP_TRY(vp_layernorm(be, &t.a1, &g1, &bt1, c->ln_eps, &t.h1, &t.mean1, &t.rstd1));
-    VP_TRY(vp_unary(be, VP_UNARY_RELU, &t.h1, &t.h1));
+    VP_TRY(vp_layernorm_relu(be, &t.a1, &g1, &bt1, c->ln_eps, &t.h1, &t.mean1, &t.rstd1));
     // h2 = relu(LN(W2 h1 + b2))
     VP_TRY(linear(m, &t.h1, &w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
-    VP_TRY(vp_layernorm(be, &t.a2, &g2, &bt2, c->ln_eps, &t.h2, &t.mean2, &t.rstd2));
-    return vp_unary(be, VP_UNARY_RELU, &t.h2, &t.h2);
+    return vp_layernorm_relu(be, &t.a2, &g2, &bt2, c->ln_eps, &t.h2, &t.mean2, &t.rstd2);
 }
 
 vp_status vp_model_gate_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {

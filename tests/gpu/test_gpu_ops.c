@@ -220,6 +220,11 @@ static void test_norms(void) {
         twin_check("layernorm y", cas, &y, TOL_FP32);
         twin_check("layernorm mean", cas, &mu, TOL_FP32);
         twin_check("layernorm rstd", cas, &rs, TOL_FP32);
+        /* the same with the ReLU in the pass */
+        twin_poison(&y);
+        CHECK_OK(vp_layernorm_relu(g_cpu, &x.h, &g.h, &be.h, 1e-5f, &y.h, &mu.h, &rs.h));
+        CHECK_OK(vp_layernorm_relu(g_gpu, &x.d, &g.d, &be.d, 1e-5f, &y.d, &mu.d, &rs.d));
+        twin_check("layernorm_relu y", cas, &y, TOL_FP32);
         /* LayerNorm backward from the CPU's saved statistics on both sides */
         CHECK_OK(vp_upload(g_gpu, &mu.d, mu.h.data, (size_t)m * 4));
         CHECK_OK(vp_upload(g_gpu, &rs.d, rs.h.data, (size_t)m * 4));

@@ -36,7 +36,7 @@ static void param_grads(const float* dy, const float* x, const float* shift, con
 /* ---- LayerNorm --------------------------------------------------------------------------- */
 
 vp_status vp_cpu_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, const vp_tensor* beta,
-                           float eps, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
+                           float eps, int relu, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
     (void)b;
     const int64_t m = vp_tensor_rows(x), n = vp_tensor_cols(x);
     const float* g = (const float*)gamma->data; /* [n] */
@@ -53,7 +53,10 @@ vp_status vp_cpu_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* g
         const double rs = 1.0 / sqrt(ss / (double)n + (double)eps);
         /* normalise, scale, shift; save the statistics */
         const float muf = (float)mu, rsf = (float)rs;
-        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - muf) * rsf * g[j] + be[j];
+        for (int64_t j = 0; j < n; ++j) {
+            const float v = (xr[j] - muf) * rsf * g[j] + be[j];
+            yr[j] = relu && v < 0.0f ? 0.0f : v; /* the ReLU of vp_unary: NaN and -0 pass */
+        }
         ((float*)mean->data)[i] = muf;
         ((float*)rstd->data)[i] = rsf;
     }

@@ -7,7 +7,7 @@
 
 /* LayerNorm (RMS = 0) or RMSNorm (RMS = 1) forward over x [m, n]: y [m, n], mean [m]
  * (LayerNorm only), rstd [m]. Two passes for the variance. */
-template <int G, int RMS>
+template <int G, int RMS, int RELU>
 __global__ void norm_forward_kernel(const float* x, const float* __restrict__ gamma, const float* __restrict__ beta,
                                     float eps, float* y, float* mean, float* rstd, int64_t m, int64_t n) {
     __shared__ float sh[32];
@@ -28,7 +28,10 @@ __global__ void norm_forward_kernel(const float* x, const float* __restrict__ ga
         }
         const float rs = 1.0f / sqrtf(vp_group_reduce<G>(q, 0, sh) * inv_n + eps);
         float* yr = y + r * n;
-        for (int64_t j = t; j < n; j += G) yr[j] = RMS ? xr[j] * rs * gamma[j] : (xr[j] - mu) * rs * gamma[j] + beta[j];
+        for (int64_t j = t; j < n; j += G) {
+            const float v = RMS ? xr[j] * rs * gamma[j] : (xr[j] - mu) * rs * gamma[j] + beta[j];
+            yr[j] = RELU && v < 0.0f ? 0.0f : v; // the ReLU of vp_unary: NaN and -0 pass
+        }
         if (t == 0) {
             if (!RMS) mean[r] = mu;
             rstd[r] = rs;
@@ -68,8 +71,9 @@ __global__ void norm_backward_dx_kernel(const float* dy, const float* x, const f
 
 /* ---- launchers ------------------------------------------------------------------------------ */
 
-/* Launches the forward for RMS = 0 / 1 with a warp or a block per row. */
-static vp_status norm_forward(vp_backend* b, int rms, const vp_tensor* x, const vp_tensor* gamma,
+/* Launches the forward for RMS = 0 / 1 with a warp or a block per row, the ReLU after it when
+ * `relu` (LayerNorm only). */
+static vp_status norm_forward(vp_backend* b, int rms, int relu, const vp_tensor* x, const vp_tensor* gamma,
                               const vp_tensor* beta, float eps, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
     const int64_t m = vp_tensor_rows(x), n = vp_tensor_cols(x);
     VP_REQUIRE(vp_tensor_numel(rstd) == m && vp_tensor_numel(gamma) == n, VP_ERR_SHAPE,
@@ -83,11 +87,15 @@ static vp_status norm_forward(vp_backend* b, int rms, const vp_tensor* x, const 
     cudaStream_t st = vp_cuda_of(b)->stream;
     const int warp = n <= VP_CUDA_WARP_ROW_MAX;
     const unsigned g = vp_cuda_row_grid(m, warp ? VP_CUDA_THREADS / 32 : 1);
-    if (warp && rms) norm_forward_kernel<32, 1><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
-    else if (warp) norm_forward_kernel<32, 0><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
+    if (warp && rms) norm_forward_kernel<32, 1, 0><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
+    else if (warp && relu)
+        norm_forward_kernel<32, 0, 1><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
+    else if (warp) norm_forward_kernel<32, 0, 0><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
     else if (rms)
-        norm_forward_kernel<VP_CUDA_THREADS, 1><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
-    else norm_forward_kernel<VP_CUDA_THREADS, 0><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
+        norm_forward_kernel<VP_CUDA_THREADS, 1, 0><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
+    else if (relu)
+        norm_forward_kernel<VP_CUDA_THREADS, 0, 1><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
+    else norm_forward_kernel<VP_CUDA_THREADS, 0, 0><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, bp, eps, yp, mp, rp, m, n);
     VP_CUDA_CHECK_LAUNCH("norm_forward_kernel");
     return VP_OK;
 }
@@ -121,8 +129,8 @@ static vp_status norm_backward(vp_backend* b, int rms, const vp_tensor* dy, cons
 }
 
 vp_status vp_cuda_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, const vp_tensor* beta,
-                            float eps, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
-    return norm_forward(b, 0, x, gamma, beta, eps, y, mean, rstd);
+                            float eps, int relu, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd) {
+    return norm_forward(b, 0, relu, x, gamma, beta, eps, y, mean, rstd);
 }
 
 vp_status vp_cuda_layernorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tensor* x, const vp_tensor* gamma,
@@ -133,7 +141,7 @@ vp_status vp_cuda_layernorm_backward(vp_backend* b, const vp_tensor* dy, const v
 
 vp_status vp_cuda_rmsnorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, float eps, vp_tensor* y,
                           vp_tensor* rstd) {
-    return norm_forward(b, 1, x, gamma, NULL, eps, y, NULL, rstd);
+    return norm_forward(b, 1, 0, x, gamma, NULL, eps, y, NULL, rstd);
 }
 
 vp_status vp_cuda_rmsnorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tensor* x, const vp_tensor* gamma,

@@ -5,9 +5,9 @@
 
 #include "common.cuh"
 
-/* y = (x - mean) rstd gamma + beta per row; saves mean, rstd [m]. */
+/* y = (x - mean) rstd gamma + beta per row (then max(0, .) when relu); saves mean, rstd [m]. */
 vp_status vp_cuda_layernorm(vp_backend* b, const vp_tensor* x, const vp_tensor* gamma, const vp_tensor* beta,
-                            float eps, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd);
+                            float eps, int relu, vp_tensor* y, vp_tensor* mean, vp_tensor* rstd);
 
 /* dx [m, n]; dgamma, dbeta [n] overwritten. */
 vp_status vp_cuda_layernorm_backward(vp_backend* b, const vp_tensor* dy, const vp_tensor* x, const vp_tensor* gamma,
