@@ -122,25 +122,49 @@ __global__ void iqn_mix_backward_kernel(const float* __restrict__ h, const float
 }
 
 /* d_iq1[r, m] = (iq1[r, m] > 0) sum_a dzq[r, a] w2[a, m]; p_b[b, m] = sum_j d_iq1[b*T+j, m]. A
- * block per sample (grid-stride), a thread per unit m (striding by blockDim); w2 [A, M] and
- * the sample's dzq rows [T, A] staged in shared memory (dynamic: A * M + T * A floats). */
+ * block per sample (grid-stride), a thread per unit m (striding by blockDim); the sample's
+ * dzq rows [T, A] staged in shared memory. FAST (A <= 16): w2's column m in registers and the
+ * dzq rows padded to 16 with zeros, read as float4 broadcasts (the padding adds 0 * 0);
+ * otherwise w2 [A, M] in shared memory too. Dynamic shared memory: FAST T * 16 floats, else
+ * A * M + T * A. */
+template <int FAST>
 __global__ void iqn_l2_backward_kernel(const float* __restrict__ iq1, const float* __restrict__ dzq,
                                        const float* __restrict__ w2, float* d_iq1, float* p_b, int64_t B, int T, int M,
                                        int A) {
-    extern __shared__ float sw[];
-    float* sdz = sw + A * M;
-    for (int k = threadIdx.x; k < A * M; k += blockDim.x) sw[k] = w2[k];
+    extern __shared__ __align__(16) float sh[];
+    float* sw = sh;                       /* generic: [A, M] */
+    float* sdz = FAST ? sh : sh + A * M;  /* [T, LD] */
+    const int LD = FAST ? 16 : A;
+    if (!FAST)
+        for (int k = threadIdx.x; k < A * M; k += blockDim.x) sw[k] = w2[k];
     for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
         __syncthreads(); // the previous sample's dzq rows are no longer read
-        for (int k = threadIdx.x; k < T * A; k += blockDim.x) sdz[k] = dzq[b * T * A + k];
+        for (int k = threadIdx.x; k < T * LD; k += blockDim.x) {
+            const int j = k / LD, a = k % LD;
+            sdz[k] = a < A ? dzq[(b * T + j) * A + a] : 0.0f;
+        }
         __syncthreads();
         for (int m = threadIdx.x; m < M; m += blockDim.x) {
+            float wr[16];
+            if (FAST)
+                for (int a = 0; a < 16; ++a) wr[a] = a < A ? w2[a * M + m] : 0.0f;
             float pb = 0.0f;
             for (int j = 0; j < T; ++j) {
                 const int64_t r = b * T + j;
-                const float* dz = sdz + j * A;
                 float g = 0.0f;
-                for (int a = 0; a < A; ++a) g += dz[a] * sw[a * M + m];
+                if (FAST) {
+                    const float4* d4 = (const float4*)(sdz + j * 16);
+                    for (int q = 0; q < 4; ++q) {
+                        const float4 v = d4[q];
+                        g += v.x * wr[4 * q];
+                        g += v.y * wr[4 * q + 1];
+                        g += v.z * wr[4 * q + 2];
+                        g += v.w * wr[4 * q + 3];
+                    }
+                } else {
+                    const float* dz = sdz + j * A;
+                    for (int a = 0; a < A; ++a) g += dz[a] * sw[a * M + m];
+                }
                 g = iq1[r * M + m] > 0.0f ? g : 0.0f;
                 d_iq1[r * M + m] = g;
                 pb += g;
@@ -243,12 +267,16 @@ extern "C" vp_status vp_cuda_iqn_l2_backward(vp_backend* be, int64_t B, int T, i
                                              const float* dzq, const float* w2, float* d_iq1, float* p_b) {
     VP_REQUIRE(iq1 && dzq && w2 && d_iq1 && p_b && B >= 1 && T >= 1 && M >= 1 && A >= 1, VP_ERR_INVALID_ARG,
                "cuda iqn_l2_backward: bad arguments");
-    const size_t smem = sizeof(float) * ((size_t)A * (size_t)M + (size_t)T * (size_t)A);
+    const int fast = A <= 16;
+    const size_t smem = sizeof(float) * (fast ? (size_t)T * 16 : (size_t)A * (size_t)M + (size_t)T * (size_t)A);
     VP_REQUIRE(smem <= 48 * 1024, VP_ERR_SHAPE,
                "cuda iqn_l2_backward: %d x %d output weights and %d x %d quantile gradients exceed 48 KiB", A, M, T, A);
     const int threads = M >= 256 ? 256 : (M + 31) / 32 * 32;
     const unsigned blocks = (unsigned)(B < 1048576 ? B : 1048576);
-    iqn_l2_backward_kernel<<<blocks, threads, smem, STREAM(be)>>>(iq1, dzq, w2, d_iq1, p_b, B, T, M, A);
+    if (fast)
+        iqn_l2_backward_kernel<1><<<blocks, threads, smem, STREAM(be)>>>(iq1, dzq, w2, d_iq1, p_b, B, T, M, A);
+    else
+        iqn_l2_backward_kernel<0><<<blocks, threads, smem, STREAM(be)>>>(iq1, dzq, w2, d_iq1, p_b, B, T, M, A);
     VP_CUDA_CHECK_LAUNCH("iqn_l2_backward_kernel");
     return VP_OK;
 }

@@ -342,6 +342,34 @@ static void test_iqn_embed_gpu(void) {
     }
 }
 
+/* The IQN output layer's input gradient kernel against the CPU's, on its fast path (A <= 16:
+ * the default's 13 outputs) and its general one (A = 21), with odd M and T; FP32 sums of A
+ * terms, so 1e-6 norm-wise. */
+static void test_iqn_l2_backward_gpu(void) {
+    const int As[2] = {13, 21}, Ms[2] = {128, 37}, Ts[2] = {64, 7};
+    const int64_t Bs[2] = {8192, 33};
+    for (int k = 0; k < 2; ++k) {
+        const int64_t B = Bs[k], Q = B * Ts[k];
+        const int A = As[k], M = Ms[k];
+        char cas[48];
+        snprintf(cas, sizeof cas, "B %lld T %d M %d A %d", (long long)B, Ts[k], M, A);
+        twin iq1, dzq, w2, d_iq1, pb;
+        twin_2d(&iq1, VP_F32, Q, M), twin_2d(&dzq, VP_F32, Q, A), twin_2d(&w2, VP_F32, A, M);
+        twin_2d(&d_iq1, VP_F32, Q, M), twin_2d(&pb, VP_F32, B, M);
+        twin_rand(&iq1, -1.0f, 1.0f), twin_rand(&dzq, -1.0f, 1.0f), twin_rand(&w2, -0.3f, 0.3f);
+        twin_poison(&d_iq1), twin_poison(&pb);
+        CHECK_OK(vp_mops_cpu.iqn_l2_backward(g_cpu, B, Ts[k], M, A, (const float*)iq1.h.data, (const float*)dzq.h.data,
+                                             (const float*)w2.h.data, (float*)d_iq1.h.data, (float*)pb.h.data));
+        CHECK_OK(vp_mops_cuda.iqn_l2_backward(g_gpu, B, Ts[k], M, A, (const float*)iq1.d.data,
+                                              (const float*)dzq.d.data, (const float*)w2.d.data,
+                                              (float*)d_iq1.d.data, (float*)pb.d.data));
+        CHECK_OK(vp_backend_sync(g_gpu));
+        compare("iqn l2_backward d_iq1", cas, &d_iq1.h, &d_iq1.d, Q * M, 1e-6);
+        compare("iqn l2_backward p_b", cas, &pb.h, &pb.d, B * M, 1e-6);
+        twin_free(&iq1), twin_free(&dzq), twin_free(&w2), twin_free(&d_iq1), twin_free(&pb);
+    }
+}
+
 /* A = -1, dt = 0.5, B = C = 1, D = 0, u = [1, 0, 0]: y = [0.5, 0.303265, 0.183940]. */
 static void test_scan_oracle_gpu(void) {
     const double want[3] = {0.5, 0.303265, 0.183940};
@@ -378,6 +406,7 @@ int main(void) {
     gpu_setup("test_gpu_model");
     RUN_TEST(test_scan_oracle_gpu);
     RUN_TEST(test_iqn_embed_gpu);
+    RUN_TEST(test_iqn_l2_backward_gpu);
     RUN_TEST(test_model_parity);
     gpu_teardown();
     return vpt_finish();
