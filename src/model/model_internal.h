@@ -198,6 +198,20 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
 vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                 const vp_tensor* d_iqn, int64_t batch);
 
+/* ---- the encoder one bar at a time (model_incremental.c) ------------------------------ */
+
+/* The trunk of one bar: its feature row x [F] (host) -> out [H] (host), the row
+ * vp_model_trunk_forward computes for that bar (a's first trunk row as scratch). */
+vp_status vp_model_trunk_row(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const float* x,
+                             float* out);
+
+/* The encoding of one window from its trunk rows, ring [Kt, H] (host; Kt =
+ * vp_model_trunk_steps) whose row `oldest` is the window's first bar and the rows after it
+ * (wrapping) the later ones: a holds it as vp_model_encode of one sample leaves it
+ * (vp_model_encoding, then vp_model_heads with enc NULL). */
+vp_status vp_model_encode_window(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const float* ring,
+                                 int oldest);
+
 #ifdef __cplusplus
 }
 #endif

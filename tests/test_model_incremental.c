@@ -1,0 +1,97 @@
+/* The encoder one bar at a time (model_incremental.c) against the batch forward: for every
+ * bar of a feature matrix, its trunk row pushed into a ring of the last K rows and the
+ * window encoded from the ring give the encoding vp_model_encode gives for that bar among
+ * all of them in one batch, and the heads the same Q values, bit for bit on the CPU; for the
+ * default network (Mamba2 over 8 bars, width 256), a tiny one, and one without Mamba2. The
+ * first K - 1 bars read bar 0 below their window's start, as the batch encoder clamps. */
+#include "model/model_internal.h"
+#include "vp_test.h"
+
+enum { T = 40 };
+
+/* uniform floats in [-1, 1) from a small LCG */
+static float lcg(uint64_t* s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+}
+
+static void check_model(const vp_model_cfg* cfg, const char* what) {
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    vp_model m;
+    CHECK_OK(vp_model_init(&m, b, cfg, 5));
+    const int F = cfg->n_features, H = cfg->hidden, A = vp_model_cfg_actions(cfg), P = cfg->n_portfolio;
+    float* feat = (float*)malloc(sizeof(float) * (size_t)(T * F));
+    float* port = (float*)malloc(sizeof(float) * (size_t)(T * P));
+    int32_t idx[T];
+    uint64_t seed = 99;
+    for (int i = 0; i < T * F; ++i) feat[i] = 2.0f * lcg(&seed);
+    for (int i = 0; i < T * P; ++i) port[i] = lcg(&seed);
+    for (int t = 0; t < T; ++t) idx[t] = t;
+    vp_tensor ft = vp_tensor_2d(feat, VP_F32, VP_MEM_HOST, T, F), it = vp_tensor_1d(idx, VP_I32, VP_MEM_HOST, T);
+    vp_tensor pt = vp_tensor_2d(port, VP_F32, VP_MEM_HOST, T, P);
+    // the batch: every bar's window in one call, then the heads on all of them
+    vp_model_acts *full = NULL, *one = NULL;
+    CHECK_OK(vp_model_acts_init(&full, &m, T, 0, 0));
+    CHECK_OK(vp_model_acts_init(&one, &m, 1, 0, 0));
+    CHECK_OK(vp_model_encode(&m, &m.params, full, &ft, &it, T));
+    float* enc = (float*)malloc(sizeof(float) * (size_t)(T * H));
+    float* q = (float*)malloc(sizeof(float) * (size_t)(T * A));
+    vp_tensor e = vp_model_encoding(full);
+    memcpy(enc, e.data, sizeof(float) * (size_t)(T * H));
+    CHECK_OK(vp_model_heads(&m, &m.params, full, NULL, &pt, NULL, T));
+    memcpy(q, vp_model_q(full).data, sizeof(float) * (size_t)(T * A));
+    // one bar at a time: its trunk row into the ring, the window from the ring, the heads
+    const int Kt = vp_model_trunk_steps(cfg);
+    float* ring = (float*)malloc(sizeof(float) * (size_t)(Kt * H));
+    int bad_enc = 0, bad_q = 0, first = -1;
+    for (int t = 0; t < T; ++t) {
+        float* row = ring + (t % Kt) * H;
+        CHECK_OK(vp_model_trunk_row(&m, &m.params, one, feat + t * F, row));
+        if (t == 0)
+            for (int j = 1; j < Kt; ++j) memcpy(ring + j * H, row, sizeof(float) * (size_t)H);
+        CHECK_OK(vp_model_encode_window(&m, &m.params, one, ring, (t + 1) % Kt));
+        vp_tensor e1 = vp_model_encoding(one);
+        CHECK(e1.data != NULL && vp_tensor_rows(&e1) == 1, "%s: one encoding row", what);
+        if (memcmp(e1.data, enc + t * H, sizeof(float) * (size_t)H) != 0 && bad_enc++ == 0) first = t;
+        vp_tensor p1 = vp_tensor_2d(port + t * P, VP_F32, VP_MEM_HOST, 1, P);
+        CHECK_OK(vp_model_heads(&m, &m.params, one, NULL, &p1, NULL, 1));
+        if (memcmp(vp_model_q(one).data, q + t * A, sizeof(float) * (size_t)A) != 0) bad_q++;
+    }
+    CHECK(bad_enc == 0 && bad_q == 0, "%s: %d encodings (first at bar %d) and %d Q rows differ from the batch's", what,
+          bad_enc, first, bad_q);
+    // a ring row outside the window is refused
+    CHECK_STATUS(vp_model_encode_window(&m, &m.params, one, ring, Kt), VP_ERR_INVALID_ARG, "oldest row");
+    free(ring);
+    free(q);
+    free(enc);
+    free(feat);
+    free(port);
+    vp_model_acts_free(full);
+    vp_model_acts_free(one);
+    vp_model_free(&m);
+    vp_backend_free(b);
+}
+
+static void test_default_model(void) {
+    vp_model_cfg c = vp_model_cfg_default();
+    check_model(&c, "default network");
+}
+
+static void test_tiny_model(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    check_model(&c, "tiny network");
+}
+
+static void test_no_mamba(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    c.use_mamba = 0;
+    check_model(&c, "tiny network without Mamba2");
+}
+
+int main(void) {
+    RUN_TEST(test_default_model);
+    RUN_TEST(test_tiny_model);
+    RUN_TEST(test_no_mamba);
+    return vpt_finish();
+}
