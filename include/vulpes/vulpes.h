@@ -47,4 +47,7 @@
 #include "vulpes/walkforward.h"
 #include "vulpes/report.h"
 
+/* live decisions: a checkpoint fed bars one at a time */
+#include "vulpes/live.h"
+
 #endif /* VULPES_VULPES_H */
