@@ -1,7 +1,7 @@
-/* The encoder one bar at a time (model_incremental.c) against the batch forward: for every
- * bar of a feature matrix, its trunk row pushed into a ring of the last K rows and the
- * window encoded from the ring give the encoding vp_model_encode gives for that bar among
- * all of them in one batch, and the heads the same Q values, bit for bit on the CPU; for the
+/* The forward one bar at a time (model_incremental.c) against the batch forward: for every
+ * bar of a feature matrix, its trunk and in_proj rows pushed into a ring of the last K bars
+ * and the window encoded from the ring give the encoding vp_model_encode gives for that bar
+ * among all of them in one batch, and the heads the same Q values, bit for bit on the CPU; for the
  * default network (Mamba2 over 8 bars, width 256), a tiny one, and one without Mamba2. The
  * first K - 1 bars read bar 0 below their window's start, as the batch encoder clamps. */
 #include "model/model_internal.h"
@@ -41,27 +41,35 @@ static void check_model(const vp_model_cfg* cfg, const char* what) {
     memcpy(enc, e.data, sizeof(float) * (size_t)(T * H));
     CHECK_OK(vp_model_heads(&m, &m.params, full, NULL, &pt, NULL, T));
     memcpy(q, vp_model_q(full).data, sizeof(float) * (size_t)(T * A));
-    // one bar at a time: its trunk row into the ring, the window from the ring, the heads
-    const int Kt = vp_model_trunk_steps(cfg);
-    float* ring = (float*)malloc(sizeof(float) * (size_t)(Kt * H));
+    // one bar at a time: its trunk and in_proj rows into the ring, the window from the ring, the heads
+    vp_model_inc w;
+    CHECK_OK(vp_model_inc_init(&w, &m, &m.params));
+    const int K = cfg->window;
+    const int64_t L = w.L;
+    CHECK(L == (cfg->use_mamba ? H + 2 * cfg->mamba_state + H / cfg->mamba_head_dim : 0), "%s: L %lld", what,
+          (long long)L);
+    float* ring = (float*)malloc(sizeof(float) * (size_t)(K * (L > 0 ? L : 1)));
+    float* h2 = (float*)malloc(sizeof(float) * (size_t)H);
     int bad_enc = 0, bad_q = 0, first = -1;
     for (int t = 0; t < T; ++t) {
-        float* row = ring + (t % Kt) * H;
-        CHECK_OK(vp_model_trunk_row(&m, &m.params, one, feat + t * F, row));
+        float* row = ring + (t % K) * L;
+        CHECK_OK(vp_model_inc_bar(&w, one, feat + t * F, h2, L ? row : NULL));
         if (t == 0)
-            for (int j = 1; j < Kt; ++j) memcpy(ring + j * H, row, sizeof(float) * (size_t)H);
-        CHECK_OK(vp_model_encode_window(&m, &m.params, one, ring, (t + 1) % Kt));
+            for (int j = 1; j < K; ++j) memcpy(ring + j * L, row, sizeof(float) * (size_t)L);
+        CHECK_OK(vp_model_inc_window(&w, one, ring, (t + 1) % K, h2));
         vp_tensor e1 = vp_model_encoding(one);
         CHECK(e1.data != NULL && vp_tensor_rows(&e1) == 1, "%s: one encoding row", what);
         if (memcmp(e1.data, enc + t * H, sizeof(float) * (size_t)H) != 0 && bad_enc++ == 0) first = t;
         vp_tensor p1 = vp_tensor_2d(port + t * P, VP_F32, VP_MEM_HOST, 1, P);
-        CHECK_OK(vp_model_heads(&m, &m.params, one, NULL, &p1, NULL, 1));
+        CHECK_OK(vp_model_inc_heads(&w, one, &p1));
         if (memcmp(vp_model_q(one).data, q + t * A, sizeof(float) * (size_t)A) != 0) bad_q++;
     }
     CHECK(bad_enc == 0 && bad_q == 0, "%s: %d encodings (first at bar %d) and %d Q rows differ from the batch's", what,
           bad_enc, first, bad_q);
-    // a ring row outside the window is refused
-    CHECK_STATUS(vp_model_encode_window(&m, &m.params, one, ring, Kt), VP_ERR_INVALID_ARG, "oldest row");
+    // a ring row outside the window is refused (with Mamba2: without, the ring is not read)
+    if (L) CHECK_STATUS(vp_model_inc_window(&w, one, ring, K, h2), VP_ERR_INVALID_ARG, "oldest row");
+    vp_model_inc_free(&w);
+    free(h2);
     free(ring);
     free(q);
     free(enc);

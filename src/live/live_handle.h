@@ -34,14 +34,15 @@ struct vp_live {
     vp_backend* b;            /* the CPU */
     vp_model model;           /* the network and its parameters */
     int model_on;
-    vp_model heads;           /* the network as the rollout scores with it (FP32 GEMMs) */
+    vp_model_inc inc;         /* its weights laid out for one-sample GEMMs */
     vp_model_acts* acts;      /* one sample's forward */
     vp_buffer pf_buf;         /* the portfolio [1, P] */
     vp_tensor pf;
     vp_feat_stream* fs;       /* the features */
     float* frow;              /* [F] the new bar's feature row */
-    float* ring;              /* [Kt, H] the trunk rows of the last Kt bars, bar n at row n mod Kt */
-    int kt;                   /* Kt */
+    float* ring;              /* [K, L] the in_proj rows of the last K bars, bar n at row n mod K (Mamba2) */
+    float* h2;                /* [H] the last bar's trunk output */
+    int kw;                   /* K: bars per decision window */
     int64_t warmup;           /* the first decision's bar */
     int64_t n;                /* bars taken */
     int64_t last_time;        /* the last bar's time */

@@ -92,8 +92,9 @@ static vp_status load_network(vp_live* h, const vp_train_parts* parts) {
     h->model_on = 1;
     h->model.precision = parts->precision;
     VP_TRY(vp_dqn_read_params(h->b, &h->model, h->path, &h->model.params));
-    h->heads = h->model;
-    h->heads.precision = VP_PREC_FP32; /* as vp_model_rollout_policy scores */
+    VP_REQUIRE(h->model.precision != VP_PREC_BF16, VP_ERR_UNSUPPORTED, "checkpoint %s: live decisions compute in "
+               "FP32 on the CPU; its run.precision is bf16", h->path);
+    VP_TRY(vp_model_inc_init(&h->inc, &h->model, &h->model.params));
     VP_TRY(vp_model_acts_init(&h->acts, &h->model, 1, 0, 0));
     const vp_mem mem = vp_backend_native_mem(h->b);
     VP_TRY(vp_buffer_alloc(h->b, mem, sizeof(float) * VP_ENV_PORTFOLIO, &h->pf_buf));
@@ -109,13 +110,14 @@ static vp_status make_state(vp_live* h, const vp_train_parts* parts, const vp_li
     const int F = vp_feat_stream_width(h->fs);
     VP_REQUIRE(F == h->model.cfg.n_features, VP_ERR_STATE, "live: %d features, the network reads %d", F,
                h->model.cfg.n_features);
-    h->kt = vp_model_trunk_steps(&h->model.cfg);
+    h->kw = h->model.cfg.window;
     h->warmup = vp_train_data_warmup(&h->cfg);
     h->frow = (float*)malloc(sizeof(float) * (size_t)F);
-    h->ring = (float*)malloc(sizeof(float) * (size_t)h->kt * (size_t)h->model.cfg.hidden);
+    h->ring = (float*)malloc(sizeof(float) * (size_t)h->kw * (size_t)(h->inc.L > 0 ? h->inc.L : 1));
+    h->h2 = (float*)malloc(sizeof(float) * (size_t)h->model.cfg.hidden);
     h->hist_time = (int64_t*)malloc(sizeof(int64_t) * (size_t)(h->warmup + 1));
     h->hist_close = (double*)malloc(sizeof(double) * (size_t)(h->warmup + 1));
-    VP_REQUIRE(h->frow && h->ring && h->hist_time && h->hist_close, VP_ERR_OOM, "live: out of memory");
+    VP_REQUIRE(h->frow && h->ring && h->h2 && h->hist_time && h->hist_close, VP_ERR_OOM, "live: out of memory");
     // the step's constants as the rollout makes them: no reward shaping, the environment's ruin off
     h->instrument = parts->instrument;
     h->episode_bars = parts->env.episode_bars;
@@ -167,11 +169,13 @@ void vp_live_close(vp_live* h) {
     if (!h) return;
     vp_feat_stream_free(h->fs);
     vp_model_acts_free(h->acts);
+    vp_model_inc_free(&h->inc);
     if (h->pf_buf.dev) vp_buffer_free(h->b, &h->pf_buf);
     if (h->model_on) vp_model_free(&h->model);
     vp_backend_free(h->b);
     free(h->frow);
     free(h->ring);
+    free(h->h2);
     free(h->hist_time);
     free(h->hist_close);
     free(h->path);

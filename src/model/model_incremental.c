@@ -1,75 +1,184 @@
-/* The encoder one bar at a time: the trunk sees one bar per row, so a new bar costs its own
- * trunk row (vp_model_trunk_row); a decision window is then the last K of those rows, kept by
- * the caller, and the Mamba2 mixer runs over them (vp_model_encode_window). The ops are those
- * of the batch forward (model_forward.c) on one row or one sample, whose results do not
- * depend on the rows computed beside them (row-exact GEMM on the CPU), so the encoding equals
- * vp_model_encode's for the same window bit for bit on the CPU. */
+/* The forward one bar at a time (model_internal.h, "the forward one bar at a time"). The
+ * trunk sees one bar per row and in_proj is a per-row product too, so a new bar costs its own
+ * trunk row and in_proj row (vp_model_inc_bar), kept by the caller for the last K bars; a
+ * decision then runs the rest of the Mamba2 mixer over the K cached rows (causal conv, scan,
+ * gate, out_proj: vp_model_inc_window) and the heads (vp_model_inc_heads). The arithmetic is
+ * the batch forward's (model_forward.c), op for op, on one row or one sample: on the CPU a
+ * GEMM row does not depend on the rows beside it, so the results equal vp_model_encode's and
+ * vp_model_heads' bit for bit. The weights are laid out [in, out] once, the layout the CPU's
+ * row-exact kernel computes in, so no call transposes a weight matrix. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/model_internal.h"
 
-/* y [rows, out] = epi(x [rows, in] W^T + bias), as the batch forward's linear. */
-static vp_status linear(const vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* bias,
-                        vp_epilogue epi, vp_tensor* y) {
-    vp_gemm_desc d = vp_gemm_plain(0, 1, vp_tensor_rows(x), vp_tensor_rows(W), vp_tensor_cols(x));
-    d.beta = 0.0f;
+/* The slots laid out [in, out], in the order of vp_model_inc's fields. */
+static const vp_pslot SLOTS[VP_MODEL_INC_WEIGHTS] = {VP_PS_TRUNK_W1, VP_PS_TRUNK_W2, VP_PS_MAMBA_IN_W,
+                                                     VP_PS_MAMBA_IN_W, VP_PS_MAMBA_OUT_W, VP_PS_PORT_W,
+                                                     VP_PS_C51_V1_W, VP_PS_C51_V2_W, VP_PS_C51_A1_W, VP_PS_C51_A2_W};
+
+/* y [rows, out] = epi(x [rows, in] Wt + beta y) with Wt [in, out], bias [out] or NULL, in FP32. */
+static vp_status linear_t(const vp_model* m, const vp_tensor* x, const vp_tensor* Wt, const vp_tensor* bias,
+                          vp_epilogue epi, float beta, vp_tensor* y) {
+    vp_gemm_desc d = vp_gemm_plain(0, 0, vp_tensor_rows(x), vp_tensor_cols(Wt), vp_tensor_cols(x));
+    d.beta = beta;
     d.epilogue = epi;
-    d.precision = m->precision;
-    return vp_gemm(m->backend, &d, x, W, bias, y);
+    d.precision = VP_PREC_FP32;
+    return vp_gemm(m->backend, &d, x, Wt, bias, y);
 }
 
-#define PV(slot) vp_model_slot(m, params, VP_PS_##slot)
+#define PV(slot) vp_model_slot(m, w->params, VP_PS_##slot)
 
-/* Checks the model and activations of an incremental call. */
-static vp_status check_inc(const char* fn, const vp_model* m, const vp_tensor* params, const vp_model_acts* a) {
-    VP_REQUIRE(m != NULL && m->info != NULL && a != NULL && a->model != NULL, VP_ERR_INVALID_ARG,
-               "%s: model or activations are NULL", fn);
-    VP_REQUIRE(a->model->cfg.hidden == m->cfg.hidden && a->model->n_weights == m->n_weights, VP_ERR_INVALID_ARG,
+vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor* params) {
+    VP_REQUIRE(w != NULL && m != NULL && m->info != NULL, VP_ERR_INVALID_ARG, "vp_model_inc_init: NULL argument");
+    memset(w, 0, sizeof *w);
+    VP_TRY(vp_tensor_check_numel("vp_model_inc_init", "params", m->backend, params, VP_F32, m->n_weights));
+    VP_REQUIRE(vp_backend_native_mem(m->backend) == VP_MEM_HOST, VP_ERR_UNSUPPORTED,
+               "vp_model_inc_init: the forward one bar at a time runs on the CPU, not on backend %s",
+               vp_backend_name(m->backend));
+    const vp_model_cfg* c = &m->cfg;
+    const int64_t H = c->hidden;
+    w->m = m;
+    w->params = params;
+    w->L = c->use_mamba ? H + 2 * c->mamba_state + H / c->mamba_head_dim : 0;
+    // each weight's view [out, in] (in_proj split into its x, B, C, dt rows and its z rows)
+    vp_tensor src[VP_MODEL_INC_WEIGHTS];
+    int64_t total = 0;
+    for (int i = 0; i < VP_MODEL_INC_WEIGHTS; ++i) {
+        const int mamba = SLOTS[i] == VP_PS_MAMBA_IN_W || SLOTS[i] == VP_PS_MAMBA_OUT_W;
+        memset(&src[i], 0, sizeof src[i]);
+        if (mamba && !c->use_mamba) continue;
+        src[i] = i == 2   ? vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, H, w->L)
+                 : i == 3 ? vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, 0, H)
+                          : vp_model_slot(m, params, SLOTS[i]);
+        total += vp_tensor_numel(&src[i]);
+    }
+    VP_TRY(vp_buffer_alloc(m->backend, VP_MEM_HOST, sizeof(float) * (size_t)total, &w->buf));
+    float* p = (float*)w->buf.dev;
+    vp_tensor* dst[VP_MODEL_INC_WEIGHTS] = {&w->w1, &w->w2, &w->w_rest, &w->w_z, &w->w_out,
+                                            &w->w_port, &w->w_v1, &w->w_v2, &w->w_a1, &w->w_a2};
+    for (int i = 0; i < VP_MODEL_INC_WEIGHTS; ++i) {
+        if (!src[i].data) continue;
+        const int64_t out = vp_tensor_rows(&src[i]), in = vp_tensor_cols(&src[i]);
+        const float* s = (const float*)src[i].data;
+        for (int64_t o = 0; o < out; ++o)
+            for (int64_t k = 0; k < in; ++k) p[k * out + o] = s[o * in + k];
+        *dst[i] = vp_tensor_2d(p, VP_F32, VP_MEM_HOST, in, out);
+        p += in * out;
+    }
+    return VP_OK;
+}
+
+void vp_model_inc_free(vp_model_inc* w) {
+    if (!w) return;
+    if (w->buf.dev) vp_buffer_free(w->m->backend, &w->buf);
+    memset(w, 0, sizeof *w);
+}
+
+/* Checks the activations of a call: made for w's model, one sample at least. */
+static vp_status check_acts(const char* fn, const vp_model_inc* w, const vp_model_acts* a) {
+    VP_REQUIRE(w != NULL && w->m != NULL && a != NULL && a->model != NULL, VP_ERR_INVALID_ARG,
+               "%s: weights or activations are NULL", fn);
+    VP_REQUIRE(a->model->cfg.hidden == w->m->cfg.hidden && a->model->n_weights == w->m->n_weights, VP_ERR_INVALID_ARG,
                "%s: activations were made for another model", fn);
-    return vp_tensor_check_numel(fn, "params", m->backend, params, VP_F32, m->n_weights);
+    return VP_OK;
 }
 
-vp_status vp_model_trunk_row(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const float* x,
-                             float* out) {
-    VP_TRY(check_inc("vp_model_trunk_row", m, params, a));
-    VP_REQUIRE(x != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_model_trunk_row: x or out is NULL");
+vp_status vp_model_inc_bar(const vp_model_inc* w, vp_model_acts* a, const float* x, float* h2, float* xbcdt) {
+    VP_TRY(check_acts("vp_model_inc_bar", w, a));
+    VP_REQUIRE(x != NULL && h2 != NULL && (xbcdt != NULL || w->L == 0), VP_ERR_INVALID_ARG,
+               "vp_model_inc_bar: x, h2 or xbcdt is NULL");
+    const vp_model* m = w->m;
     vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
     vp_trunk_views t = vp_model_trunk_views(a, 1);
-    vp_tensor w1 = PV(TRUNK_W1), b1 = PV(TRUNK_B1), g1 = PV(TRUNK_LN1_G), bt1 = PV(TRUNK_LN1_B);
-    vp_tensor w2 = PV(TRUNK_W2), b2 = PV(TRUNK_B2), g2 = PV(TRUNK_LN2_G), bt2 = PV(TRUNK_LN2_B);
+    vp_tensor b1 = PV(TRUNK_B1), g1 = PV(TRUNK_LN1_G), bt1 = PV(TRUNK_LN1_B);
+    vp_tensor b2 = PV(TRUNK_B2), g2 = PV(TRUNK_LN2_G), bt2 = PV(TRUNK_LN2_B);
     a->state = 0;
-    VP_TRY(vp_upload(be, &t.x0, x, sizeof(float) * (size_t)c->n_features));
+    memcpy(t.x0.data, x, sizeof(float) * (size_t)c->n_features);
     // h1 = relu(LN(W1 f + b1)), h2 = relu(LN(W2 h1 + b2)), as vp_model_trunk_forward
-    VP_TRY(linear(m, &t.x0, &w1, &b1, VP_EPI_BIAS, &t.a1));
+    VP_TRY(linear_t(m, &t.x0, &w->w1, &b1, VP_EPI_BIAS, 0.0f, &t.a1));
     VP_TRY(vp_layernorm(be, &t.a1, &g1, &bt1, c->ln_eps, &t.h1, &t.mean1, &t.rstd1));
     VP_TRY(vp_unary(be, VP_UNARY_RELU, &t.h1, &t.h1));
-    VP_TRY(linear(m, &t.h1, &w2, &b2, VP_EPI_BIAS, &t.a2));
+    VP_TRY(linear_t(m, &t.h1, &w->w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
     VP_TRY(vp_layernorm(be, &t.a2, &g2, &bt2, c->ln_eps, &t.h2, &t.mean2, &t.rstd2));
     VP_TRY(vp_unary(be, VP_UNARY_RELU, &t.h2, &t.h2));
-    return vp_download(be, out, &t.h2, sizeof(float) * (size_t)c->hidden);
+    memcpy(h2, t.h2.data, sizeof(float) * (size_t)c->hidden);
+    if (w->L == 0) return VP_OK;
+    // in_proj's x, B, C, dt columns of this bar, as vp_model_mamba_forward computes them for every row
+    vp_tensor row = vp_tensor_2d(xbcdt, VP_F32, VP_MEM_HOST, 1, w->L);
+    return linear_t(m, &t.h2, &w->w_rest, NULL, VP_EPI_NONE, 0.0f, &row);
 }
 
-vp_status vp_model_encode_window(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const float* ring,
-                                 int oldest) {
-    VP_TRY(check_inc("vp_model_encode_window", m, params, a));
-    const int Kt = vp_model_trunk_steps(&m->cfg);
-    const int64_t H = m->cfg.hidden;
-    VP_REQUIRE(ring != NULL && oldest >= 0 && oldest < Kt, VP_ERR_INVALID_ARG,
-               "vp_model_encode_window: ring is NULL or its oldest row %d is outside [0, %d)", oldest, Kt);
+vp_status vp_model_inc_window(const vp_model_inc* w, vp_model_acts* a, const float* ring, int oldest,
+                              const float* h2_last) {
+    VP_TRY(check_acts("vp_model_inc_window", w, a));
+    const vp_model* m = w->m;
+    const vp_model_cfg* c = &m->cfg;
+    const int K = c->window;
+    const int64_t H = c->hidden, L = w->L;
+    VP_REQUIRE(h2_last != NULL && (L == 0 || (ring != NULL && oldest >= 0 && oldest < K)), VP_ERR_INVALID_ARG,
+               "vp_model_inc_window: h2_last or ring is NULL, or the ring's oldest row %d is outside [0, %d)", oldest,
+               K);
     vp_backend* be = m->backend;
     a->state = 0;
-    // the window's trunk rows in time order into h2 [Kt, H]: the ring from its oldest row, then its start
-    vp_tensor h2 = vp_acts_rows(&a->h2, Kt);
-    const size_t row = sizeof(float) * (size_t)H;
-    vp_tensor head = vp_tensor_2d(h2.data, VP_F32, h2.mem, Kt - oldest, H);
-    VP_TRY(vp_upload(be, &head, ring + (int64_t)oldest * H, row * (size_t)(Kt - oldest)));
-    if (oldest > 0) {
-        vp_tensor tail = vp_tensor_2d((float*)h2.data + (int64_t)(Kt - oldest) * H, VP_F32, h2.mem, oldest, H);
-        VP_TRY(vp_upload(be, &tail, ring, row * (size_t)oldest));
-    }
     a->batch = 1;
-    if (m->cfg.use_mamba) VP_TRY(vp_model_mamba_forward(m, params, a, 1));
+    vp_tensor e = vp_acts_rows(&a->e, 1);
+    if (L == 0) {
+        // without Mamba2 the encoding is the last bar's trunk output (e aliases h2)
+        memcpy(e.data, h2_last, sizeof(float) * (size_t)H);
+        a->state = VP_ACTS_ENCODED;
+        return VP_OK;
+    }
+    // the window's in_proj rows in time order: the ring from its oldest row, then its start
+    float* xb = (float*)a->xbcdt.data;
+    memcpy(xb, ring + (int64_t)oldest * L, sizeof(float) * (size_t)((K - oldest) * L));
+    memcpy(xb + (int64_t)(K - oldest) * L, ring, sizeof(float) * (size_t)(oldest * L));
+    vp_tensor last = vp_acts_rows(&a->h2_last, 1), z = vp_acts_rows(&a->z, 1);
+    memcpy(last.data, h2_last, sizeof(float) * (size_t)H);
+    VP_TRY(linear_t(m, &last, &w->w_z, NULL, VP_EPI_NONE, 0.0f, &z));
+    // causal conv + SiLU, the scan to the last step's y, the gated RMSNorm: vp_model_mamba_forward's
+    const vp_mamba_dims d = {1, K, c->hidden, c->mamba_state, c->hidden / c->mamba_head_dim, c->mamba_head_dim,
+                             c->mamba_conv};
+    vp_tensor cw = PV(MAMBA_CONV_W), cb = PV(MAMBA_CONV_B);
+    VP_TRY(a->mops->conv_forward(be, &d, xb, (const float*)cw.data, (const float*)cb.data, (float*)a->xb_pre.data,
+                                 (float*)a->xb.data, (float*)a->c_pre.data, (float*)a->c.data));
+    vp_tensor dtb = PV(MAMBA_DT_BIAS), alog = PV(MAMBA_A_LOG), dd = PV(MAMBA_D);
+    VP_TRY(a->mops->scan_forward(be, &d, (const float*)a->xb.data, (const float*)a->c.data, xb,
+                                 (const float*)dtb.data, (const float*)alog.data, (const float*)dd.data,
+                                 (float*)a->dt.data, (float*)a->y.data));
+    VP_TRY(vp_model_gate_forward(m, w->params, a, 1));
+    // e = h2_K + out_proj(yn)
+    vp_tensor yn = vp_acts_rows(&a->yn, 1);
+    VP_TRY(vp_copy(be, &last, &e));
+    VP_TRY(linear_t(m, &yn, &w->w_out, NULL, VP_EPI_NONE, 1.0f, &e));
     a->state = VP_ACTS_ENCODED;
+    return VP_OK;
+}
+
+vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_tensor* portfolio) {
+    VP_TRY(check_acts("vp_model_inc_heads", w, a));
+    VP_REQUIRE((a->state & VP_ACTS_ENCODED) && a->batch == 1 && portfolio != NULL, VP_ERR_STATE,
+               "vp_model_inc_heads: no encoding of one sample in the activations, or no portfolio");
+    const vp_model* m = w->m;
+    VP_TRY(vp_tensor_check_min_rows("vp_model_inc_heads", "portfolio", m->backend, portfolio, VP_F32, 1,
+                                    m->cfg.n_portfolio));
+    vp_backend* be = m->backend;
+    // h = e + Wp p + bp, then the C51 value and advantage streams, as vp_model_heads
+    vp_tensor e = vp_acts_rows(&a->e, 1), port = vp_acts_rows(&a->port, 1), h = vp_acts_rows(&a->h, 1);
+    vp_tensor pin = vp_acts_rows(portfolio, 1), pb = PV(PORT_B);
+    VP_TRY(vp_copy(be, &pin, &port));
+    VP_TRY(vp_copy(be, &e, &h));
+    VP_TRY(linear_t(m, &port, &w->w_port, &pb, VP_EPI_BIAS, 1.0f, &h));
+    vp_tensor v1 = vp_acts_rows(&a->v1, 1), ah = vp_acts_rows(&a->ah, 1);
+    vp_tensor v = vp_acts_rows(&a->v, 1), adv = vp_acts_rows(&a->adv, 1);
+    vp_tensor v1b = PV(C51_V1_B), v2b = PV(C51_V2_B), a1b = PV(C51_A1_B), a2b = PV(C51_A2_B);
+    VP_TRY(linear_t(m, &h, &w->w_v1, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
+    VP_TRY(linear_t(m, &v1, &w->w_v2, &v2b, VP_EPI_BIAS, 0.0f, &v));
+    VP_TRY(linear_t(m, &h, &w->w_a1, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
+    VP_TRY(linear_t(m, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    VP_TRY(vp_model_combine_forward(m, a, 1));
+    a->state |= VP_ACTS_HEADS;
+    a->n_taus = 0;
     return VP_OK;
 }

@@ -198,19 +198,47 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
 vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                 const vp_tensor* d_iqn, int64_t batch);
 
-/* ---- the encoder one bar at a time (model_incremental.c) ------------------------------ */
+/* ---- the forward one bar at a time (model_incremental.c), CPU ---------------------------- */
 
-/* The trunk of one bar: its feature row x [F] (host) -> out [H] (host), the row
- * vp_model_trunk_forward computes for that bar (a's first trunk row as scratch). */
-vp_status vp_model_trunk_row(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const float* x,
-                             float* out);
+/* Weight matrices the one-sample forward multiplies by. */
+#define VP_MODEL_INC_WEIGHTS 10
 
-/* The encoding of one window from its trunk rows, ring [Kt, H] (host; Kt =
- * vp_model_trunk_steps) whose row `oldest` is the window's first bar and the rows after it
- * (wrapping) the later ones: a holds it as vp_model_encode of one sample leaves it
- * (vp_model_encoding, then vp_model_heads with enc NULL). */
-vp_status vp_model_encode_window(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const float* ring,
-                                 int oldest);
+/* The weights of one-sample GEMMs laid out [in, out] once (host memory), read with the
+ * parameters they were made from (which must stay unchanged). */
+typedef struct vp_model_inc {
+    const vp_model* m;        /* the network */
+    const vp_tensor* params;  /* [n_weights] its parameters (norms, biases, Mamba2 vectors read in place) */
+    vp_buffer buf;            /* storage of the matrices below */
+    vp_tensor w1, w2;         /* trunk [F, H], [H, H] */
+    vp_tensor w_rest, w_z;    /* in_proj's x, B, C, dt columns [H, L] and z columns [H, H] (Mamba2 only) */
+    vp_tensor w_out;          /* out_proj [H, H] (Mamba2 only) */
+    vp_tensor w_port;         /* [P, H] */
+    vp_tensor w_v1, w_v2, w_a1, w_a2; /* [H, HH], [HH, Z], [H, HH], [HH, A Z] */
+    int64_t L;                /* in_proj columns kept per bar: H + 2N + NH (0 without Mamba2) */
+} vp_model_inc;
+
+/* Lays out m's weights from params for the one-sample forward into *w (CPU backends only). */
+vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor* params);
+
+/* Frees what vp_model_inc_init made (a zeroed value is a no-op). */
+void vp_model_inc_free(vp_model_inc* w);
+
+/* One bar: its feature row x [F] -> its trunk output h2 [H] and, with Mamba2, its in_proj row
+ * xbcdt [L] (x, B, C, dt), the rows vp_model_encode computes for that bar (host memory; a's
+ * first trunk row as scratch). */
+vp_status vp_model_inc_bar(const vp_model_inc* w, vp_model_acts* a, const float* x, float* h2, float* xbcdt);
+
+/* The encoding of one window into a (as vp_model_encode of one sample leaves it: then
+ * vp_model_encoding, or vp_model_inc_heads) from its bars' in_proj rows, ring [K, L] whose
+ * row `oldest` is the window's first bar and the rows after it (wrapping) the later ones, and
+ * the last bar's trunk output h2_last [H]; without Mamba2 (L 0) the encoding is h2_last and
+ * ring is not read. */
+vp_status vp_model_inc_window(const vp_model_inc* w, vp_model_acts* a, const float* ring, int oldest,
+                              const float* h2_last);
+
+/* The heads in FP32 (as a rollout scores) from a's encoding and portfolio [1, P]: a's q
+ * (vp_model_q), as vp_model_heads computes them. */
+vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_tensor* portfolio);
 
 #ifdef __cplusplus
 }
