@@ -17,14 +17,19 @@ static const vp_pslot SLOTS[VP_MODEL_INC_WEIGHTS] = {VP_PS_TRUNK_W1, VP_PS_TRUNK
                                                      VP_PS_MAMBA_IN_W, VP_PS_MAMBA_OUT_W, VP_PS_PORT_W,
                                                      VP_PS_C51_V1_W, VP_PS_C51_V2_W, VP_PS_C51_A1_W, VP_PS_C51_A2_W};
 
-/* y [rows, out] = epi(x [rows, in] Wt + beta y) with Wt [in, out], bias [out] or NULL, in FP32. */
-static vp_status linear_t(const vp_model* m, const vp_tensor* x, const vp_tensor* Wt, const vp_tensor* bias,
+/* y [1, out] = epi(x [1, in] Wt + beta y) with Wt [in, out], bias [out] or NULL: the batch
+ * forward's linear for one row, in FP32 (vp_model_row_gemm: the row-exact kernel's bits). */
+static vp_status linear_t(const vp_model_inc* w, const vp_tensor* x, const vp_tensor* Wt, const vp_tensor* bias,
                           vp_epilogue epi, float beta, vp_tensor* y) {
-    vp_gemm_desc d = vp_gemm_plain(0, 0, vp_tensor_rows(x), vp_tensor_cols(Wt), vp_tensor_cols(x));
-    d.beta = beta;
-    d.epilogue = epi;
-    d.precision = VP_PREC_FP32;
-    return vp_gemm(m->backend, &d, x, Wt, bias, y);
+    const int64_t k = vp_tensor_rows(Wt), n = vp_tensor_cols(Wt);
+    VP_REQUIRE(vp_tensor_rows(x) == 1 && vp_tensor_cols(x) == k && vp_tensor_numel(y) == n &&
+                   (epi == VP_EPI_NONE || (bias && vp_tensor_numel(bias) == n)),
+               VP_ERR_SHAPE, "vp_model_inc: a one-row product of [1, %lld] by [%lld, %lld] got x [%lld, %lld], y of "
+               "%lld", (long long)k, (long long)k, (long long)n, (long long)vp_tensor_rows(x),
+               (long long)vp_tensor_cols(x), (long long)vp_tensor_numel(y));
+    vp_model_row_gemm(k, n, (const float*)x->data, (const float*)Wt->data, bias ? (const float*)bias->data : NULL,
+                      epi, beta, (float*)y->data, w->acc);
+    return VP_OK;
 }
 
 #define PV(slot) vp_model_slot(m, w->params, VP_PS_##slot)
@@ -53,8 +58,14 @@ vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor*
                           : vp_model_slot(m, params, SLOTS[i]);
         total += vp_tensor_numel(&src[i]);
     }
-    VP_TRY(vp_buffer_alloc(m->backend, VP_MEM_HOST, sizeof(float) * (size_t)total, &w->buf));
+    // the accumulators of the widest product: every output width is at most one of these
+    int64_t widest = H > w->L ? H : w->L;
+    const int64_t AZ = (int64_t)vp_model_cfg_actions(c) * c->n_atoms;
+    widest = widest > AZ ? widest : AZ;
+    widest = widest > c->head_hidden ? widest : c->head_hidden;
+    VP_TRY(vp_buffer_alloc(m->backend, VP_MEM_HOST, sizeof(float) * (size_t)(total + widest), &w->buf));
     float* p = (float*)w->buf.dev;
+    w->acc = p + total;
     vp_tensor* dst[VP_MODEL_INC_WEIGHTS] = {&w->w1, &w->w2, &w->w_rest, &w->w_z, &w->w_out,
                                             &w->w_port, &w->w_v1, &w->w_v2, &w->w_a1, &w->w_a2};
     for (int i = 0; i < VP_MODEL_INC_WEIGHTS; ++i) {
@@ -97,17 +108,17 @@ vp_status vp_model_inc_bar(const vp_model_inc* w, vp_model_acts* a, const float*
     a->state = 0;
     memcpy(t.x0.data, x, sizeof(float) * (size_t)c->n_features);
     // h1 = relu(LN(W1 f + b1)), h2 = relu(LN(W2 h1 + b2)), as vp_model_trunk_forward
-    VP_TRY(linear_t(m, &t.x0, &w->w1, &b1, VP_EPI_BIAS, 0.0f, &t.a1));
+    VP_TRY(linear_t(w, &t.x0, &w->w1, &b1, VP_EPI_BIAS, 0.0f, &t.a1));
     VP_TRY(vp_layernorm(be, &t.a1, &g1, &bt1, c->ln_eps, &t.h1, &t.mean1, &t.rstd1));
     VP_TRY(vp_unary(be, VP_UNARY_RELU, &t.h1, &t.h1));
-    VP_TRY(linear_t(m, &t.h1, &w->w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
+    VP_TRY(linear_t(w, &t.h1, &w->w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
     VP_TRY(vp_layernorm(be, &t.a2, &g2, &bt2, c->ln_eps, &t.h2, &t.mean2, &t.rstd2));
     VP_TRY(vp_unary(be, VP_UNARY_RELU, &t.h2, &t.h2));
     memcpy(h2, t.h2.data, sizeof(float) * (size_t)c->hidden);
     if (w->L == 0) return VP_OK;
     // in_proj's x, B, C, dt columns of this bar, as vp_model_mamba_forward computes them for every row
     vp_tensor row = vp_tensor_2d(xbcdt, VP_F32, VP_MEM_HOST, 1, w->L);
-    return linear_t(m, &t.h2, &w->w_rest, NULL, VP_EPI_NONE, 0.0f, &row);
+    return linear_t(w, &t.h2, &w->w_rest, NULL, VP_EPI_NONE, 0.0f, &row);
 }
 
 vp_status vp_model_inc_window(const vp_model_inc* w, vp_model_acts* a, const float* ring, int oldest,
@@ -136,7 +147,7 @@ vp_status vp_model_inc_window(const vp_model_inc* w, vp_model_acts* a, const flo
     memcpy(xb + (int64_t)(K - oldest) * L, ring, sizeof(float) * (size_t)(oldest * L));
     vp_tensor last = vp_acts_rows(&a->h2_last, 1), z = vp_acts_rows(&a->z, 1);
     memcpy(last.data, h2_last, sizeof(float) * (size_t)H);
-    VP_TRY(linear_t(m, &last, &w->w_z, NULL, VP_EPI_NONE, 0.0f, &z));
+    VP_TRY(linear_t(w, &last, &w->w_z, NULL, VP_EPI_NONE, 0.0f, &z));
     // causal conv + SiLU, the scan to the last step's y, the gated RMSNorm: vp_model_mamba_forward's
     const vp_mamba_dims d = {1, K, c->hidden, c->mamba_state, c->hidden / c->mamba_head_dim, c->mamba_head_dim,
                              c->mamba_conv};
@@ -151,7 +162,7 @@ vp_status vp_model_inc_window(const vp_model_inc* w, vp_model_acts* a, const flo
     // e = h2_K + out_proj(yn)
     vp_tensor yn = vp_acts_rows(&a->yn, 1);
     VP_TRY(vp_copy(be, &last, &e));
-    VP_TRY(linear_t(m, &yn, &w->w_out, NULL, VP_EPI_NONE, 1.0f, &e));
+    VP_TRY(linear_t(w, &yn, &w->w_out, NULL, VP_EPI_NONE, 1.0f, &e));
     a->state = VP_ACTS_ENCODED;
     return VP_OK;
 }
@@ -169,14 +180,14 @@ vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_t
     vp_tensor pin = vp_acts_rows(portfolio, 1), pb = PV(PORT_B);
     VP_TRY(vp_copy(be, &pin, &port));
     VP_TRY(vp_copy(be, &e, &h));
-    VP_TRY(linear_t(m, &port, &w->w_port, &pb, VP_EPI_BIAS, 1.0f, &h));
+    VP_TRY(linear_t(w, &port, &w->w_port, &pb, VP_EPI_BIAS, 1.0f, &h));
     vp_tensor v1 = vp_acts_rows(&a->v1, 1), ah = vp_acts_rows(&a->ah, 1);
     vp_tensor v = vp_acts_rows(&a->v, 1), adv = vp_acts_rows(&a->adv, 1);
     vp_tensor v1b = PV(C51_V1_B), v2b = PV(C51_V2_B), a1b = PV(C51_A1_B), a2b = PV(C51_A2_B);
-    VP_TRY(linear_t(m, &h, &w->w_v1, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
-    VP_TRY(linear_t(m, &v1, &w->w_v2, &v2b, VP_EPI_BIAS, 0.0f, &v));
-    VP_TRY(linear_t(m, &h, &w->w_a1, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
-    VP_TRY(linear_t(m, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    VP_TRY(linear_t(w, &h, &w->w_v1, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
+    VP_TRY(linear_t(w, &v1, &w->w_v2, &v2b, VP_EPI_BIAS, 0.0f, &v));
+    VP_TRY(linear_t(w, &h, &w->w_a1, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
+    VP_TRY(linear_t(w, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
     VP_TRY(vp_model_combine_forward(m, a, 1));
     a->state |= VP_ACTS_HEADS;
     a->n_taus = 0;
