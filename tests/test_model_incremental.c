@@ -44,19 +44,16 @@ static void check_model(const vp_model_cfg* cfg, const char* what) {
     // one bar at a time: its trunk and in_proj rows into the ring, the window from the ring, the heads
     vp_model_inc w;
     CHECK_OK(vp_model_inc_init(&w, &m, &m.params));
-    const int K = cfg->window;
     const int64_t L = w.L;
     CHECK(L == (cfg->use_mamba ? H + 2 * cfg->mamba_state + H / cfg->mamba_head_dim : 0), "%s: L %lld", what,
           (long long)L);
-    float* ring = (float*)malloc(sizeof(float) * (size_t)(K * (L > 0 ? L : 1)));
-    float* h2 = (float*)malloc(sizeof(float) * (size_t)H);
+    vp_model_inc_ring ring;
+    CHECK_OK(vp_model_inc_ring_init(&ring, &w));
+    CHECK_STATUS(vp_model_inc_encode(&w, one, &ring), VP_ERR_STATE, "holds no bar");
     int bad_enc = 0, bad_q = 0, first = -1;
     for (int t = 0; t < T; ++t) {
-        float* row = ring + (t % K) * L;
-        CHECK_OK(vp_model_inc_bar(&w, one, feat + t * F, h2, L ? row : NULL));
-        if (t == 0)
-            for (int j = 1; j < K; ++j) memcpy(ring + j * L, row, sizeof(float) * (size_t)L);
-        CHECK_OK(vp_model_inc_window(&w, one, ring, (t + 1) % K, h2));
+        CHECK_OK(vp_model_inc_push(&w, one, &ring, feat + t * F));
+        CHECK_OK(vp_model_inc_encode(&w, one, &ring));
         vp_tensor e1 = vp_model_encoding(one);
         CHECK(e1.data != NULL && vp_tensor_rows(&e1) == 1, "%s: one encoding row", what);
         if (memcmp(e1.data, enc + t * H, sizeof(float) * (size_t)H) != 0 && bad_enc++ == 0) first = t;
@@ -66,11 +63,8 @@ static void check_model(const vp_model_cfg* cfg, const char* what) {
     }
     CHECK(bad_enc == 0 && bad_q == 0, "%s: %d encodings (first at bar %d) and %d Q rows differ from the batch's", what,
           bad_enc, first, bad_q);
-    // a ring row outside the window is refused (with Mamba2: without, the ring is not read)
-    if (L) CHECK_STATUS(vp_model_inc_window(&w, one, ring, K, h2), VP_ERR_INVALID_ARG, "oldest row");
+    vp_model_inc_ring_free(&ring);
     vp_model_inc_free(&w);
-    free(h2);
-    free(ring);
     free(q);
     free(enc);
     free(feat);
@@ -91,6 +85,12 @@ static void test_tiny_model(void) {
     check_model(&c, "tiny network");
 }
 
+static void test_short_window(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    c.window = 3; /* shorter than the conv: no window position reads a whole conv */
+    check_model(&c, "tiny network, window 3 under conv width 4");
+}
+
 static void test_no_mamba(void) {
     vp_model_cfg c = vpt_tiny_model(32);
     c.use_mamba = 0;
@@ -100,6 +100,7 @@ static void test_no_mamba(void) {
 int main(void) {
     RUN_TEST(test_default_model);
     RUN_TEST(test_tiny_model);
+    RUN_TEST(test_short_window);
     RUN_TEST(test_no_mamba);
     return vpt_finish();
 }

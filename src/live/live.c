@@ -85,17 +85,11 @@ static double atr_step(vp_live* h, const vp_live_bar* b) {
     return h->atr;
 }
 
-/* The bar's features, trunk output and in_proj row into the ring (the first bar fills every
- * row: windows reaching before it read it, as the batch encoder clamps at row 0). */
+/* The bar's features, then its encoder rows into the ring. */
 static vp_status encode_bar(vp_live* h, const vp_live_bar* b) {
     const vp_feat_bar fb = {b->time_ms, b->open, b->high, b->low, b->close, b->volume};
     vp_feat_stream_push(h->fs, &fb, h->frow);
-    const int64_t L = h->inc.L;
-    float* row = h->ring + (h->n % h->kw) * L;
-    VP_TRY(vp_model_inc_bar(&h->inc, h->acts, h->frow, h->h2, L ? row : NULL));
-    if (h->n == 0)
-        for (int j = 1; j < h->kw; ++j) memcpy(h->ring + j * L, row, sizeof(float) * (size_t)L);
-    return VP_OK;
+    return vp_model_inc_push(&h->inc, h->acts, &h->ring, h->frow);
 }
 
 /* The decision at the new bar's close (bars[1]): portfolio, encoding, heads, greedy choice. */
@@ -107,8 +101,7 @@ static vp_status decide(vp_live* h, const vp_live_bar* b, vp_live_decision* d) {
     float pf[VP_ENV_PORTFOLIO];
     vp_env_portfolio(&h->dims.env, h->bars, &v, pf);
     VP_TRY(vp_upload(h->b, &h->pf, pf, sizeof pf));
-    const int oldest = (int)((h->n + 1) % h->kw);
-    VP_TRY(vp_model_inc_window(&h->inc, h->acts, h->ring, oldest, h->h2));
+    VP_TRY(vp_model_inc_encode(&h->inc, h->acts, &h->ring));
     VP_TRY(vp_model_inc_heads(&h->inc, h->acts, &h->pf));
     vp_tensor q = vp_model_q(h->acts);
     const vp_action_layout* l = &h->dims.layout;

@@ -40,9 +40,7 @@ struct vp_live {
     vp_tensor pf;
     vp_feat_stream* fs;       /* the features */
     float* frow;              /* [F] the new bar's feature row */
-    float* ring;              /* [K, L] the in_proj rows of the last K bars, bar n at row n mod K (Mamba2) */
-    float* h2;                /* [H] the last bar's trunk output */
-    int kw;                   /* K: bars per decision window */
+    vp_model_inc_ring ring;   /* the last K bars' rows the encoder keeps */
     int64_t warmup;           /* the first decision's bar */
     int64_t n;                /* bars taken */
     int64_t last_time;        /* the last bar's time */

@@ -110,14 +110,12 @@ static vp_status make_state(vp_live* h, const vp_train_parts* parts, const vp_li
     const int F = vp_feat_stream_width(h->fs);
     VP_REQUIRE(F == h->model.cfg.n_features, VP_ERR_STATE, "live: %d features, the network reads %d", F,
                h->model.cfg.n_features);
-    h->kw = h->model.cfg.window;
+    VP_TRY(vp_model_inc_ring_init(&h->ring, &h->inc));
     h->warmup = vp_train_data_warmup(&h->cfg);
     h->frow = (float*)malloc(sizeof(float) * (size_t)F);
-    h->ring = (float*)malloc(sizeof(float) * (size_t)h->kw * (size_t)(h->inc.L > 0 ? h->inc.L : 1));
-    h->h2 = (float*)malloc(sizeof(float) * (size_t)h->model.cfg.hidden);
     h->hist_time = (int64_t*)malloc(sizeof(int64_t) * (size_t)(h->warmup + 1));
     h->hist_close = (double*)malloc(sizeof(double) * (size_t)(h->warmup + 1));
-    VP_REQUIRE(h->frow && h->ring && h->h2 && h->hist_time && h->hist_close, VP_ERR_OOM, "live: out of memory");
+    VP_REQUIRE(h->frow && h->hist_time && h->hist_close, VP_ERR_OOM, "live: out of memory");
     // the step's constants as the rollout makes them: no reward shaping, the environment's ruin off
     h->instrument = parts->instrument;
     h->episode_bars = parts->env.episode_bars;
@@ -174,8 +172,7 @@ void vp_live_close(vp_live* h) {
     if (h->model_on) vp_model_free(&h->model);
     vp_backend_free(h->b);
     free(h->frow);
-    free(h->ring);
-    free(h->h2);
+    vp_model_inc_ring_free(&h->ring);
     free(h->hist_time);
     free(h->hist_close);
     free(h->path);

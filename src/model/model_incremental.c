@@ -1,8 +1,9 @@
 /* The forward one bar at a time (model_internal.h, "the forward one bar at a time"). The
  * trunk sees one bar per row and in_proj is a per-row product too, so a new bar costs its own
- * trunk row and in_proj row (vp_model_inc_bar), kept by the caller for the last K bars; a
- * decision then runs the rest of the Mamba2 mixer over the K cached rows (causal conv, scan,
- * gate, out_proj: vp_model_inc_window) and the heads (vp_model_inc_heads). The arithmetic is
+ * trunk row, in_proj row and conv row (vp_model_inc_push), kept in a ring of the last K bars;
+ * a decision then runs the rest of the Mamba2 mixer over the K cached rows (conv where the
+ * window's start cuts it, scan, gate, out_proj: vp_model_inc_encode) and the heads
+ * (vp_model_inc_heads). The arithmetic is
  * the batch forward's (model_forward.c), op for op, on one row or one sample: on the CPU a
  * GEMM row does not depend on the rows beside it, so the results equal vp_model_encode's and
  * vp_model_heads' bit for bit. The weights are laid out [in, out] once, the layout the CPU's
@@ -95,10 +96,30 @@ static vp_status check_acts(const char* fn, const vp_model_inc* w, const vp_mode
     return VP_OK;
 }
 
-vp_status vp_model_inc_bar(const vp_model_inc* w, vp_model_acts* a, const float* x, float* h2, float* xbcdt) {
-    VP_TRY(check_acts("vp_model_inc_bar", w, a));
-    VP_REQUIRE(x != NULL && h2 != NULL && (xbcdt != NULL || w->L == 0), VP_ERR_INVALID_ARG,
-               "vp_model_inc_bar: x, h2 or xbcdt is NULL");
+vp_status vp_model_inc_ring_init(vp_model_inc_ring* r, const vp_model_inc* w) {
+    VP_REQUIRE(r != NULL && w != NULL && w->m != NULL, VP_ERR_INVALID_ARG, "vp_model_inc_ring_init: NULL argument");
+    memset(r, 0, sizeof *r);
+    const vp_model_cfg* c = &w->m->cfg;
+    const int64_t K = c->window, H = c->hidden, XB = c->use_mamba ? H + c->mamba_state : 0;
+    const size_t floats = (size_t)(K * w->L + K * XB + H);
+    r->block = calloc(floats, sizeof(float));
+    VP_REQUIRE(r->block != NULL, VP_ERR_OOM, "vp_model_inc_ring_init: %zu floats", floats);
+    r->K = (int)K;
+    r->xbcdt = (float*)r->block;
+    r->xb = r->xbcdt + K * w->L;
+    r->h2 = r->xb + K * XB;
+    return VP_OK;
+}
+
+void vp_model_inc_ring_free(vp_model_inc_ring* r) {
+    if (!r) return;
+    free(r->block);
+    memset(r, 0, sizeof *r);
+}
+
+vp_status vp_model_inc_push(const vp_model_inc* w, vp_model_acts* a, vp_model_inc_ring* r, const float* x) {
+    VP_TRY(check_acts("vp_model_inc_push", w, a));
+    VP_REQUIRE(r != NULL && r->block != NULL && x != NULL, VP_ERR_INVALID_ARG, "vp_model_inc_push: ring or x is NULL");
     const vp_model* m = w->m;
     vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
@@ -114,50 +135,51 @@ vp_status vp_model_inc_bar(const vp_model_inc* w, vp_model_acts* a, const float*
     VP_TRY(linear_t(w, &t.h1, &w->w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
     VP_TRY(vp_layernorm(be, &t.a2, &g2, &bt2, c->ln_eps, &t.h2, &t.mean2, &t.rstd2));
     VP_TRY(vp_unary(be, VP_UNARY_RELU, &t.h2, &t.h2));
-    memcpy(h2, t.h2.data, sizeof(float) * (size_t)c->hidden);
+    memcpy(r->h2, t.h2.data, sizeof(float) * (size_t)c->hidden);
+    r->n += 1;
     if (w->L == 0) return VP_OK;
     // in_proj's x, B, C, dt columns of this bar, as vp_model_mamba_forward computes them for every row
-    vp_tensor row = vp_tensor_2d(xbcdt, VP_F32, VP_MEM_HOST, 1, w->L);
-    return linear_t(w, &t.h2, &w->w_rest, NULL, VP_EPI_NONE, 0.0f, &row);
+    const int64_t L = w->L, K = r->K;
+    float* xr = r->xbcdt + ((r->n - 1) % K) * L;
+    vp_tensor row = vp_tensor_2d(xr, VP_F32, VP_MEM_HOST, 1, L);
+    VP_TRY(linear_t(w, &t.h2, &w->w_rest, NULL, VP_EPI_NONE, 0.0f, &row));
+    if (r->n == 1)
+        for (int64_t j = 1; j < K; ++j) memcpy(r->xbcdt + j * L, xr, sizeof(float) * (size_t)L);
+    vp_model_inc_conv_row(w, r);
+    // the first bar's conv row also stands for the bars before it (each reads the first bar only)
+    const int64_t XB = c->hidden + c->mamba_state;
+    if (r->n == 1)
+        for (int64_t j = 1; j < K; ++j) memcpy(r->xb + j * XB, r->xb, sizeof(float) * (size_t)XB);
+    return VP_OK;
 }
 
-vp_status vp_model_inc_window(const vp_model_inc* w, vp_model_acts* a, const float* ring, int oldest,
-                              const float* h2_last) {
-    VP_TRY(check_acts("vp_model_inc_window", w, a));
+vp_status vp_model_inc_encode(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r) {
+    VP_TRY(check_acts("vp_model_inc_encode", w, a));
+    VP_REQUIRE(r != NULL && r->n >= 1, VP_ERR_STATE, "vp_model_inc_encode: the ring holds no bar");
     const vp_model* m = w->m;
     const vp_model_cfg* c = &m->cfg;
-    const int K = c->window;
+    const int K = r->K;
     const int64_t H = c->hidden, L = w->L;
-    VP_REQUIRE(h2_last != NULL && (L == 0 || (ring != NULL && oldest >= 0 && oldest < K)), VP_ERR_INVALID_ARG,
-               "vp_model_inc_window: h2_last or ring is NULL, or the ring's oldest row %d is outside [0, %d)", oldest,
-               K);
     vp_backend* be = m->backend;
     a->state = 0;
     a->batch = 1;
     vp_tensor e = vp_acts_rows(&a->e, 1);
     if (L == 0) {
         // without Mamba2 the encoding is the last bar's trunk output (e aliases h2)
-        memcpy(e.data, h2_last, sizeof(float) * (size_t)H);
+        memcpy(e.data, r->h2, sizeof(float) * (size_t)H);
         a->state = VP_ACTS_ENCODED;
         return VP_OK;
     }
-    // the window's in_proj rows in time order: the ring from its oldest row, then its start
+    // the window's in_proj rows in time order: the ring from its oldest row (bar n - K), then its start
+    const int oldest = (int)(r->n % K);
     float* xb = (float*)a->xbcdt.data;
-    memcpy(xb, ring + (int64_t)oldest * L, sizeof(float) * (size_t)((K - oldest) * L));
-    memcpy(xb + (int64_t)(K - oldest) * L, ring, sizeof(float) * (size_t)(oldest * L));
+    memcpy(xb, r->xbcdt + (int64_t)oldest * L, sizeof(float) * (size_t)((K - oldest) * L));
+    memcpy(xb + (int64_t)(K - oldest) * L, r->xbcdt, sizeof(float) * (size_t)(oldest * L));
     vp_tensor last = vp_acts_rows(&a->h2_last, 1), z = vp_acts_rows(&a->z, 1);
-    memcpy(last.data, h2_last, sizeof(float) * (size_t)H);
+    memcpy(last.data, r->h2, sizeof(float) * (size_t)H);
     VP_TRY(linear_t(w, &last, &w->w_z, NULL, VP_EPI_NONE, 0.0f, &z));
-    // causal conv + SiLU, the scan to the last step's y, the gated RMSNorm: vp_model_mamba_forward's
-    const vp_mamba_dims d = {1, K, c->hidden, c->mamba_state, c->hidden / c->mamba_head_dim, c->mamba_head_dim,
-                             c->mamba_conv};
-    vp_tensor cw = PV(MAMBA_CONV_W), cb = PV(MAMBA_CONV_B);
-    VP_TRY(a->mops->conv_forward(be, &d, xb, (const float*)cw.data, (const float*)cb.data, (float*)a->xb_pre.data,
-                                 (float*)a->xb.data, (float*)a->c_pre.data, (float*)a->c.data));
-    vp_tensor dtb = PV(MAMBA_DT_BIAS), alog = PV(MAMBA_A_LOG), dd = PV(MAMBA_D);
-    VP_TRY(a->mops->scan_forward(be, &d, (const float*)a->xb.data, (const float*)a->c.data, xb,
-                                 (const float*)dtb.data, (const float*)alog.data, (const float*)dd.data,
-                                 (float*)a->dt.data, (float*)a->y.data));
+    // conv + SiLU, the scan to the last step's y (model_inc_mamba.c), the gated RMSNorm
+    vp_model_inc_mix(w, a, r);
     VP_TRY(vp_model_gate_forward(m, w->params, a, 1));
     // e = h2_K + out_proj(yn)
     vp_tensor yn = vp_acts_rows(&a->yn, 1);

@@ -230,18 +230,43 @@ vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor*
 /* Frees what vp_model_inc_init made (a zeroed value is a no-op). */
 void vp_model_inc_free(vp_model_inc* w);
 
-/* One bar: its feature row x [F] -> its trunk output h2 [H] and, with Mamba2, its in_proj row
- * xbcdt [L] (x, B, C, dt), the rows vp_model_encode computes for that bar (host memory; a's
- * first trunk row as scratch). */
-vp_status vp_model_inc_bar(const vp_model_inc* w, vp_model_acts* a, const float* x, float* h2, float* xbcdt);
+/* The last K bars as the one-sample forward keeps them (vp_model_inc_ring_init). */
+typedef struct vp_model_inc_ring {
+    int64_t n;       /* bars pushed; bar i sits at row i mod K */
+    int K;           /* rows */
+    float* xbcdt;    /* [K, L] each bar's in_proj x, B, C, dt columns (Mamba2) */
+    float* xb;       /* [K, H + N] each bar's conv + SiLU of its x and B channels over itself and its CW - 1
+                        predecessors (what a window reads at its positions >= CW - 1; Mamba2, K >= CW) */
+    float* h2;       /* [H] the last bar's trunk output */
+    void* block;     /* storage of the rows */
+} vp_model_inc_ring;
 
-/* The encoding of one window into a (as vp_model_encode of one sample leaves it: then
- * vp_model_encoding, or vp_model_inc_heads) from its bars' in_proj rows, ring [K, L] whose
- * row `oldest` is the window's first bar and the rows after it (wrapping) the later ones, and
- * the last bar's trunk output h2_last [H]; without Mamba2 (L 0) the encoding is h2_last and
- * ring is not read. */
-vp_status vp_model_inc_window(const vp_model_inc* w, vp_model_acts* a, const float* ring, int oldest,
-                              const float* h2_last);
+/* An empty ring for w's network into *r (free with vp_model_inc_ring_free). */
+vp_status vp_model_inc_ring_init(vp_model_inc_ring* r, const vp_model_inc* w);
+
+/* Frees a ring (a zeroed one is a no-op). */
+void vp_model_inc_ring_free(vp_model_inc_ring* r);
+
+/* One bar into the ring from its feature row x [F] (host): its trunk output, in_proj row and
+ * conv row, the rows vp_model_encode computes for that bar (a's first trunk row as scratch).
+ * The first bar fills every row: a window reaching before it reads it, as vp_model_encode
+ * clamps at row 0. */
+vp_status vp_model_inc_push(const vp_model_inc* w, vp_model_acts* a, vp_model_inc_ring* r, const float* x);
+
+/* The encoding of the window of the ring's last bar (its K bars, oldest first) into a, as
+ * vp_model_encode of that bar leaves it (then vp_model_encoding, or vp_model_inc_heads): the
+ * Mamba2 mixer over the cached rows (conv at the window's first CW - 1 positions, where it
+ * reads no bar before the window; the scan; gate; out_proj), or the last bar's trunk output
+ * without Mamba2. */
+vp_status vp_model_inc_encode(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r);
+
+/* The one-sample mixer of vp_model_inc_encode (model_inc_mamba.c): a->xbcdt [K, L] holds the
+ * window's in_proj rows and r its conv rows; writes a->xb, a->c, a->dt and a->y as
+ * vp_model_mamba_forward's conv and scan do for one sample. */
+void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r);
+
+/* Bar r->n - 1's conv row into r->xb from the ring's in_proj rows (model_inc_mamba.c). */
+void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r);
 
 /* The heads in FP32 (as a rollout scores) from a's encoding and portfolio [1, P]: a's q
  * (vp_model_q), as vp_model_heads computes them. */
