@@ -2,8 +2,10 @@
  * bar of a feature matrix, its trunk and in_proj rows pushed into a ring of the last K bars
  * and the window encoded from the ring give the encoding vp_model_encode gives for that bar
  * among all of them in one batch, and the heads the same Q values, bit for bit on the CPU; for the
- * default network (Mamba2 over 8 bars, width 256), a tiny one, and one without Mamba2. The
- * first K - 1 bars read bar 0 below their window's start, as the batch encoder clamps. */
+ * default network (Mamba2 over 8 bars, width 256; with the portable, AVX2 and AVX-512 loops
+ * where the processor has them), a tiny one, one whose window is shorter than the conv and
+ * one without Mamba2. The first K - 1 bars read bar 0 below their window's start, as the
+ * batch encoder clamps. */
 #include "model/model_internal.h"
 #include "vp_test.h"
 
@@ -78,6 +80,14 @@ static void check_model(const vp_model_cfg* cfg, const char* what) {
 static void test_default_model(void) {
     vp_model_cfg c = vp_model_cfg_default();
     check_model(&c, "default network");
+    // the same bits from every build of the loops this processor runs
+    static const char* names[3] = {"default network, portable loops", "default network, AVX2 loops",
+                                   "default network, AVX-512 loops"};
+    for (int isa = VP_MODEL_INC_ISA_PORTABLE; isa <= VP_MODEL_INC_ISA_BEST; ++isa) {
+        vp_model_inc_limit_isa(isa);
+        if (vp_model_inc_isa() == isa) check_model(&c, names[isa]);
+    }
+    vp_model_inc_limit_isa(VP_MODEL_INC_ISA_BEST);
 }
 
 static void test_tiny_model(void) {

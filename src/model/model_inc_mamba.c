@@ -126,7 +126,7 @@ void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_in
         }
         int p = 0;
 #ifdef VP_INC_X86
-        if (__builtin_cpu_supports("avx512f")) p = scan_avx512(K, N, PD, XB, H, h, xb, cc, dt, NH, decay, D[h], y);
+        if (vp_model_inc_isa() == VP_MODEL_INC_ISA_BEST) p = scan_avx512(K, N, PD, XB, H, h, xb, cc, dt, NH, decay, D[h], y);
 #endif
         for (; p < PD; ++p) {
             const int col = h * PD + p;

@@ -218,6 +218,15 @@ typedef struct vp_model_inc {
     float* acc;               /* [widest output] the one-row products' accumulators */
 } vp_model_inc;
 
+/* Instruction sets of the one-sample forward's loops, each giving the same bits. */
+enum { VP_MODEL_INC_ISA_PORTABLE = 0, VP_MODEL_INC_ISA_AVX2 = 1, VP_MODEL_INC_ISA_BEST = 2 /* AVX-512 */ };
+
+/* Caps the instruction set the one-sample forward uses at `isa` (tests: every build's bits). */
+void vp_model_inc_limit_isa(int isa);
+
+/* The instruction set it uses now: the widest the processor has, up to the cap. */
+int vp_model_inc_isa(void);
+
 /* y [n] = epi(x [k] Wt [k, n] + beta y) for one row (host memory; bias [n], read unless epi is
  * VP_EPI_NONE; acc [n] scratch): the bits of vp_gemm's row-exact CPU kernel for that row
  * (model_row_gemm.c). */

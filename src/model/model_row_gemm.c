@@ -27,8 +27,8 @@ static void cols_portable(int64_t k, int64_t n, const float* x, const float* W, 
 }
 
 #ifdef VP_ROW_X86
-/* Blocks of 128 columns in eight 16-lane accumulators, then blocks of 16; returns the first
- * column not done. */
+/* Blocks of 128 columns in eight 16-lane accumulators, then blocks of 16, then the last
+ * columns in masked lanes; returns n. */
 __attribute__((target("avx512f,fma"))) static int64_t cols_avx512(int64_t k, int64_t n, const float* x,
                                                                    const float* W, float* acc) {
     int64_t j0 = 0;
@@ -55,6 +55,15 @@ __attribute__((target("avx512f,fma"))) static int64_t cols_avx512(int64_t k, int
         __m512 a0 = _mm512_setzero_ps();
         for (int64_t p = 0; p < k; ++p) a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[p]), _mm512_loadu_ps(W + p * n + j0), a0);
         _mm512_storeu_ps(acc + j0, a0);
+    }
+    if (j0 < n) {
+        // the last columns in masked lanes (the lanes past n load nothing and are not stored)
+        const __mmask16 mk = (__mmask16)((1u << (unsigned)(n - j0)) - 1u);
+        __m512 a0 = _mm512_setzero_ps();
+        for (int64_t p = 0; p < k; ++p)
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[p]), _mm512_maskz_loadu_ps(mk, W + p * n + j0), a0);
+        _mm512_mask_storeu_ps(acc + j0, mk, a0);
+        j0 = n;
     }
     return j0;
 }
@@ -91,12 +100,28 @@ __attribute__((target("avx2,fma"))) static int64_t cols_avx2(int64_t k, int64_t 
 }
 #endif
 
+/* The widest instruction set the one-sample forward may use (vp_model_inc_limit_isa). */
+static int g_isa = VP_MODEL_INC_ISA_BEST;
+
+void vp_model_inc_limit_isa(int isa) { g_isa = isa; }
+
+int vp_model_inc_isa(void) {
+#ifdef VP_ROW_X86
+    if (g_isa >= VP_MODEL_INC_ISA_BEST && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+        return VP_MODEL_INC_ISA_BEST;
+    if (g_isa >= VP_MODEL_INC_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return VP_MODEL_INC_ISA_AVX2;
+#endif
+    return VP_MODEL_INC_ISA_PORTABLE;
+}
+
 void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, const float* bias, vp_epilogue epi,
                        float beta, float* y, float* acc) {
     int64_t done = 0;
 #ifdef VP_ROW_X86
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) done = cols_avx512(k, n, x, Wt, acc);
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) done = cols_avx2(k, n, x, Wt, acc);
+    const int isa = vp_model_inc_isa();
+    if (isa == VP_MODEL_INC_ISA_BEST) done = cols_avx512(k, n, x, Wt, acc);
+    else if (isa == VP_MODEL_INC_ISA_AVX2) done = cols_avx2(k, n, x, Wt, acc);
 #endif
     if (done < n) cols_portable(k, n, x, Wt, done, n, acc);
     // y = acc + beta y (y not read when beta is 0), then + bias and relu, as the kernel's epilogue
