@@ -2,7 +2,8 @@
  * fed the bars of a file line by line decides at every bar what `vulpes backtest --span all`
  * decides there — choices, Q margin and every Q value bit for bit (the backtest's scores read
  * through a recording policy), the account's equity too — over every bar whose backtest window
- * does not yet see its end; bad lines and bars fail naming the line or bar and the field and
+ * does not yet see its end; a close at or below the ruin level closes the account out at the
+ * next open, as the backtest's window ends, and refuses later bars; bad lines and bars fail naming the line or bar and the field and
  * leave the handle as it was; prices at another scale are refused at the first decision unless
  * forced; the JSON object carries the decision's fields. */
 #define _POSIX_C_SOURCE 200809L
@@ -240,9 +241,53 @@ static void test_scale_refused(void) {
     fixture_free(&f);
 }
 
+static void test_ruin_closes_out(void) {
+    job_fixture f;
+    fixture_init_as(&f, 41, 1);
+    // the same network with a ruin level just under the initial equity: the first loss ruins
+    vp_config cfg = f.cfg;
+    cfg.env.ruin_fraction = 0.9999;
+    char ck[400];
+    snprintf(ck, sizeof ck, "%s/ruin.safetensors", f.dir);
+    CHECK(write_checkpoint(f.b, &cfg, &f.rec, ck), "checkpoint: %s", vp_last_error());
+    vp_backtest_job job = {ck, NULL, NULL, NULL, NULL, 0, 1, 1, "all", NULL, 0, NULL};
+    vp_rollout_result bt;
+    vp_backtest_last_bar last;
+    CHECK_OK(vp_backtest_job_rollout(f.b, &job, &bt, &last));
+    CHECK(bt.ruin.ruined && bt.ruin.bar + 2 < NBARS - 64, "the backtest should ruin early (ruined %d at bar %lld)",
+          bt.ruin.ruined, (long long)bt.ruin.bar);
+    vp_live* h = NULL;
+    CHECK_OK(vp_live_open(&h, ck, NULL));
+    const vp_bars* b = &f.mk.bars;
+    int64_t closing = -1, t = 0;
+    vp_status s = VP_OK;
+    for (; t < NBARS && s == VP_OK; ++t) {
+        vp_live_bar x = {b->time_ms[t], b->open[t], b->high[t], b->low[t], b->close[t], b->volume[t], 0, 0.0};
+        vp_live_decision d;
+        int decided = 0;
+        s = vp_live_push(h, &x, &d, &decided);
+        if (s != VP_OK) break;
+        const int64_t o = t - bt.span.begin;
+        if (decided && closing < 0)
+            CHECK(memcmp(d.action, bt.action + 4 * o, sizeof d.action) == 0 && d.equity == bt.equity[o],
+                  "bar %lld: the decision or equity differs from the backtest's", (long long)t);
+        if (decided && d.closing_out && closing < 0) closing = t;
+        if (closing >= 0 && t == closing + 1) CHECK(!decided, "a decision after the close-out, at bar %lld", (long long)t);
+    }
+    // the close-out decision at the ruin bar, the account closed at the next bar's open, then refused
+    CHECK(closing == bt.ruin.bar, "closing out at bar %lld, the backtest ruined at bar %lld", (long long)closing,
+          (long long)bt.ruin.bar);
+    CHECK(s == VP_ERR_STATE && t == closing + 2 && strstr(vp_last_error(), "closed out at bar"),
+          "bar %lld: %s (%s)", (long long)t, vp_status_name(s), vp_last_error());
+    vp_live_close(h);
+    vp_rollout_result_free(&bt);
+    fixture_free(&f);
+}
+
 int main(void) {
     RUN_TEST(test_parse_errors);
     RUN_TEST(test_live_equals_backtest);
     RUN_TEST(test_scale_refused);
+    RUN_TEST(test_ruin_closes_out);
     return vpt_finish();
 }
