@@ -3,8 +3,8 @@
  *
  * A handle keeps everything the next decision needs and nothing more: the feature stream
  * (the library's features stepped one bar at a time, equal to the batch matrix over the same
- * bars), the ATR, a ring of the trunk outputs of the last K bars (a new bar costs one trunk
- * row, then the Mamba2 mixer over the K cached rows and the heads), and the account the
+ * bars), the ATR, a ring of the encoder rows of the last K bars (a new bar costs its trunk and
+ * in_proj rows, then the Mamba2 mixer over the K cached rows and the heads), and the account the
  * decisions imply: the exact backtest's own step (fills at the next open, stops and targets
  * against the next bar's range, costs, the leverage limit, the ruin rule) carried bar to bar
  * from a flat account at initial equity. Decisions start at the feature warm-up bar, as
