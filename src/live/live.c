@@ -43,12 +43,10 @@ static vp_status check_bar(const vp_live* h, const vp_live_bar* b) {
     return VP_OK;
 }
 
-/* The data checks at the first decision (bar `bar` its first), as a backtest's over the bars
+/* The data checks at the first decision, bar `bar`: a backtest's checks over the bars
  * seen so far: the training data's record against their interval and closes. */
 static vp_status run_checks(vp_live* h, const vp_live_bar* bar) {
-    const int64_t n = h->n + 1;
-    h->hist_time[h->n] = bar->time_ms;
-    h->hist_close[h->n] = bar->close;
+    const int64_t n = h->n + 1; /* the bars up to this one, in hist_time and hist_close */
     vp_bt_seen seen;
     memset(&seen, 0, sizeof seen);
     vp_bars v;
@@ -92,8 +90,8 @@ static vp_status encode_bar(vp_live* h, const vp_live_bar* b) {
     return vp_model_inc_push(&h->inc, h->acts, &h->ring, h->frow);
 }
 
-/* The decision at the new bar's close (bars[1]): portfolio, encoding, heads, greedy choice. */
-static vp_status decide(vp_live* h, const vp_live_bar* b, vp_live_decision* d) {
+/* The decision at the close of bar t (bars[1]): portfolio, encoding, heads, greedy choice. */
+static vp_status decide(vp_live* h, int64_t t, const vp_live_bar* b, vp_live_decision* d) {
     vp_live_account* a = &h->acc;
     // the account's portfolio at bars[1], its time left as for an account that goes on (1)
     vp_env_view v = vp_env_view_of(&a->st, 0);
@@ -110,7 +108,7 @@ static vp_status decide(vp_live* h, const vp_live_bar* b, vp_live_decision* d) {
     VP_TRY(vp_download(h->b, d->q, &q, sizeof(float) * (size_t)l->n_heads));
     d->q_margin = vp_action_greedy_margin(l, d->q, d->action);
     d->fragile = d->q_margin < VP_ACTION_FRAGILE_MARGIN;
-    d->bar = h->n;
+    d->bar = t;
     d->time_ms = b->time_ms;
     d->close = b->close;
     d->atr = h->bars[1].atr;
@@ -162,10 +160,7 @@ vp_status vp_live_push(vp_live* h, const vp_live_bar* bar, vp_live_decision* out
     }
     if (t < h->warmup) return VP_OK;
     vp_live_decision d;
-    h->n = t; /* the decision names the bar's index */
-    vp_status s = decide(h, bar, &d);
-    h->n = t + 1;
-    VP_TRY(s);
+    VP_TRY(decide(h, t, bar, &d));
     if (out) *out = d;
     *decided = 1;
     return VP_OK;
