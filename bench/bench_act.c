@@ -106,7 +106,8 @@ int vp_bench_act(vp_backend* b, const vp_bench_opts* o) {
     sc.sigma = 0.004;
     ok = ok && vp_synth_generate(&sc, n, &bars, NULL) == VP_OK;
     double* us = (double*)malloc(sizeof(double) * (size_t)iters);
-    ok = ok && us != NULL;
+    double* at = (double*)malloc(sizeof(double) * (size_t)iters); /* each timed decision's start, s */
+    ok = ok && us != NULL && at != NULL;
     if (!ok) fprintf(stderr, "vulpes bench act: set-up failed: %s\n", vp_last_error());
     if (ok) printf("act on the CPU (live API, one thread: row-exact GEMM): default network (F %d, H %d, K %d, Z %d, %d "
                    "actions), %lld bars of warm-up, %d decisions of warm-up, %lld timed\n", m.cfg.n_features,
@@ -127,11 +128,26 @@ int vp_bench_act(vp_backend* b, const vp_bench_opts* o) {
         if (!ok) fprintf(stderr, "vulpes bench act: bar %lld: %s\n", (long long)t, vp_last_error());
         if (ok && t == a) ok = validate(cpu, &m, &bars, t, &d, (int)cfg.features.window);
         if (ok && t == a) printf("validated: the first decision's Q values equal the batch forward's bit for bit\n");
-        if (t >= a + WARM) us[t - a - WARM] = 1e6 * (t1 - t0);
+        if (t >= a + WARM) us[t - a - WARM] = 1e6 * (t1 - t0), at[t - a - WARM] = t0;
     }
     if (ok) {
         const double wall = vp_bench_now() - t_start;
-        qsort(us, (size_t)iters, sizeof(double), cmp_double);
+        // the slow decisions (over 1.25 x the median) and the time between them: what interrupts the core
+        double* sorted = (double*)malloc(sizeof(double) * (size_t)iters);
+        memcpy(sorted, us, sizeof(double) * (size_t)iters);
+        qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
+        const double slow_at = 1.25 * sorted[iters / 2];
+        int64_t n_slow = 0;
+        double last = -1.0;
+        for (int64_t i = 0; i < iters; ++i) {
+            if (us[i] <= slow_at) continue;
+            if (last >= 0.0) at[n_slow++] = 1e3 * (at[i] - last); /* gaps, ms (at[] is read ahead of i) */
+            last = at[i];
+        }
+        qsort(at, (size_t)n_slow, sizeof(double), cmp_double);
+        const double gap_ms = n_slow > 0 ? at[n_slow / 2] : 0.0;
+        memcpy(us, sorted, sizeof(double) * (size_t)iters);
+        free(sorted);
         double mean = 0.0;
         for (int64_t i = 0; i < iters; ++i) mean += us[i] / (double)iters;
         const double med = us[iters / 2], p90 = us[(int64_t)(0.90 * (double)(iters - 1))];
@@ -143,6 +159,8 @@ int vp_bench_act(vp_backend* b, const vp_bench_opts* o) {
                mx, fl, full, fl / (med * 1e3));
         printf("goal: p99 under 50 us: %s; %.0f decisions/s over the timed bars\n", p99 < 50.0 ? "met" : "missed",
                (double)iters / wall);
+        printf("slow decisions (over 1.25 x the median): %lld (%.2f %%), median time between them %.2f ms\n",
+               (long long)(n_slow + (last >= 0.0)), 100.0 * (double)(n_slow + (last >= 0.0)) / (double)iters, gap_ms);
         FILE* js = vp_bench_json_open(o);
         fprintf(js, "{\"bench\":\"act\",\"backend\":\"cpu\",\"hidden\":%d,\"window\":%d,\"decisions\":%lld,"
                     "\"median_us\":%.3f,\"p90_us\":%.3f,\"p99_us\":%.3f,\"mean_us\":%.3f,\"max_us\":%.3f,\"flops\":%.0f,"
@@ -151,6 +169,7 @@ int vp_bench_act(vp_backend* b, const vp_bench_opts* o) {
         vp_bench_json_close(js);
     }
     free(us);
+    free(at);
     vp_bars_free(&bars);
     vp_live_close(h);
     vp_model_free(&m);
