@@ -49,7 +49,7 @@ static double live_flops(const vp_model_cfg* c) {
 }
 
 /* The first decision's Q against the batch forward over the same bars (flat account). */
-static int validate(vp_backend* b, const vp_model* m, const vp_bars* bars, int64_t t, const vp_live_decision* d,
+static int validate(vp_backend* b, const vp_model* m, const vp_bars* bars, int64_t t, const vp_decision* d,
                     int norm_window) {
     vp_feature_cfg fc = vp_feature_cfg_default();
     fc.norm_window = norm_window;
@@ -115,7 +115,7 @@ int vp_bench_act(vp_backend* b, const vp_bench_opts* o) {
                    (long long)iters);
     if (ok && b && vp_backend_native_mem(b) != VP_MEM_HOST)
         printf("note: --backend %s is not used: the live API runs on the CPU\n", vp_backend_name(b));
-    vp_live_decision d;
+    vp_decision d;
     double t_start = 0.0;
     for (int64_t t = 0; ok && t < n; ++t) {
         vp_live_bar x = {bars.time_ms[t], bars.open[t], bars.high[t], bars.low[t], bars.close[t], bars.volume[t], 0,

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
             bad = 1;
             continue;
         }
-        vp_live_decision d;
+        vp_decision d;
         int decided = 0;
         if (vp_live_push(h, &bar, &d, &decided) != VP_OK) {
             fprintf(stderr, "live_decide: line %lld: %s\n", line_no, vp_last_error());

@@ -85,7 +85,7 @@ static void recorded_backtest(const job_fixture* f, vp_rollout_result* out, rec_
 }
 
 /* Feeds the lines of the CSV file at path (after its header) to h; decisions into d[bar]. */
-static int64_t feed_file(vp_live* h, const char* path, vp_live_decision* d, int* decided, int64_t n_max,
+static int64_t feed_file(vp_live* h, const char* path, vp_decision* d, int* decided, int64_t n_max,
                          int bad_at) {
     FILE* fp = fopen(path, "r");
     CHECK(fp != NULL, "open %s", path);
@@ -133,7 +133,7 @@ static void test_live_equals_backtest(void) {
     rec_policy rec;
     memset(&rec, 0, sizeof rec);
     rec.cap = NBARS + 1;
-    rec.q = (float*)malloc(sizeof(float) * (size_t)rec.cap * VP_LIVE_MAX_HEADS);
+    rec.q = (float*)malloc(sizeof(float) * (size_t)rec.cap * VP_DECISION_MAX_HEADS);
     recorded_backtest(&f, &rb, &rec);
     const int64_t a = bt.span.begin, steps = bt.span.end - a - 1;
     CHECK(rb.span.begin == a && rb.n_points == bt.n_points && rec.n == steps + 1, "spans or score rows differ");
@@ -144,7 +144,7 @@ static void test_live_equals_backtest(void) {
     CHECK_OK(vp_live_open(&h, f.ck, NULL));
     CHECK(vp_live_warmup(h) == a, "warm-up %lld, the backtest starts at %lld", (long long)vp_live_warmup(h),
           (long long)a);
-    vp_live_decision* d = (vp_live_decision*)calloc(NBARS, sizeof *d);
+    vp_decision* d = (vp_decision*)calloc(NBARS, sizeof *d);
     int* decided = (int*)calloc(NBARS, sizeof(int));
     const int64_t n = feed_file(h, f.csv, d, decided, NBARS, 500);
     CHECK(n == NBARS && vp_live_bars(h) == NBARS, "%lld bars fed", (long long)n);
@@ -154,7 +154,7 @@ static void test_live_equals_backtest(void) {
     for (int64_t t = 0; t < NBARS; ++t) CHECK(decided[t] == (t >= a), "bar %lld decided %d", (long long)t, decided[t]);
     for (int64_t t = a; t <= upto; ++t) {
         const int64_t o = t - a;
-        const vp_live_decision* x = &d[t];
+        const vp_decision* x = &d[t];
         const int act = memcmp(x->action, bt.action + 4 * o, sizeof x->action) != 0 ||
                         memcmp(&x->q_margin, &bt.margin[o], sizeof(double)) != 0;
         const int q = x->n_heads != A || memcmp(x->q, rec.q + o * A, sizeof(float) * (size_t)A) != 0;
@@ -173,7 +173,7 @@ static void test_live_equals_backtest(void) {
           "%lld bars holding a position", (long long)compared, (long long)moves, (long long)held);
     // the JSON object of the last decision
     char* text = NULL;
-    const vp_live_decision* z = &d[NBARS - 1];
+    const vp_decision* z = &d[NBARS - 1];
     CHECK_OK(vp_live_decision_json(h, z, 0, &text));
     cJSON* o = cJSON_Parse(text);
     static const char* dirs[3] = {"short", "flat", "long"};
@@ -219,7 +219,7 @@ static void test_scale_refused(void) {
         vp_live* h = NULL;
         CHECK_OK(vp_live_open(&h, f.ck, &o));
         const int64_t a = vp_live_warmup(h);
-        vp_live_decision d;
+        vp_decision d;
         int decided = 0;
         const vp_bars* b = &f.mk.bars;
         vp_status s = VP_OK;
@@ -263,7 +263,7 @@ static void test_ruin_closes_out(void) {
     vp_status s = VP_OK;
     for (; t < NBARS && s == VP_OK; ++t) {
         vp_live_bar x = {b->time_ms[t], b->open[t], b->high[t], b->low[t], b->close[t], b->volume[t], 0, 0.0};
-        vp_live_decision d;
+        vp_decision d;
         int decided = 0;
         s = vp_live_push(h, &x, &d, &decided);
         if (s != VP_OK) break;

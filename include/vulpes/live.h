@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "vulpes/decision.h"
 #include "vulpes/status.h"
 
 #ifdef __cplusplus
@@ -56,29 +57,6 @@ typedef struct vp_live_bar {
  * bad time or a number that is not one or not finite fails naming line `line_no` and the field. */
 vp_status vp_live_parse_csv(const char* line, int64_t line_no, vp_live_bar* out);
 
-/* Most action heads a decision holds (the environment's 3 + 4 + 3 + 3 = 13). */
-#define VP_LIVE_MAX_HEADS 16
-
-/* The decision at a bar's close for the bar after it. */
-typedef struct vp_live_decision {
-    int64_t bar;              /* index of the bar decided at (0: the first bar fed) */
-    int64_t time_ms;          /* its time */
-    int32_t action[4];        /* the choices: direction (0 short, 1 flat, 2 long), size (0 .. 3: 0.25 .. 1 of
-                                 instrument.max_position), take-profit and stop-loss (ATR multiples 0 .. 2) */
-    int32_t contracts;        /* the target position's size, contracts (0 when flat) */
-    double take_profit;       /* the take-profit level from the close, price units (0: none) */
-    double stop_loss;         /* the stop-loss level from the close, price units (0: none) */
-    int n_heads;              /* entries of q */
-    float q[VP_LIVE_MAX_HEADS]; /* [n_heads] the Q value of every choice, branches in order (vulpes/action.h) */
-    double q_margin;          /* how far the choice won by (vp_action_greedy_margin) */
-    int fragile;              /* 1: q_margin < VP_ACTION_FRAGILE_MARGIN (another machine's rounding may flip it) */
-    double atr;               /* the ATR known at the close, price units */
-    double close;             /* the bar's close */
-    int32_t position;         /* contracts the account holds at the close (signed), before the decision */
-    double equity;            /* the account's equity at the close, currency */
-    int closing_out;          /* 1: the close is at or below the ruin level: the next open closes the account out
-                                 flat, whatever the choice, and no decision follows */
-} vp_live_decision;
 
 /* Opens checkpoint `path` (a training run's best.safetensors or last.safetensors) on the
  * CPU into *out: its config (with opts' overrides), its network and parameters, and the data
@@ -102,7 +80,7 @@ int64_t vp_live_bars(const vp_live* h);
  * scale, bar interval, the first order's leverage, against the training data's record): a
  * refusal fails the same way (opts.force decides anyway). After a closing-out decision the
  * account is closed and every later bar fails (VP_ERR_STATE). */
-vp_status vp_live_push(vp_live* h, const vp_live_bar* bar, vp_live_decision* out, int* decided);
+vp_status vp_live_push(vp_live* h, const vp_live_bar* bar, vp_decision* out, int* decided);
 
 /* The checks' notices and warnings so far ("WARNING: ...", "notice: ..."): their count, and
  * note i (0 <= i < count; NULL outside). */
@@ -112,7 +90,7 @@ const char* vp_live_note(const vp_live* h, int i);
 /* The decision as one JSON object, the fields `vulpes act` prints (docs/backtest.md), with
  * the checkpoint's path, "data": null and the handle's notes as warnings; *text is
  * malloc'ed (caller frees), compact (pretty 0) or indented (pretty 1). */
-vp_status vp_live_decision_json(const vp_live* h, const vp_live_decision* d, int pretty, char** text);
+vp_status vp_live_decision_json(const vp_live* h, const vp_decision* d, int pretty, char** text);
 
 #ifdef __cplusplus
 }

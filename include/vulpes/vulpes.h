@@ -46,6 +46,7 @@
 #include "vulpes/backtest.h"
 #include "vulpes/walkforward.h"
 #include "vulpes/report.h"
+#include "vulpes/decision.h"
 
 /* live decisions: a checkpoint fed bars one at a time */
 #include "vulpes/live.h"

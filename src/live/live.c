@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "live/live_handle.h"
-#include "live/live_impl.h"
+#include "eval/backtest_decision.h"
 #include "vulpes/data_record.h"
 
 /* Checks one field: finite and, with `positive`, above 0 (else at least 0). */
@@ -91,7 +91,7 @@ static vp_status encode_bar(vp_live* h, const vp_live_bar* b) {
 }
 
 /* The decision at the close of bar t (bars[1]): portfolio, encoding, heads, greedy choice. */
-static vp_status decide(vp_live* h, int64_t t, const vp_live_bar* b, vp_live_decision* d) {
+static vp_status decide(vp_live* h, int64_t t, const vp_live_bar* b, vp_decision* d) {
     vp_live_account* a = &h->acc;
     // the account's portfolio at bars[1], its time left as for an account that goes on (1)
     vp_env_view v = vp_env_view_of(&a->st, 0);
@@ -121,7 +121,7 @@ static vp_status decide(vp_live* h, int64_t t, const vp_live_bar* b, vp_live_dec
     return VP_OK;
 }
 
-vp_status vp_live_push(vp_live* h, const vp_live_bar* bar, vp_live_decision* out, int* decided) {
+vp_status vp_live_push(vp_live* h, const vp_live_bar* bar, vp_decision* out, int* decided) {
     VP_REQUIRE(h != NULL && bar != NULL && decided != NULL, VP_ERR_INVALID_ARG, "vp_live_push: NULL argument");
     *decided = 0;
     VP_REQUIRE(!h->closed, VP_ERR_STATE, "bar %lld: the account was closed out at bar %lld after a close at or below "
@@ -159,14 +159,14 @@ vp_status vp_live_push(vp_live* h, const vp_live_bar* bar, vp_live_decision* out
         return VP_OK;
     }
     if (t < h->warmup) return VP_OK;
-    vp_live_decision d;
+    vp_decision d;
     VP_TRY(decide(h, t, bar, &d));
     if (out) *out = d;
     *decided = 1;
     return VP_OK;
 }
 
-vp_status vp_live_decision_json(const vp_live* h, const vp_live_decision* d, int pretty, char** text) {
+vp_status vp_live_decision_json(const vp_live* h, const vp_decision* d, int pretty, char** text) {
     VP_REQUIRE(h != NULL && d != NULL && text != NULL, VP_ERR_INVALID_ARG, "vp_live_decision_json: NULL argument");
     *text = NULL;
     cJSON* obj = NULL;
