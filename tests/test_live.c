@@ -2,7 +2,7 @@
  * fed the bars of a file line by line decides at every bar what `vulpes backtest --span all`
  * decides there — choices, Q margin and every Q value bit for bit (the backtest's scores read
  * through a recording policy), the account's equity too — over every bar whose backtest window
- * does not yet see its end; a close at or below the ruin level closes the account out at the
+ * does not yet see its end, also with a spread column; a close at or below the ruin level closes the account out at the
  * next open, as the backtest's window ends, and refuses later bars; bad lines and bars fail naming the line or bar and the field and
  * leave the handle as it was; prices at another scale are refused at the first decision unless
  * forced; the JSON object carries the decision's fields. */
@@ -241,6 +241,53 @@ static void test_scale_refused(void) {
     fixture_free(&f);
 }
 
+static void test_spread_column(void) {
+    job_fixture f;
+    fixture_init_as(&f, 47, 1);
+    // the bars again with a spread column of 1 to 3 ticks, and the exact backtest over them
+    vp_bars sb;
+    CHECK_OK(vp_bars_copy(&f.mk.bars, 0, NBARS, &sb));
+    CHECK_OK(vp_bars_alloc_spread(&sb));
+    for (int64_t t = 0; t < NBARS; ++t) sb.spread[t] = f.cfg.instrument.tick_size * (double)(1 + t % 3);
+    char csv[400];
+    snprintf(csv, sizeof csv, "%s/spread.csv", f.dir);
+    CHECK_OK(vp_bars_save_csv(&sb, csv, -1));
+    vp_backtest_job job = {f.ck, csv, NULL, NULL, NULL, 0, 1, 1, "all", NULL, 0, NULL};
+    vp_rollout_result bt;
+    vp_backtest_last_bar last;
+    CHECK_OK(vp_backtest_job_rollout(f.b, &job, &bt, &last));
+    // the live handle fed the file's 7-column lines: the backtest's decisions and equity
+    vp_live* h = NULL;
+    CHECK_OK(vp_live_open(&h, f.ck, NULL));
+    vp_decision* d = (vp_decision*)calloc(NBARS, sizeof *d);
+    int* decided = (int*)calloc(NBARS, sizeof(int));
+    CHECK(feed_file(h, csv, d, decided, NBARS, -1) == NBARS, "bars fed");
+    const int64_t a = bt.span.begin, upto = NBARS - 1 - 64;
+    int64_t diff = 0, first = -1, traded = 0;
+    for (int64_t t = a; t <= upto; ++t) {
+        const int64_t o = t - a;
+        const int bad = memcmp(d[t].action, bt.action + 4 * o, sizeof d[t].action) != 0 ||
+                        memcmp(&d[t].q_margin, &bt.margin[o], sizeof(double)) != 0 || d[t].equity != bt.equity[o];
+        if (bad && diff++ == 0) first = t;
+        traded += t > a && d[t].position != d[t - 1].position;
+    }
+    CHECK(diff == 0 && traded > 0, "%lld decisions differ (first at bar %lld); %lld position changes", (long long)diff,
+          (long long)first, (long long)traded);
+    // the spread column was read: without it (the instrument's spread) the same bars end elsewhere
+    vp_backtest_job plain = {f.ck, NULL, NULL, NULL, NULL, 0, 1, 1, "all", NULL, 0, NULL};
+    vp_rollout_result pb;
+    CHECK_OK(vp_backtest_job_rollout(f.b, &plain, &pb, &last));
+    CHECK(pb.n_points == bt.n_points && pb.equity[pb.n_points - 1] != bt.equity[bt.n_points - 1],
+          "the spread column changed nothing (final equity %.17g)", bt.equity[bt.n_points - 1]);
+    vp_rollout_result_free(&pb);
+    vp_live_close(h);
+    free(d);
+    free(decided);
+    vp_bars_free(&sb);
+    vp_rollout_result_free(&bt);
+    fixture_free(&f);
+}
+
 static void test_ruin_closes_out(void) {
     job_fixture f;
     fixture_init_as(&f, 41, 1);
@@ -288,6 +335,7 @@ int main(void) {
     RUN_TEST(test_parse_errors);
     RUN_TEST(test_live_equals_backtest);
     RUN_TEST(test_scale_refused);
+    RUN_TEST(test_spread_column);
     RUN_TEST(test_ruin_closes_out);
     return vpt_finish();
 }
