@@ -41,4 +41,8 @@ int vp_bench_train(vp_backend* b, const vp_bench_opts* o);
 /* `vulpes bench backtest`: bars/s of the exact sequential backtest and the segment mode, encode vs steps. */
 int vp_bench_backtest(vp_backend* b, const vp_bench_opts* o);
 
+/* `vulpes bench act`: microseconds per live decision on one CPU core (default network), median
+ * and p99, FLOPs per decision. */
+int vp_bench_act(vp_backend* b, const vp_bench_opts* o);
+
 #endif /* VP_BENCH_H */

@@ -47,5 +47,9 @@
 #include "vulpes/walkforward.h"
 #include "vulpes/report.h"
 #include "vulpes/api.h"
+#include "vulpes/decision.h"
+
+/* live decisions: a checkpoint fed bars one at a time */
+#include "vulpes/live.h"
 
 #endif /* VULPES_VULPES_H */

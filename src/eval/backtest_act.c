@@ -1,14 +1,24 @@
-/* `vulpes act`'s decision object (vp_act_json): the last window's choice for the bar after the
- * span, its scores per branch, and the take-profit and stop-loss prices from the last close by the
- * environment's own rules (env_rules.h: contracts of a size, a level from a price and ATR). */
+/* The decision record (vulpes/decision.h) and `vulpes act`'s object: a choice's contracts and
+ * take-profit and stop-loss levels by the environment's own rules (env_rules.h), the JSON
+ * object `vulpes act` and the live API print (backtest_decision.h), and vp_act_json, the
+ * record of the last window's choice for the bar after the span. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "env/env_rules.h"
-#include "vulpes/backtest.h"
+#include "eval/backtest_decision.h"
 #include "vulpes/action.h"
+#include "vulpes/backtest.h"
+
+void vp_decision_levels(vp_decision* d, const vp_instrument* in) {
+    const int32_t side = d->action[0] - 1;
+    d->contracts = side != 0 ? vp_env_contracts(d->action[1], in->max_position) : 0;
+    d->take_profit = side != 0 ? vp_env_level(d->close, side, d->action[2], d->atr) : 0.0;
+    d->stop_loss = side != 0 ? vp_env_level(d->close, -side, d->action[3], d->atr) : 0.0;
+}
 
 /* v with `decimals` decimals (the double nearest that decimal text), v itself when decimals < 0. */
 static double at_decimals(double v, int decimals) {
@@ -25,73 +35,96 @@ static double score_value(float q) {
     return strtod(buf, NULL);
 }
 
-/* {atr_multiple, price}: the level k x ATR from the last close on side `side` (+1: above). */
-static vp_status add_level(cJSON* root, const char* key, int32_t k, int32_t side, const vp_backtest_last_bar* last,
-                           int decimals) {
+/* {atr_multiple, price}: the level of ATR multiple k (price null when none or not above 0). */
+static vp_status add_level(cJSON* root, const char* key, int32_t k, double level, int decimals) {
     cJSON* o = cJSON_AddObjectToObject(root, key);
-    VP_REQUIRE(o != NULL, VP_ERR_OOM, "vulpes act: out of memory");
+    VP_REQUIRE(o != NULL, VP_ERR_OOM, "decision: out of memory");
     cJSON_AddNumberToObject(o, "atr_multiple", (double)k);
-    const double lvl = side != 0 ? vp_env_level(last->close, side, k, last->atr) : 0.0;
-    if (lvl > 0.0) cJSON_AddNumberToObject(o, "price", at_decimals(lvl, decimals));
+    if (level > 0.0) cJSON_AddNumberToObject(o, "price", at_decimals(level, decimals));
     else cJSON_AddNullToObject(o, "price");
     return VP_OK;
 }
 
 /* "q": each branch's scores, in the order of its choices. */
-static vp_status add_q(cJSON* root, const float* q /* [A] */) {
+static vp_status add_q(cJSON* root, const vp_decision* d) {
     static const char* keys[VP_ENV_BRANCHES] = {"direction", "size", "take_profit", "stop_loss"};
     const vp_action_layout l = vp_action_layout_env();
+    VP_REQUIRE(d->n_heads == l.n_heads, VP_ERR_STATE, "decision: %d scores, the environment's layout has %d",
+               d->n_heads, l.n_heads);
     cJSON* o = cJSON_AddObjectToObject(root, "q");
-    VP_REQUIRE(o != NULL, VP_ERR_OOM, "vulpes act: out of memory");
+    VP_REQUIRE(o != NULL, VP_ERR_OOM, "decision: out of memory");
     for (int br = 0; br < l.n_branches; ++br) {
         cJSON* a = cJSON_AddArrayToObject(o, keys[br]);
-        VP_REQUIRE(a != NULL, VP_ERR_OOM, "vulpes act: out of memory");
-        for (int j = 0; j < l.size[br]; ++j) cJSON_AddItemToArray(a, cJSON_CreateNumber(score_value(q[l.offset[br] + j])));
+        VP_REQUIRE(a != NULL, VP_ERR_OOM, "decision: out of memory");
+        for (int j = 0; j < l.size[br]; ++j) cJSON_AddItemToArray(a, cJSON_CreateNumber(score_value(d->q[l.offset[br] + j])));
+    }
+    return VP_OK;
+}
+
+/* The warnings: the checks' notes, a fragile decision's, a closing-out one's. */
+static vp_status add_warnings(cJSON* root, const vp_decision* d, const vp_backtest_checks* checks) {
+    cJSON* ws = cJSON_AddArrayToObject(root, "warnings");
+    VP_REQUIRE(ws != NULL, VP_ERR_OOM, "decision: out of memory");
+    for (int i = 0; checks && i < checks->n_notes; ++i) cJSON_AddItemToArray(ws, cJSON_CreateString(checks->notes[i]));
+    char m[200];
+    if (d->fragile) {
+        snprintf(m, sizeof m, "WARNING: the decision is fragile: its Q margin %.3g is below %g, so another machine's "
+                 "rounding may flip it", d->q_margin, VP_ACTION_FRAGILE_MARGIN);
+        cJSON_AddItemToArray(ws, cJSON_CreateString(m));
+    }
+    if (d->closing_out) {
+        snprintf(m, sizeof m, "WARNING: the account's equity %.6g is at or below the ruin level: the next open closes "
+                 "it out flat whatever the choice, and no decision follows", d->equity);
+        cJSON_AddItemToArray(ws, cJSON_CreateString(m));
     }
     return VP_OK;
 }
 
 /* The decision's fields into root. */
-static vp_status fill(cJSON* root, const vp_rollout_result* r, int64_t w, int64_t o, const vp_backtest_last_bar* last,
-                      const char* checkpoint, const char* data, const vp_backtest_checks* checks) {
+static vp_status fill(cJSON* root, const vp_decision* d, const vp_instrument* in, const char* checkpoint,
+                      const char* data, const vp_backtest_checks* checks) {
     static const char* dirs[VP_ENV_DIR_COUNT] = {"short", "flat", "long"};
-    const int32_t* a = r->action + VP_ENV_BRANCHES * o;
-    const int32_t side = a[0] - 1;
-    const int decimals = vp_tick_decimals(last->instrument.tick_size);
+    VP_REQUIRE(d->action[0] >= 0 && d->action[0] < VP_ENV_DIR_COUNT, VP_ERR_STATE, "decision: direction %d",
+               (int)d->action[0]);
+    const int decimals = vp_tick_decimals(in->tick_size);
     char t[32], after[64];
-    vp_time_format_iso(last->time_ms, t, sizeof t);
+    vp_time_format_iso(d->time_ms, t, sizeof t);
     snprintf(after, sizeof after, "the bar after %s", t);
     if (checkpoint) cJSON_AddStringToObject(root, "checkpoint", checkpoint);
     else cJSON_AddNullToObject(root, "checkpoint");
     if (data) cJSON_AddStringToObject(root, "data", data);
     else cJSON_AddNullToObject(root, "data");
-    cJSON_AddNumberToObject(root, "bar", (double)last->bar);
+    cJSON_AddNumberToObject(root, "bar", (double)d->bar);
     cJSON_AddStringToObject(root, "time", t);
     cJSON_AddStringToObject(root, "decision_for", after);
-    cJSON_AddStringToObject(root, "direction", dirs[a[0]]);
-    cJSON_AddNumberToObject(root, "size_fraction", 0.25 * (double)(a[1] + 1));
-    cJSON_AddNumberToObject(root, "contracts", side != 0 ? (double)vp_env_contracts(a[1], last->instrument.max_position)
-                                                         : 0.0);
-    VP_TRY(add_level(root, "take_profit", a[2], side, last, decimals));
-    VP_TRY(add_level(root, "stop_loss", a[3], -side, last, decimals));
-    VP_TRY(add_q(root, r->next_q + w * r->n_heads));
-    const double margin = r->margin[o];
-    VP_TRY(vp_metric_json_add(root, "q_margin", margin));
-    const int fragile = margin < VP_ACTION_FRAGILE_MARGIN;
-    cJSON_AddBoolToObject(root, "fragile", fragile);
-    cJSON_AddNumberToObject(root, "atr", last->atr);
-    cJSON_AddNumberToObject(root, "last_close", last->close);
-    cJSON* ws = cJSON_AddArrayToObject(root, "warnings");
-    VP_REQUIRE(ws != NULL, VP_ERR_OOM, "vulpes act: out of memory");
-    for (int i = 0; checks && i < checks->n_notes; ++i) cJSON_AddItemToArray(ws, cJSON_CreateString(checks->notes[i]));
-    if (fragile) {
-        char m[160];
-        snprintf(m, sizeof m, "WARNING: the decision is fragile: its Q margin %.3g is below %g, so another machine's "
-                 "rounding may flip it", margin, VP_ACTION_FRAGILE_MARGIN);
-        cJSON_AddItemToArray(ws, cJSON_CreateString(m));
+    cJSON_AddStringToObject(root, "direction", dirs[d->action[0]]);
+    cJSON_AddNumberToObject(root, "size_fraction", 0.25 * (double)(d->action[1] + 1));
+    cJSON_AddNumberToObject(root, "contracts", (double)d->contracts);
+    VP_TRY(add_level(root, "take_profit", d->action[2], d->take_profit, decimals));
+    VP_TRY(add_level(root, "stop_loss", d->action[3], d->stop_loss, decimals));
+    VP_TRY(add_q(root, d));
+    VP_TRY(vp_metric_json_add(root, "q_margin", d->q_margin));
+    cJSON_AddBoolToObject(root, "fragile", d->fragile);
+    cJSON_AddNumberToObject(root, "atr", d->atr);
+    cJSON_AddNumberToObject(root, "last_close", d->close);
+    return add_warnings(root, d, checks);
+}
+
+vp_status vp_decision_json(const vp_decision* d, const vp_instrument* in, const char* checkpoint,
+                           const char* data, const vp_backtest_checks* checks, cJSON** out) {
+    VP_REQUIRE(d != NULL && in != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_decision_json: NULL argument");
+    *out = NULL;
+    cJSON* root = cJSON_CreateObject();
+    VP_REQUIRE(root != NULL, VP_ERR_OOM, "decision: out of memory");
+    vp_status s = fill(root, d, in, checkpoint, data, checks);
+    if (s != VP_OK) {
+        cJSON_Delete(root);
+        return s;
     }
+    *out = root;
     return VP_OK;
 }
+
 
 vp_status vp_act_json(const vp_rollout_result* r, const vp_backtest_last_bar* last, const char* checkpoint,
                       const char* data, const vp_backtest_checks* checks, cJSON** out) {
@@ -107,13 +140,18 @@ vp_status vp_act_json(const vp_rollout_result* r, const vp_backtest_last_bar* la
     VP_REQUIRE(r->bar[o] == last->bar && r->action[VP_ENV_BRANCHES * o] >= 0 && r->next_q != NULL &&
                r->n_heads == vp_action_layout_env().n_heads, VP_ERR_STATE,
                "no decision for the bar after bar %lld: the backtest made none there", (long long)last->bar);
-    cJSON* root = cJSON_CreateObject();
-    VP_REQUIRE(root != NULL, VP_ERR_OOM, "vulpes act: out of memory");
-    vp_status s = fill(root, r, w, o, last, checkpoint, data, checks);
-    if (s != VP_OK) {
-        cJSON_Delete(root);
-        return s;
-    }
-    *out = root;
-    return VP_OK;
+    // the decision record, printed by the same code as the live API's
+    vp_decision d;
+    memset(&d, 0, sizeof d);
+    d.bar = last->bar;
+    d.time_ms = last->time_ms;
+    memcpy(d.action, r->action + VP_ENV_BRANCHES * o, sizeof d.action);
+    d.close = last->close;
+    d.atr = last->atr;
+    d.n_heads = r->n_heads;
+    memcpy(d.q, r->next_q + w * r->n_heads, sizeof(float) * (size_t)r->n_heads);
+    d.q_margin = r->margin[o];
+    d.fragile = d.q_margin < VP_ACTION_FRAGILE_MARGIN;
+    vp_decision_levels(&d, &last->instrument);
+    return vp_decision_json(&d, &last->instrument, checkpoint, data, checks, out);
 }

@@ -200,6 +200,89 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
 vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                 const vp_tensor* d_iqn, int64_t batch);
 
+/* ---- the forward one bar at a time (model_incremental.c), CPU ---------------------------- */
+
+/* Weight matrices the one-sample forward multiplies by. */
+#define VP_MODEL_INC_WEIGHTS 10
+
+/* The weights of one-sample GEMMs laid out [in, out] once (host memory), read with the
+ * parameters they were made from (which must stay unchanged). */
+typedef struct vp_model_inc {
+    const vp_model* m;        /* the network */
+    const vp_tensor* params;  /* [n_weights] its parameters (norms, biases, Mamba2 vectors read in place) */
+    vp_buffer buf;            /* storage of the matrices below */
+    vp_tensor w1, w2;         /* trunk [F, H], [H, H] */
+    vp_tensor w_rest, w_z;    /* in_proj's x, B, C, dt columns [H, L] and z columns [H, H] (Mamba2 only) */
+    vp_tensor w_out;          /* out_proj [H, H] (Mamba2 only) */
+    vp_tensor w_port;         /* [P, H] */
+    vp_tensor w_v1, w_v2, w_a1, w_a2; /* [H, HH], [HH, Z], [H, HH], [HH, A Z] */
+    int64_t L;                /* in_proj columns kept per bar: H + 2N + NH (0 without Mamba2) */
+    float* acc;               /* [widest output] the one-row products' accumulators */
+} vp_model_inc;
+
+/* Instruction sets of the one-sample forward's loops, each giving the same bits. */
+enum { VP_MODEL_INC_ISA_PORTABLE = 0, VP_MODEL_INC_ISA_AVX2 = 1, VP_MODEL_INC_ISA_BEST = 2 /* AVX-512 */ };
+
+/* Caps the instruction set the one-sample forward uses at `isa` (tests: every build's bits). */
+void vp_model_inc_limit_isa(int isa);
+
+/* The instruction set it uses now: the widest the processor has, up to the cap. */
+int vp_model_inc_isa(void);
+
+/* y [n] = epi(x [k] Wt [k, n] + beta y) for one row (host memory; bias [n], read unless epi is
+ * VP_EPI_NONE; acc [n] scratch): the bits of vp_gemm's row-exact CPU kernel for that row
+ * (model_row_gemm.c). */
+void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, const float* bias, vp_epilogue epi,
+                       float beta, float* y, float* acc);
+
+/* Lays out m's weights from params for the one-sample forward into *w (CPU backends only). */
+vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor* params);
+
+/* Frees what vp_model_inc_init made (a zeroed value is a no-op). */
+void vp_model_inc_free(vp_model_inc* w);
+
+/* The last K bars as the one-sample forward keeps them (vp_model_inc_ring_init). */
+typedef struct vp_model_inc_ring {
+    int64_t n;       /* bars pushed; bar i sits at row i mod K */
+    int K;           /* rows */
+    float* xbcdt;    /* [K, L] each bar's in_proj x, B, C, dt columns (Mamba2) */
+    float* xb;       /* [K, H + N] each bar's conv + SiLU of its x and B channels over itself and its CW - 1
+                        predecessors (what a window reads at its positions >= CW - 1; Mamba2, K >= CW) */
+    float* h2;       /* [H] the last bar's trunk output */
+    void* block;     /* storage of the rows */
+} vp_model_inc_ring;
+
+/* An empty ring for w's network into *r (free with vp_model_inc_ring_free). */
+vp_status vp_model_inc_ring_init(vp_model_inc_ring* r, const vp_model_inc* w);
+
+/* Frees a ring (a zeroed one is a no-op). */
+void vp_model_inc_ring_free(vp_model_inc_ring* r);
+
+/* One bar into the ring from its feature row x [F] (host): its trunk output, in_proj row and
+ * conv row, the rows vp_model_encode computes for that bar (a's first trunk row as scratch).
+ * The first bar fills every row: a window reaching before it reads it, as vp_model_encode
+ * clamps at row 0. */
+vp_status vp_model_inc_push(const vp_model_inc* w, vp_model_acts* a, vp_model_inc_ring* r, const float* x);
+
+/* The encoding of the window of the ring's last bar (its K bars, oldest first) into a, as
+ * vp_model_encode of that bar leaves it (then vp_model_encoding, or vp_model_inc_heads): the
+ * Mamba2 mixer over the cached rows (conv at the window's first CW - 1 positions, where it
+ * reads no bar before the window; the scan; gate; out_proj), or the last bar's trunk output
+ * without Mamba2. */
+vp_status vp_model_inc_encode(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r);
+
+/* The one-sample mixer of vp_model_inc_encode (model_inc_mamba.c): a->xbcdt [K, L] holds the
+ * window's in_proj rows and r its conv rows; writes a->xb, a->c, a->dt and a->y as
+ * vp_model_mamba_forward's conv and scan do for one sample. */
+void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r);
+
+/* Bar r->n - 1's conv row into r->xb from the ring's in_proj rows (model_inc_mamba.c). */
+void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r);
+
+/* The heads in FP32 (as a rollout scores) from a's encoding and portfolio [1, P]: a's q
+ * (vp_model_q), as vp_model_heads computes them. */
+vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_tensor* portfolio);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,144 @@
+/* The Mamba2 mixer of the forward one bar at a time (model_internal.h): the causal conv +
+ * SiLU and the selective scan of one sample, in the arithmetic of the CPU kernels
+ * (cpu_mamba.c: the same operations in the same order, so the same bits), arranged for a
+ * window that slides one bar: a conv output that reads only bars inside the window (positions
+ * >= CW - 1) is a function of the bar and its CW - 1 predecessors, computed once when the bar
+ * comes (vp_model_inc_conv_row); the scan's decay exp(dt A) is computed once per step and head
+ * instead of once per channel. */
+#include <math.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#define VP_INC_X86 1
+#endif
+
+/* Largest state the scan keeps on the stack (vp_model_cfg_check's bound, as cpu_mamba.c's). */
+#define MAX_N 64
+#define MAX_K 64
+
+/* The kernels' SiLU gate and softplus (cpu_mamba.c). */
+static inline float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float softplusf_(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+/* Conv output at window step t of one channel: in [K] with stride ld, w [CW] (cpu_mamba.c's conv_at). */
+static inline float conv_at(const float* in, int64_t ld, const float* w, float bias, int t, int cw) {
+    float acc = bias;
+    for (int j = 0; j < cw; ++j) {
+        int s = t - (cw - 1) + j;
+        if (s >= 0) acc += w[j] * in[(int64_t)s * ld];
+    }
+    return acc;
+}
+
+void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
+    const vp_model* m = w->m;
+    const vp_model_cfg* c = &m->cfg;
+    const int K = r->K, CW = c->mamba_conv;
+    if (w->L == 0 || K < CW) return; /* no window position reads a whole conv then */
+    const int64_t L = w->L, XB = c->hidden + c->mamba_state, i = r->n - 1;
+    const float* cw = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_W).data;
+    const float* cb = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_B).data;
+    // the bar and its predecessors' rows (a bar before the first reads the first: its copies fill the ring)
+    const float* row[MAX_K];
+    for (int j = 0; j < CW; ++j) {
+        const int64_t s = i - (CW - 1) + j;
+        row[j] = r->xbcdt + ((s % K + K) % K) * L;
+    }
+    float* out = r->xb + (i % K) * XB;
+    for (int64_t ch = 0; ch < XB; ++ch) {
+        float acc = cb[ch];
+        for (int j = 0; j < CW; ++j) acc += cw[ch * CW + j] * row[j][ch];
+        out[ch] = acc * sigmoidf_(acc);
+    }
+}
+
+#ifdef VP_INC_X86
+/* Head h's channels 16 at a time: the scalar loop's products and sums, lane by lane (separate
+ * multiplies and adds, as the scalar code rounds them); returns the first channel not done. */
+__attribute__((target("avx512f"))) static int scan_avx512(int K, int N, int PD, int64_t XB, int H, int h,
+                                                          const float* xb, const float* cc, const float* dt, int NH,
+                                                          const float* decay, float Dh, float* y) {
+    int p0 = 0;
+    __m512 s[MAX_N];
+    for (; p0 + 16 <= PD; p0 += 16) {
+        const int col = h * PD + p0;
+        for (int n = 0; n < N; ++n) s[n] = _mm512_setzero_ps();
+        for (int t = 0; t < K; ++t) {
+            const __m512 at = _mm512_set1_ps(decay[t]);
+            const __m512 u = _mm512_mul_ps(_mm512_set1_ps(dt[t * NH + h]), _mm512_loadu_ps(xb + (int64_t)t * XB + col));
+            const float* Bt = xb + (int64_t)t * XB + H;
+            for (int n = 0; n < N; ++n)
+                s[n] = _mm512_add_ps(_mm512_mul_ps(at, s[n]), _mm512_mul_ps(u, _mm512_set1_ps(Bt[n])));
+        }
+        __m512 acc = _mm512_mul_ps(_mm512_set1_ps(Dh), _mm512_loadu_ps(xb + (int64_t)(K - 1) * XB + col));
+        for (int n = 0; n < N; ++n) acc = _mm512_add_ps(acc, _mm512_mul_ps(s[n], _mm512_set1_ps(cc[n])));
+        _mm512_storeu_ps(y + col, acc);
+    }
+    return p0;
+}
+#endif
+
+void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r) {
+    const vp_model* m = w->m;
+    const vp_model_cfg* c = &m->cfg;
+    const int K = c->window, H = c->hidden, N = c->mamba_state, NH = H / c->mamba_head_dim;
+    const int PD = c->mamba_head_dim, CW = c->mamba_conv;
+    const int64_t L = w->L, XB = H + N;
+    const float* in = (const float*)a->xbcdt.data; /* [K, L] the window's rows, oldest first */
+    const float* cw = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_W).data;
+    const float* cb = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_B).data;
+    float* xb = (float*)a->xb.data; /* [K, XB] */
+    float* cc = (float*)a->c.data;  /* [N] */
+    // x and B channels: the cached whole convs, the window's first CW - 1 steps computed
+    const int oldest = (int)(r->n % K);
+    for (int t = 0; t < K; ++t) {
+        float* o = xb + (int64_t)t * XB;
+        if (t >= CW - 1) {
+            memcpy(o, r->xb + ((oldest + t) % K) * XB, sizeof(float) * (size_t)XB);
+            continue;
+        }
+        for (int64_t ch = 0; ch < XB; ++ch) {
+            const float pre = conv_at(in + ch, L, cw + ch * CW, cb[ch], t, CW);
+            o[ch] = pre * sigmoidf_(pre);
+        }
+    }
+    // C channels at the last step only
+    for (int n = 0; n < N; ++n) {
+        const int64_t ch = XB + n;
+        const float pre = conv_at(in + ch, L, cw + ch * CW, cb[ch], K - 1, CW);
+        cc[n] = pre * sigmoidf_(pre);
+    }
+    // the scan of every head to the last step's y
+    const float* dtb = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_DT_BIAS).data;
+    const float* alog = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_A_LOG).data;
+    const float* D = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_D).data;
+    float* dt = (float*)a->dt.data; /* [K, NH] */
+    float* y = (float*)a->y.data;   /* [H] */
+    float s[MAX_N], decay[MAX_K];
+    for (int h = 0; h < NH; ++h) {
+        const float A = -expf(alog[h]);
+        for (int t = 0; t < K; ++t) {
+            dt[t * NH + h] = softplusf_(in[(int64_t)t * L + H + 2 * N + h] + dtb[h]);
+            decay[t] = expf(dt[t * NH + h] * A);
+        }
+        int p = 0;
+#ifdef VP_INC_X86
+        if (vp_model_inc_isa() == VP_MODEL_INC_ISA_BEST) p = scan_avx512(K, N, PD, XB, H, h, xb, cc, dt, NH, decay, D[h], y);
+#endif
+        for (; p < PD; ++p) {
+            const int col = h * PD + p;
+            memset(s, 0, sizeof(float) * (size_t)N);
+            for (int t = 0; t < K; ++t) {
+                const float dtv = dt[t * NH + h], at = decay[t], u = dtv * xb[(int64_t)t * XB + col];
+                const float* Bt = xb + (int64_t)t * XB + H;
+                for (int n = 0; n < N; ++n) s[n] = at * s[n] + u * Bt[n];
+            }
+            float acc = D[h] * xb[(int64_t)(K - 1) * XB + col];
+            for (int n = 0; n < N; ++n) acc += s[n] * cc[n];
+            y[col] = acc;
+        }
+    }
+}

@@ -1,0 +1,137 @@
+/* One-row products of the forward one bar at a time (vp_model_row_gemm): y [n] = x [k] Wt
+ * [k, n] with every element accumulated as the CPU's row-exact GEMM kernel accumulates it
+ * (src/backend/cpu/cpu_gemm.c): acc = fmaf(x[p], Wt[p, j], acc) for p = 0 .. k-1 from 0, one
+ * correctly rounded fused multiply-add per term, then y = acc + beta y and the epilogue (+ bias,
+ * relu) in the kernel's order. So the bits are those of vp_gemm's for the same row; what
+ * differs is the schedule: one row's accumulators across 128 columns stay in registers while
+ * the weights stream through once, where the general kernel's tile of 4 rows would run its
+ * edge path for a single row. */
+#include <math.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#define VP_ROW_X86 1
+#endif
+
+/* Columns [j0, j1) of y = x Wt by plain fmaf, into acc (the reference arithmetic). */
+static void cols_portable(int64_t k, int64_t n, const float* x, const float* W, int64_t j0, int64_t j1, float* acc) {
+    for (int64_t j = j0; j < j1; ++j) acc[j] = 0.0f;
+    for (int64_t p = 0; p < k; ++p) {
+        const float xp = x[p];
+        const float* w = W + p * n;
+        for (int64_t j = j0; j < j1; ++j) acc[j] = fmaf(xp, w[j], acc[j]);
+    }
+}
+
+#ifdef VP_ROW_X86
+/* Blocks of 128 columns in eight 16-lane accumulators, then blocks of 16, then the last
+ * columns in masked lanes; returns n. */
+__attribute__((target("avx512f,fma"))) static int64_t cols_avx512(int64_t k, int64_t n, const float* x,
+                                                                   const float* W, float* acc) {
+    int64_t j0 = 0;
+    for (; j0 + 128 <= n; j0 += 128) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        for (int64_t p = 0; p < k; ++p) {
+            const __m512 xp = _mm512_set1_ps(x[p]);
+            const float* w = W + p * n + j0;
+            a0 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w), a0);
+            a1 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 16), a1);
+            a2 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 32), a2);
+            a3 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 48), a3);
+            a4 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 64), a4);
+            a5 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 80), a5);
+            a6 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 96), a6);
+            a7 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 112), a7);
+        }
+        _mm512_storeu_ps(acc + j0, a0), _mm512_storeu_ps(acc + j0 + 16, a1);
+        _mm512_storeu_ps(acc + j0 + 32, a2), _mm512_storeu_ps(acc + j0 + 48, a3);
+        _mm512_storeu_ps(acc + j0 + 64, a4), _mm512_storeu_ps(acc + j0 + 80, a5);
+        _mm512_storeu_ps(acc + j0 + 96, a6), _mm512_storeu_ps(acc + j0 + 112, a7);
+    }
+    for (; j0 + 16 <= n; j0 += 16) {
+        __m512 a0 = _mm512_setzero_ps();
+        for (int64_t p = 0; p < k; ++p) a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[p]), _mm512_loadu_ps(W + p * n + j0), a0);
+        _mm512_storeu_ps(acc + j0, a0);
+    }
+    if (j0 < n) {
+        // the last columns in masked lanes (the lanes past n load nothing and are not stored)
+        const __mmask16 mk = (__mmask16)((1u << (unsigned)(n - j0)) - 1u);
+        __m512 a0 = _mm512_setzero_ps();
+        for (int64_t p = 0; p < k; ++p)
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[p]), _mm512_maskz_loadu_ps(mk, W + p * n + j0), a0);
+        _mm512_mask_storeu_ps(acc + j0, mk, a0);
+        j0 = n;
+    }
+    return j0;
+}
+
+/* The same in 8-lane accumulators (64 columns a block, then 8). */
+__attribute__((target("avx2,fma"))) static int64_t cols_avx2(int64_t k, int64_t n, const float* x, const float* W,
+                                                              float* acc) {
+    int64_t j0 = 0;
+    for (; j0 + 64 <= n; j0 += 64) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+        for (int64_t p = 0; p < k; ++p) {
+            const __m256 xp = _mm256_set1_ps(x[p]);
+            const float* w = W + p * n + j0;
+            a0 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w), a0);
+            a1 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w + 8), a1);
+            a2 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w + 16), a2);
+            a3 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w + 24), a3);
+            a4 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w + 32), a4);
+            a5 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w + 40), a5);
+            a6 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w + 48), a6);
+            a7 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w + 56), a7);
+        }
+        _mm256_storeu_ps(acc + j0, a0), _mm256_storeu_ps(acc + j0 + 8, a1);
+        _mm256_storeu_ps(acc + j0 + 16, a2), _mm256_storeu_ps(acc + j0 + 24, a3);
+        _mm256_storeu_ps(acc + j0 + 32, a4), _mm256_storeu_ps(acc + j0 + 40, a5);
+        _mm256_storeu_ps(acc + j0 + 48, a6), _mm256_storeu_ps(acc + j0 + 56, a7);
+    }
+    for (; j0 + 8 <= n; j0 += 8) {
+        __m256 a0 = _mm256_setzero_ps();
+        for (int64_t p = 0; p < k; ++p) a0 = _mm256_fmadd_ps(_mm256_set1_ps(x[p]), _mm256_loadu_ps(W + p * n + j0), a0);
+        _mm256_storeu_ps(acc + j0, a0);
+    }
+    return j0;
+}
+#endif
+
+/* The widest instruction set the one-sample forward may use (vp_model_inc_limit_isa). */
+static int g_isa = VP_MODEL_INC_ISA_BEST;
+
+void vp_model_inc_limit_isa(int isa) { g_isa = isa; }
+
+int vp_model_inc_isa(void) {
+#ifdef VP_ROW_X86
+    if (g_isa >= VP_MODEL_INC_ISA_BEST && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"))
+        return VP_MODEL_INC_ISA_BEST;
+    if (g_isa >= VP_MODEL_INC_ISA_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return VP_MODEL_INC_ISA_AVX2;
+#endif
+    return VP_MODEL_INC_ISA_PORTABLE;
+}
+
+void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, const float* bias, vp_epilogue epi,
+                       float beta, float* y, float* acc) {
+    int64_t done = 0;
+#ifdef VP_ROW_X86
+    const int isa = vp_model_inc_isa();
+    if (isa == VP_MODEL_INC_ISA_BEST) done = cols_avx512(k, n, x, Wt, acc);
+    else if (isa == VP_MODEL_INC_ISA_AVX2) done = cols_avx2(k, n, x, Wt, acc);
+#endif
+    if (done < n) cols_portable(k, n, x, Wt, done, n, acc);
+    // y = acc + beta y (y not read when beta is 0), then + bias and relu, as the kernel's epilogue
+    for (int64_t j = 0; j < n; ++j) {
+        float v = acc[j];
+        v = beta != 0.0f ? v + beta * y[j] : v;
+        if (epi != VP_EPI_NONE) {
+            v = v + bias[j];
+            v = (epi == VP_EPI_BIAS_RELU && v < 0.0f) ? 0.0f : v;
+        }
+        y[j] = v;
+    }
+}

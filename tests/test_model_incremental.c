@@ -1,0 +1,116 @@
+/* The forward one bar at a time (model_incremental.c) against the batch forward: for every
+ * bar of a feature matrix, its trunk and in_proj rows pushed into a ring of the last K bars
+ * and the window encoded from the ring give the encoding vp_model_encode gives for that bar
+ * among all of them in one batch, and the heads the same Q values, bit for bit on the CPU; for the
+ * default network (Mamba2 over 8 bars, width 256; with the portable, AVX2 and AVX-512 loops
+ * where the processor has them), a tiny one, one whose window is shorter than the conv and
+ * one without Mamba2. The first K - 1 bars read bar 0 below their window's start, as the
+ * batch encoder clamps. */
+#include "model/model_internal.h"
+#include "vp_test.h"
+
+enum { T = 40 };
+
+/* uniform floats in [-1, 1) from a small LCG */
+static float lcg(uint64_t* s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+}
+
+static void check_model(const vp_model_cfg* cfg, const char* what) {
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    vp_model m;
+    CHECK_OK(vp_model_init(&m, b, cfg, 5));
+    const int F = cfg->n_features, H = cfg->hidden, A = vp_model_cfg_actions(cfg), P = cfg->n_portfolio;
+    float* feat = (float*)malloc(sizeof(float) * (size_t)(T * F));
+    float* port = (float*)malloc(sizeof(float) * (size_t)(T * P));
+    int32_t idx[T];
+    uint64_t seed = 99;
+    for (int i = 0; i < T * F; ++i) feat[i] = 2.0f * lcg(&seed);
+    for (int i = 0; i < T * P; ++i) port[i] = lcg(&seed);
+    for (int t = 0; t < T; ++t) idx[t] = t;
+    vp_tensor ft = vp_tensor_2d(feat, VP_F32, VP_MEM_HOST, T, F), it = vp_tensor_1d(idx, VP_I32, VP_MEM_HOST, T);
+    vp_tensor pt = vp_tensor_2d(port, VP_F32, VP_MEM_HOST, T, P);
+    // the batch: every bar's window in one call, then the heads on all of them
+    vp_model_acts *full = NULL, *one = NULL;
+    CHECK_OK(vp_model_acts_init(&full, &m, T, 0, 0));
+    CHECK_OK(vp_model_acts_init(&one, &m, 1, 0, 0));
+    CHECK_OK(vp_model_encode(&m, &m.params, full, &ft, &it, T));
+    float* enc = (float*)malloc(sizeof(float) * (size_t)(T * H));
+    float* q = (float*)malloc(sizeof(float) * (size_t)(T * A));
+    vp_tensor e = vp_model_encoding(full);
+    memcpy(enc, e.data, sizeof(float) * (size_t)(T * H));
+    CHECK_OK(vp_model_heads(&m, &m.params, full, NULL, &pt, NULL, T));
+    memcpy(q, vp_model_q(full).data, sizeof(float) * (size_t)(T * A));
+    // one bar at a time: its trunk and in_proj rows into the ring, the window from the ring, the heads
+    vp_model_inc w;
+    CHECK_OK(vp_model_inc_init(&w, &m, &m.params));
+    const int64_t L = w.L;
+    CHECK(L == (cfg->use_mamba ? H + 2 * cfg->mamba_state + H / cfg->mamba_head_dim : 0), "%s: L %lld", what,
+          (long long)L);
+    vp_model_inc_ring ring;
+    CHECK_OK(vp_model_inc_ring_init(&ring, &w));
+    CHECK_STATUS(vp_model_inc_encode(&w, one, &ring), VP_ERR_STATE, "holds no bar");
+    int bad_enc = 0, bad_q = 0, first = -1;
+    for (int t = 0; t < T; ++t) {
+        CHECK_OK(vp_model_inc_push(&w, one, &ring, feat + t * F));
+        CHECK_OK(vp_model_inc_encode(&w, one, &ring));
+        vp_tensor e1 = vp_model_encoding(one);
+        CHECK(e1.data != NULL && vp_tensor_rows(&e1) == 1, "%s: one encoding row", what);
+        if (memcmp(e1.data, enc + t * H, sizeof(float) * (size_t)H) != 0 && bad_enc++ == 0) first = t;
+        vp_tensor p1 = vp_tensor_2d(port + t * P, VP_F32, VP_MEM_HOST, 1, P);
+        CHECK_OK(vp_model_inc_heads(&w, one, &p1));
+        if (memcmp(vp_model_q(one).data, q + t * A, sizeof(float) * (size_t)A) != 0) bad_q++;
+    }
+    CHECK(bad_enc == 0 && bad_q == 0, "%s: %d encodings (first at bar %d) and %d Q rows differ from the batch's", what,
+          bad_enc, first, bad_q);
+    vp_model_inc_ring_free(&ring);
+    vp_model_inc_free(&w);
+    free(q);
+    free(enc);
+    free(feat);
+    free(port);
+    vp_model_acts_free(full);
+    vp_model_acts_free(one);
+    vp_model_free(&m);
+    vp_backend_free(b);
+}
+
+static void test_default_model(void) {
+    vp_model_cfg c = vp_model_cfg_default();
+    check_model(&c, "default network");
+    // the same bits from every build of the loops this processor runs
+    static const char* names[3] = {"default network, portable loops", "default network, AVX2 loops",
+                                   "default network, AVX-512 loops"};
+    for (int isa = VP_MODEL_INC_ISA_PORTABLE; isa <= VP_MODEL_INC_ISA_BEST; ++isa) {
+        vp_model_inc_limit_isa(isa);
+        if (vp_model_inc_isa() == isa) check_model(&c, names[isa]);
+    }
+    vp_model_inc_limit_isa(VP_MODEL_INC_ISA_BEST);
+}
+
+static void test_tiny_model(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    check_model(&c, "tiny network");
+}
+
+static void test_short_window(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    c.window = 3; /* shorter than the conv: no window position reads a whole conv */
+    check_model(&c, "tiny network, window 3 under conv width 4");
+}
+
+static void test_no_mamba(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    c.use_mamba = 0;
+    check_model(&c, "tiny network without Mamba2");
+}
+
+int main(void) {
+    RUN_TEST(test_default_model);
+    RUN_TEST(test_tiny_model);
+    RUN_TEST(test_short_window);
+    RUN_TEST(test_no_mamba);
+    return vpt_finish();
+}
