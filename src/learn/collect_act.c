@@ -1,4 +1,4 @@
-/* Epsilon-greedy actions and the collection-step counter: argument checks, then the
+/* Epsilon-greedy actions, the collection-step counter and the encoding gather: argument checks, then the
  * kernels of the backend's kind (collect_cpu.c, collect_cuda.cu). */
 #include <string.h>
 
@@ -61,4 +61,18 @@ vp_status vp_collect_tick(vp_backend* b, vp_tensor* step) {
     VP_TRY(kernels_for(fn, b, &k));
     VP_TRY(check_counter(fn, b, step));
     return k->tick(b, (int64_t*)step->data);
+}
+
+vp_status vp_collect_gather(vp_backend* b, const vp_tensor* table, int64_t begin, const vp_tensor* bar,
+                            vp_tensor* out) {
+    static const char* fn = "vp_collect_gather";
+    const vp_collect_kernels* k = NULL;
+    VP_TRY(kernels_for(fn, b, &k));
+    VP_TRY(vp_tensor_check(fn, "table", b, table, VP_F32));
+    VP_REQUIRE(table->ndim == 2, VP_ERR_SHAPE, "%s: table has %d dims (2: [rows, width])", fn, table->ndim);
+    vp_collect_gather_dims d = {0, table->shape[0], table->shape[1], begin};
+    VP_TRY(vp_tensor_check(fn, "bar", b, bar, VP_I32));
+    d.n = vp_tensor_numel(bar);
+    VP_TRY(vp_tensor_check_rows(fn, "out", b, out, VP_F32, d.n, d.width));
+    return k->gather(b, &d, (const float*)table->data, (const int32_t*)bar->data, (float*)out->data);
 }

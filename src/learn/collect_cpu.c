@@ -17,4 +17,12 @@ vp_status vp_collect_cpu_tick(vp_backend* b, int64_t* step) {
     return VP_OK;
 }
 
+vp_status vp_collect_cpu_gather(vp_backend* b, const vp_collect_gather_dims* d, const float* table,
+                                const int32_t* bar, float* out) {
+    (void)b;
+    for (int64_t i = 0; i < d->n; ++i)
+        for (int64_t j = 0; j < d->width; ++j) out[i * d->width + j] = vp_collect_gather_elem(d, table, bar[i], j);
+    return VP_OK;
+}
+
 const vp_collect_kernels vp_collect_cpu = VP_KERNEL_TABLE(VP_COLLECT_KERNELS, vp_collect, vp_collect_cpu);
