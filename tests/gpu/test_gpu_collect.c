@@ -49,6 +49,12 @@ static void* fetch(vp_backend* b, const vp_tensor* t, size_t n) {
     return h;
 }
 
+/* Downloads `bytes` of an env state field into host memory. */
+static void down(void* field, const vp_env* e, void* host, size_t bytes) {
+    vp_tensor v = vp_tensor_1d(field, VP_I32, e->storage.mem, (int64_t)(bytes / 4));
+    CHECK_OK(vp_download(g_gpu, host, &v, bytes));
+}
+
 static void test_span_encoding_vs_cpu(void) {
     vp_trainer tc, tg;
     vp_train_data dc, dg;
@@ -113,13 +119,10 @@ static void test_lockstep_and_graph(void) {
     int32_t* to_t = (int32_t*)malloc((size_t)NE * 4);
     double* ta_eq = (double*)malloc((size_t)NE * 8);
     double* to_eq = (double*)malloc((size_t)NE * 8);
-    vp_tensor v;
-    v = vp_tensor_1d(ta.env.state.t, VP_I32, ta.env.storage.mem, NE), CHECK_OK(vp_download(g_gpu, ta_t, &v, NE * 4));
-    v = vp_tensor_1d(to.env.state.t, VP_I32, to.env.storage.mem, NE), CHECK_OK(vp_download(g_gpu, to_t, &v, NE * 4));
-    v = vp_tensor_1d(ta.env.state.equity, VP_I32, ta.env.storage.mem, 2 * NE);
-    CHECK_OK(vp_download(g_gpu, ta_eq, &v, NE * 8));
-    v = vp_tensor_1d(to.env.state.equity, VP_I32, to.env.storage.mem, 2 * NE);
-    CHECK_OK(vp_download(g_gpu, to_eq, &v, NE * 8));
+    down(ta.env.state.t, &ta.env, ta_t, NE * 4);
+    down(to.env.state.t, &to.env, to_t, NE * 4);
+    down(ta.env.state.equity, &ta.env, ta_eq, NE * 8);
+    down(to.env.state.equity, &to.env, to_eq, NE * 8);
     int bad = 0;
     for (int i = 0; i < NE; ++i)
         if (!diverged[i]) bad += ta_t[i] != to_t[i] || memcmp(ta_eq + i, to_eq + i, 8) != 0;
