@@ -92,14 +92,20 @@ static vp_status bench_cfg(vp_config* c, int64_t n_envs, int64_t batch, int smal
     c->env.episode_bars = 1024;
     c->learn.batch = batch;
     c->replay.capacity = n_envs > 1048576 / 4 ? 4 * n_envs : 1048576;
-    c->replay.warmup = 4 * batch > n_envs ? 4 * batch : n_envs;
+    // at least learn.n_step warm-up steps of every env (the config's rule), four batches
+    const int64_t per_env = c->learn.n_step * n_envs;
+    c->replay.warmup = 4 * batch > per_env ? 4 * batch : per_env;
     c->features.window = 64;
     if (small) {
         c->model.hidden = 64, c->model.mamba_head_dim = 32, c->model.head_hidden = 64;
         c->model.iqn_taus = 16, c->model.iqn_target_taus = 16, c->model.iqn_cos = 32;
         c->replay.capacity = 65536;
     }
-    return vp_config_check(c);
+    vp_status s = vp_config_check(c);
+    if (s != VP_OK)
+        fprintf(stderr, "vulpes bench train: the configuration of %lld envs, S = %lld is invalid: %s\n",
+                (long long)n_envs, (long long)steps, vp_last_error());
+    return s;
 }
 
 /* Builds a trainer, warms it up and checks a few iterations; prints why on failure. */

@@ -23,7 +23,7 @@ enum { NE = 4099, NS = 16 };
 static int make(vp_trainer* t, vp_train_data* d, vp_backend* b) {
     vp_config cfg;
     const char* over[] = {"env.n_envs=4099", "train.collect_steps=16", "replay.capacity=70001",
-                          "replay.warmup=8198", "run.precision=fp32"};
+                          "replay.warmup=12297", "run.precision=fp32"};
     if (!vpt_train_cfg(&cfg, 5, over) || vp_train_data_load(d, &cfg) != VP_OK) return 0;
     if (vp_trainer_init(t, b, &cfg, d) != VP_OK) {
         CHECK(0, "trainer: %s", vp_last_error());
