@@ -13,10 +13,10 @@ The env step follows docs/env.md on float64 state (market order at the next open
 the spread, slippage and commission against the trader; stop-loss then take-profit against
 the next bar's range, a gap filling at the open; mark to the close; reward with the
 drawdown penalty; episode end at the window's end or at ruin, restart at a random start).
-Left out, where vulpes does more: the leverage cut, financing, the fill record, the n-step
-returns the vulpes ring builds, and Philox streams (torch's generator instead); the bars
-are float64 arrays, not vulpes's 64-byte records. So the reference is, if anything, a
-little less work per step than vulpes's.
+Left out, where vulpes does more: the leverage cut, financing, the average entry of an
+added position, the fill record, the n-step returns the vulpes ring builds, and Philox
+streams (torch's generator instead); the bars are float64 arrays, not vulpes's 64-byte
+records. So the reference is, if anything, a little less work per step than vulpes's.
 
 Modes, each validated (finite rewards, every decision bar inside the span) then timed as
 `--iters` collections between two CUDA events after a warm-up, median of 5:
@@ -121,8 +121,8 @@ class Collection:
         opn = torch.cat([close[:1], close[:-1]]) * torch.exp(r[:, 1] * 0.1)
         self.open = (opn / TICK).round() * TICK
         self.close = (close / TICK).round() * TICK
-        self.high = torch.maximum(self.open, self.close) + (r[:, 2].abs() / TICK).round() * TICK * 100
-        self.low = torch.minimum(self.open, self.close) - (r[:, 3].abs() / TICK).round() * TICK * 100
+        self.high = torch.maximum(self.open, self.close) + (r[:, 2].abs() * 100.0 / TICK).round() * TICK
+        self.low = torch.minimum(self.open, self.close) - (r[:, 3].abs() * 100.0 / TICK).round() * TICK
         self.atr = (self.high - self.low).clone()
         self.end = int(BARS * TRAIN)
         self.span = torch.arange(BEGIN, self.end - 1, device=dev)            # decision bars [begin, end - 2]
@@ -303,6 +303,7 @@ def main():
     a = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("torch_collect.py: no CUDA device")
+    torch.set_default_dtype(torch.float32)  # golden sets float64 on import
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     vul = read_vulpes(a.vulpes) if a.vulpes else {}
