@@ -7,7 +7,8 @@
  *   several per env inside one collection), an epsilon annealed across the collections;
  * - a span encoded in chunks of 4 bars equals the one-call encoding bit for bit, and each
  *   row equals the step-by-step encoding of that bar;
- * - the gather writes NaN rows for bars without a row;
+ * - the gather writes NaN rows for bars without a row and copies the window ends; the
+ *   hand-over copies bars and portfolios and ticks once;
  * - the automatic choice at the R < E x S boundary, and head steps refused step by step;
  * - two trainers, one collecting encode-once and one step by step, give the same learner
  *   parameters, env state and replay after a warm-up and 6 iterations, and the
@@ -209,13 +210,29 @@ static void test_span_chunks_and_rows(void) {
     int32_t gb[3] = {bars[1], (int32_t)f.m.begin - 1, (int32_t)(f.m.begin + R)};
     float out[3 * 8];
     vp_tensor gbt = vp_tensor_1d(gb, VP_I32, VP_MEM_HOST, 3), ot = vp_tensor_2d(out, VP_F32, VP_MEM_HOST, 3, H);
-    CHECK_OK(vp_collect_gather(f.b, &o.c.span_enc, f.m.begin, &gbt, &ot));
+    int32_t ws[3] = {5, 6, 7}, wd[3] = {0, 0, 0};
+    vp_tensor wst = vp_tensor_1d(ws, VP_I32, VP_MEM_HOST, 3), wdt = vp_tensor_1d(wd, VP_I32, VP_MEM_HOST, 3);
+    CHECK_OK(vp_collect_gather(f.b, &o.c.span_enc, f.m.begin, &gbt, &ot, &wst, &wdt));
+    CHECK(wd[0] == 5 && wd[1] == 6 && wd[2] == 7, "window ends copied: %d %d %d", wd[0], wd[1], wd[2]);
     CHECK(memcmp(out, want + H, (size_t)H * 4) == 0, "gathered row differs");
     int nans = 0;
     for (int j = H; j < 3 * H; ++j) nans += isnan(out[j]) != 0;
     CHECK(nans == 2 * H, "%d of %lld elements outside the span are NaN", nans, (long long)(2 * H));
     vp_tensor o7 = vp_tensor_2d(out, VP_F32, VP_MEM_HOST, 3, 7);
-    CHECK_STATUS(vp_collect_gather(f.b, &o.c.span_enc, f.m.begin, &gbt, &o7), VP_ERR_SHAPE, "out");
+    CHECK_STATUS(vp_collect_gather(f.b, &o.c.span_enc, f.m.begin, &gbt, &o7, NULL, NULL), VP_ERR_SHAPE, "out");
+    CHECK_STATUS(vp_collect_gather(f.b, &o.c.span_enc, f.m.begin, &gbt, &ot, &wst, NULL), VP_ERR_INVALID_ARG,
+                 "both");
+    // The hand-over: bars and portfolios copied, the counter advanced once.
+    int32_t nb[2] = {11, 12}, ob[2] = {0, 0};
+    float np[16], op[16];
+    int64_t ctr[1] = {41};
+    for (int j = 0; j < 16; ++j) np[j] = 0.5f * (float)j, op[j] = -1.0f;
+    vp_tensor nbt = vp_tensor_1d(nb, VP_I32, VP_MEM_HOST, 2), obt = vp_tensor_1d(ob, VP_I32, VP_MEM_HOST, 2);
+    vp_tensor npt = vp_tensor_2d(np, VP_F32, VP_MEM_HOST, 2, 8), opt = vp_tensor_2d(op, VP_F32, VP_MEM_HOST, 2, 8);
+    vp_tensor ct = vp_tensor_1d(ctr, VP_I32, VP_MEM_HOST, 2);
+    CHECK_OK(vp_collect_handover(f.b, &nbt, &npt, &obt, &opt, &ct));
+    CHECK(ob[0] == 11 && ob[1] == 12 && memcmp(np, op, sizeof np) == 0 && ctr[0] == 42, "hand-over: %d %d, step %lld",
+          ob[0], ob[1], (long long)ctr[0]);
     vp_model_acts_free(ref);
     side_free(&o), side_free(&k);
     fixture_free(&f);

@@ -99,19 +99,22 @@ vp_status vp_collector_get_step(vp_collector* c, int64_t* step) {
     return vp_download(c->backend, step, &c->step, sizeof *step);
 }
 
+vp_status vp_collector_env_push(vp_collector* c) {
+    VP_TRY(vp_env_step(c->env, &c->actions, &c->reward, &c->done, &c->next_bar, &c->next_portfolio));
+    if (!c->replay) return VP_OK;
+    // (s_t, a, r, done, s_t+1) into the replay's pending windows.
+    vp_replay_step rs = {c->obs_bar, c->window_end, c->portfolio, c->actions,
+                         c->reward,  c->done,       c->next_bar, c->next_portfolio};
+    return vp_replay_push(c->replay, &rs);
+}
+
 vp_status vp_collector_step_env(vp_collector* c) {
     vp_backend* b = c->backend;
     vp_env* e = c->env;
     // The window end of s_t, before an auto-reset can change it.
     vp_tensor wend = vp_tensor_1d(e->state.window_end, VP_I32, e->storage.mem, c->n_envs);
     VP_TRY(vp_copy(b, &wend, &c->window_end));
-    VP_TRY(vp_env_step(e, &c->actions, &c->reward, &c->done, &c->next_bar, &c->next_portfolio));
-    // (s_t, a, r, done, s_t+1) into the replay's pending windows.
-    if (c->replay) {
-        vp_replay_step rs = {c->obs_bar, c->window_end, c->portfolio, c->actions,
-                             c->reward,  c->done,       c->next_bar, c->next_portfolio};
-        VP_TRY(vp_replay_push(c->replay, &rs));
-    }
+    VP_TRY(vp_collector_env_push(c));
     // The next observation becomes the current one.
     VP_TRY(vp_copy(b, &c->next_bar, &c->obs_bar));
     return vp_copy(b, &c->next_portfolio, &c->portfolio);
@@ -131,7 +134,7 @@ vp_status vp_collector_score(vp_collector* c) {
     if (!c->encode_once) return score(c, &q);
     // the encode-once forward: the span's encoding, each env's row, the heads
     VP_TRY(vp_collector_encode_span(c));
-    VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc));
+    VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, NULL, NULL));
     return vp_policy_score(&c->policy, c->work, &c->enc, &c->portfolio, c->n_envs, &q);
 }
 

@@ -78,13 +78,17 @@ vp_status vp_collector_encode_span(vp_collector* c) {
 vp_status vp_collector_head_step(vp_collector* c) {
     VP_REQUIRE(c != NULL && c->work != NULL && c->encode_once, VP_ERR_STATE,
                "vp_collector_head_step: the collector does not encode once (not initialised, or step by step)");
-    vp_tensor q;
-    // each env's encoding row at its decision bar, then the decision part with its portfolio
-    VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc));
+    vp_env* e = c->env;
+    vp_tensor q, wend = vp_tensor_1d(e->state.window_end, VP_I32, e->storage.mem, c->n_envs);
+    // each env's encoding row at its decision bar and its window end before the step (one
+    // kernel), the decision part with its portfolio, the choice
+    VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, &wend, &c->window_end));
     VP_TRY(vp_policy_score(&c->policy, c->work, &c->enc, &c->portfolio, c->n_envs, &q));
     VP_TRY(vp_collect_act(c->backend, &c->cfg, &c->policy.layout, &q, &c->step, &c->actions));
-    VP_TRY(vp_collector_step_env(c));
-    return vp_collect_tick(c->backend, &c->step);
+    // env step and push, then the next observation becomes the current one and the counter
+    // moves on (one kernel)
+    VP_TRY(vp_collector_env_push(c));
+    return vp_collect_handover(c->backend, &c->next_bar, &c->next_portfolio, &c->obs_bar, &c->portfolio, &c->step);
 }
 
 vp_status vp_collector_collect(vp_collector* c) {
