@@ -1,4 +1,6 @@
 /* GPU test: the encode-once collection on CUDA.
+ * - the gather (rows, NaN rows outside the table, window ends) and the hand-over (bars,
+ *   portfolios, the tick) on CUDA equal the CPU's bit for bit;
  * - the span encoding on CUDA against the CPU's, norm-wise within 1e-5 (FP32 GEMMs; the
  *   two backends sum in different orders);
  * - 16 encode-once steps of 4099 envs in lock-step with 16 single steps (vp_collector_step)
@@ -14,6 +16,7 @@
 #include <math.h>
 
 #include "gpu_twin.h"
+#include "learn/collect_impl.h"
 #include "test_train_util.h"
 #include "vulpes/collect.h"
 
@@ -53,6 +56,34 @@ static void* fetch(vp_backend* b, const vp_tensor* t, size_t n) {
 static void down(void* field, const vp_env* e, void* host, size_t bytes) {
     vp_tensor v = vp_tensor_1d(field, VP_I32, e->storage.mem, (int64_t)(bytes / 4));
     CHECK_OK(vp_download(g_gpu, host, &v, bytes));
+}
+
+static void test_kernels_bitwise(void) {
+    enum { R = 300, W = 37, N = 1031 };
+    twin tab, bar, out, ws, wd, nb, np, ob, op, st;
+    twin_2d(&tab, VP_F32, R, W), twin_1d(&bar, VP_I32, N), twin_2d(&out, VP_F32, N, W);
+    twin_1d(&ws, VP_I32, N), twin_1d(&wd, VP_I32, N), twin_1d(&nb, VP_I32, N), twin_2d(&np, VP_F32, N, 8);
+    twin_1d(&ob, VP_I32, N), twin_2d(&op, VP_F32, N, 8), twin_1d(&st, VP_I32, 2);
+    twin_rand(&tab, -3.0f, 3.0f), twin_rand(&np, -1.0f, 1.0f);
+    int32_t* bh = (int32_t*)bar.h.data;
+    int32_t* wh = (int32_t*)ws.h.data;
+    int32_t* nh = (int32_t*)nb.h.data;
+    for (int i = 0; i < N; ++i) bh[i] = 100 + (i * 7919) % (R + 6) - 3, wh[i] = 5000 + i, nh[i] = 3 * i;
+    twin_push(&bar), twin_push(&ws), twin_push(&nb);
+    int64_t step = 90;
+    CHECK_OK(vp_upload(g_cpu, &st.h, &step, sizeof step));
+    CHECK_OK(vp_upload(g_gpu, &st.d, &step, sizeof step));
+    CHECK_OK(vp_collect_gather(g_cpu, &tab.h, 103, &bar.h, &out.h, &ws.h, &wd.h));
+    CHECK_OK(vp_collect_gather(g_gpu, &tab.d, 103, &bar.d, &out.d, &ws.d, &wd.d));
+    twin_check_bits("collect_gather", "1031 x 37 of 300 rows, NaN outside", &out);
+    twin_check_bits("collect_gather", "window ends", &wd);
+    CHECK_OK(vp_collect_handover(g_cpu, &nb.h, &np.h, &ob.h, &op.h, &st.h));
+    CHECK_OK(vp_collect_handover(g_gpu, &nb.d, &np.d, &ob.d, &op.d, &st.d));
+    twin_check_bits("collect_handover", "bars", &ob);
+    twin_check_bits("collect_handover", "portfolios", &op);
+    twin_check_bits("collect_handover", "step counter", &st);
+    twin_free(&tab), twin_free(&bar), twin_free(&out), twin_free(&ws), twin_free(&wd);
+    twin_free(&nb), twin_free(&np), twin_free(&ob), twin_free(&op), twin_free(&st);
 }
 
 static void test_span_encoding_vs_cpu(void) {
@@ -186,6 +217,7 @@ static void test_runs_repeat(void) {
 
 int main(void) {
     gpu_setup("test_gpu_collect");
+    RUN_TEST(test_kernels_bitwise);
     RUN_TEST(test_span_encoding_vs_cpu);
     RUN_TEST(test_lockstep_and_graph);
     RUN_TEST(test_runs_repeat);
