@@ -235,7 +235,8 @@ int vp_bench_train(vp_backend* b, const vp_bench_opts* o) {
     if (cuda) {
         const int ne = o->quick ? 1 : 3, ns = o->quick ? 2 : 3;
         for (int i = 0; i < ne && ok; ++i)
-            for (int j = 0; j < ns && ok; ++j) ok = bench_collect(b, &d, envs[i], o->quick ? qsteps[j] : steps[j], 0, js);
+            for (int j = 0; j < ns && ok; ++j)
+                ok = bench_collect(b, &d, envs[i], o->quick ? qsteps[j] : steps[j], 0, js);
         const int64_t ie = o->quick ? 1024 : 4096, ib = o->quick ? 1024 : 8192;
         if (ok) ok = bench_iteration(b, &d, ie, ib, 0, 1, reps, js);
         if (ok) ok = bench_iteration(b, &d, ie, ib, 0, 64, o->iters > 0 ? o->iters : 10, js);
