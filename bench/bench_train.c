@@ -1,20 +1,30 @@
 /* `vulpes bench train`: collection with policy inference and whole training iterations.
  *
- * Collection: env steps per second of vp_collector_step (encode, heads, epsilon-greedy
- * act, env step, replay push) with the default model, at 4096 and 65536 envs on CUDA
- * (256 on the CPU, 64 with --quick). Iterations: iterations per second of the captured
- * iteration graph (1 collection step + 1 learner step) and the time split between its
- * collection and its learning, each captured and timed alone; default model, 4096 envs,
- * B = 8192 on CUDA (--quick: 1024 envs, B = 1024); on the CPU the small model of
- * examples/eurusd.yaml (H 64, 32 envs, B 256). Validation first: a few iterations, finite
- * statistics, no NaN step, and no copy, allocation or sync across iterations. Timing: a
- * warm-up launch, then launches between two syncs (host clock), median of 5. On a
- * synthetic GBM market. Prints a table and JSON lines. */
+ * Collection: env steps per second of vp_collector_collect (train.collect_steps = S steps
+ * of every env: the span encoded once where that is fewer rows, then per step the heads,
+ * epsilon-greedy act, env step, replay push; else S single steps) for S in {1, 8, 64} and
+ * n_envs in {4096, 65536, 262144} with the default model on CUDA (--quick: S {1, 64},
+ * 4096 envs); on the CPU S {1, 64} at 256 envs with the small model of
+ * examples/eurusd.yaml (H 64). Each line gives the path taken, the GEMM FLOPs and the
+ * counted bytes per env step (bench_train_floor.c), and on CUDA the fraction of the floor
+ * reached: the larger of FLOPs over the H200's measured TF32 GEMM ceiling and bytes over
+ * its memory-bound op rate (docs/perf.md), against the time measured.
+ * Iterations: iterations per second of the captured iteration graph (S collection steps +
+ * 1 learner step) and the time split between its collection and its learning, each captured
+ * and timed alone, with the end-to-end env steps per second; default model, 4096 envs,
+ * B = 8192, S = 1 and 64 on CUDA (--quick: 1024 envs, B = 1024); on the CPU the small model
+ * (32 envs, B 256, S = 1 and 16). Validation first: a few iterations, finite statistics, no
+ * NaN step, and no copy, allocation or sync across iterations. Timing: a warm-up launch,
+ * then launches between two syncs (host clock), median of 5. On a synthetic GBM market
+ * (200 000 bars on CUDA, 20 000 on the CPU or with --quick); on CUDA the S = 64 collections
+ * again on one of 6226 bars, the length of the example data (a span of about 4300 bars).
+ * Prints a table and JSON lines. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "bench_train_floor.h"
 #include "vulpes/synth.h"
 #include "vulpes/dqn.h"
 #include "vulpes/train.h"
@@ -30,7 +40,7 @@ typedef struct train_ctx {
     int reps; /* iterations per launch */
 } train_ctx;
 
-/* `reps` iterations, or only their collection or learning half. */
+/* `reps` iterations, or only their collection (S steps each) or learning half. */
 static vp_status train_body(vp_backend* b, void* ctx) {
     train_ctx* c = (train_ctx*)ctx;
     vp_trainer* t = c->t;
@@ -40,7 +50,7 @@ static vp_status train_body(vp_backend* b, void* ctx) {
             continue;
         }
         if (c->what == PART_COLLECT) {
-            VP_TRY(vp_collector_step(&t->collector));
+            VP_TRY(vp_collector_collect(&t->collector));
             continue;
         }
         VP_TRY(vp_replay_sample(t->replay, &t->rbatch));
@@ -76,21 +86,28 @@ static vp_status time_part(vp_trainer* t, part what, int reps, double* ms) {
     return VP_OK;
 }
 
-/* The configuration of one measurement: default model unless `small`. */
-static vp_status bench_cfg(vp_config* c, int64_t n_envs, int64_t batch, int small) {
+/* The configuration of one measurement: default model unless `small`, S collection steps. */
+static vp_status bench_cfg(vp_config* c, int64_t n_envs, int64_t batch, int small, int64_t steps) {
     vp_config_defaults(c);
     c->env.n_envs = n_envs;
+    c->train.collect_steps = steps;
     c->env.episode_bars = 1024;
     c->learn.batch = batch;
-    c->replay.capacity = 1048576;
-    c->replay.warmup = 4 * batch > n_envs ? 4 * batch : n_envs;
+    c->replay.capacity = n_envs > 1048576 / 4 ? 4 * n_envs : 1048576;
+    // at least learn.n_step warm-up steps of every env (the config's rule), four batches
+    const int64_t per_env = c->learn.n_step * n_envs;
+    c->replay.warmup = 4 * batch > per_env ? 4 * batch : per_env;
     c->features.window = 64;
     if (small) {
         c->model.hidden = 64, c->model.mamba_head_dim = 32, c->model.head_hidden = 64;
         c->model.iqn_taus = 16, c->model.iqn_target_taus = 16, c->model.iqn_cos = 32;
         c->replay.capacity = 65536;
     }
-    return vp_config_check(c);
+    vp_status s = vp_config_check(c);
+    if (s != VP_OK)
+        fprintf(stderr, "vulpes bench train: the configuration of %lld envs, S = %lld is invalid: %s\n",
+                (long long)n_envs, (long long)steps, vp_last_error());
+    return s;
 }
 
 /* Builds a trainer, warms it up and checks a few iterations; prints why on failure. */
@@ -121,36 +138,47 @@ static int trainer_ready(vp_trainer* t, vp_backend* b, const vp_config* cfg, con
     return 1;
 }
 
-/* Collection figure for n envs; returns 0 on failure. */
-static int bench_collect(vp_backend* b, const vp_train_data* d, int64_t n, int steps, FILE* js) {
+/* Collection figure for n envs and S steps per collection; returns 0 on failure. */
+static int bench_collect(vp_backend* b, const vp_train_data* d, int64_t n, int64_t steps, int small, FILE* js) {
     vp_config cfg;
     vp_trainer t;
     double ms = 0;
-    const char* be = vp_backend_get_kind(b) == VP_BACKEND_CUDA ? "cuda" : "cpu";
-    if (bench_cfg(&cfg, n, 256, 0) != VP_OK || !trainer_ready(&t, b, &cfg, d)) return 0;
-    vp_status s = time_part(&t, PART_COLLECT, steps, &ms);
+    const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
+    const char* be = cuda ? "cuda" : "cpu";
+    if (bench_cfg(&cfg, n, 256, small, steps) != VP_OK || !trainer_ready(&t, b, &cfg, d)) return 0;
+    // about 16 M env steps per launch at most, 50 collections at least
+    const int64_t per = n * steps, cap = ((int64_t)1 << 24) / per;
+    const int reps = cuda ? (int)(cap < 1 ? 1 : cap > 50 ? 50 : cap) : 2;
+    vp_bench_floor fl = vp_bench_collect_floor(&t.collector, &t.learner.model.cfg);
+    vp_status s = time_part(&t, PART_COLLECT, reps, &ms);
     vp_trainer_free(&t);
     if (s != VP_OK) {
         fprintf(stderr, "vulpes bench train: collection timing failed: %s\n", vp_last_error());
         return 0;
     }
-    double eps = (double)n / (ms * 1e-3);
-    printf("%-8s %-10s %8lld %8s %14.4g %12.3f %s\n", be, "collect", (long long)n, "-", eps, ms,
-           "env steps/s with policy inference (default model)");
+    const double eps = (double)per / (ms * 1e-3), frac = fl.floor_s * eps;
+    char fr[16] = "-";
+    if (cuda) snprintf(fr, sizeof fr, "%.3f", frac);
+    printf("%-8s %-10s %8lld %4lld %-6s %14.4g %10.3f %9.3f %8.0f %7s\n", be, "collect", (long long)n, (long long)steps,
+           fl.encode_once ? "once" : "step", eps, ms, fl.flops * 1e-6, fl.bytes, fr);
     fprintf(js, "{\"bench\":\"train\",\"what\":\"collect\",\"backend\":\"%s\",\"device\":\"%s\",\"n_envs\":%lld,"
-            "\"hidden\":%lld,\"env_steps_per_s\":%.6g,\"ms_per_collect_step\":%.6g}\n", be, vp_backend_name(b),
-            (long long)n, (long long)cfg.model.hidden, eps, ms);
+            "\"collect_steps\":%lld,\"path\":\"%s\",\"span_rows\":%lld,\"hidden\":%lld,\"env_steps_per_s\":%.6g,"
+            "\"ms_per_collect\":%.6g,\"flop_per_env_step\":%.6g,\"bytes_per_env_step\":%.6g,\"floor_s_per_env_step\":"
+            "%.6g,\"floor_frac\":%.6g}\n", be, vp_backend_name(b), (long long)n, (long long)steps,
+            fl.encode_once ? "encode_once" : "stepwise", (long long)fl.span_rows, (long long)cfg.model.hidden, eps, ms,
+            fl.flops, fl.bytes, fl.floor_s, cuda ? frac : 0.0);
     return 1;
 }
 
 /* Iteration figure and its collection / learning split; returns 0 on failure. */
-static int bench_iteration(vp_backend* b, const vp_train_data* d, int64_t n, int64_t batch, int small, int reps,
-                           FILE* js) {
+static int bench_iteration(vp_backend* b, const vp_train_data* d, int64_t n, int64_t batch, int small, int64_t steps,
+                           int reps, FILE* js) {
     vp_config cfg;
     vp_trainer t;
     double all = 0, col = 0, lrn = 0;
     const char* be = vp_backend_get_kind(b) == VP_BACKEND_CUDA ? "cuda" : "cpu";
-    if (bench_cfg(&cfg, n, batch, small) != VP_OK || !trainer_ready(&t, b, &cfg, d)) return 0;
+    if (bench_cfg(&cfg, n, batch, small, steps) != VP_OK || !trainer_ready(&t, b, &cfg, d)) return 0;
+    const int once = t.collector.encode_once;
     vp_status s = time_part(&t, PART_ALL, reps, &all);
     if (s == VP_OK) s = time_part(&t, PART_COLLECT, reps, &col);
     if (s == VP_OK) s = time_part(&t, PART_LEARN, reps, &lrn);
@@ -159,45 +187,74 @@ static int bench_iteration(vp_backend* b, const vp_train_data* d, int64_t n, int
         fprintf(stderr, "vulpes bench train: iteration timing failed: %s\n", vp_last_error());
         return 0;
     }
-    double ips = 1e3 / all, frac = col / (col + lrn);
-    printf("%-8s %-10s %8lld %8lld %14.4g %12.3f collect %.3f ms + learn %.3f ms (%.0f %% collection), H %lld\n", be,
-           "iteration", (long long)n, (long long)batch, ips, all, col, lrn, 100.0 * frac, (long long)cfg.model.hidden);
+    const double ips = 1e3 / all, frac = col / (col + lrn), env_rate = (double)(n * steps) * ips;
+    printf("%-8s %-10s %8lld %4lld %-6s %14.4g %10.3f collect %.3f ms + learn %.3f ms (%.0f %% collection), B %lld, "
+           "%.4g env steps/s\n", be, "iteration", (long long)n, (long long)steps, once ? "once" : "step", ips, all, col,
+           lrn, 100.0 * frac, (long long)batch, env_rate);
     fprintf(js, "{\"bench\":\"train\",\"what\":\"iteration\",\"backend\":\"%s\",\"device\":\"%s\",\"n_envs\":%lld,"
-            "\"batch\":%lld,\"hidden\":%lld,\"collect_steps\":1,\"train_steps\":1,\"iterations_per_s\":%.6g,"
-            "\"ms_per_iteration\":%.6g,\"collect_ms\":%.6g,\"learn_ms\":%.6g,\"collect_frac\":%.4f,"
-            "\"env_steps_per_s\":%.6g}\n", be, vp_backend_name(b), (long long)n, (long long)batch,
-            (long long)cfg.model.hidden, ips, all, col, lrn, frac, (double)n * ips);
+            "\"batch\":%lld,\"hidden\":%lld,\"collect_steps\":%lld,\"train_steps\":1,\"path\":\"%s\","
+            "\"iterations_per_s\":%.6g,\"ms_per_iteration\":%.6g,\"collect_ms\":%.6g,\"learn_ms\":%.6g,"
+            "\"collect_frac\":%.4f,\"env_steps_per_s\":%.6g}\n", be, vp_backend_name(b), (long long)n, (long long)batch,
+            (long long)cfg.model.hidden, (long long)steps, once ? "encode_once" : "stepwise", ips, all, col, lrn, frac,
+            env_rate);
     return 1;
+}
+
+/* A synthetic GBM market of n bars as training data; prints why on failure. */
+static int make_market(int64_t n, vp_train_data* d) {
+    vp_synth_cfg sc = vp_synth_cfg_default(VP_SYNTH_GBM);
+    vp_bars bars;
+    vp_config cfg;
+    vp_config_defaults(&cfg);
+    cfg.features.window = 64;
+    if (vp_synth_generate(&sc, n, &bars, NULL) != VP_OK || vp_train_data_from_bars(d, &cfg, &bars) != VP_OK) {
+        fprintf(stderr, "vulpes bench train: market set-up (%lld bars) failed: %s\n", (long long)n, vp_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+/* Prints a market's line and the table's header. */
+static void market_header(vp_backend* b, const vp_train_data* d) {
+    printf("train on %s: synthetic GBM market of %lld bars, training span [%lld, %lld)\n", vp_backend_name(b),
+           (long long)d->bars.n, (long long)d->split.train.begin, (long long)d->split.train.end);
+    printf("%-8s %-10s %8s %4s %-6s %14s %10s %9s %8s %7s\n", "backend", "what", "n_envs", "S", "path", "per second",
+           "ms", "MFLOP/st", "B/st", "floor");
 }
 
 int vp_bench_train(vp_backend* b, const vp_bench_opts* o) {
     const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
     // A synthetic market long enough for every episode window.
-    vp_synth_cfg sc = vp_synth_cfg_default(VP_SYNTH_GBM);
-    vp_bars bars;
-    vp_config cfg;
     vp_train_data d;
-    vp_config_defaults(&cfg);
-    cfg.features.window = 64;
-    if (vp_synth_generate(&sc, o->quick ? 20000 : 200000, &bars, NULL) != VP_OK ||
-        vp_train_data_from_bars(&d, &cfg, &bars) != VP_OK) {
-        fprintf(stderr, "vulpes bench train: market set-up failed: %s\n", vp_last_error());
-        return 1;
-    }
+    if (!make_market(o->quick || !cuda ? 20000 : 200000, &d)) return 1;
     FILE* js = vp_bench_json_open(o);
-    printf("train on %s: synthetic GBM market of %lld bars\n", vp_backend_name(b), (long long)d.bars.n);
-    printf("%-8s %-10s %8s %8s %14s %12s %s\n", "backend", "what", "n_envs", "batch", "per second", "ms", "");
+    market_header(b, &d);
     int ok = 1;
     const int reps = o->iters > 0 ? o->iters : (cuda ? 50 : 3);
+    const int64_t envs[3] = {4096, 65536, 262144}, steps[3] = {1, 8, 64}, qsteps[2] = {1, 64};
     if (cuda) {
-        const int64_t envs[2] = {4096, 65536};
-        for (int i = 0; i < 2 && ok; ++i) ok = bench_collect(b, &d, envs[i], reps, js);
-        if (ok) ok = bench_iteration(b, &d, o->quick ? 1024 : 4096, o->quick ? 1024 : 8192, 0, reps, js);
+        const int ne = o->quick ? 1 : 3, ns = o->quick ? 2 : 3;
+        for (int i = 0; i < ne && ok; ++i)
+            for (int j = 0; j < ns && ok; ++j)
+                ok = bench_collect(b, &d, envs[i], o->quick ? qsteps[j] : steps[j], 0, js);
+        const int64_t ie = o->quick ? 1024 : 4096, ib = o->quick ? 1024 : 8192;
+        if (ok) ok = bench_iteration(b, &d, ie, ib, 0, 1, reps, js);
+        if (ok) ok = bench_iteration(b, &d, ie, ib, 0, 64, o->iters > 0 ? o->iters : 10, js);
     } else {
-        ok = bench_collect(b, &d, o->quick ? 64 : 256, reps, js);
-        if (ok) ok = bench_iteration(b, &d, 32, 256, 1, o->quick ? 3 : 10, js);
+        const int64_t n = 256; /* 256 x 64 windows exceed the span: both paths */
+        ok = bench_collect(b, &d, n, 1, 1, js);
+        if (ok) ok = bench_collect(b, &d, n, 64, 1, js);
+        if (ok) ok = bench_iteration(b, &d, 32, 256, 1, 1, o->quick ? 3 : 10, js);
+        if (ok) ok = bench_iteration(b, &d, 32, 256, 1, 16, o->quick ? 2 : 3, js);
+    }
+    vp_train_data_free(&d);
+    // The span encoding's share falls with R / (E x S): S = 64 again on a market the length of
+    // examples/data/eurusd_1h_2017.csv (6226 bars, a span of about 4300).
+    if (ok && cuda && !o->quick && make_market(6226, &d)) {
+        market_header(b, &d);
+        for (int i = 0; i < 3 && ok; ++i) ok = bench_collect(b, &d, envs[i], 64, 0, js);
+        vp_train_data_free(&d);
     }
     vp_bench_json_close(js);
-    vp_train_data_free(&d);
     return ok ? 0 : 1;
 }

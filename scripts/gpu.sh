@@ -3,8 +3,10 @@
 # and the benchmarks; writes logs.tar.gz, summary.txt and bench.jsonl under $OUT (or ./gpu-out).
 # Dependencies missing there (libyaml, cJSON, OpenBLAS headers) come as .deb files in
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
-#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|PROGRAM...]   (default: all)
+#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|torch-collect|PROGRAM...]   (default: all)
 #   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
+#   torch-collect: vulpes bench train, then the PyTorch reference of its collection
+#                  (bench/torch_collect.py, S = 64 at 4096, 65536 and 262144 envs) and the ratio
 #   step-sweep: vulpes bench step at B = 1024 .. 65536
 #   python-cuda: the Python VectorEnv on CUDA (its test and env steps/s), wheels from .deps/wheels
 #   step-profile: the GPU time of every kernel of one learner step (Nsight Compute)
@@ -65,6 +67,10 @@ for s in $steps; do
       for n in 4096 65536; do
         run "py_vector_env_$n" /tmp/vp-py/bin/python examples/python/bench_vector_env.py --device cuda --num-envs "$n" --steps 500
       done ;;
+    torch-collect)
+      run bench_train build-gpu/vulpes bench train --backend cuda --json "$OUT/train.jsonl"
+      run torch_collect timeout 480 python3 bench/torch_collect.py --vulpes "$OUT/train.jsonl" \
+        --json "$OUT/torch_collect.jsonl" ;;
     step-profile)
       # every kernel of the first (eager, validation) step, timed alone by Nsight Compute
       run ncu_step ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \

@@ -28,12 +28,12 @@ static vp_model_cfg env_model_cfg(int F) {
 }
 
 static void test_epsilon_schedule(void) {
-    vp_collect_cfg c = {1.0f, 0.1f, 10, 0};
+    vp_collect_cfg c = {1.0f, 0.1f, 10, 0, 1, VP_COLLECT_AUTO};
     CHECK(vp_collect_epsilon(&c, 0) == 1.0f, "eps(0) = %g", (double)vp_collect_epsilon(&c, 0));
     CHECK_NEAR(vp_collect_epsilon(&c, 5), 0.55, 1e-7, 0);
     CHECK_NEAR(vp_collect_epsilon(&c, 3), 0.73, 1e-7, 0);
     CHECK(vp_collect_epsilon(&c, 10) == 0.1f && vp_collect_epsilon(&c, 1000) == 0.1f, "eps after the anneal");
-    vp_collect_cfg z = {0.7f, 0.2f, 0, 0};
+    vp_collect_cfg z = {0.7f, 0.2f, 0, 0, 1, VP_COLLECT_AUTO};
     CHECK(vp_collect_epsilon(&z, 0) == 0.2f, "no anneal: the end rate from the start");
 }
 
@@ -66,7 +66,7 @@ static void test_act_greedy_ties_nan(void) {
     q[4 * A13 + 10] = -INFINITY, q[4 * A13 + 11] = INFINITY, q[4 * A13 + 12] = 0.0f;
     int32_t acts[E * 4];
     int64_t step[1] = {17};
-    vp_collect_cfg c = {0.0f, 0.0f, 0, 99};
+    vp_collect_cfg c = {0.0f, 0.0f, 0, 99, 1, VP_COLLECT_AUTO};
     vp_tensor qt = vp_tensor_2d(q, VP_F32, VP_MEM_HOST, E, A13), at = vp_tensor_2d(acts, VP_I32, VP_MEM_HOST, E, 4);
     vp_tensor st = vp_tensor_1d(step, VP_I32, VP_MEM_HOST, 2);
     CHECK_OK(vp_collect_act(b, &c, &lay, &qt, &st, &at));
@@ -92,7 +92,7 @@ static void test_act_exploration(void) {
     for (int i = 0; i < E * A13; ++i) q[i] = vp_rng_normal(4, 2, (uint64_t)i);
     // Step 30 of an anneal 1 -> 0 over 60 steps: epsilon 0.5.
     int64_t step[1] = {30};
-    vp_collect_cfg c = {1.0f, 0.0f, 60, 12345};
+    vp_collect_cfg c = {1.0f, 0.0f, 60, 12345, 1, VP_COLLECT_AUTO};
     vp_tensor qt = vp_tensor_2d(q, VP_F32, VP_MEM_HOST, E, A13), at = vp_tensor_2d(acts, VP_I32, VP_MEM_HOST, E, 4);
     vp_tensor st = vp_tensor_1d(step, VP_I32, VP_MEM_HOST, 2);
     CHECK_OK(vp_collect_act(b, &c, &lay, &qt, &st, &at));
@@ -118,7 +118,7 @@ static void test_act_exploration(void) {
     CHECK_STATUS(vp_collect_act(b, &c, &lay, &q12, &st, &at), VP_ERR_SHAPE, "q");
     vp_tensor st1 = vp_tensor_1d(step, VP_I32, VP_MEM_HOST, 1);
     CHECK_STATUS(vp_collect_act(b, &c, &lay, &qt, &st1, &at), VP_ERR_SHAPE, "counter");
-    vp_collect_cfg badc = {1.5f, 0.0f, 1, 0};
+    vp_collect_cfg badc = {1.5f, 0.0f, 1, 0, 1, VP_COLLECT_AUTO};
     CHECK_STATUS(vp_collect_act(b, &badc, &lay, &qt, &st, &at), VP_ERR_INVALID_ARG, "epsilon");
     free(q), free(acts);
     vp_backend_free(b);
@@ -151,7 +151,7 @@ static void test_collector_step(void) {
     vp_replay* rp = NULL;
     vp_collector c;
     vp_model_acts* ref = NULL;
-    vp_collect_cfg cc = {0.0f, 0.0f, 0, 5};
+    vp_collect_cfg cc = {0.0f, 0.0f, 0, 5, 1, VP_COLLECT_AUTO};
     CHECK_OK(vp_env_market_init(&m, b, &md));
     CHECK_OK(vp_env_init(&env, b, &m, &inst, &ec, E));
     CHECK_OK(vp_model_init(&model, b, &mc, 21));

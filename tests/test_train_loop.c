@@ -285,7 +285,7 @@ static void test_run_folder(void) {
     char* tr = vpt_metrics_lines(dir, "train");
     const char* at5 = tr ? strstr(tr, "\"iteration\":5,") : NULL;
     const char* e = at5 ? strstr(at5, "\"epsilon\":") : NULL;
-    vp_collect_cfg cc = {1.0f, 0.05f, 50, 0};
+    vp_collect_cfg cc = {1.0f, 0.05f, 50, 0, 1, VP_COLLECT_AUTO};
     CHECK(e && fabs(strtod(e + 10, NULL) - (double)vp_collect_epsilon(&cc, 10)) < 1e-7 &&
               fabs((double)vp_collect_epsilon(&cc, 10) - 0.81) < 1e-6,
           "epsilon at iteration 5: %s", e ? e : "(none)");

@@ -1,11 +1,19 @@
 /* vulpes: collection (SPEC section 5) — n_envs environments driven by the online network.
  *
  * One collection step: the market encoding of every env's K-bar window at its decision
- * bar (vp_model_encode), the heads with the env's portfolio vector (vp_model_heads), an
- * epsilon-greedy choice per branch written straight into the env's action buffer, the
- * env step, and the step pushed into the replay (which builds the n-step returns). Every
- * part is a backend op: nothing is copied to or from the host, nothing allocated, nothing
- * synchronised, so a step can be captured into a graph.
+ * bar, the heads with the env's portfolio vector (vp_policy_score), an epsilon-greedy
+ * choice per branch written straight into the env's action buffer, the env step, and the
+ * step pushed into the replay (which builds the n-step returns). Every part is a backend
+ * op: nothing is copied to or from the host, nothing allocated, nothing synchronised, so a
+ * step can be captured into a graph.
+ *
+ * S steps at a time (vp_collector_collect, one training iteration's collection) may encode
+ * once: the parameters do not change inside them and the encoding does not see the
+ * portfolio, so every bar an env can stand on (each decision bar of the env's tradable
+ * span, episode restarts and ruin included) is encoded in large batches first, and each
+ * of the S steps gathers its envs' rows and runs the heads only. It applies where the span
+ * has fewer bars than the E x S windows that S single steps encode (docs/collect.md); the
+ * transitions are the same as S single steps (vp_collector_step), bit for bit on the CPU.
  *
  * Exploration is deterministic: the draws of env i at collection step k are Philox words
  * (seed, VP_COLLECT_STREAM + i, 2k) for the coin of each branch and (..., 2k + 1) for the
@@ -30,13 +38,27 @@ extern "C" {
  * episode streams (i) and its random-action streams (2^62 + i). */
 #define VP_COLLECT_STREAM (1ull << 63)
 
-/* Exploration settings. */
+/* How vp_collector_collect runs its S steps. */
+typedef enum vp_collect_mode {
+    VP_COLLECT_AUTO = 0,    /* encode once where the span has fewer bars than E x S, else step by step */
+    VP_COLLECT_STEPWISE,    /* S single steps (vp_collector_step), each encoding every env's window */
+    VP_COLLECT_ENCODE_ONCE, /* always encode the span once (equality tests, benchmarks) */
+    VP_COLLECT_MODE_COUNT
+} vp_collect_mode;
+
+/* Exploration and collection settings. */
 typedef struct vp_collect_cfg {
     float epsilon_start;   /* exploration rate at collection step 0, in [0, 1] */
     float epsilon_end;     /* exploration rate after the anneal, in [0, 1] */
     int64_t epsilon_steps; /* collection steps of the linear anneal (0: epsilon_end from the start) */
     uint64_t seed;         /* Philox key of the exploration draws */
+    int64_t steps;         /* S: policy steps per vp_collector_collect (train.collect_steps; >= 0) */
+    vp_collect_mode mode;  /* how those S steps run (0: VP_COLLECT_AUTO) */
 } vp_collect_cfg;
+
+/* Rows a span encoding is made in at most (one vp_policy_encode call each) when n_envs is
+ * smaller; with more envs, n_envs rows. */
+#define VP_COLLECT_CHUNK 32768
 
 /* The epsilon of collection step `step` (the same float the device computes). */
 float vp_collect_epsilon(const vp_collect_cfg* c, int64_t step);
@@ -72,12 +94,23 @@ typedef struct vp_collector {
     vp_tensor reward;          /* [E] f32 reward of the last step */
     vp_tensor done;            /* [E] f32 1 where the last step ended an episode */
     vp_tensor step;            /* [2] i32: one int64, policy collection steps taken */
+    /* the encode-once path (vp_collector_collect); zero when it does not apply */
+    int encode_once;           /* 1: collect encodes the span once, then runs S head-only steps */
+    int64_t span_begin;        /* first bar with an encoding row: the market's begin */
+    int64_t span_rows;         /* R: bars span_begin .. span_begin + R - 1 (every decision bar an env can hold) */
+    int64_t chunk;             /* rows per encode call (<= R) */
+    vp_policy_work* span_work; /* workspace for `chunk` rows (NULL: `work` serves, chunk <= E) */
+    vp_arena span_arena;       /* the buffers below */
+    vp_tensor span_bars;       /* [R] i32 the bars span_begin, span_begin + 1, ... (set-up: one upload) */
+    vp_tensor span_enc;        /* [R, enc_dim] f32 the encoding of each bar, remade per collect */
+    vp_tensor enc;             /* [E, enc_dim] f32 each env's row of span_enc at its decision bar */
 } vp_collector;
 
 /* Makes a collector over `env` (whose market's features are `features` [T, F] in backend
  * memory) driven by policy `pol` (copied; what it points to must outlive the collector),
  * pushing into `replay` (may be NULL), and writes the envs' first observation
- * (vp_collector_reset). */
+ * (vp_collector_reset). Chooses how cfg->steps steps are collected (cfg->mode) and, for the
+ * encode-once path, allocates the span's encoding table and its workspace here. */
 vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol, const vp_tensor* features,
                             vp_env* env, vp_replay* replay, const vp_collect_cfg* cfg);
 
@@ -92,11 +125,26 @@ vp_status vp_collector_reset(vp_collector* c);
 vp_status vp_collector_observe(vp_collector* c);
 
 /* The policy's scores of the current observations, without acting or stepping (runs every
- * op of a step's forward once, e.g. before a graph capture; ops only). */
+ * op of a collection's forward once, the span encoding included on the encode-once path,
+ * e.g. before a graph capture; ops only). */
 vp_status vp_collector_score(vp_collector* c);
 
-/* One policy step of every env (ops only: capturable into a graph). */
+/* One policy step of every env, encoding every env's window (ops only: capturable). */
 vp_status vp_collector_step(vp_collector* c);
+
+/* cfg.steps policy steps of every env: on the encode-once path the span encoding
+ * (vp_collector_encode_span), then that many vp_collector_head_step; else that many
+ * vp_collector_step. The same transitions either way (ops only: capturable). */
+vp_status vp_collector_collect(vp_collector* c);
+
+/* Encodes every bar of the span into span_enc with the policy's current parameters
+ * (encode-once path only; ops only). */
+vp_status vp_collector_encode_span(vp_collector* c);
+
+/* One policy step of every env from span_enc (valid for the current parameters): each
+ * env's row gathered at its decision bar, heads, act, env step, replay push, tick
+ * (encode-once path only; ops only). */
+vp_status vp_collector_head_step(vp_collector* c);
 
 /* One step of every env with uniform random actions drawn for `counter` (the warm-up;
  * ops only). The policy step counter does not move. */

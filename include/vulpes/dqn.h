@@ -1,7 +1,8 @@
 /* vulpes: the DQN trainer — the state behind the algorithm table's "dqn" entry (vp_dqn_algo,
  * vulpes/algo.h), and what benchmarks and tests drive directly.
  *
- * One iteration = `collect_steps` collection steps (vp_collector_step), then
+ * One iteration = `collect_steps` collection steps (vp_collector_collect: the span encoded
+ * once where that is fewer rows than step by step, docs/collect.md), then
  * `train_steps` learner steps (replay sample, tau draws, vp_learner_step, priority update;
  * the learner does the Polyak update). The iteration is ops only: on CUDA it is captured
  * once as a graph and replayed, on the CPU the same body runs each time; nothing is

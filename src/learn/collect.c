@@ -1,9 +1,10 @@
 /* The collector: buffers between the network and the environments, and one collection
- * step as a sequence of backend ops (encode, heads, act, env step, replay push). */
+ * step as a sequence of backend ops (encode, heads, act, env step, replay push). The
+ * encode-once path of vp_collector_collect is collect_span.c's. */
 #include <string.h>
 
 #include "backend/kit.h"
-#include "vulpes/collect.h"
+#include "learn/collect_impl.h"
 #include "vulpes/ops.h"
 
 /* Takes an i32 or f32 tensor [rows] or [rows, cols] from the collector's arena. */
@@ -55,7 +56,11 @@ vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol
     c->replay = replay;
     c->cfg = *cfg;
     c->n_envs = env->n_envs;
+    VP_REQUIRE(cfg->steps >= 0 && cfg->mode >= VP_COLLECT_AUTO && cfg->mode < VP_COLLECT_MODE_COUNT,
+               VP_ERR_INVALID_ARG, "vp_collector_init: %lld steps per collection (>= 0), mode %d (0 auto, 1 step by "
+               "step, 2 encode once)", (long long)cfg->steps, (int)cfg->mode);
     vp_status s = collector_alloc(c);
+    if (s == VP_OK) s = vp_collector_span_init(c);
     if (s == VP_OK) s = vp_collector_reset(c);
     if (s != VP_OK) {
         vp_collector_free(c);
@@ -66,6 +71,7 @@ vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol
 
 void vp_collector_free(vp_collector* c) {
     if (!c) return;
+    vp_collector_span_free(c);
     vp_policy_work_free(&c->policy, c->work);
     vp_arena_free(&c->arena);
     memset(c, 0, sizeof *c);
@@ -93,21 +99,22 @@ vp_status vp_collector_get_step(vp_collector* c, int64_t* step) {
     return vp_download(c->backend, step, &c->step, sizeof *step);
 }
 
-/* The env step under the actions in c->actions, the replay push and the observation
- * hand-over (shared by the policy and the random step). */
-static vp_status step_env(vp_collector* c) {
+vp_status vp_collector_env_push(vp_collector* c) {
+    VP_TRY(vp_env_step(c->env, &c->actions, &c->reward, &c->done, &c->next_bar, &c->next_portfolio));
+    if (!c->replay) return VP_OK;
+    // (s_t, a, r, done, s_t+1) into the replay's pending windows.
+    vp_replay_step rs = {c->obs_bar, c->window_end, c->portfolio, c->actions,
+                         c->reward,  c->done,       c->next_bar, c->next_portfolio};
+    return vp_replay_push(c->replay, &rs);
+}
+
+vp_status vp_collector_step_env(vp_collector* c) {
     vp_backend* b = c->backend;
     vp_env* e = c->env;
     // The window end of s_t, before an auto-reset can change it.
     vp_tensor wend = vp_tensor_1d(e->state.window_end, VP_I32, e->storage.mem, c->n_envs);
     VP_TRY(vp_copy(b, &wend, &c->window_end));
-    VP_TRY(vp_env_step(e, &c->actions, &c->reward, &c->done, &c->next_bar, &c->next_portfolio));
-    // (s_t, a, r, done, s_t+1) into the replay's pending windows.
-    if (c->replay) {
-        vp_replay_step rs = {c->obs_bar, c->window_end, c->portfolio, c->actions,
-                             c->reward,  c->done,       c->next_bar, c->next_portfolio};
-        VP_TRY(vp_replay_push(c->replay, &rs));
-    }
+    VP_TRY(vp_collector_env_push(c));
     // The next observation becomes the current one.
     VP_TRY(vp_copy(b, &c->next_bar, &c->obs_bar));
     return vp_copy(b, &c->next_portfolio, &c->portfolio);
@@ -124,7 +131,11 @@ static vp_status score(vp_collector* c, vp_tensor* q) {
 vp_status vp_collector_score(vp_collector* c) {
     VP_REQUIRE(c != NULL && c->work != NULL, VP_ERR_INVALID_ARG, "vp_collector_score: collector is not initialised");
     vp_tensor q;
-    return score(c, &q);
+    if (!c->encode_once) return score(c, &q);
+    // the encode-once forward: the span's encoding, each env's row, the heads
+    VP_TRY(vp_collector_encode_span(c));
+    VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, NULL, NULL));
+    return vp_policy_score(&c->policy, c->work, &c->enc, &c->portfolio, c->n_envs, &q);
 }
 
 vp_status vp_collector_step(vp_collector* c) {
@@ -133,7 +144,7 @@ vp_status vp_collector_step(vp_collector* c) {
     VP_TRY(score(c, &q));
     // Epsilon-greedy choices straight into the env's action buffer.
     VP_TRY(vp_collect_act(c->backend, &c->cfg, &c->policy.layout, &q, &c->step, &c->actions));
-    VP_TRY(step_env(c));
+    VP_TRY(vp_collector_step_env(c));
     return vp_collect_tick(c->backend, &c->step);
 }
 
@@ -141,5 +152,5 @@ vp_status vp_collector_random_step(vp_collector* c, uint64_t counter) {
     VP_REQUIRE(c != NULL && c->work != NULL, VP_ERR_INVALID_ARG,
                "vp_collector_random_step: collector is not initialised");
     VP_TRY(vp_env_random_actions(c->backend, c->cfg.seed, counter, &c->actions));
-    return step_env(c);
+    return vp_collector_step_env(c);
 }

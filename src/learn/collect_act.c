@@ -1,4 +1,5 @@
-/* Epsilon-greedy actions and the collection-step counter: argument checks, then the
+/* Epsilon-greedy actions, the collection-step counter, the encoding gather and the hand-over:
+ * argument checks, then the
  * kernels of the backend's kind (collect_cpu.c, collect_cuda.cu). */
 #include <string.h>
 
@@ -61,4 +62,40 @@ vp_status vp_collect_tick(vp_backend* b, vp_tensor* step) {
     VP_TRY(kernels_for(fn, b, &k));
     VP_TRY(check_counter(fn, b, step));
     return k->tick(b, (int64_t*)step->data);
+}
+
+vp_status vp_collect_gather(vp_backend* b, const vp_tensor* table, int64_t begin, const vp_tensor* bar,
+                            vp_tensor* out, const vp_tensor* wend_src, vp_tensor* wend_dst) {
+    static const char* fn = "vp_collect_gather";
+    const vp_collect_kernels* k = NULL;
+    VP_TRY(kernels_for(fn, b, &k));
+    VP_TRY(vp_tensor_check(fn, "table", b, table, VP_F32));
+    VP_REQUIRE(table->ndim == 2, VP_ERR_SHAPE, "%s: table has %d dims (2: [rows, width])", fn, table->ndim);
+    vp_collect_gather_dims d = {0, table->shape[0], table->shape[1], begin};
+    VP_TRY(vp_tensor_check(fn, "bar", b, bar, VP_I32));
+    d.n = vp_tensor_numel(bar);
+    VP_TRY(vp_tensor_check_rows(fn, "out", b, out, VP_F32, d.n, d.width));
+    VP_REQUIRE((wend_src == NULL) == (wend_dst == NULL), VP_ERR_INVALID_ARG,
+               "%s: window-end source and destination must both be given or both be NULL", fn);
+    if (wend_src) {
+        VP_TRY(vp_tensor_check_numel(fn, "window-end source", b, wend_src, VP_I32, d.n));
+        VP_TRY(vp_tensor_check_numel(fn, "window-end destination", b, wend_dst, VP_I32, d.n));
+    }
+    return k->gather(b, &d, (const float*)table->data, (const int32_t*)bar->data, (float*)out->data,
+                     wend_src ? (const int32_t*)wend_src->data : NULL, wend_dst ? (int32_t*)wend_dst->data : NULL);
+}
+
+vp_status vp_collect_handover(vp_backend* b, const vp_tensor* next_bar, const vp_tensor* next_port, vp_tensor* bar,
+                              vp_tensor* port, vp_tensor* step) {
+    static const char* fn = "vp_collect_handover";
+    const vp_collect_kernels* k = NULL;
+    VP_TRY(kernels_for(fn, b, &k));
+    VP_TRY(vp_tensor_check(fn, "next bar", b, next_bar, VP_I32));
+    const int64_t n = vp_tensor_numel(next_bar);
+    VP_TRY(vp_tensor_check_numel(fn, "bar", b, bar, VP_I32, n));
+    VP_TRY(vp_tensor_check_rows(fn, "next portfolio", b, next_port, VP_F32, n, VP_ENV_PORTFOLIO));
+    VP_TRY(vp_tensor_check_rows(fn, "portfolio", b, port, VP_F32, n, VP_ENV_PORTFOLIO));
+    VP_TRY(check_counter(fn, b, step));
+    return k->handover(b, n, (const int32_t*)next_bar->data, (const float*)next_port->data, (int32_t*)bar->data,
+                       (float*)port->data, (int64_t*)step->data);
 }

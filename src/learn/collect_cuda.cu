@@ -23,6 +23,28 @@ __global__ void collect_tick_kernel(int64_t* step) {
     if (step[0] < INT64_MAX) step[0] += 1; /* a counter at its end stays there */
 }
 
+/* One thread per element of out [n, width]: consecutive threads read consecutive floats of a
+ * row; the thread of column 0 also copies its env's window end. */
+__global__ void collect_gather_kernel(vp_collect_gather_dims d, const float* table, const int32_t* bar, float* out,
+                                      const int32_t* wend_src, int32_t* wend_dst) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= d.n * d.width) return;
+    const int64_t i = e / d.width, j = e - i * d.width;
+    out[e] = vp_collect_gather_elem(&d, table, bar[i], j);
+    if (j == 0 && wend_src && wend_dst) wend_dst[i] = wend_src[i];
+}
+
+/* One thread per float of the portfolio block [n, P]: the bar copied by the thread of column 0,
+ * the counter advanced by thread 0 (every thread reads nothing the tick writes). */
+__global__ void collect_handover_kernel(int64_t n, const int32_t* next_bar, const float* next_port, int32_t* bar,
+                                        float* port, int64_t* step) {
+    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (e == 0 && step[0] < INT64_MAX) step[0] += 1; /* a counter at its end stays there */
+    if (e >= n * VP_ENV_PORTFOLIO) return;
+    port[e] = next_port[e];
+    if (e % VP_ENV_PORTFOLIO == 0) bar[e / VP_ENV_PORTFOLIO] = next_bar[e / VP_ENV_PORTFOLIO];
+}
+
 /* ---- launchers ---------------------------------------------------------------------------------- */
 
 extern "C" vp_status vp_collect_cuda_act(vp_backend* b, const vp_collect_dims* d, const float* q,
@@ -44,6 +66,31 @@ extern "C" vp_status vp_collect_cuda_tick(vp_backend* b, int64_t* step) {
     VP_REQUIRE(st != NULL, VP_ERR_INVALID_ARG, "vp_collect_cuda_tick: backend %s is not CUDA", vp_backend_name(b));
     collect_tick_kernel<<<1, 1, 0, st>>>(step);
     VP_CUDA_CHECK_LAUNCH("collect_tick_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_collect_cuda_gather(vp_backend* b, const vp_collect_gather_dims* d, const float* table,
+                                            const int32_t* bar, float* out, const int32_t* wend_src,
+                                            int32_t* wend_dst) {
+    VP_REQUIRE(b != NULL && d != NULL && table != NULL && bar != NULL && out != NULL, VP_ERR_INVALID_ARG,
+               "vp_collect_cuda_gather: NULL argument");
+    cudaStream_t st = vp_cuda_stream_of(b);
+    VP_REQUIRE(st != NULL, VP_ERR_INVALID_ARG, "vp_collect_cuda_gather: backend %s is not CUDA", vp_backend_name(b));
+    const int64_t blocks = (d->n * d->width + CL_THREADS - 1) / CL_THREADS;
+    collect_gather_kernel<<<(unsigned)blocks, CL_THREADS, 0, st>>>(*d, table, bar, out, wend_src, wend_dst);
+    VP_CUDA_CHECK_LAUNCH("collect_gather_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_collect_cuda_handover(vp_backend* b, int64_t n, const int32_t* next_bar, const float* next_port,
+                                              int32_t* bar, float* port, int64_t* step) {
+    VP_REQUIRE(b != NULL && next_bar != NULL && next_port != NULL && bar != NULL && port != NULL && step != NULL,
+               VP_ERR_INVALID_ARG, "vp_collect_cuda_handover: NULL argument");
+    cudaStream_t st = vp_cuda_stream_of(b);
+    VP_REQUIRE(st != NULL, VP_ERR_INVALID_ARG, "vp_collect_cuda_handover: backend %s is not CUDA", vp_backend_name(b));
+    const int64_t blocks = (n * VP_ENV_PORTFOLIO + CL_THREADS - 1) / CL_THREADS;
+    collect_handover_kernel<<<(unsigned)blocks, CL_THREADS, 0, st>>>(n, next_bar, next_port, bar, port, step);
+    VP_CUDA_CHECK_LAUNCH("collect_handover_kernel");
     return VP_OK;
 }
 

@@ -21,13 +21,54 @@ typedef vp_status vp_collect_act_fn(vp_backend* b, const vp_collect_dims* d, con
 /* vp_collect_tick: step[0] += 1. */
 typedef vp_status vp_collect_tick_fn(vp_backend* b, int64_t* step /* [1] */);
 
+/* vp_collect_gather: every element of out [n, width] from the table row of its env's bar
+ * (vp_collect_gather_elem), and wend_dst[i] = wend_src[i] when both are non-NULL. */
+typedef vp_status vp_collect_gather_fn(vp_backend* b, const vp_collect_gather_dims* d, const float* table,
+                                       const int32_t* bar /* [n] */, float* out /* [n, width] */,
+                                       const int32_t* wend_src /* [n] or NULL */, int32_t* wend_dst /* [n] or NULL */);
+
+/* vp_collect_handover: bar = next_bar, port = next_port ([n, VP_ENV_PORTFOLIO]), then
+ * step[0] += 1 (as tick). */
+typedef vp_status vp_collect_handover_fn(vp_backend* b, int64_t n, const int32_t* next_bar, const float* next_port,
+                                         int32_t* bar, float* port, int64_t* step /* [1] */);
+
 /* Every kernel by name, in table order (the kit's list form, backend/kit.h). */
-#define VP_COLLECT_KERNELS(X, f, i) X(f, i, act) X(f, i, tick)
+#define VP_COLLECT_KERNELS(X, f, i) X(f, i, act) X(f, i, tick) X(f, i, gather) X(f, i, handover)
 
 /* One backend's collection kernels. */
 typedef struct vp_collect_kernels {
     VP_KERNEL_FIELDS(VP_COLLECT_KERNELS, vp_collect)
 } vp_collect_kernels;
+
+/* ---- checked entry points (collect_act.c) ---- */
+
+/* out [n, W] f32: out[i, :] = table[bar[i] - begin, :] of table [R, W] f32, a NaN row where
+ * bar[i] - begin is outside [0, R); bar [n] i32. The encode-once step's encoding rows; in the
+ * same kernel wend_dst = wend_src ([n] i32 each, both NULL: none), the window ends of s_t. */
+vp_status vp_collect_gather(vp_backend* b, const vp_tensor* table, int64_t begin, const vp_tensor* bar,
+                            vp_tensor* out, const vp_tensor* wend_src, vp_tensor* wend_dst);
+
+/* The observation hand-over of a step in one kernel: bar = next_bar ([n] i32), port =
+ * next_port ([n, P] f32), then the step counter ([2] i32 holding one int64) + 1. */
+vp_status vp_collect_handover(vp_backend* b, const vp_tensor* next_bar, const vp_tensor* next_port, vp_tensor* bar,
+                              vp_tensor* port, vp_tensor* step);
+
+/* ---- the collector's encode-once path (collect_span.c) ---- */
+
+/* Chooses how c->cfg.steps steps run (c->cfg.mode against R and E x S) and, for the
+ * encode-once path, makes the span's buffers and workspace (set-up: allocations and one
+ * upload). Needs the rest of the collector made. */
+vp_status vp_collector_span_init(vp_collector* c);
+
+/* Frees what vp_collector_span_init made (none made is a no-op). */
+void vp_collector_span_free(vp_collector* c);
+
+/* The env step under the actions in c->actions and the replay push (collect.c). */
+vp_status vp_collector_env_push(vp_collector* c);
+
+/* The window end of s_t saved, vp_collector_env_push, and the observation hand-over as
+ * copies (collect.c; the single policy step and the random step). */
+vp_status vp_collector_step_env(vp_collector* c);
 
 /* The CPU loops, vp_collect_cpu_<kernel>, and their table (collect_cpu.c). */
 VP_KERNEL_DECLARE(VP_COLLECT_KERNELS, vp_collect, vp_collect_cpu)

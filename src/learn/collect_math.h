@@ -5,6 +5,7 @@
 #ifndef VP_LEARN_COLLECT_MATH_H
 #define VP_LEARN_COLLECT_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "vulpes/action.h"
@@ -21,6 +22,26 @@ typedef struct vp_collect_dims {
     int64_t eps_steps;                /* its length in collection steps */
     uint64_t seed;                    /* Philox key */
 } vp_collect_dims;
+
+/* Shapes of a gather launch, passed by value. */
+typedef struct vp_collect_gather_dims {
+    int64_t n;     /* rows written (envs) */
+    int64_t rows;  /* R: table rows */
+    int64_t width; /* W: floats per row */
+    int64_t begin; /* bar of table row 0 */
+} vp_collect_gather_dims;
+
+/* Element (i, j) of a gather: table[bar - begin, j], NaN for a bar without a row (never
+ * read out of bounds). */
+VP_HD float vp_collect_gather_elem(const vp_collect_gather_dims* d, const float* table, int32_t bar, int64_t j) {
+    const int64_t r = (int64_t)bar - d->begin;
+#if defined(__CUDA_ARCH__)
+    if (r < 0 || r >= d->rows) return __int_as_float(0x7fc00000);
+#else
+    if (r < 0 || r >= d->rows) return NAN;
+#endif
+    return table[r * d->width + j];
+}
 
 /* a * b rounded to nearest, never contracted. */
 VP_HD float vp_collect_mul(float a, float b) {

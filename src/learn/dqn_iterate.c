@@ -1,4 +1,5 @@
-/* The training iteration: collection steps, then learner steps (sample, taus, step,
+/* The training iteration: collection (vp_collector_collect: the span encoded once where that
+ * is fewer rows, then head-only steps), then learner steps (sample, taus, step,
  * priorities), issued as ops only and replayed as one graph; the warm-up; statistics. */
 #include <math.h>
 #include <string.h>
@@ -9,8 +10,8 @@ vp_status vp_trainer_iteration_body(vp_backend* b, void* ctx) {
     (void)b;
     vp_trainer* t = (vp_trainer*)ctx;
     const int per = t->parts.replay.prioritized;
-    // Collection: every env steps collect_steps times under the online network.
-    for (int64_t k = 0; k < t->cfg.train.collect_steps; ++k) VP_TRY(vp_collector_step(&t->collector));
+    // Collection: every env steps collect_steps times under this iteration's parameters.
+    VP_TRY(vp_collector_collect(&t->collector));
     // Learning: sample, fresh taus, one step (Polyak included), new priorities.
     for (int64_t k = 0; k < t->cfg.train.train_steps; ++k) {
         VP_TRY(vp_replay_sample(t->replay, &t->rbatch));
@@ -35,7 +36,7 @@ vp_status vp_trainer_warmup(vp_trainer* t) {
 }
 
 /* Runs, once and eagerly, every op shape of an iteration whose outputs are scratch only
- * (the policy's forward; the learner's forward, loss and backward, which write activations,
+ * (the policy's forward, the span encoding on the encode-once path; the learner's forward, loss and backward, which write activations,
  * loss buffers and gradients that the next step overwrites), so that first-use set-up (GEMM
  * plans) happens before the capture. The trained state is left as it was. */
 static vp_status prime(vp_trainer* t) {

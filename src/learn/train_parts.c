@@ -1,5 +1,5 @@
 /* The settings of each part of a run (instrument, env, model, learner, replay,
- * exploration) from the configuration, and the seed of each random stream. */
+ * exploration and collection) from the configuration, and the seed of each random stream. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -94,6 +94,8 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     out->collect.epsilon_end = (float)cfg->collect.epsilon_end;
     out->collect.epsilon_steps = cfg->collect.epsilon_steps;
     out->collect.seed = derive_seed(seed, SEED_COLLECT);
+    out->collect.steps = cfg->train.collect_steps;
+    out->collect.mode = VP_COLLECT_AUTO;
     out->precision = (vp_precision)cfg->run.precision;
     return VP_OK;
 }

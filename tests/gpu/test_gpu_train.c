@@ -29,7 +29,7 @@ static void test_act_parity(void) {
         int64_t step = 40 + k;
         CHECK_OK(vp_upload(g_cpu, &st.h, &step, sizeof step));
         CHECK_OK(vp_upload(g_gpu, &st.d, &step, sizeof step));
-        vp_collect_cfg c = {1.0f, 0.05f, 100, 77};
+        vp_collect_cfg c = {1.0f, 0.05f, 100, 77, 1, VP_COLLECT_AUTO};
         CHECK_OK(vp_collect_act(g_cpu, &c, &lay, &q.h, &st.h, &a.h));
         CHECK_OK(vp_collect_act(g_gpu, &c, &lay, &q.d, &st.d, &a.d));
         CHECK_OK(vp_collect_tick(g_gpu, &st.d));
