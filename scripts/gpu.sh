@@ -61,11 +61,13 @@ for s in $steps; do
     python-cuda)
       # the Python VectorEnv on CUDA: wheels carried in .deps/wheels (the GPU machine has no
       # registry; PyTorch and numpy are its own), the CUDA env test and the throughput bench
-      run py_venv bash -c 'python3 -m venv --system-site-packages /tmp/vp-py && /tmp/vp-py/bin/pip install -q --no-index --no-deps $(ls .deps/wheels/*.whl | grep -v numpy)'
-      export PYTHONPATH=$PWD/python/src VULPES_LIBRARY=$PWD/build-gpu/libvulpes.so
-      run py_cuda_test /tmp/vp-py/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_env.py -k cuda
+      # (installed beside the python that holds PyTorch: a venv made from it would see the
+      # base interpreter's packages, not that environment's)
+      run py_deps bash -c 'python3 -m pip install -q --no-index --no-deps --target /tmp/vp-pylib $(ls .deps/wheels/*.whl | grep -v numpy)'
+      export PYTHONPATH=/tmp/vp-pylib:$PWD/python/src VULPES_LIBRARY=$PWD/build-gpu/libvulpes.so
+      run py_cuda_test python3 -m pytest -q -rs -p no:cacheprovider python/tests/test_env.py -k cuda
       for n in 4096 65536; do
-        run "py_vector_env_$n" /tmp/vp-py/bin/python examples/python/bench_vector_env.py --device cuda --num-envs "$n" --steps 500
+        run "py_vector_env_$n" python3 examples/python/bench_vector_env.py --device cuda --num-envs "$n" --steps 500
       done ;;
     torch-collect)
       run bench_train build-gpu/vulpes bench train --backend cuda --json "$OUT/train.jsonl"
