@@ -85,6 +85,14 @@ def test_flat_actions_earn_nothing_and_the_window_end_truncates(tiny_config):
     v.close()
 
 
+def test_more_envs_than_the_config_replay_holds(tiny_config):
+    # envs alone keep no replay, so the replay's size rule does not refuse them
+    v = vulpes.VectorEnv(tiny_config, {"replay.capacity": 256, **SHORT}, num_envs=1024, device="cpu")
+    obs, _ = v.reset(seed=2)
+    assert obs["window"].shape[0] == 1024
+    v.close()
+
+
 def test_cuda_envs_equal_the_cpu_envs(tiny_config):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

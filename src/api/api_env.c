@@ -94,6 +94,10 @@ static vp_status env_setup(vp_api_env* e, const char* config, const char* const*
                            const char* span, const char* backend, int64_t n_envs) {
     VP_TRY(vp_config_resolve(&e->cfg, config, n_overrides, (char* const*)overrides));
     if (n_envs > 0) e->cfg.env.n_envs = n_envs;
+    // envs alone keep no replay: its size rule (room for one push of n_envs x n_step) does not
+    // apply, so the checks that build the parts below see a replay that would hold one push
+    const int64_t push = e->cfg.env.n_envs * (int64_t)e->cfg.learn.n_step;
+    if (e->cfg.replay.capacity < push) e->cfg.replay.capacity = push;
     VP_TRY(vp_api_backend(backend, &e->backend));
     VP_TRY(vp_train_data_load(&e->data, &e->cfg));
     const vp_train_data* d = &e->data;
