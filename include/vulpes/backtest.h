@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "vulpes/config.h"
+#include "vulpes/data_record.h"
 #include "vulpes/rollout.h"
 
 #ifdef __cplusplus
@@ -90,6 +91,13 @@ vp_status vp_backtest_print(const vp_rollout_result* r, FILE* out);
 /* Whether a backtest may set config key `name` for itself (every instrument.* key,
  * data.price_side, metrics.risk_free_rate: costs, contract and measurement, not the network). */
 int vp_backtest_key_overridable(const char* name);
+
+/* The training run's config and the record of its data (*has_rec: whether the checkpoint has
+ * one) from checkpoint `path`'s metadata, with `overrides` applied ([n_overrides] "KEY=VALUE",
+ * only the keys vp_backtest_key_overridable allows; `who` names the caller in a refusal, e.g.
+ * "a backtest"), then checked. What `vulpes backtest`, `vulpes act` and the live API read. */
+vp_status vp_backtest_checkpoint_config(const char* path, char* const* overrides, int n_overrides, const char* who,
+                                        vp_config* cfg, vp_data_record* rec, int* has_rec);
 
 /* What to run. The network, instrument, episode length and feature settings come from the
  * config in the checkpoint's metadata (its train.algo's policy); features and ATR are computed

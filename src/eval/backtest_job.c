@@ -44,11 +44,20 @@ int vp_backtest_key_overridable(const char* name) {
                     strcmp(name, "metrics.risk_free_rate") == 0);
 }
 
-/* Applies the job's KEY=VALUE overrides to the training run's config (costs, contract and
- * measurement for this backtest only); any other key is refused, naming it. */
-static vp_status apply_overrides(job_state* j, const vp_backtest_job* job) {
-    for (int i = 0; i < job->n_overrides; ++i) {
-        const char* a = job->overrides[i];
+vp_status vp_backtest_checkpoint_config(const char* path, char* const* overrides, int n_overrides, const char* who,
+                                        vp_config* cfg, vp_data_record* rec, int* has_rec) {
+    vp_checkpoint* ck = NULL;
+    VP_TRY(vp_checkpoint_open(&ck, path));
+    const char* yaml = vp_checkpoint_meta(ck, "config");
+    vp_status s = yaml ? VP_OK
+                       : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s has no config in its metadata", path);
+    vp_config_defaults(cfg);
+    if (s == VP_OK) s = vp_config_load_string(cfg, yaml, "the checkpoint's config");
+    if (s == VP_OK) s = vp_checkpoint_data(ck, rec, has_rec);
+    vp_checkpoint_close(ck);
+    VP_TRY(s);
+    for (int i = 0; i < n_overrides; ++i) {
+        const char* a = overrides ? overrides[i] : NULL;
         // the key: the text before '='
         const char* eq = a ? strchr(a, '=') : NULL;
         char key[128] = "";
@@ -57,27 +66,12 @@ static vp_status apply_overrides(job_state* j, const vp_backtest_job* job) {
             key[eq - a] = '\0';
         }
         VP_REQUIRE(eq != NULL && vp_backtest_key_overridable(key), VP_ERR_INVALID_ARG,
-                   "'%s': a backtest may change only instrument.* keys, data.price_side and metrics.risk_free_rate "
-                   "(costs, contract and measurement; vulpes backtest --help lists them); the network keeps the "
-                   "rest of its training config", a ? a : "(null)");
-        VP_TRY(vp_config_override(&j->cfg, a));
+                   "'%s': %s may change only instrument.* keys, data.price_side and metrics.risk_free_rate (costs, "
+                   "contract and measurement; vulpes backtest --help lists them); the network keeps the rest of its "
+                   "training config", a ? a : "(null)", who);
+        VP_TRY(vp_config_override(cfg, a));
     }
-    return VP_OK;
-}
-
-/* The config of the training run and the record of its data, from the checkpoint's metadata. */
-static vp_status load_config(job_state* j, const char* path) {
-    vp_checkpoint* ck = NULL;
-    VP_TRY(vp_checkpoint_open(&ck, path));
-    const char* yaml = vp_checkpoint_meta(ck, "config");
-    vp_status s = yaml ? VP_OK
-                       : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s has no config in its metadata", path);
-    vp_config_defaults(&j->cfg);
-    if (s == VP_OK) s = vp_config_load_string(&j->cfg, yaml, "the checkpoint's config");
-    if (s == VP_OK) s = vp_checkpoint_data(ck, &j->rec, &j->has_rec);
-    vp_checkpoint_close(ck);
-    VP_TRY(s);
-    return vp_config_check(&j->cfg);
+    return vp_config_check(cfg);
 }
 
 /* The bars to read into c->data: --data, else the training data the checkpoint recorded (a
@@ -189,10 +183,9 @@ static vp_status open_out(job_state* j, const vp_backtest_job* job, const vp_rol
 static vp_status job_prepare(vp_backend* b, const vp_backtest_job* job, job_state* j, vp_backtest_span_info* si,
                              vp_rollout_cfg* c, vp_policy* pol) {
     vp_backtest_checks* ck = &si->checks;
-    vp_status s = load_config(j, job->checkpoint);
+    vp_status s = vp_backtest_checkpoint_config(job->checkpoint, job->overrides, job->n_overrides, "a backtest",
+                                                &j->cfg, &j->rec, &j->has_rec);
     ck->recorded = j->has_rec;
-    if (s == VP_OK) s = apply_overrides(j, job);
-    if (s == VP_OK) s = vp_config_check(&j->cfg);
     if (s == VP_OK) s = pick_data(j, job, ck);
     if (s == VP_OK) s = load_bars(j, ck);
     // the span over the bars (the overlap counted when they are the training data), then the checks

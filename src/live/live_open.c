@@ -39,31 +39,8 @@ void vp_live_account_reset(vp_live_account* a, double equity) {
 /* The training run's config and the record of its data, from the checkpoint's metadata, with
  * the overrides a backtest allows. */
 static vp_status load_config(vp_live* h, const char* path, const vp_live_opts* o) {
-    vp_checkpoint* ck = NULL;
-    VP_TRY(vp_checkpoint_open(&ck, path));
-    const char* yaml = vp_checkpoint_meta(ck, "config");
-    vp_status s = yaml ? VP_OK
-                       : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s has no config in its metadata", path);
-    vp_config_defaults(&h->cfg);
-    if (s == VP_OK) s = vp_config_load_string(&h->cfg, yaml, "the checkpoint's config");
-    if (s == VP_OK) s = vp_checkpoint_data(ck, &h->rec, &h->has_rec);
-    vp_checkpoint_close(ck);
-    VP_TRY(s);
-    for (int i = 0; i < o->n_overrides; ++i) {
-        const char* a = o->overrides ? o->overrides[i] : NULL;
-        const char* eq = a ? strchr(a, '=') : NULL;
-        char key[128] = "";
-        if (eq && (size_t)(eq - a) < sizeof key) {
-            memcpy(key, a, (size_t)(eq - a));
-            key[eq - a] = '\0';
-        }
-        VP_REQUIRE(eq != NULL && vp_backtest_key_overridable(key), VP_ERR_INVALID_ARG,
-                   "'%s': live decisions may change only instrument.* keys, data.price_side and "
-                   "metrics.risk_free_rate (costs, contract and measurement); the network keeps the rest of its "
-                   "training config", a ? a : "(null)");
-        VP_TRY(vp_config_override(&h->cfg, a));
-    }
-    VP_TRY(vp_config_check(&h->cfg));
+    VP_TRY(vp_backtest_checkpoint_config(path, (char* const*)o->overrides, o->n_overrides, "live decisions",
+                                         &h->cfg, &h->rec, &h->has_rec));
     VP_REQUIRE(strcmp(h->cfg.train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
                "checkpoint %s was trained by train.algo '%s'; live decisions run the dqn network only", path,
                h->cfg.train.algo);
