@@ -34,7 +34,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 
 import torch
@@ -42,6 +41,7 @@ import torch.nn.functional as Fn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import golden  # noqa: E402  (the reference network)
+from torch_timing import time_launches  # noqa: E402  (bench/, this script's folder)
 
 MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, use_mamba=1, mamba_state=16,
              mamba_head_dim=64, mamba_conv=4, head_hidden=128, n_atoms=51, v_min=-10.0, v_max=10.0,
@@ -250,32 +250,12 @@ def time_mode(mode, E, S, iters):
             col.collect()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
-    note, graph = "", None
-    if mode != "eager":
-        try:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for _ in range(iters):
-                    col.collect()
-        except Exception as e:  # noqa: BLE001  (reported, then timed without the graph)
-            graph, note = None, f"graph capture failed ({type(e).__name__}); timed eagerly"
-            torch.cuda.synchronize()
-    run = graph.replay if graph else (lambda: [col.collect() for _ in range(iters)])
-    run()
-    torch.cuda.synchronize()
-    per = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        per.append(a.elapsed_time(b) / iters)
+    ms, note, graph = time_launches(col.collect, iters, mode == "eager")
     if not math.isfinite(float(col.reward_sum)) or int(col.bad_bars) != 0:
         raise RuntimeError(f"{mode}: reward sum {float(col.reward_sum)}, {int(col.bad_bars)} bars outside the span")
     del col, graph
     torch.cuda.empty_cache()
-    return statistics.median(per), note
+    return ms, note
 
 
 def read_vulpes(path):

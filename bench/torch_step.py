@@ -27,14 +27,13 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 
 import torch
-import torch.nn.functional as Fn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import golden  # noqa: E402  (the reference network and losses)
+from torch_timing import time_launches  # noqa: E402  (bench/, this script's folder)
 
 MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, use_mamba=1, mamba_state=16,
              mamba_head_dim=64, mamba_conv=4, head_hidden=128, n_atoms=51, v_min=-10.0, v_max=10.0,
@@ -148,34 +147,14 @@ def time_mode(mode, B, iters):
     torch.cuda.synchronize()
     if not math.isfinite(float(s.loss)):
         raise RuntimeError(f"{mode}: loss {float(s.loss)} is not finite")
-    note = ""
-    if mode != "eager":
-        try:
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                for _ in range(iters):
-                    s.step()
-        except Exception as e:  # noqa: BLE001  (reported, then timed without the graph)
-            graph, note = None, f"graph capture failed ({type(e).__name__}); timed eagerly"
-            torch.cuda.synchronize()
-    run = graph.replay if graph else (lambda: [s.step() for _ in range(iters)])
-    run()
-    torch.cuda.synchronize()
-    per = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        per.append(a.elapsed_time(b) / iters)
+    ms, note, graph = time_launches(s.step, iters, mode == "eager")
     if not math.isfinite(float(s.loss)):
         raise RuntimeError(f"{mode}: loss {float(s.loss)} is not finite after timing")
     peak = torch.cuda.max_memory_allocated() / 2**30
     del s, graph
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    return statistics.median(per), peak, note
+    return ms, peak, note
 
 
 def main():

@@ -13,22 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vulpes/api.h"
 #include "vulpes/live.h"
-
-/* The library's last message without its location tail " (VP_ERR_..., file.c:123)", which is
- * for developers (kept when VULPES_DEBUG is set, as the vulpes tool does). */
-static const char* message(void) {
-    static char buf[1200];
-    const char* msg = vp_last_error();
-    const char* dbg = getenv("VULPES_DEBUG");
-    if (dbg && dbg[0] && strcmp(dbg, "0") != 0) return msg;
-    snprintf(buf, sizeof buf, "%s", msg);
-    char* tail = NULL;
-    for (char* t = strstr(buf, " (VP_ERR_"); t; t = strstr(t + 1, " (VP_ERR_")) tail = t;
-    const size_t n = strlen(buf);
-    if (tail && n > 0 && buf[n - 1] == ')') *tail = '\0';
-    return buf;
-}
 
 int main(int argc, char** argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0) {
@@ -46,7 +32,7 @@ int main(int argc, char** argv) {
     o.overrides = over;
     vp_live* h = NULL;
     if (vp_live_open(&h, argv[1], &o) != VP_OK) {
-        fprintf(stderr, "live_decide: %s\n", message());
+        fprintf(stderr, "live_decide: %s\n", vp_api_last_error());
         free(over);
         return 1;
     }
@@ -59,21 +45,21 @@ int main(int argc, char** argv) {
         vp_live_bar bar;
         if (vp_live_parse_csv(line, line_no, &bar) != VP_OK) {
             if (line_no == 1) continue; /* a header */
-            fprintf(stderr, "live_decide: %s\n", message());
+            fprintf(stderr, "live_decide: %s\n", vp_api_last_error());
             bad = 1;
             continue;
         }
         vp_decision d;
         int decided = 0;
         if (vp_live_push(h, &bar, &d, &decided) != VP_OK) {
-            fprintf(stderr, "live_decide: line %lld: %s\n", line_no, message());
+            fprintf(stderr, "live_decide: line %lld: %s\n", line_no, vp_api_last_error());
             bad = 1;
             continue;
         }
         if (!decided) continue;
         char* text = NULL;
         if (vp_live_decision_json(h, &d, 0, &text) != VP_OK) {
-            fprintf(stderr, "live_decide: line %lld: %s\n", line_no, message());
+            fprintf(stderr, "live_decide: line %lld: %s\n", line_no, vp_api_last_error());
             bad = 1;
             continue;
         }

@@ -20,7 +20,7 @@ if [ -z "$python" ]; then
 fi
 if [ ! -f "$build/libvulpes.so" ]; then echo "FAIL: $build/libvulpes.so is missing (build the vulpes_shared target)"; exit 1; fi
 cd "$src"
-export PYTHONPATH="$src/python/src${PYTHONPATH:+:$PYTHONPATH}" VULPES_LIBRARY="$build/libvulpes.so"
+export PYTHONPATH="$src/python/src${PYTHONPATH:+:$PYTHONPATH}" VULPES_LIBRARY="$build/libvulpes.so" VULPES_BIN="$build/vulpes"
 # Under CI a skipped test is a failure, except the CUDA ones on a machine without a GPU.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -22,40 +22,16 @@ Needs: numpy, pandas, scipy and empyrical (empyrical-reloaded), and the vulpes c
 import html.parser
 import json
 import math
-import os
-import pathlib
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
+from vulpes_cli import run_vulpes
 
 pd = pytest.importorskip("pandas")
 stats = pytest.importorskip("scipy.stats")
 empyrical = pytest.importorskip("empyrical")
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 RTOL, ATOL = 1e-9, 1e-12
-
-
-def vulpes_bin():
-    """The vulpes command to run, or a skip when none is built."""
-    given = os.environ.get("VULPES_BIN")
-    if given:
-        return given
-    for build in ("build", "build-cpu"):
-        path = ROOT / build / "vulpes"
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    found = shutil.which("vulpes")
-    if found:
-        return found
-    pytest.skip("no vulpes command: build it (make) or set VULPES_BIN")
-
-
-def run_vulpes(*args):
-    proc = subprocess.run([vulpes_bin(), *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"vulpes {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}"
 
 
 class Page(html.parser.HTMLParser):

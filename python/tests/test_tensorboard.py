@@ -12,37 +12,14 @@ build/vulpes or build-cpu/vulpes under the repository root).
 """
 
 import json
-import os
 import pathlib
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
+from vulpes_cli import run_vulpes
 
 event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def vulpes_bin():
-    """The vulpes command to run, or a skip when none is built."""
-    given = os.environ.get("VULPES_BIN")
-    if given:
-        return given
-    for build in ("build", "build-cpu"):
-        path = ROOT / build / "vulpes"
-        if path.is_file() and os.access(path, os.X_OK):
-            return str(path)
-    found = shutil.which("vulpes")
-    if found:
-        return found
-    pytest.skip("no vulpes command: build it (make) or set VULPES_BIN")
-
-
-def run_vulpes(*args):
-    proc = subprocess.run([vulpes_bin(), *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"vulpes {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}"
 
 
 def expected_scalars(metrics_path):
