@@ -218,8 +218,22 @@ static vp_status run_all(vp_ablate_ctx* c, vp_backend* b, const vp_config* var, 
     for (int v = 0; v < r->n_variants; ++v) probe_cfg[v] = &var[v];
     vp_job_pool p = {"ablation", "run", "runs", r->n_runs, c->opts->parallel, c->opts->stop_after_runs, c,
                      job_is_done, job_run, job_note, &c->halt, probe_cfg, c->data, r->n_variants};
+    // the progress over the runs this call runs (a continued run counts from its checkpoint's iteration)
+    c->iters = (int64_t*)calloc(2 * (size_t)r->n_runs, sizeof(int64_t));
+    if (!c->iters) {
+        free(probe_cfg);
+        VP_FAIL(VP_ERR_OOM, "ablation: %lld runs", (long long)r->n_runs);
+    }
+    c->iter0 = c->iters + r->n_runs;
+    for (int64_t k = 0; k < r->n_runs; ++k) c->iter0[k] = -1;
+    c->work_total = vp_job_pool_left(&p) * var[0].train.iterations;
+    c->interval_s = 10.0;
+    c->t0 = vp_clock_s();
+    c->last_line = c->t0 - c->interval_s; // the first report prints at once
     vp_status s = vp_job_pool_run(&p, b);
     free(probe_cfg);
+    free(c->iters);
+    c->iters = NULL;
     for (int64_t k = 0; k < r->n_runs && s == VP_OK; ++k) {
         if (!c->finished_now[k]) continue;
         vp_metrics_log* m = &run->metrics;

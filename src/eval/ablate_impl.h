@@ -23,6 +23,13 @@ typedef struct vp_ablate_ctx {
     _Atomic int halt;             /* set when a run failed: the runs in progress stop */
     pthread_mutex_t mu;           /* guards the progress stream and the counters below */
     int64_t started;              /* runs started by this call */
+    int64_t done;                 /* runs finished by this call */
+    int64_t* iters;               /* [n_runs] each run's iteration at its loop's last report */
+    int64_t* iter0;               /* [n_runs] its iteration at its first report in this call (-1: none yet) */
+    int64_t work_total;           /* iterations this call has to run, at most: train.iterations x the runs it runs */
+    double t0;                    /* clock at the start of the runs */
+    double last_line;             /* clock at the last progress line */
+    double interval_s;            /* least seconds between progress lines */
 } vp_ablate_ctx;
 
 /* ---- ablate_collect.c ----------------------------------------------------------------------- */
@@ -34,6 +41,11 @@ int vp_ablate_run_is_finished(const char* dir);
 
 /* A line on the progress stream (when there is one), whole even with runs in parallel. */
 void vp_ablate_note(vp_ablate_ctx* c, const char* msg);
+
+/* Run k's loop reached `iteration`: a progress line over every run of this call when
+ * interval_s has passed since the last ("[ELAPSED] runs D/N done, R running | iterations W/T
+ * (P %) | ETA S"). */
+void vp_ablate_progress(vp_ablate_ctx* c, int64_t k, int64_t iteration);
 
 /* Runs run k on backend b in its folder: from its start, or (resuming, when the folder holds
  * last.safetensors) from there; *stopped set when a stop request left it unfinished. Safe to

@@ -40,8 +40,30 @@ static void say(const job* j, const char* msg) {
     vp_ablate_note(j->c, line);
 }
 
+void vp_ablate_progress(vp_ablate_ctx* c, int64_t k, int64_t iteration) {
+    if (!c->opts->progress) return;
+    pthread_mutex_lock(&c->mu);
+    c->iters[k] = iteration;
+    if (c->iter0[k] < 0) c->iter0[k] = iteration;
+    const double now = vp_clock_s();
+    if (now - c->last_line >= c->interval_s) {
+        c->last_line = now;
+        int64_t work = 0;
+        for (int64_t i = 0; i < c->r->n_runs; ++i) work += c->iter0[i] >= 0 ? c->iters[i] - c->iter0[i] : 0;
+        const double el = now - c->t0, frac = c->work_total > 0 ? (double)work / (double)c->work_total : 0.0;
+        char eta[32] = "-";
+        if (work > 0 && frac <= 1.0) snprintf(eta, sizeof eta, "%.0fs", el * (1.0 - frac) / frac);
+        fprintf(c->opts->progress, "[%.0fs] runs %lld/%lld done, %lld running | iterations %lld/%lld (%.1f%%) | ETA %s\n",
+                el, (long long)c->done, (long long)c->r->n_runs, (long long)(c->started - c->done), (long long)work,
+                (long long)c->work_total, 100.0 * frac, eta);
+        fflush(c->opts->progress);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void sink_update(void* ctx, const vp_progress_stats* st) {
-    (void)ctx, (void)st;
+    const job* j = (const job*)ctx;
+    vp_ablate_progress(j->c, j->k, st->iteration);
 }
 
 static void sink_note(void* ctx, const char* msg) {
@@ -94,6 +116,9 @@ vp_status vp_ablate_job_run(vp_ablate_ctx* c, vp_backend* b, int64_t k, int* sto
         snprintf(msg, sizeof msg, "stopped at iteration %lld (a resume continues it)", (long long)r.count.iteration);
     } else {
         c->finished_now[k] = 1;
+        pthread_mutex_lock(&c->mu);
+        c->done++;
+        pthread_mutex_unlock(&c->mu);
         snprintf(msg, sizeof msg, "done: test Sharpe %.3f, total return %.2f %%", r.test.strategy.sharpe,
                  100.0 * r.test.strategy.total_return);
     }
