@@ -26,7 +26,7 @@ static void usage(FILE* f) {
             "seed's), ms per learner step and the parameter count (docs/ablate.md).\n\n"
             "  --switch LIST   comma-separated switches: KEY turns a bool key on (KEY=true), KEY=VALUE sets\n"
             "                  any key; only model.*, learn.*, replay.*, collect.* and env.* keys, each\n"
-            "                  changing the base (may be given more than once)\n"
+            "                  changing the base\n"
             "  --seeds N       seeds per variant (>= 1)\n"
             "  --parallel P    train up to P runs at once, each on its own backend (fewer when free GPU\n"
             "                  memory holds fewer); the same figures whatever P\n"
@@ -45,33 +45,21 @@ typedef struct ablate_args {
     const char* config;
     const char* out;
     const char* resume;
+    const char* sw;     /* --switch's list */
     int force;
     int64_t seeds, parallel;
     vp_cli_args cl; /* the overrides: key=value, then --backend's */
 } ablate_args;
 
-/* The switches of every --switch, split at commas, into sw[] (storage in buf). */
-static int split_switches(int argc, char** argv, char* buf, size_t cap, const char** sw, int max) {
+/* The switches of --switch's list, split at commas in place (buf), into sw[]; -1 when more
+ * than max. */
+static int split_switches(char* buf, const char** sw, int max) {
     int n = 0;
-    size_t used = 0;
-    for (int i = 1; i < argc; ++i) {
-        const char* v = NULL;
-        if (strcmp(argv[i], "--switch") == 0 && i + 1 < argc) v = argv[++i];
-        else if (strncmp(argv[i], "--switch=", 9) == 0) v = argv[i] + 9;
-        if (!v) continue;
-        const size_t l = strlen(v);
-        if (used + l + 1 > cap) return -1;
-        char* s = buf + used;
-        memcpy(s, v, l + 1);
-        used += l + 1;
-        for (char* tok = s;; ) {
-            char* comma = strchr(tok, ',');
-            if (comma) *comma = '\0';
-            if (n >= max) return -1;
-            sw[n++] = tok;
-            if (!comma) break;
-            tok = comma + 1;
-        }
+    for (char *tok = buf, *comma; tok; tok = comma ? comma + 1 : NULL) {
+        comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
+        if (n >= max) return -1;
+        sw[n++] = tok;
     }
     return n;
 }
@@ -80,9 +68,8 @@ static int split_switches(int argc, char** argv, char* buf, size_t cap, const ch
 static int parse(int argc, char** argv, ablate_args* a) {
     memset(a, 0, sizeof *a);
     a->parallel = 1;
-    const char* sw = NULL;
     const vp_cli_opt opts[] = {
-        {"--switch", VP_CLI_TEXT, &sw, NULL, 0, 0, NULL},
+        {"--switch", VP_CLI_TEXT, &a->sw, NULL, 0, 0, NULL},
         {"--seeds", VP_CLI_COUNT, &a->seeds, NULL, 1, 100000, NULL},
         {"--parallel", VP_CLI_COUNT, &a->parallel, NULL, 1, 4096, NULL},
         {"--out", VP_CLI_TEXT, &a->out, NULL, 0, 0, NULL},
@@ -101,8 +88,8 @@ static int parse(int argc, char** argv, ablate_args* a) {
                 "--seeds, --out and --force do not apply\n");
         return 2;
     }
-    if (!a->resume && (!a->config || !sw || a->seeds < 1)) {
-        fprintf(stderr, "vulpes ablate: %s is required\n\n", !a->config ? "CONFIG" : !sw ? "--switch" : "--seeds");
+    if (!a->resume && (!a->config || !a->sw || a->seeds < 1)) {
+        fprintf(stderr, "vulpes ablate: %s is required\n\n", !a->config ? "CONFIG" : !a->sw ? "--switch" : "--seeds");
         usage(stderr);
         return 2;
     }
@@ -113,9 +100,10 @@ int vp_cmd_ablate(int argc, char** argv) {
     ablate_args a;
     int rc = parse(argc, argv, &a);
     if (rc != 0) return rc < 0 ? 0 : rc;
-    static char sw_buf[16384];
-    const char* sw[VP_ABLATE_MAX_SWITCHES + 1];
-    const int n_sw = a.resume ? 0 : split_switches(argc, argv, sw_buf, sizeof sw_buf, sw, VP_ABLATE_MAX_SWITCHES);
+    char sw_buf[16384];
+    snprintf(sw_buf, sizeof sw_buf, "%s", a.sw ? a.sw : "");
+    const char* sw[VP_ABLATE_MAX_SWITCHES];
+    const int n_sw = a.resume ? 0 : split_switches(sw_buf, sw, VP_ABLATE_MAX_SWITCHES);
     if (n_sw < 0) {
         fprintf(stderr, "vulpes ablate: more than %d switches\n", VP_ABLATE_MAX_SWITCHES);
         return 2;
