@@ -14,6 +14,7 @@ typedef struct vp_bench_opts {
     int quick;             /* smaller shapes, for smoke runs on the CPU */
     const char* backend;   /* "cpu", "cuda" or "auto" */
     int64_t batch;         /* bench step: learner batch B (0: the default, 8192; --quick's smaller one) */
+    const char* ablate;    /* bench step: switches KEY[,KEY=VALUE...] timed beside the default (NULL: none) */
 } vp_bench_opts;
 
 /* `vulpes bench gemm`: the learner's GEMM shapes. */
@@ -31,7 +32,8 @@ void vp_bench_json_close(FILE* f);
 /* `vulpes bench env`: environment steps per second with random actions, bytes per step, GB/s. */
 int vp_bench_env(vp_backend* b, const vp_bench_opts* o);
 
-/* `vulpes bench step`: ms per learner step at B = 8192 with its phases and TFLOP/s. */
+/* `vulpes bench step`: ms per learner step at B = 8192 with its phases and TFLOP/s (with
+ * o->ablate: the default config's, then each switch on, and a table side by side). */
 int vp_bench_step(vp_backend* b, const vp_bench_opts* o);
 
 /* `vulpes bench train`: collection env steps/s with policy inference, iterations/s and the

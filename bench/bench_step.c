@@ -1,6 +1,9 @@
 /* `vulpes bench step`: milliseconds per learner step (tau draws, online and target
  * forwards, both losses, backward, clip, AdamW, Polyak, statistics) for the default
  * model at B = 8192 (--quick: B = 1024 on CUDA, 64 on the CPU; --batch B sets it), on a synthetic batch.
+ * With --ablate KEY[,KEY=VALUE...] the default config's learner is timed first, then the same
+ * with each switch on (the switches of `vulpes ablate`, every one checked by name before any
+ * timing), and a last table sets each step time beside the default's.
  * The step is validated first (finite loss and gradient norm, no NaN flag), warmed up,
  * then timed as `iters` steps captured in one graph, launched between two syncs (host
  * clock), median of 5 launches. Each phase is then timed alone the same way, eagerly.
@@ -11,7 +14,9 @@
 #include <string.h>
 
 #include "bench.h"
+#include "vulpes/ablate.h"
 #include "vulpes/learner.h"
+#include "vulpes/train.h"
 
 #define STEP_REPS 5  /* timed launches (median) */
 #define FEATURE_ROWS 4096
@@ -129,11 +134,19 @@ static vp_status validate(vp_backend* b, step_ctx* c) {
     return VP_OK;
 }
 
-int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
+/* What one timed learner reports to the comparison table. */
+typedef struct step_result {
+    double step_ms;     /* the whole step (graph, or eager when capture failed) */
+    double gflop;       /* GEMM GFLOP per step */
+    int64_t parameters; /* the network's parameter count */
+} step_result;
+
+/* Validates, times and prints one learner config (its table and JSON lines; `variant` names it
+ * in both when not NULL); *res receives its step time. Returns an exit code. */
+static int bench_one(vp_backend* b, const vp_bench_opts* o, const vp_learner_cfg* lc, const char* variant,
+                     step_result* res) {
     const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
-    vp_learner_cfg cfg = vp_learner_cfg_default();
-    if (o->quick) cfg.batch = cuda ? 1024 : 64;
-    if (o->batch > 0) cfg.batch = o->batch;
+    vp_learner_cfg cfg = *lc;
     const int iters = o->iters > 0 ? o->iters : (cuda ? 10 : 1);
     const vp_model_cfg* mc = &cfg.model;
     // GEMM FLOPs: online forward + backward at s_t, online and target forwards at s_{t+n}.
@@ -188,9 +201,9 @@ int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
     const double total_flops = f_fwd + f_bwd;
     double sum = 0.0;
     for (int p = 0; p < VP_PHASE_COUNT; ++p) sum += phase_ms[p];
-    printf("vulpes bench step on %s: default model (H %d, K %d, Z %d, %d+%d taus), B = %lld, %.1f GFLOP per step\n",
-           vp_backend_name(b), mc->hidden, mc->window, mc->n_atoms, cfg.n_taus, cfg.n_target_taus,
-           (long long)cfg.batch, total_flops * 1e-9);
+    printf("vulpes bench step on %s: %s%s (H %d, K %d, Z %d, %d+%d taus), B = %lld, %.1f GFLOP per step\n",
+           vp_backend_name(b), variant ? "variant " : "default model", variant ? variant : "", mc->hidden, mc->window,
+           mc->n_atoms, cfg.n_taus, cfg.n_target_taus, (long long)cfg.batch, total_flops * 1e-9);
     printf("%-22s %10s %8s %10s %9s\n", "phase", "ms", "share", "GFLOP", "TFLOP/s");
     for (int p = 0; p < VP_PHASE_COUNT; ++p)
         printf("%-22s %10.3f %7.1f%% %10.1f %9.2f\n", vp_learner_phase_name((vp_learner_phase)p), phase_ms[p],
@@ -209,21 +222,101 @@ int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
            (double)l.stats_host[VP_STAT_GRAD_NORM], (double)l.stats_host[VP_STAT_Q_MEAN]);
     FILE* js = vp_bench_json_open(o);
     const char* dev = vp_backend_name(b);
+    char vj[VP_ABLATE_NAME_MAX + 16] = "";
+    if (variant) snprintf(vj, sizeof vj, "\"variant\":\"%s\",", variant);
     for (int p = 0; p < VP_PHASE_COUNT; ++p)
         fprintf(js,
-                "{\"bench\":\"step\",\"backend\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"phase\":\"%s\","
+                "{\"bench\":\"step\",%s\"backend\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"phase\":\"%s\","
                 "\"ms\":%.5f,\"gflop\":%.3f,\"tflops\":%.3f,\"iters\":%d}\n",
-                cuda ? "cuda" : "cpu", dev, (long long)cfg.batch, vp_learner_phase_name((vp_learner_phase)p),
+                vj, cuda ? "cuda" : "cpu", dev, (long long)cfg.batch, vp_learner_phase_name((vp_learner_phase)p),
                 phase_ms[p], phase_flops[p] * 1e-9, phase_flops[p] / (phase_ms[p] * 1e-3) / 1e12, iters);
     fprintf(js,
-            "{\"bench\":\"step\",\"backend\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"phase\":\"step\",\"graph\":%d,"
+            "{\"bench\":\"step\",%s\"backend\":\"%s\",\"device\":\"%s\",\"batch\":%lld,\"phase\":\"step\",\"graph\":%d,"
             "\"ms\":%.5f,\"ms_phase_sum\":%.5f,\"gflop\":%.3f,\"tflops\":%.3f,\"iters\":%d,\"hidden\":%d,"
             "\"n_taus\":%d,\"n_atoms\":%d,\"floor_ms_tf32\":%.5f,\"floor_ms_bf16\":%.5f}\n",
-            cuda ? "cuda" : "cpu", dev, (long long)cfg.batch, graph, step_ms, sum, total_flops * 1e-9,
+            vj, cuda ? "cuda" : "cpu", dev, (long long)cfg.batch, graph, step_ms, sum, total_flops * 1e-9,
             total_flops / (step_ms * 1e-3) / 1e12, iters, mc->hidden, cfg.n_taus, mc->n_atoms, floor_tf32, floor_bf16);
     vp_bench_json_close(js);
+    res->step_ms = step_ms, res->gflop = total_flops * 1e-9, res->parameters = l.model.n_weights;
     vp_buffer_free(b, &fbuf);
     vp_buffer_free(b, &pbuf);
     vp_learner_free(&l);
     return 0;
+}
+
+/* The batch of this bench: --batch, else --quick's, else the config's. */
+static void set_batch(vp_learner_cfg* c, const vp_bench_opts* o, int cuda) {
+    if (o->quick) c->batch = cuda ? 1024 : 64;
+    if (o->batch > 0) c->batch = o->batch;
+}
+
+/* The learner of config c (the default config with a switch on), with the default learner's
+ * feature count. */
+static vp_status learner_of(const vp_config* c, vp_learner_cfg* out) {
+    vp_train_parts parts;
+    VP_TRY(vp_config_check(c));
+    VP_TRY(vp_train_parts_make(c, vp_learner_cfg_default().model.n_features, &parts));
+    VP_TRY(vp_model_cfg_check(&parts.learner.model));
+    *out = parts.learner;
+    return VP_OK;
+}
+
+/* --ablate: the default config's learner, then each switch on; every switch is read and its
+ * learner made before anything is timed, so a bad one is refused at once, by name. */
+static int bench_ablate(vp_backend* b, const vp_bench_opts* o) {
+    const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
+    char list[4096];
+    snprintf(list, sizeof list, "%s", o->ablate);
+    vp_ablate_variant v[VP_ABLATE_MAX_SWITCHES + 1];
+    vp_learner_cfg lc[VP_ABLATE_MAX_SWITCHES + 1];
+    vp_config base;
+    vp_config_defaults(&base);
+    int n = 1;
+    vp_status s = learner_of(&base, &lc[0]);
+    for (char *tok = list, *comma; s == VP_OK && tok; tok = comma ? comma + 1 : NULL) {
+        comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
+        if (n > VP_ABLATE_MAX_SWITCHES) {
+            s = vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE, "--ablate: more than %d switches", VP_ABLATE_MAX_SWITCHES);
+            break;
+        }
+        s = vp_ablate_parse_switch(&base, tok, &v[n]);
+        vp_config c = base;
+        if (s == VP_OK) s = vp_config_set(&c, v[n].key->name, v[n].value, v[n].name);
+        if (s == VP_OK) s = learner_of(&c, &lc[n]);
+        if (s != VP_OK) s = vp_error_context(s, "--ablate");
+        ++n;
+    }
+    if (s != VP_OK) {
+        fprintf(stderr, "vulpes bench step: %s\n", vp_api_last_error());
+        return 2;
+    }
+    step_result res[VP_ABLATE_MAX_SWITCHES + 1];
+    for (int i = 0; i < n; ++i) {
+        set_batch(&lc[i], o, cuda);
+        if (i > 0) printf("\n");
+        const int rc = bench_one(b, o, &lc[i], i ? v[i].name : NULL, &res[i]);
+        if (rc != 0) return rc;
+    }
+    // the step times side by side
+    int w = 7;
+    for (int i = 1; i < n; ++i)
+        if ((int)strlen(v[i].name) > w) w = (int)strlen(v[i].name);
+    printf("\nlearner step with each switch on, beside the default (B = %lld, %s):\n%-*s %10s %10s %10s %12s\n",
+           (long long)lc[0].batch, vp_backend_name(b), w, "variant", "step ms", "vs default", "GFLOP", "parameters");
+    for (int i = 0; i < n; ++i) {
+        char rel[32] = "-";
+        if (i > 0) snprintf(rel, sizeof rel, "%+.1f %%", 100.0 * (res[i].step_ms / res[0].step_ms - 1.0));
+        printf("%-*s %10.3f %10s %10.1f %12lld\n", w, i ? v[i].name : "default", res[i].step_ms, rel, res[i].gflop,
+               (long long)res[i].parameters);
+    }
+    return 0;
+}
+
+int vp_bench_step(vp_backend* b, const vp_bench_opts* o) {
+    if (o->ablate) return bench_ablate(b, o);
+    vp_learner_cfg cfg = vp_learner_cfg_default();
+    set_batch(&cfg, o, vp_backend_get_kind(b) == VP_BACKEND_CUDA);
+    step_result res;
+    return bench_one(b, o, &cfg, NULL, &res);
 }

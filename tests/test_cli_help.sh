@@ -14,9 +14,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 help=$("$v" --help) || fail "vulpes --help exited $?"
 # every command and subcommand, each on a line of its own
-rows="train|walkforward|backtest|act|compare|data inspect|data synth|config|bench gemm|bench env|bench step|bench backtest|bench train|bench act"
+rows="train|walkforward|ablate|backtest|act|compare|data inspect|data synth|config|bench gemm|bench env|bench step|bench backtest|bench train|bench act"
 IFS='|' read -r -a want <<< "$rows"
-listed=$(printf '%s\n' "$help" | grep -cE '^  (train|walkforward|backtest|act|compare|data|config|bench) ')
+listed=$(printf '%s\n' "$help" | grep -cE '^  (train|walkforward|ablate|backtest|act|compare|data|config|bench) ')
 [ "$listed" = "${#want[@]}" ] || fail "vulpes --help lists $listed command lines, expected ${#want[@]}:
 $help"
 for w in "${want[@]}"; do
@@ -31,7 +31,7 @@ short=$("$v" -h) || fail "vulpes -h exited $?"
 [ "$(head -1 <<< "$short")" = "$(head -1 <<< "$help")" ] || fail "-h differs from --help"
 
 # the same messages from the shared parser in every command
-for c in "train x.yaml" "walkforward x.yaml" "bench step"; do
+for c in "train x.yaml" "walkforward x.yaml" "ablate x.yaml --switch model.use_mamba=false --seeds 1" "bench step"; do
   rc=0
   # shellcheck disable=SC2086
   msg=$("$v" $c --backend gpu 2>&1 > /dev/null) || rc=$?

@@ -45,6 +45,7 @@
 /* evaluation: backtests, walk-forward, reports */
 #include "vulpes/backtest.h"
 #include "vulpes/walkforward.h"
+#include "vulpes/ablate.h"
 #include "vulpes/report.h"
 #include "vulpes/api.h"
 #include "vulpes/decision.h"

@@ -8,19 +8,21 @@
 
 static void usage(FILE* f) {
     fprintf(f, "usage: vulpes bench WHAT [--backend cpu|cuda|auto] [--iters N] [--json FILE] [--quick]\n"
-               "                   [--batch B]\n\n");
+               "                   [--batch B] [--ablate KEY[,KEY=VALUE...]]\n\n");
     vp_cli_print_commands(f, "bench");
     fprintf(f,
             "\n  --backend B    where it runs (default auto: the GPU when one is usable)\n"
             "  --iters N      timed repetitions (default: the benchmark's own)\n"
             "  --json FILE    append the JSON lines to FILE (default: stdout)\n"
             "  --quick        smaller shapes, for a smoke run on the CPU\n"
-            "  --batch B      bench step: the learner batch (default 8192), for a sweep over B\n\n"
+            "  --batch B      bench step: the learner batch (default 8192), for a sweep over B\n"
+            "  --ablate LIST  bench step: time the default config's learner, then each switch on (the\n"
+            "                 switches of vulpes ablate: KEY for a bool key, KEY=VALUE), side by side\n\n"
             "The benchmarks measure fixed shapes (SPEC section 10), so they take no key=value overrides.\n");
 }
 
 int vp_cmd_bench(int argc, char** argv) {
-    vp_bench_opts o = {0, NULL, 0, "auto", 0};
+    vp_bench_opts o = {0, NULL, 0, "auto", 0, NULL};
     int64_t iters = 0;
     const vp_cli_opt opts[] = {
         {"--backend", VP_CLI_CHOICE, &o.backend, NULL, 0, 0, VP_CLI_BACKENDS},
@@ -28,6 +30,7 @@ int vp_cmd_bench(int argc, char** argv) {
         {"--json", VP_CLI_TEXT, &o.json_path, NULL, 0, 0, NULL},
         {"--quick", VP_CLI_SWITCH, &o.quick, NULL, 0, 0, NULL},
         {"--batch", VP_CLI_COUNT, &o.batch, NULL, 1, 1048576, NULL},
+        {"--ablate", VP_CLI_TEXT, &o.ablate, NULL, 0, 0, NULL},
     };
     const vp_cli_spec spec = {"bench", opts, (int)(sizeof opts / sizeof opts[0]), 1, 0, usage};
     vp_cli_args a;
@@ -39,6 +42,10 @@ int vp_cmd_bench(int argc, char** argv) {
         return 2;
     }
     o.iters = (int)iters;
+    if (o.ablate && strcmp(a.positional[0], "step") != 0) {
+        fprintf(stderr, "vulpes bench: --ablate applies to bench step only, not '%s'\n", a.positional[0]);
+        return 2;
+    }
     // the table's row "bench WHAT"
     int n = 0;
     const vp_cli_command* cmds = vp_cli_commands(&n);

@@ -79,4 +79,7 @@ int vp_cmd_compare(int argc, char** argv);
 /* `vulpes walkforward CONFIG [key=value ...] --train-bars N --val-bars N --test-bars N [options]`. */
 int vp_cmd_walkforward(int argc, char** argv);
 
+/* `vulpes ablate CONFIG --switch KEY[,KEY...] --seeds N [options]`, or `vulpes ablate --resume DIR`. */
+int vp_cmd_ablate(int argc, char** argv);
+
 #endif /* VP_CLI_COMMANDS_H */

@@ -3,7 +3,8 @@
  *   walkforward_dir.c     the folder's paths, fold markers, file reading, span text (calls nothing here)
  *   walkforward_progress.c the progress line over the folds and the fold lines (thread-safe)
  *   walkforward_fold.c    one fold through the training loop (vp_train_run_data) and its files
- *   walkforward_pool.c    the unfinished folds, up to walkforward.parallel at once (calls fold)
+ *   walkforward_pool.c    the unfinished folds, up to walkforward.parallel at once (calls fold, through
+ *                         the job pool of job_pool.h, which the ablation shares)
  *   walkforward_stitch.c  the finished folds read back (the backtest files' schema, eval_impl.h)
  *   walkforward_print.c   the ruin line, the per-fold table and the stitched Sharpe's weight as text
  *   walkforward_write.c   the walk-forward's own files (the report's warning: the ruin line)

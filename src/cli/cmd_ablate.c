@@ -1,0 +1,150 @@
+/* `vulpes ablate CONFIG --switch KEY[,KEY...] --seeds N [--parallel P] [--out DIR] [--force]
+ * [--backend B] [key=value ...]`, or `vulpes ablate --resume DIR [--parallel P]`: parses the line
+ * with the shared parser (cli_args.h), resolves the base config, traps Ctrl-C, runs
+ * vp_ablate_run with its lines on stderr and prints the table. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "vulpes/ablate.h"
+
+static void usage(FILE* f) {
+    fprintf(f,
+            "usage: vulpes ablate CONFIG --switch KEY[,KEY=VALUE...] --seeds N [--parallel P] [--out DIR] [--force]\n"
+            "                     [--backend cpu|cuda|auto] [key=value ...]\n"
+            "       vulpes ablate [CONFIG] --resume DIR [--parallel P] [--backend cpu|cuda|auto]\n\n"
+            "Trains the base config and each variant of it (the base with one switch on) for N seeds each\n"
+            "(run.seed = the base's seed + 0 .. N-1), each run a `vulpes train` run folder under\n"
+            "DIR/runs/VARIANT/seed_S, and writes one table (console, DIR/ablate.csv, DIR/ablate.json) and\n"
+            "one page (DIR/report.html, linking each run's report): per variant the test-span Sharpe mean\n"
+            "+- its standard error over the seeds, the deflated Sharpe over every run as a trial (its best\n"
+            "seed's), ms per learner step and the parameter count (docs/ablate.md).\n\n"
+            "  --switch LIST   comma-separated switches: KEY turns a bool key on (KEY=true), KEY=VALUE sets\n"
+            "                  any key; only model.*, learn.*, replay.*, collect.* and env.* keys, each\n"
+            "                  changing the base\n"
+            "  --seeds N       seeds per variant (>= 1)\n"
+            "  --parallel P    train up to P runs at once, each on its own backend (fewer when free GPU\n"
+            "                  memory holds fewer); the same figures whatever P\n"
+            "  --out DIR       the ablation folder (default runs/YYYYmmdd-HHMMSS-ablate-NAME)\n"
+            "  --force         start over in a non-empty folder\n"
+            "  --resume DIR    continue an ablation: finished runs are skipped, interrupted ones continue from\n"
+            "                  their last.safetensors (the switches, seeds and config come from DIR)\n"
+            "  --backend B     where it runs: run.backend=B (cpu, cuda, or auto: the GPU when one is usable)\n\n"
+            "Every switch is checked before anything is trained; a refused command leaves no folder behind.\n"
+            "Ctrl-C, SIGTERM or SIGHUP stops the runs in progress (each keeps its last.safetensors);\n"
+            "--resume DIR goes on.\n");
+}
+
+/* Command-line choices. */
+typedef struct ablate_args {
+    const char* config;
+    const char* out;
+    const char* resume;
+    const char* sw;     /* --switch's list */
+    int force;
+    int64_t seeds, parallel;
+    vp_cli_args cl; /* the overrides: key=value, then --backend's */
+} ablate_args;
+
+/* The switches of --switch's list, split at commas in place (buf), into sw[]; -1 when more
+ * than max. */
+static int split_switches(char* buf, const char** sw, int max) {
+    int n = 0;
+    for (char *tok = buf, *comma; tok; tok = comma ? comma + 1 : NULL) {
+        comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
+        if (n >= max) return -1;
+        sw[n++] = tok;
+    }
+    return n;
+}
+
+/* Parses argv; returns 0, or the exit code of a usage error / --help (-1: help shown). */
+static int parse(int argc, char** argv, ablate_args* a) {
+    memset(a, 0, sizeof *a);
+    a->parallel = 1;
+    const vp_cli_opt opts[] = {
+        {"--switch", VP_CLI_TEXT, &a->sw, NULL, 0, 0, NULL},
+        {"--seeds", VP_CLI_COUNT, &a->seeds, NULL, 1, 100000, NULL},
+        {"--parallel", VP_CLI_COUNT, &a->parallel, NULL, 1, 4096, NULL},
+        {"--out", VP_CLI_TEXT, &a->out, NULL, 0, 0, NULL},
+        {"--force", VP_CLI_SWITCH, &a->force, NULL, 0, 0, NULL},
+        {"--resume", VP_CLI_TEXT, &a->resume, NULL, 0, 0, NULL},
+        {"--backend", VP_CLI_CHOICE, NULL, "run.backend", 0, 0, VP_CLI_BACKENDS},
+    };
+    const vp_cli_spec spec = {"ablate", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1, usage};
+    int rc = vp_cli_parse(&spec, argc, argv, &a->cl);
+    if (rc == VP_CLI_HELP) return -1;
+    if (rc != 0) return rc;
+    a->config = a->cl.n_positional ? a->cl.positional[0] : NULL;
+    const int given = vp_cli_given(&spec, &a->cl, "--switch") || vp_cli_given(&spec, &a->cl, "--seeds");
+    if (a->resume && (a->out || a->force || given)) {
+        fprintf(stderr, "vulpes ablate: --resume continues its folder with its own switches and seeds; --switch, "
+                "--seeds, --out and --force do not apply\n");
+        return 2;
+    }
+    if (!a->resume && (!a->config || !a->sw || a->seeds < 1)) {
+        fprintf(stderr, "vulpes ablate: %s is required\n\n", !a->config ? "CONFIG" : !a->sw ? "--switch" : "--seeds");
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+int vp_cmd_ablate(int argc, char** argv) {
+    ablate_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc != 0) return rc < 0 ? 0 : rc;
+    char sw_buf[16384];
+    snprintf(sw_buf, sizeof sw_buf, "%s", a.sw ? a.sw : "");
+    const char* sw[VP_ABLATE_MAX_SWITCHES];
+    const int n_sw = a.resume ? 0 : split_switches(sw_buf, sw, VP_ABLATE_MAX_SWITCHES);
+    if (n_sw < 0) {
+        fprintf(stderr, "vulpes ablate: more than %d switches\n", VP_ABLATE_MAX_SWITCHES);
+        return 2;
+    }
+
+    // the base config (the folder's on a resume) with the overrides; the folder
+    char cfg_path[1100], dir[1100];
+    if (a.config) snprintf(cfg_path, sizeof cfg_path, "%s", a.config);
+    else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
+    vp_config cfg;
+    if (vp_config_resolve(&cfg, cfg_path, a.cl.n_over, a.cl.over) != VP_OK) return vp_cli_fail("in the configuration");
+    if (a.resume) {
+        snprintf(dir, sizeof dir, "%s", a.resume);
+    } else if (a.out) {
+        snprintf(dir, sizeof dir, "%s", a.out);
+    } else {
+        char name[300], base[256];
+        snprintf(name, sizeof name, "ablate-%s", vp_run_name_from_path(cfg_path, base, sizeof base));
+        if (vp_run_dir_default(dir, sizeof dir, "runs", name, time(NULL)) != VP_OK) return vp_cli_fail("naming the folder");
+    }
+    vp_backend* b = vp_cli_backend_for(&cfg);
+    if (!b) return 1;
+
+    // Ctrl-C, SIGTERM, SIGHUP: the runs in progress checkpoint and stop; a second one ends the process
+    vp_cli_trap_signals();
+    vp_ablate_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), sw, n_sw, a.seeds,
+                        a.parallel, stderr, &vp_cli_stop, 0, 1};
+    fprintf(stderr, "vulpes ablate: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
+    vp_ablate_result r;
+    vp_status s = vp_ablate_run(&cfg, b, &o, &r);
+    vp_backend_free(b);
+    if (s != VP_OK) {
+        vp_ablate_result_free(&r);
+        return vp_cli_fail("in the ablation");
+    }
+    vp_ablate_print(&r, stdout);
+    printf("\nablation folder: %s (report.html)\n", dir);
+    const int interrupted = r.interrupted;
+    if (interrupted)
+        fprintf(stderr, "vulpes ablate: stopped by %s after %lld of %lld runs; continue with: vulpes ablate --resume %s\n",
+                vp_cli_stop_name(), (long long)r.n_done, (long long)r.n_runs, dir);
+    vp_ablate_result_free(&r);
+    return interrupted ? vp_cli_stop_status() : 0;
+}

@@ -1,0 +1,183 @@
+/* The pool of training jobs (job_pool.h): claims in job order under a mutex, one worker per
+ * thread on its own backend, the number at once fitted to free device memory on CUDA. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eval/job_pool.h"
+#include "vulpes/algo.h"
+
+#ifdef VP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* Margin added to a measured job: its backend, its backtest and later allocations. */
+#define JOB_EXTRA_BYTES ((size_t)256 << 20)
+
+/* What the workers share. */
+typedef struct pool {
+    const vp_job_pool* j;
+    pthread_mutex_t mu;
+    int64_t next;      /* first job not yet looked at */
+    int64_t claimed;   /* jobs started by this call */
+    int stop_claims;   /* 1: no job starts any more (one stopped or failed) */
+    vp_status status;  /* first failure */
+    char error[1024];  /* its message */
+} pool;
+
+/* One worker: its backend (NULL: make its own, freed at the end). */
+typedef struct worker {
+    pool* p;        /* the shared claims */
+    vp_backend* b;  /* its backend (the caller's for worker 0) */
+    vp_backend_kind kind; /* the kind of backend a worker makes */
+    int own;        /* 1: b was made by the worker */
+    pthread_t th;   /* its thread (workers 1 ..) */
+    int started;    /* 1: th runs */
+    int64_t first;  /* the job it starts with, claimed before any worker runs (-1: none) */
+} worker;
+
+/* A line about the pool (when the owner takes them). */
+static void note(const vp_job_pool* j, const char* msg) {
+    if (j->note) j->note(j->ctx, msg);
+}
+
+/* Records a failure (the first one wins) and stops the jobs in progress. */
+static void fail(pool* p, vp_status s) {
+    pthread_mutex_lock(&p->mu);
+    if (p->status == VP_OK) {
+        p->status = s;
+        snprintf(p->error, sizeof p->error, "%s", vp_last_error());
+    }
+    p->stop_claims = 1;
+    if (p->j->halt) *p->j->halt = 1;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The next unfinished job to run, or -1 when none may start. */
+static int64_t claim(pool* p) {
+    const vp_job_pool* j = p->j;
+    int64_t k = -1;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop_claims && p->next < j->n_jobs && !(j->stop_after > 0 && p->claimed >= j->stop_after)) {
+        const int64_t i = p->next++;
+        if (j->is_done(j->ctx, i)) continue;
+        k = i;
+        p->claimed++;
+        break;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return k;
+}
+
+/* A worker's loop: make its backend, then run jobs until none is left to claim. */
+static void* work(void* arg) {
+    worker* w = (worker*)arg;
+    pool* p = w->p;
+    if (!w->b) {
+        vp_status s = w->kind == VP_BACKEND_CUDA ? vp_backend_cuda_init(&w->b, 0) : vp_backend_cpu_init(&w->b);
+        if (s != VP_OK) {
+            fail(p, vp_error_context(s, "%s: a %s thread's backend", p->j->name, p->j->one));
+            return NULL;
+        }
+        w->own = 1;
+    }
+    for (int64_t k = w->first; k >= 0 || (k = claim(p)) >= 0; k = -1) {
+        int stopped = 0;
+        vp_status s = p->j->run(p->j->ctx, w->b, k, &stopped);
+        if (s != VP_OK) {
+            fail(p, s);
+            break;
+        }
+        if (stopped) {
+            pthread_mutex_lock(&p->mu);
+            p->stop_claims = 1;
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Lowers *n to the jobs free device memory holds (CUDA only), with a line saying so. */
+static vp_status fit_memory(const vp_job_pool* j, vp_backend* b, int64_t* n) {
+#ifdef VP_HAVE_CUDA
+    if (*n <= 1 || j->n_probe <= 0 || vp_backend_get_kind(b) != VP_BACKEND_CUDA) return VP_OK;
+    // one algorithm instance of each probe config, made and freed, measured on the device
+    size_t free0 = 0, free1 = 0, total = 0, used = 0;
+    VP_REQUIRE(cudaMemGetInfo(&free0, &total) == cudaSuccess, VP_ERR_CUDA, "%s: cudaMemGetInfo failed", j->name);
+    for (int i = 0; i < j->n_probe; ++i) {
+        vp_algo a;
+        vp_status s = vp_algo_create(&a, j->probe_cfg[i], b, j->probe_data[i], VP_ALGO_TRAIN);
+        if (s == VP_OK && cudaMemGetInfo(&free1, &total) != cudaSuccess)
+            s = vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: cudaMemGetInfo failed", j->name);
+        vp_algo_free(&a);
+        if (s != VP_OK) return vp_error_context(s, "%s: measuring one %s's device memory", j->name, j->one);
+        if (free0 > free1 && free0 - free1 > used) used = free0 - free1;
+    }
+    const size_t one = used + used / 4 + JOB_EXTRA_BYTES;
+    const int64_t fits = (int64_t)((double)free0 * 0.9 / (double)one);
+    char msg[256];
+    const int64_t room = fits < 1 ? 1 : fits;
+    snprintf(msg, sizeof msg, "a %s takes %.1f MiB of device memory (one instance %.1f MiB measured, + margin), "
+             "%.1f MiB free: room for %lld %s at once, %lld asked", j->one, (double)one / 1048576.0,
+             (double)used / 1048576.0, (double)free0 / 1048576.0, (long long)room, vp_plural(room, j->one, j->many),
+             (long long)*n);
+    note(j, msg);
+    if (fits < *n) *n = room;
+#else
+    (void)j, (void)b, (void)n;
+#endif
+    return VP_OK;
+}
+
+int64_t vp_job_pool_left(const vp_job_pool* j) {
+    int64_t left = 0;
+    for (int64_t k = 0; k < j->n_jobs; ++k) left += !j->is_done(j->ctx, k);
+    if (j->stop_after > 0 && left > j->stop_after) left = j->stop_after;
+    return left;
+}
+
+vp_status vp_job_pool_run(const vp_job_pool* j, vp_backend* b) {
+    VP_REQUIRE(j != NULL && b != NULL && j->is_done && j->run, VP_ERR_INVALID_ARG, "vp_job_pool_run: NULL argument");
+    // how many at once: the option, no more than the jobs left, what memory holds
+    const int64_t left = vp_job_pool_left(j);
+    int64_t n = j->parallel > 1 ? j->parallel : 1;
+    if (n > left) n = left > 0 ? left : 1;
+    VP_TRY(fit_memory(j, b, &n));
+    if (n > 1) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%lld %s at once", (long long)n, j->many);
+        note(j, msg);
+    }
+
+    // the workers: the calling thread on the caller's backend, n - 1 threads on their own
+    pool p;
+    memset(&p, 0, sizeof p);
+    p.j = j, p.status = VP_OK;
+    if (j->halt) *j->halt = 0;
+    VP_REQUIRE(pthread_mutex_init(&p.mu, NULL) == 0, VP_ERR_STATE, "%s: pthread_mutex_init failed", j->name);
+    worker* w = (worker*)calloc((size_t)n, sizeof(worker));
+    if (!w) {
+        pthread_mutex_destroy(&p.mu);
+        VP_FAIL(VP_ERR_OOM, "%s: %lld %s workers", j->name, (long long)n, j->one);
+    }
+    // every worker's first job is claimed here, before any runs, so the jobs that start
+    // together do not depend on thread timing (a stop request seen by one cannot keep another out)
+    for (int64_t i = 0; i < n; ++i) w[i].p = &p, w[i].first = claim(&p), w[i].kind = vp_backend_get_kind(b);
+    w[0].b = b;
+    for (int64_t i = 1; i < n; ++i) {
+        w[i].started = pthread_create(&w[i].th, NULL, work, &w[i]) == 0;
+        if (!w[i].started) fail(&p, vp_set_error(VP_ERR_STATE, VP_WHERE, "%s: pthread_create failed", j->name));
+    }
+    work(&w[0]);
+    for (int64_t i = 1; i < n; ++i) {
+        if (w[i].started) pthread_join(w[i].th, NULL);
+        if (w[i].own) vp_backend_free(w[i].b);
+    }
+    free(w);
+    pthread_mutex_destroy(&p.mu);
+    if (p.status != VP_OK) return vp_set_error(p.status, VP_WHERE, "%s", p.error);
+    return VP_OK;
+}
