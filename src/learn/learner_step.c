@@ -62,8 +62,10 @@ static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priori
 /* Gradient of every parameter from the loss gradients. */
 static vp_status phase_backward(vp_learner* l) {
     vp_learner_scratch* s = l->scratch;
-    return vp_model_backward(&l->model, &l->model.params, s->acts, &s->d_log_probs,
-                             l->cfg.n_taus > 0 ? &s->d_iqn : NULL);
+    VP_TRY(vp_model_backward(&l->model, &l->model.params, s->acts, &s->d_log_probs,
+                             l->cfg.n_taus > 0 ? &s->d_iqn : NULL));
+    // the spectral norm's power step of this step's online forward is kept (no-op without)
+    return vp_model_commit(&l->model, &l->model.params, s->acts);
 }
 
 /* Clip coefficient, AdamW, Polyak target update and the statistics. */
