@@ -141,6 +141,7 @@ vp_status vp_model_first_backward(vp_model* m, const vp_tensor* params, vp_model
         VP_TRY(vp_model_input_linear_backward(m, &xs, &w1, da, &gw1, &gb1, c->vsn ? &d_xs : NULL));
         if (c->spectral_norm) VP_TRY(vp_model_sn_backward(m, params, a, 0));
     }
+    if (c->spectral_norm) VP_TRY(vp_model_sn_zero_grads(m));
     return c->vsn ? vp_model_vsn_backward(m, params, a, R) : VP_OK;
 }
 

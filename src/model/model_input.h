@@ -31,6 +31,9 @@ vp_status vp_model_sn_forward(const vp_model* m, const vp_tensor* params, vp_mod
 /* The gradient through trunk.w<which + 1> / sigma, in place in m->grads (which 0 or 1). */
 vp_status vp_model_sn_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int which);
 
+/* Zeroes the gradient slots of the spectral norm's u, v (the backward writes every slot). */
+vp_status vp_model_sn_zero_grads(vp_model* m);
+
 /* The KAN layer: a1 [R, H] from a->xs (model_kan.c). */
 vp_status vp_model_kan_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t R);
 

@@ -30,3 +30,14 @@ vp_status vp_model_sn_backward(vp_model* m, const vp_tensor* params, vp_model_ac
                                  (const float*)u->data, (const float*)v->data, (const float*)a->sn_sigma.data + which,
                                  (float*)G.data);
 }
+
+vp_status vp_model_sn_zero_grads(vp_model* m) {
+    // u and v are buffers, not parameters: their slots of the gradient are zero (AdamW leaves them)
+    const vp_pslot s[4] = {VP_PS_SN_U1, VP_PS_SN_V1, VP_PS_SN_U2, VP_PS_SN_V2};
+    for (int i = 0; i < 4; ++i) {
+        if (m->slot[s[i]] < 0) continue;
+        vp_tensor g = vp_model_slot(m, &m->grads, s[i]);
+        VP_TRY(vp_fill(m->backend, &g, 0.0f));
+    }
+    return VP_OK;
+}
