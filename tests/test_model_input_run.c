@@ -3,7 +3,7 @@
  * runs too), 40 iterations straight against 23 + a stop + a resume give the same train and eval
  * lines and byte-identical checkpoints; the "train" lines carry the mean selection weight of
  * every feature (summing to 1); the checkpoint holds the modules' tensors; `vulpes backtest`'s
- * job reads it back and runs on the CPU. */
+ * job reads it back and runs on the CPU, and its report.html shows the feature importance. */
 #include <math.h>
 
 #include "test_train_util.h"
@@ -74,6 +74,12 @@ static void run_modules(const char* tag, int n_over, const char* const* over, co
           (long long)res.n_points, (long long)res.n_decisions);
     vp_rollout_result_free(&res);
     vp_backend_free(be);
+    // report.html shows the selection weights as feature importance (the run's metrics.jsonl)
+    char* html = vpt_read_file(got, "report.html", NULL);
+    CHECK(html && strstr(html, "<h2>Feature importance</h2>") && strstr(html, "data-feature=\"ret_1\"") &&
+              strstr(html, "data-feature=\"dow_cos\""),
+          "%s: report.html has no feature-importance panel", tag);
+    free(html);
 }
 
 static void test_all_modules(void) {

@@ -47,6 +47,8 @@ static void test_switch_and_weights(void) {
           "vsn tensors present iff on");
     CHECK(vp_model_find_param(&on.m, "vsn.w2")->shape[0] == 10 && vp_model_find_param(&on.m, "vsn.w1")->shape[0] == 3,
           "vsn.w2 is [2F, VH], vsn.w1 [VH, F]");
+    vp_model_inc inc;
+    CHECK_STATUS(vp_model_inc_init(&inc, &on.m, &on.m.params), VP_ERR_UNSUPPORTED, "model.vsn on");
     float mw[5];
     CHECK_STATUS(vp_model_selection_weights(on.a, mw), VP_ERR_STATE, "hold no forward");
     CHECK_STATUS(vp_model_selection_weights(off.a, mw), VP_ERR_STATE, "no variable selection");
