@@ -3,7 +3,9 @@
  * runs too), 40 iterations straight against 23 + a stop + a resume give the same train and eval
  * lines and byte-identical checkpoints; the "train" lines carry the mean selection weight of
  * every feature (summing to 1); the checkpoint holds the modules' tensors; `vulpes backtest`'s
- * job reads it back and runs on the CPU, and its report.html shows the feature importance. */
+ * job reads it back and runs on the CPU, its report.html shows the feature importance, and
+ * `vulpes act`'s rollout and decision run on it. */
+#include <cjson/cJSON.h>
 #include <math.h>
 
 #include "test_train_util.h"
@@ -72,6 +74,19 @@ static void run_modules(const char* tag, int n_over, const char* const* over, co
     CHECK_OK(vp_backtest_job_run(be, &job, &res, got, sizeof got));
     CHECK(res.n_points > 1 && res.n_decisions > 0, "%s: the backtest has %lld points, %lld decisions", tag,
           (long long)res.n_points, (long long)res.n_decisions);
+    vp_rollout_result_free(&res);
+    // `vulpes act`'s path: the rollout over every bar, then the decision for the bar after the last
+    vp_backtest_span_info si;
+    memset(&si, 0, sizeof si);
+    vp_backtest_job act = {ck, NULL, NULL, NULL, NULL, 1, 1, 1, "all", &si, 0, NULL};
+    vp_backtest_last_bar last;
+    memset(&res, 0, sizeof res);
+    CHECK_OK(vp_backtest_job_rollout(be, &act, &res, &last));
+    cJSON* obj = NULL;
+    CHECK_OK(vp_act_json(&res, &last, ck, si.checks.data, &si.checks, &obj));
+    const cJSON* dir = obj ? cJSON_GetObjectItemCaseSensitive(obj, "direction") : NULL;
+    CHECK(cJSON_IsString(dir), "%s: the act decision has no direction", tag);
+    cJSON_Delete(obj);
     vp_rollout_result_free(&res);
     vp_backend_free(be);
     // report.html shows the selection weights as feature importance (the run's metrics.jsonl)
