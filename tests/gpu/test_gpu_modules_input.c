@@ -102,7 +102,9 @@ static void run_case(const in_case* k) {
         compare("vsn weight sums", k->name, ac->vsn_wsum.data, ag->vsn_wsum.data, c.n_features, 1e-5);
     }
     if (c.spectral_norm) {
-        compare("sn sigma", k->name, ac->sn_sigma.data, ag->sn_sigma.data, 2 - c.kan, 1e-6);
+        // sigma of trunk.w1 (absent with the KAN), then of trunk.w2
+        compare("sn sigma", k->name, (const float*)ac->sn_sigma.data + c.kan, (const float*)ag->sn_sigma.data + c.kan,
+                2 - c.kan, 1e-6);
         compare("sn w2 / sigma", k->name, ac->sn_w2.data, ag->sn_w2.data, (int64_t)c.hidden * c.hidden, 1e-6);
     }
     if (c.kan) {
