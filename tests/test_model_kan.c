@@ -61,6 +61,21 @@ static void test_switch(void) {
     tmi_free(&f);
 }
 
+/* GEMM FLOPs at the default widths, B 8192 (R = 65536), G 5, k 3: the first layer's
+ * 2 R H F = 1 073 741 824 becomes 2 R H F (1 + G + k) = 9 663 676 416 in the forward and again in
+ * the weight gradients (no input gradient without the gate). */
+static void test_flops(void) {
+    vp_model_cfg c = vp_model_cfg_default();
+    const double f0 = vp_model_flops(&c, 8192, 64, 0), b0 = vp_model_flops(&c, 8192, 64, 1);
+    c.kan = 1;
+    const double f1 = vp_model_flops(&c, 8192, 64, 0), b1 = vp_model_flops(&c, 8192, 64, 1);
+    CHECK(f1 - f0 == 9663676416.0 - 1073741824.0, "forward FLOPs added: %.0f", f1 - f0);
+    CHECK(b1 - b0 == 2 * (9663676416.0 - 1073741824.0), "forward + backward FLOPs added: %.0f", b1 - b0);
+    c.kan = 0;
+    c.spectral_norm = 1;
+    CHECK(vp_model_flops(&c, 8192, 64, 1) == b0, "the spectral norm adds no GEMM FLOPs");
+}
+
 static void test_whole_mamba(void) {
     vp_model_cfg c = tmi_cfg(1, 3);
     c.kan = 1;
@@ -78,6 +93,7 @@ static void test_whole_all(void) {
 int main(void) {
     RUN_TEST(test_bases_by_hand);
     RUN_TEST(test_switch);
+    RUN_TEST(test_flops);
     RUN_TEST(test_whole_mamba);
     RUN_TEST(test_whole_all);
     return vpt_finish();

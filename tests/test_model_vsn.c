@@ -84,6 +84,18 @@ static void test_switch_and_weights(void) {
     tmi_free(&on);
 }
 
+/* GEMM FLOPs at the default widths, B 8192 (R = 65536 rows), VH 16: a forward adds
+ * 2 R VH F + 2 R 2F VH = 201 326 592; a backward adds the weight gradients (as much), the gate
+ * layer's input gradient 2 R 2F VH = 134 217 728 and the first layer's 2 R H F = 1 073 741 824. */
+static void test_flops(void) {
+    vp_model_cfg c = vp_model_cfg_default();
+    const double f0 = vp_model_flops(&c, 8192, 64, 0), b0 = vp_model_flops(&c, 8192, 64, 1);
+    c.vsn = 1;
+    const double f1 = vp_model_flops(&c, 8192, 64, 0), b1 = vp_model_flops(&c, 8192, 64, 1);
+    CHECK(f1 - f0 == 201326592.0, "forward FLOPs added: %.0f", f1 - f0);
+    CHECK(b1 - b0 == 2 * 201326592.0 + 134217728.0 + 1073741824.0, "forward + backward FLOPs added: %.0f", b1 - b0);
+}
+
 static void test_whole_mamba(void) {
     vp_model_cfg c = tmi_cfg(1, 3);
     c.vsn = 1;
@@ -99,6 +111,7 @@ static void test_whole_no_mamba(void) {
 int main(void) {
     RUN_TEST(test_select_by_hand);
     RUN_TEST(test_switch_and_weights);
+    RUN_TEST(test_flops);
     RUN_TEST(test_whole_mamba);
     RUN_TEST(test_whole_no_mamba);
     return vpt_finish();
