@@ -149,7 +149,22 @@ typedef enum vp_run_precision {
     X(model, iqn_taus, INT, 64, 1, 4096, "[]", NULL, "IQN quantile samples of the online network") \
     X(model, iqn_target_taus, INT, 64, 1, 4096, "[]", NULL,                                \
       "IQN quantile samples of the target network")                                        \
-    X(model, iqn_cos, INT, 64, 1, 4096, "[]", NULL, "cosine features of the IQN tau embedding")
+    X(model, iqn_cos, INT, 64, 1, 4096, "[]", NULL, "cosine features of the IQN tau embedding") \
+    VP_CFG_KEYS_model_input(X)
+
+/* [model] the input modules (docs/modules.md, "Input modules"), each off by default. */
+#define VP_CFG_KEYS_model_input(X)                                                          \
+    X(model, vsn, BOOL, false, 0, 1, "[]", NULL,                                           \
+      "variable selection: a softmax gate over the features of each bar before the trunk") \
+    X(model, vsn_hidden, INT, 16, 1, 65536, "[]", NULL, "hidden width of the variable selection network") \
+    X(model, spectral_norm, BOOL, false, 0, 1, "[]", NULL,                                 \
+      "divide the trunk's linear weights by their spectral norm (one power iteration per learner step)") \
+    X(model, kan, BOOL, false, 0, 1, "[]", NULL,                                           \
+      "a B-spline KAN layer in place of the trunk's first linear layer")                   \
+    X(model, kan_grid, INT, 5, 1, 64, "[]", NULL, "grid intervals of the KAN splines")     \
+    X(model, kan_order, INT, 3, 0, 5, "[]", NULL, "order of the KAN splines (3: cubic)")   \
+    X(model, kan_range, FLOAT, 3.0, 0, VP_CFG_INF, "()", NULL,                             \
+      "the KAN grid spans [-kan_range, kan_range] (features are z-scores)")
 
 /* [learn] the learner step: optimiser, target network, returns. */
 #define VP_CFG_KEYS_learn(X)                                                                \

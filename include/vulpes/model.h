@@ -39,6 +39,14 @@ typedef struct vp_model_cfg {
     int iqn_cos;         /* cosine features of the IQN embedding (64) */
     float ln_eps;        /* LayerNorm epsilon (1e-5) */
     float rms_eps;       /* RMSNorm epsilon (1e-5) */
+    /* input modules (docs/modules.md, "Input modules"); each is off at 0 */
+    int vsn;             /* 1: variable selection gate over the F features before the trunk */
+    int vsn_hidden;      /* VH: hidden width of the gate's network (16) */
+    int spectral_norm;   /* 1: the trunk's linear layers divided by their spectral norm */
+    int kan;             /* 1: a B-spline KAN layer in place of the trunk's first linear layer */
+    int kan_grid;        /* G: grid intervals of the splines (5) */
+    int kan_order;       /* k: spline order (3: cubic) */
+    float kan_range;     /* the grid spans [-kan_range, kan_range] (3) */
 } vp_model_cfg;
 
 /* SPEC section 4 defaults. */
@@ -172,6 +180,16 @@ vp_tensor vp_model_iqn(const vp_model_acts* a);
  * made with for_backward = 1 and a forward whose encoding was the activations' own. */
 vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                             const vp_tensor* d_log_probs, const vp_tensor* d_iqn);
+
+/* After the learner's online forward: writes into params ([n_weights], the online buffer)
+ * what that forward advanced, the spectral norm's power-iteration vectors u and v (PyTorch's
+ * weight_u, weight_v). A no-op without spectral norm. */
+vp_status vp_model_commit(const vp_model* m, vp_tensor* params, const vp_model_acts* a);
+
+/* The mean variable-selection weight of each feature over the last forward's trunk rows into
+ * out [n_features] (host memory; waits for the backend). VP_ERR_STATE without variable
+ * selection or before a forward. */
+vp_status vp_model_selection_weights(const vp_model_acts* a, float* out);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,11 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 TINY = os.path.join(HERE, "data", "tiny_run.yaml")
 
 # every module combination of the network: name -> overrides of tiny_run.yaml
-MODELS = {"default": {}, "no_mamba": {"model.use_mamba": False}}
+MODELS = {"default": {}, "no_mamba": {"model.use_mamba": False},
+          # the input modules (docs/modules.md): selection gate with the spectral norm of both trunk
+          # layers; the KAN first layer with the gate and trunk.w2's spectral norm
+          "vsn_sn": {"model.vsn": True, "model.spectral_norm": True},
+          "kan": {"model.kan": True, "model.vsn": True, "model.spectral_norm": True}}
 
 
 @pytest.fixture(scope="session")

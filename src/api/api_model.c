@@ -85,7 +85,9 @@ int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
         {"mamba_head_dim", c->mamba_head_dim}, {"mamba_conv", c->mamba_conv}, {"head_hidden", c->head_hidden},
         {"n_atoms", c->n_atoms}, {"v_min", c->v_min}, {"v_max", c->v_max}, {"n_branches", c->n_branches},
         {"iqn_cos", c->iqn_cos}, {"ln_eps", c->ln_eps}, {"rms_eps", c->rms_eps},
-        {"n_heads", vp_model_cfg_actions(c)},
+        {"n_heads", vp_model_cfg_actions(c)}, {"vsn", c->vsn}, {"vsn_hidden", c->vsn_hidden},
+        {"spectral_norm", c->spectral_norm}, {"kan", c->kan}, {"kan_grid", c->kan_grid},
+        {"kan_order", c->kan_order}, {"kan_range", c->kan_range},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
         if (strcmp(name, v[i].name) == 0) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "eval/report_internal.h"
+#include "eval/report_vsn.h"
 #include "metrics/metrics_internal.h"
 #include "vulpes/env.h"
 #include "vulpes/report.h"
@@ -176,6 +177,11 @@ vp_status vp_report_rl_write(FILE* out, const vp_report* r) {
     if (s == VP_OK)
         s = iteration_chart(out, &j, "eval", val_keys, colors, 2, "validation Sharpe", VP_METRIC_UNIT_RATIO);
     if (s == VP_OK) write_val_vs_test(out, &j, r);
+    // the variable selection's feature importance, from the last train line (none without model.vsn)
+    const cJSON* last = NULL;
+    for (int64_t i = 0; i < j.n; ++i)
+        if (j.line[i] && is_event(j.line[i], "train")) last = j.line[i];
+    if (s == VP_OK && last) vp_report_vsn_write(out, last, (int64_t)num(last, "iteration"));
     jsonl_free(&j);
     return s;
 }

@@ -71,6 +71,9 @@ static vp_status phase_optim(vp_learner* l, const vp_batch* bt) {
     vp_learner_scratch* s = l->scratch;
     vp_backend* b = l->backend;
     const float tau = l->cfg.polyak_tau;
+    // the spectral norm keeps this step's power iteration (no-op without; not in the backward,
+    // which the trainer's priming pass runs outside a step)
+    VP_TRY(vp_model_commit(&l->model, &l->model.params, s->acts));
     // The clip coefficient scales the gradient inside AdamW; the host never reads it.
     VP_TRY(vp_clip_coef(b, &l->model.grads, l->cfg.clip_norm, &l->grad_norm, &l->clip_coef));
     VP_TRY(vp_step_increment(b, &l->step));

@@ -57,6 +57,13 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     m->v_min = (float)cfg->model.v_min;
     m->v_max = (float)cfg->model.v_max;
     m->iqn_cos = (int)cfg->model.iqn_cos;
+    m->vsn = cfg->model.vsn ? 1 : 0;
+    m->vsn_hidden = (int)cfg->model.vsn_hidden;
+    m->spectral_norm = cfg->model.spectral_norm ? 1 : 0;
+    m->kan = cfg->model.kan ? 1 : 0;
+    m->kan_grid = (int)cfg->model.kan_grid;
+    m->kan_order = (int)cfg->model.kan_order;
+    m->kan_range = (float)cfg->model.kan_range;
     l->batch = cfg->learn.batch;
     l->n_taus = (int)cfg->model.iqn_taus;
     l->n_target_taus = (int)cfg->model.iqn_target_taus;

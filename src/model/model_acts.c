@@ -27,6 +27,11 @@ static void take(planner* pl, vp_tensor* t, const char* name, vp_dtype dt, int64
     pl->err = vp_arena_tensor(pl->arena, name, dt, 2, shape, t, NULL);
 }
 
+/* take() of an f32 tensor, for the input modules' layout (vp_model_take_fn). */
+static void take_f32(void* ctx, vp_tensor* t, const char* name, int64_t rows, int64_t cols) {
+    take((planner*)ctx, t, name, VP_F32, rows, cols);
+}
+
 /* Lays out every tensor of `a` for its model, batch, taus and backward flag. */
 static vp_status layout(vp_model_acts* a, planner* pl) {
     const vp_model_cfg* c = &a->model->cfg;
@@ -118,6 +123,7 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->p_phib, "p_phib", VP_F32, B * BW, H);
     take(pl, &a->d_t1, "d_t1", VP_F32, R * BW, H);
     take(pl, &a->d_t2, "d_t2", VP_F32, R * BW, H);
+    vp_model_input_layout(a, take_f32, pl);
     return pl->err;
 }
 
@@ -129,10 +135,13 @@ vp_status vp_model_acts_init(vp_model_acts** out, const vp_model* m, int64_t bat
     VP_REQUIRE(n_taus >= 0, VP_ERR_INVALID_ARG, "vp_model_acts_init: n_taus %d < 0", n_taus);
     const vp_mops* mops = NULL;
     VP_TRY(vp_mops_get(m->backend, &mops));
+    const vp_inops* inops = NULL;
+    VP_TRY(vp_inops_get(m->backend, &inops));
     vp_model_acts* a = (vp_model_acts*)calloc(1, sizeof *a);
     VP_REQUIRE(a != NULL, VP_ERR_OOM, "vp_model_acts_init: out of host memory");
     a->model = m;
     a->mops = mops;
+    a->inops = inops;
     a->max_batch = batch;
     a->max_taus = n_taus;
     a->for_backward = for_backward ? 1 : 0;

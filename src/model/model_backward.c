@@ -145,17 +145,18 @@ vp_status vp_model_trunk_backward(vp_model* m, const vp_tensor* params, vp_model
     const int64_t R = batch * vp_model_trunk_steps(&m->cfg);
     vp_trunk_views t = vp_model_trunk_views(a, R);
     vp_tensor dx = vp_acts_rows(d_h2, R), da = vp_acts_rows(&a->d_t2, R);
-    vp_tensor w1 = PV(TRUNK_W1), g1 = PV(TRUNK_LN1_G), w2 = PV(TRUNK_W2), g2 = PV(TRUNK_LN2_G);
-    vp_tensor gw1 = GV(TRUNK_W1), gb1 = GV(TRUNK_B1), gg1 = GV(TRUNK_LN1_G), gbt1 = GV(TRUNK_LN1_B);
+    vp_tensor g1 = PV(TRUNK_LN1_G), w2 = vp_model_trunk_w2(m, params, a), g2 = PV(TRUNK_LN2_G);
+    vp_tensor gg1 = GV(TRUNK_LN1_G), gbt1 = GV(TRUNK_LN1_B);
     vp_tensor gw2 = GV(TRUNK_W2), gb2 = GV(TRUNK_B2), gg2 = GV(TRUNK_LN2_G), gbt2 = GV(TRUNK_LN2_B);
     // second block: relu, LayerNorm, linear
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &t.h2, &dx, &dx));
     VP_TRY(vp_layernorm_backward(be, &dx, &t.a2, &g2, &t.mean2, &t.rstd2, &da, &gg2, &gbt2));
     VP_TRY(linear_backward(m, &t.h1, &w2, &da, &gw2, &gb2, &dx, 0.0f));
-    // first block (features need no gradient)
+    VP_TRY(vp_model_trunk_w2_backward(m, params, a));
+    // first block (features need no gradient) and the input modules (model_input.c)
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &t.h1, &dx, &dx));
     VP_TRY(vp_layernorm_backward(be, &dx, &t.a1, &g1, &t.mean1, &t.rstd1, &da, &gg1, &gbt1));
-    return linear_backward(m, &t.x0, &w1, &da, &gw1, &gb1, NULL, 0.0f);
+    return vp_model_first_backward(m, params, a, &da, R);
 }
 
 /* Zeroes the gradients of the IQN head (a backward without d iqn). */

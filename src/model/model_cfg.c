@@ -30,6 +30,10 @@ vp_model_cfg vp_model_cfg_default(void) {
     c.iqn_cos = 64;
     c.ln_eps = 1e-5f;
     c.rms_eps = 1e-5f;
+    c.vsn_hidden = 16;
+    c.kan_grid = 5;
+    c.kan_order = 3;
+    c.kan_range = 3.0f;
     return c;
 }
 
@@ -74,7 +78,7 @@ vp_status vp_model_cfg_check(const vp_model_cfg* c) {
                (double)c->ln_eps);
     VP_REQUIRE(c->rms_eps > 0.0f && isfinite(c->rms_eps), VP_ERR_INVALID_ARG,
                "model config: rms_eps = %g must be positive", (double)c->rms_eps);
-    return VP_OK;
+    return vp_model_input_check(c);
 }
 
 int vp_model_trunk_steps(const vp_model_cfg* c) { return c->use_mamba ? c->window : 1; }
@@ -88,7 +92,7 @@ double vp_model_flops(const vp_model_cfg* c, int64_t batch, int n_taus, int back
     const double N = c->mamba_state, NH = c->use_mamba ? (double)(c->hidden / c->mamba_head_dim) : 0.0;
     const double HH = c->head_hidden, Z = c->n_atoms, A = vp_model_cfg_actions(c), Q = B * n_taus;
     // forward products; `first` are those whose input needs no gradient
-    double first = mm(R, H, F), rest = mm(R, H, H);
+    double first = c->kan ? 0.0 : mm(R, H, F), rest = mm(R, H, H);
     if (c->use_mamba) rest += mm(R, H + 2 * N + NH, H) + mm(B, H, H) + mm(B, H, H);
     rest += mm(B, H, c->n_portfolio) + 2 * mm(B, HH, H) + mm(B, Z, HH) + mm(B, A * Z, HH);
     if (n_taus > 0) {
@@ -97,5 +101,5 @@ double vp_model_flops(const vp_model_cfg* c, int64_t batch, int n_taus, int back
     }
     // backward: weight gradient of every product, input gradient of all but the first
     double fwd = first + rest;
-    return backward ? fwd + fwd + rest : fwd;
+    return (backward ? fwd + fwd + rest : fwd) + vp_model_input_flops(c, R, backward);
 }

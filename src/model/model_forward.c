@@ -31,13 +31,13 @@ vp_status vp_model_trunk_forward(const vp_model* m, const vp_tensor* params, vp_
     const int64_t R = batch * Kt;
     vp_tensor idx = vp_acts_vec(&a->idx, R);
     vp_trunk_views t = vp_model_trunk_views(a, R);
-    vp_tensor w1 = PV(TRUNK_W1), b1 = PV(TRUNK_B1), g1 = PV(TRUNK_LN1_G), bt1 = PV(TRUNK_LN1_B);
-    vp_tensor w2 = PV(TRUNK_W2), b2 = PV(TRUNK_B2), g2 = PV(TRUNK_LN2_G), bt2 = PV(TRUNK_LN2_B);
+    vp_tensor g1 = PV(TRUNK_LN1_G), bt1 = PV(TRUNK_LN1_B);
+    vp_tensor w2 = vp_model_trunk_w2(m, params, a), b2 = PV(TRUNK_B2), g2 = PV(TRUNK_LN2_G), bt2 = PV(TRUNK_LN2_B);
     // window rows t-Kt+1..t of every sample, clamped at row 0, gathered from the features
     VP_TRY(a->mops->window_index(be, batch, Kt, (const int32_t*)bar_idx->data, (int32_t*)idx.data));
     VP_TRY(vp_gather_rows(be, features, &idx, &t.x0));
-    // h1 = relu(LN(W1 f + b1))
-    VP_TRY(linear(m, &t.x0, &w1, &b1, VP_EPI_BIAS, 0.0f, &t.a1));
+    // h1 = relu(LN(W1 f + b1)); the first layer with the input modules (model_input.c)
+    VP_TRY(vp_model_first_forward(m, params, a, R));
     VP_TRY(vp_layernorm_relu(be, &t.a1, &g1, &bt1, c->ln_eps, &t.h1, &t.mean1, &t.rstd1));
     // h2 = relu(LN(W2 h1 + b2))
     VP_TRY(linear(m, &t.h1, &w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));

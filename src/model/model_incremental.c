@@ -51,6 +51,9 @@ vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor*
                "vp_model_inc_init: the forward one bar at a time runs on the CPU, not on backend %s",
                vp_backend_name(m->backend));
     const vp_model_cfg* c = &m->cfg;
+    VP_REQUIRE(!c->vsn && !c->spectral_norm && !c->kan, VP_ERR_UNSUPPORTED,
+               "the forward one bar at a time (live trading) does not run the input modules: this network has %s on",
+               c->vsn ? "model.vsn" : c->spectral_norm ? "model.spectral_norm" : "model.kan");
     const int64_t H = c->hidden;
     w->m = m;
     w->params = params;

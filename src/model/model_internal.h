@@ -3,6 +3,7 @@
 #ifndef VULPES_MODEL_INTERNAL_H
 #define VULPES_MODEL_INTERNAL_H
 
+#include "model/inops.h"
 #include "model/mops.h"
 #include "vulpes/model.h"
 
@@ -13,16 +14,19 @@ extern "C" {
 /* The parameter table, in buffer order. X(slot, name, rows, cols, init, fan_in, present):
  * cols 0 means a vector of `rows`. Expanded where these names are in scope:
  * F, P, H, N (state), NH (heads), CW (conv width), HH (head hidden), Z, A (actions),
- * NC (IQN cosines), MB (Mamba2 on). */
+ * NC (IQN cosines), MB (Mamba2 on); the input modules' VS (variable selection on), VH (its
+ * hidden width), SN (spectral norm on), KN (KAN on), KG (KAN grid intervals) and KFC (the KAN spline
+ * coefficients per output, F (KG + order)). */
 #define VP_MODEL_PARAMS(X)                                                         \
-    X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, 1)                          \
-    X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, 1)                          \
+    X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, !KN)                        \
+    X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, !KN)                        \
     X(TRUNK_LN1_G, "trunk.ln1.g", H, 0, VP_INIT_ONES, 1, 1)                       \
     X(TRUNK_LN1_B, "trunk.ln1.b", H, 0, VP_INIT_ZEROS, 1, 1)                      \
     X(TRUNK_W2, "trunk.w2", H, H, VP_INIT_UNIFORM, H, 1)                          \
     X(TRUNK_B2, "trunk.b2", H, 0, VP_INIT_UNIFORM, H, 1)                          \
     X(TRUNK_LN2_G, "trunk.ln2.g", H, 0, VP_INIT_ONES, 1, 1)                       \
     X(TRUNK_LN2_B, "trunk.ln2.b", H, 0, VP_INIT_ZEROS, 1, 1)                      \
+    VP_MODEL_INPUT_PARAMS(X)                                                       \
     X(MAMBA_IN_W, "mamba.in_proj.w", 2 * H + 2 * N + NH, H, VP_INIT_UNIFORM, H, MB) \
     X(MAMBA_CONV_W, "mamba.conv.w", H + 2 * N, CW, VP_INIT_UNIFORM, CW, MB)       \
     X(MAMBA_CONV_B, "mamba.conv.b", H + 2 * N, 0, VP_INIT_UNIFORM, CW, MB)        \
@@ -47,6 +51,25 @@ extern "C" {
     X(IQN_L1_B, "iqn.l1.b", HH, 0, VP_INIT_UNIFORM, H, 1)                         \
     X(IQN_L2_W, "iqn.l2.w", A, HH, VP_INIT_UNIFORM, HH, 1)                        \
     X(IQN_L2_B, "iqn.l2.b", A, 0, VP_INIT_UNIFORM, HH, 1)
+
+/* The input modules' rows (docs/modules.md, "Input modules"): the variable selection
+ * network (vsn.w2 rows: gate values [0, F), gate logits [F, 2F)), the power-iteration
+ * vectors of the spectral norm (PyTorch's weight_u, weight_v buffers; no gradient), and the
+ * KAN layer (efficient-kan's base_weight, spline_weight [H, F, KC] and spline_scaler). */
+#define VP_MODEL_INPUT_PARAMS(X)                                                   \
+    X(VSN_W1, "vsn.w1", VH, F, VP_INIT_UNIFORM, F, VS)                            \
+    X(VSN_B1, "vsn.b1", VH, 0, VP_INIT_UNIFORM, F, VS)                            \
+    X(VSN_W2, "vsn.w2", 2 * F, VH, VP_INIT_UNIFORM, VH, VS)                       \
+    X(VSN_B2, "vsn.b2", 2 * F, 0, VP_INIT_UNIFORM, VH, VS)                        \
+    X(VSN_LN_G, "vsn.ln.g", F, 0, VP_INIT_ONES, 1, VS)                            \
+    X(VSN_LN_B, "vsn.ln.b", F, 0, VP_INIT_ZEROS, 1, VS)                           \
+    X(SN_U1, "trunk.w1.sn_u", H, 0, VP_INIT_UNIFORM, 1, SN && !KN)                \
+    X(SN_V1, "trunk.w1.sn_v", F, 0, VP_INIT_UNIFORM, 1, SN && !KN)                \
+    X(SN_U2, "trunk.w2.sn_u", H, 0, VP_INIT_UNIFORM, 1, SN)                       \
+    X(SN_V2, "trunk.w2.sn_v", H, 0, VP_INIT_UNIFORM, 1, SN)                       \
+    X(KAN_BASE_W, "kan.base_w", H, F, VP_INIT_UNIFORM, F, KN)                     \
+    X(KAN_SPLINE_W, "kan.spline_w", H, KFC, VP_INIT_UNIFORM, 400 * KG * KG, KN)   \
+    X(KAN_SCALER, "kan.spline_scaler", H, F, VP_INIT_UNIFORM, F, KN)
 
 /* Parameter slots. */
 typedef enum vp_pslot {
@@ -138,6 +161,30 @@ struct vp_model_acts {
     vp_tensor p_l1b;           /* [B, HH] per-sample partials of the IQN hidden bias gradient */
     vp_tensor p_phib;          /* [B, H] per-sample partials of the IQN phi bias gradient */
     vp_tensor d_t1, d_t2;      /* [R, H] trunk gradients (ping-pong) */
+
+    /* input modules (model_input.c; empty when off). KC = kan_grid + kan_order */
+    const vp_inops* inops;     /* their kernels */
+    vp_tensor xs;              /* [R, F] the first layer's input: x0 after the selection gate */
+    vp_tensor vsn_eta;         /* [R, VH] elu(x0 W1^T + b1) */
+    vp_tensor vsn_gs;          /* [R, 2F] eta W2^T + b2: gate values, gate logits */
+    vp_tensor vsn_pre;         /* [R, F] x0 + values * sigmoid(logits) */
+    vp_tensor vsn_logit;       /* [R, F] LayerNorm(pre): the selection logits */
+    vp_tensor vsn_mean, vsn_rstd; /* [R] its LayerNorm statistics */
+    vp_tensor vsn_w;           /* [R, F] softmax selection weights */
+    vp_tensor vsn_wsum;        /* [F] column sums of vsn_w over the last forward's rows */
+    vp_tensor d_xs, d_vsn_pre; /* [R, F] backward scratch */
+    vp_tensor d_vsn_gs;        /* [R, 2F] */
+    vp_tensor d_vsn_eta;       /* [R, VH] */
+    vp_tensor sn_w1, sn_w2;    /* [H, F], [H, H] trunk.w1 / sigma, trunk.w2 / sigma */
+    vp_tensor sn_u1, sn_v1;    /* [H], [F] the power step's vectors of trunk.w1 */
+    vp_tensor sn_u2, sn_v2;    /* [H], [H] those of trunk.w2 */
+    vp_tensor sn_sigma;        /* [2] sigma of trunk.w1, trunk.w2 */
+    vp_tensor kan_silu;        /* [R, F] silu(xs) */
+    vp_tensor kan_basis;       /* [R, F * KC] B-spline bases of xs */
+    vp_tensor kan_w;           /* [H, F * KC] spline_w * spline_scaler */
+    vp_tensor d_kan_w;         /* [H, F * KC] backward scratch */
+    vp_tensor d_kan_silu;      /* [R, F] */
+    vp_tensor d_kan_basis;     /* [R, F * KC] */
 };
 
 /* [rows, cols] view of the first rows of a 2-D activation. */
@@ -199,6 +246,34 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
 /* IQN backward from d iqn [batch * n_taus, A]: IQN gradients, adds d h into a->d_h. */
 vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                 const vp_tensor* d_iqn, int64_t batch);
+
+/* ---- the input modules (model_input.c): variable selection, spectral norm, KAN ------- */
+
+/* Checks the input modules' fields of a configuration (vp_model_cfg_check). */
+vp_status vp_model_input_check(const vp_model_cfg* c);
+
+/* GEMM FLOPs the input modules add to vp_model_flops over R trunk rows. */
+double vp_model_input_flops(const vp_model_cfg* c, double R, int backward);
+
+/* Lays out the modules' activations: take(ctx, t, name, rows, cols) for each (model_acts.c's
+ * planner; rows 0 leaves a tensor empty). */
+typedef void vp_model_take_fn(void* ctx, vp_tensor* t, const char* name, int64_t rows, int64_t cols);
+void vp_model_input_layout(vp_model_acts* a, vp_model_take_fn* take, void* ctx);
+
+/* The trunk's first layer over R rows from a->x0: the selection gate (x0 -> xs), the spectral
+ * norms' power step, then a1 [R, H] = linear or KAN of xs. */
+vp_status vp_model_first_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t R);
+
+/* trunk.w2 as the trunk multiplies by it: the spectral-normalised copy, or the parameter. */
+vp_tensor vp_model_trunk_w2(const vp_model* m, const vp_tensor* params, const vp_model_acts* a);
+
+/* After trunk.w2's gradient was written with the weight of vp_model_trunk_w2: the gradient
+ * through its spectral norm (a no-op without). */
+vp_status vp_model_trunk_w2_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a);
+
+/* The first layer's backward from d a1 [R, H] (da): its gradients, then the selection gate's. */
+vp_status vp_model_first_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* da,
+                                  int64_t R);
 
 /* ---- the forward one bar at a time (model_incremental.c), CPU ---------------------------- */
 

@@ -23,6 +23,8 @@ static int build_table(const vp_model_cfg* c, vp_param_info* info, int* slot, in
     const int64_t N = MB ? c->mamba_state : 0, NH = MB ? c->hidden / c->mamba_head_dim : 0;
     const int64_t CW = c->mamba_conv, HH = c->head_hidden, Z = c->n_atoms, A = vp_model_cfg_actions(c);
     const int64_t NC = c->iqn_cos;
+    const int64_t VS = c->vsn, VH = c->vsn_hidden, SN = c->spectral_norm, KN = c->kan;
+    const int64_t KG = c->kan_grid, KFC = F * (c->kan_grid + c->kan_order);
     int n = 0;
     int64_t off = 0;
     for (int s = 0; s < VP_MODEL_MAX_SLOTS; ++s) slot[s] = -1;

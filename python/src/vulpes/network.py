@@ -11,6 +11,41 @@ import torch.nn.functional as Fn
 __all__ = ["forward"]
 
 
+def _spectral(w, u0):
+    """w / sigma after one power iteration from the kept u0 (torch.nn.utils.spectral_norm's
+    training step, eps 1e-12): v = normalize(w^T u0), u = normalize(w v), sigma = u . w v."""
+    v = Fn.normalize(w.T @ u0, dim=0, eps=1e-12)
+    t = w @ v
+    u = Fn.normalize(t, dim=0, eps=1e-12)
+    return w / torch.dot(u, t)
+
+
+def _select(p, c, x):
+    """Variable selection: the features F w x of each row and the softmax weights w."""
+    F = c["n_features"]
+    eta = Fn.elu(x @ p["vsn.w1"].T + p["vsn.b1"])
+    gs = eta @ p["vsn.w2"].T + p["vsn.b2"]
+    pre = x + gs[..., :F] * torch.sigmoid(gs[..., F:])
+    w = torch.softmax(Fn.layer_norm(pre, (F,), p["vsn.ln.g"], p["vsn.ln.b"], c["ln_eps"]), -1)
+    return F * w * x, w
+
+
+def _kan(p, c, x):
+    """efficient-kan's KANLinear without bias: silu(x) base_w^T + B(x) (spline_w * scaler)^T, the
+    order-k B-spline bases B on G intervals of [-range, range] extended by k on each side."""
+    G, k, r = c["kan_grid"], c["kan_order"], c["kan_range"]
+    H, F = c["hidden"], c["n_features"]
+    h = torch.full((), 2.0 * r / G, dtype=x.dtype)
+    grid = torch.arange(-k, G + k + 1, dtype=x.dtype) * h - torch.full((), r, dtype=x.dtype)
+    xx = x.unsqueeze(-1)
+    b = ((xx >= grid[:-1]) & (xx < grid[1:])).to(x.dtype)
+    for q in range(1, k + 1):
+        b = ((xx - grid[:-(q + 1)]) / (grid[q:-1] - grid[:-(q + 1)]) * b[..., :-1]
+             + (grid[q + 1:] - xx) / (grid[q + 1:] - grid[1:-q]) * b[..., 1:])
+    w = (p["kan.spline_w"].reshape(H, F, G + k) * p["kan.spline_scaler"].unsqueeze(-1)).reshape(H, -1)
+    return Fn.silu(x) @ p["kan.base_w"].T + b.flatten(-2) @ w.T
+
+
 def forward(p, c, feats, bar, port, taus, relu_inputs=None):
     """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus)."""
     B, K, H = bar.shape[0], c["window"], c["hidden"]
@@ -26,9 +61,17 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
     # Trunk over the window rows t-Kt+1..t, clamped at row 0.
     idx = (bar[:, None] - Kt + 1 + torch.arange(Kt, device=bar.device)[None, :]).clamp(min=0)
     x0 = feats[idx]                                                     # [B, Kt, F]
-    a1 = x0 @ p["trunk.w1"].T + p["trunk.b1"]
+    # Input modules (docs/modules.md): selection gate, spectral norms, KAN first layer.
+    sn = c.get("spectral_norm", 0)
+    xs = _select(p, c, x0)[0] if c.get("vsn", 0) else x0
+    if c.get("kan", 0):
+        a1 = _kan(p, c, xs)
+    else:
+        w1 = _spectral(p["trunk.w1"], p["trunk.w1.sn_u"]) if sn else p["trunk.w1"]
+        a1 = xs @ w1.T + p["trunk.b1"]
     h1 = relu(Fn.layer_norm(a1, (H,), p["trunk.ln1.g"], p["trunk.ln1.b"], c["ln_eps"]))
-    a2 = h1 @ p["trunk.w2"].T + p["trunk.b2"]
+    w2 = _spectral(p["trunk.w2"], p["trunk.w2.sn_u"]) if sn else p["trunk.w2"]
+    a2 = h1 @ w2.T + p["trunk.b2"]
     h2 = relu(Fn.layer_norm(a2, (H,), p["trunk.ln2.g"], p["trunk.ln2.b"], c["ln_eps"]))
     if mb:
         N, hd, CW = c["mamba_state"], c["mamba_head_dim"], c["mamba_conv"]
