@@ -43,7 +43,7 @@ cut -c1-60 <<< "$(grep -E '^(base|model)' <<< "$out2")" > "$tmp/t2"
 cmp -s "$tmp/t1" "$tmp/t2" || fail "the resumed table differs: $out2"
 
 # refused switches: exit 1, the switch named, no folder
-for c in "model.kan|switch 'model.kan': unknown key 'model.kan'" \
+for c in "model.no_such_module|switch 'model.no_such_module': unknown key 'model.no_such_module'" \
          "run.seed=2|switch 'run.seed=2': run.seed is not a switch" \
          "model.hidden|model.hidden is not a bool key, so the switch needs its value: model.hidden=VALUE"; do
   sw=${c%%|*} want=${c#*|} rc=0
@@ -59,7 +59,7 @@ rc=0; msg=$("$v" ablate --resume "$tmp/ab" --seeds 3 2>&1) || rc=$?
 [ "$rc" = 2 ] && grep -qF -- "--resume continues its folder" <<< "$msg" || fail "--resume --seeds (exit $rc): $msg"
 
 # bench step --ablate: a key that does not exist is refused by name before anything is timed
-rc=0; msg=$("$v" bench step --backend cpu --quick --ablate model.use_mamba=false,model.kan 2>&1) || rc=$?
-[ "$rc" = 2 ] && grep -qF "switch 'model.kan': unknown key 'model.kan'" <<< "$msg" || fail "bench --ablate (exit $rc): $msg"
+rc=0; msg=$("$v" bench step --backend cpu --quick --ablate model.use_mamba=false,model.no_such_module 2>&1) || rc=$?
+[ "$rc" = 2 ] && grep -qF "switch 'model.no_such_module': unknown key 'model.no_such_module'" <<< "$msg" || fail "bench --ablate (exit $rc): $msg"
 ! grep -q "^phase" <<< "$msg" || fail "bench --ablate timed before refusing: $msg"
 echo "cli ablate: table, files, resume, refusals checked"
