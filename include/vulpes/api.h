@@ -51,8 +51,9 @@ void vp_api_model_close(vp_api_model* m);
 /* A model configuration value by its vp_model_cfg field name (vulpes/model.h) into *out:
  * "n_features" F, "n_portfolio" P, "window" K, "hidden", "use_mamba" (0 / 1), "mamba_state",
  * "mamba_head_dim", "mamba_conv", "head_hidden", "n_atoms" Z, "v_min", "v_max", "n_branches",
- * "branch_size0" .. "branch_size7", "iqn_cos", "ln_eps", "rms_eps", and "n_heads" (A, the sum of
- * the branch sizes). An unknown name is VP_ERR_INVALID_ARG naming it. */
+ * "branch_size0" .. "branch_size7", "iqn_cos", "ln_eps", "rms_eps", "n_heads" (A, the sum of
+ * the branch sizes), and the head modules' "stoch_depth" and "q_denoise" (0 / 1). An unknown
+ * name is VP_ERR_INVALID_ARG naming it. */
 int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out);
 
 /* Parameter tensors of the network (the rows of its parameter table, in table order). */

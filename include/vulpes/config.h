@@ -149,7 +149,12 @@ typedef enum vp_run_precision {
     X(model, iqn_taus, INT, 64, 1, 4096, "[]", NULL, "IQN quantile samples of the online network") \
     X(model, iqn_target_taus, INT, 64, 1, 4096, "[]", NULL,                                \
       "IQN quantile samples of the target network")                                        \
-    X(model, iqn_cos, INT, 64, 1, 4096, "[]", NULL, "cosine features of the IQN tau embedding")
+    X(model, iqn_cos, INT, 64, 1, 4096, "[]", NULL, "cosine features of the IQN tau embedding") \
+    /* head modules (task M2; docs/modules.md) */                                          \
+    X(model, stoch_depth, FLOAT, 0.0, 0, 1, "[)", NULL,                                    \
+      "stochastic depth: drop probability of the Mamba2 residual branch per sample in training (0: off)") \
+    X(model, q_denoise, BOOL, false, 0, 1, "[]", NULL,                                     \
+      "Q-denoise refinement: residual MLP A -> 2A -> A over the C51 Q that picks actions")
 
 /* [learn] the learner step: optimiser, target network, returns. */
 #define VP_CFG_KEYS_learn(X)                                                                \

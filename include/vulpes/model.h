@@ -39,6 +39,9 @@ typedef struct vp_model_cfg {
     int iqn_cos;         /* cosine features of the IQN embedding (64) */
     float ln_eps;        /* LayerNorm epsilon (1e-5) */
     float rms_eps;       /* RMSNorm epsilon (1e-5) */
+    /* head modules (issue 15, task M2; docs/modules.md), each off by default */
+    float stoch_depth;   /* drop probability of the Mamba2 residual branch per sample in training (0: off) */
+    int q_denoise;       /* 1: residual MLP A -> 2A -> A refines the C51 Q used for action choice */
 } vp_model_cfg;
 
 /* SPEC section 4 defaults. */
@@ -160,7 +163,8 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
 /* log_probs [batch, A, Z]: C51 log-probabilities per action head. */
 vp_tensor vp_model_log_probs(const vp_model_acts* a);
 
-/* q [batch, A]: expected values sum_z z p per action head. */
+/* q [batch, A]: expected values sum_z z p per action head, the values actions are chosen
+ * by (refined by the Q-denoise MLP when cfg.q_denoise is on). */
 vp_tensor vp_model_q(const vp_model_acts* a);
 
 /* iqn [batch, n_taus, A]: quantile values (the forward's taus). */

@@ -80,3 +80,25 @@ def test_module_parameters_are_the_checkpoints(runs):
         assert list(params) == names
         for n in names:
             np.testing.assert_array_equal(params[n].detach().numpy(), m.param(n))
+
+
+def test_head_modules(runs):
+    """The head modules' network: stochastic depth is the identity at inference, and the Q-denoise
+    refinement, trained off its zero start, moves Q away from the C51 expectation; the module still
+    matches the C forward within 1e-5."""
+    ck = runs["head_modules"].checkpoint
+    net = vulpes.load(ck)
+    with vulpes.CModel(ck) as m:
+        assert m.config["q_denoise"] == 1 and abs(m.config["stoch_depth"] - 0.2) < 1e-7
+        assert [n for n in m.param_names() if n.startswith("qdenoise.")] == [
+            "qdenoise.w1", "qdenoise.b1", "qdenoise.w2", "qdenoise.b2"]
+        assert m.param("qdenoise.w1").shape == (26, 13) and m.param("qdenoise.w2").shape == (13, 26)
+        assert np.abs(m.param("qdenoise.w2")).max() > 0
+        w, p, t = inputs(m.config, 9, 4, 7)
+        c = m.forward(w, p, t)
+    with torch.no_grad():
+        q, lp, _ = net(torch.from_numpy(w), torch.from_numpy(p), torch.from_numpy(t))
+    assert np.abs(q.numpy() - c["q"]).max() <= TOL
+    support = np.linspace(-10.0, 10.0, 51)
+    q_c51 = (np.exp(lp.numpy().astype(np.float64)) * support).sum(-1)
+    assert np.abs(q_c51 - c["q"]).max() > 1e-6

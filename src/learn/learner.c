@@ -60,7 +60,8 @@ static size_t arena_bytes(const vp_learner* l) {
     const int64_t floats = 3 * l->model.n_weights + 2 + B * nb * Z + 2 * B + B * A * Z + B * c->n_taus * A +
                            2 * B * P + 3 * B + B * (c->n_taus + c->n_target_taus);
     const int64_t ints = 1 + B * nb + 2 * B + B * nb;
-    return (size_t)(floats + ints) * 4 + 32 * 256;
+    const int64_t mods = (c->model.stoch_depth > 0.0f ? B : 0) + (c->model.q_denoise ? B + B * A : 0);
+    return (size_t)(floats + ints + mods) * 4 + (32 + (mods ? 3 : 0)) * 256;
 }
 
 /* Takes an f32 (or i32) tensor of up to three extents from the learner's arena. */
@@ -102,6 +103,16 @@ static vp_status learner_alloc(vp_learner* l) {
     VP_TRY(vp_model_acts_init(&s->acts, &l->model, B, c->n_taus, 1));
     VP_TRY(vp_model_acts_init(&s->next_acts, &l->model, B, 0, 0));
     VP_TRY(vp_model_acts_init(&s->target_acts, &l->model, B, c->n_target_taus, 0));
+    // head modules: the online forward at s_t is the one training forward
+    if (c->model.stoch_depth > 0.0f) {
+        VP_TRY(take(&l->arena, "drop_u", VP_F32, B, 0, 0, &s->drop_u));
+        VP_TRY(vp_model_acts_set_drop(s->acts, &s->drop_u));
+    }
+    if (c->model.q_denoise) {
+        VP_TRY(take(&l->arena, "qd_loss", VP_F32, B, 0, 0, &s->qd_loss));
+        VP_TRY(take(&l->arena, "qd_dq", VP_F32, B, A, 0, &s->qd_dq));
+        VP_TRY(vp_model_acts_set_qd_grad(s->acts, &s->qd_dq));
+    }
     return VP_OK;
 }
 

@@ -118,6 +118,14 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->p_phib, "p_phib", VP_F32, B * BW, H);
     take(pl, &a->d_t1, "d_t1", VP_F32, R * BW, H);
     take(pl, &a->d_t2, "d_t2", VP_F32, R * BW, H);
+    // head modules (task M2): stochastic depth (training forwards only), Q-denoise
+    const int64_t SD = c->stoch_depth > 0.0f && MB && a->for_backward ? B : 0, QD = c->q_denoise ? B : 0;
+    take(pl, &a->sd_o, "sd_o", VP_F32, SD, H);
+    take(pl, &a->sd_scale, "sd_scale", VP_F32, SD, 1);
+    take(pl, &a->sd_d, "sd_d", VP_F32, SD, H);
+    take(pl, &a->q_c51, "q_c51", VP_F32, QD, A);
+    take(pl, &a->qd_h, "qd_h", VP_F32, QD, 2 * A);
+    take(pl, &a->qd_dh, "qd_dh", VP_F32, QD * BW, 2 * A);
     return pl->err;
 }
 

@@ -83,6 +83,7 @@ vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_
                                  (const float*)dd.data, (float*)a->dt.data, (float*)a->y.data));
     // gated RMSNorm, out_proj and the residual: e = h2_K + out_proj(yn)
     VP_TRY(vp_model_gate_forward(m, params, a, batch));
+    if (vp_model_sd_active(m, a)) return vp_model_sd_forward(m, a, &yn, &out_w, &last, &e, batch);
     VP_TRY(vp_copy(be, &last, &e));
     return linear(m, &yn, &out_w, NULL, VP_EPI_NONE, 1.0f, &e);
 }
@@ -205,6 +206,7 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     VP_TRY(linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
     VP_TRY(linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
     VP_TRY(vp_model_combine_forward(m, a, batch));
+    VP_TRY(vp_model_qd_forward(m, params, a, batch));
     a->state |= VP_ACTS_HEADS;
     // IQN beside it
     if (taus) {

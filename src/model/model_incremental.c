@@ -219,6 +219,7 @@ vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_t
     VP_TRY(linear_t(w, &h, &w->w_a1, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
     VP_TRY(linear_t(w, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
     VP_TRY(vp_model_combine_forward(m, a, 1));
+    VP_TRY(vp_model_qd_forward(m, w->params, a, 1));
     a->state |= VP_ACTS_HEADS;
     a->n_taus = 0;
     return VP_OK;

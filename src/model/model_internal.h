@@ -13,7 +13,7 @@ extern "C" {
 /* The parameter table, in buffer order. X(slot, name, rows, cols, init, fan_in, present):
  * cols 0 means a vector of `rows`. Expanded where these names are in scope:
  * F, P, H, N (state), NH (heads), CW (conv width), HH (head hidden), Z, A (actions),
- * NC (IQN cosines), MB (Mamba2 on). */
+ * NC (IQN cosines), MB (Mamba2 on), QD (Q-denoise on), A2 (2 A). */
 #define VP_MODEL_PARAMS(X)                                                         \
     X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, 1)                          \
     X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, 1)                          \
@@ -46,7 +46,12 @@ extern "C" {
     X(IQN_L1_W, "iqn.l1.w", HH, H, VP_INIT_UNIFORM, H, 1)                         \
     X(IQN_L1_B, "iqn.l1.b", HH, 0, VP_INIT_UNIFORM, H, 1)                         \
     X(IQN_L2_W, "iqn.l2.w", A, HH, VP_INIT_UNIFORM, HH, 1)                        \
-    X(IQN_L2_B, "iqn.l2.b", A, 0, VP_INIT_UNIFORM, HH, 1)
+    X(IQN_L2_B, "iqn.l2.b", A, 0, VP_INIT_UNIFORM, HH, 1)                         \
+    /* head modules (task M2): Q-denoise refinement, its output layer starting at zero */  \
+    X(QD_W1, "qdenoise.w1", 2 * A, A, VP_INIT_UNIFORM, A, QD)                      \
+    X(QD_B1, "qdenoise.b1", 2 * A, 0, VP_INIT_UNIFORM, A, QD)                      \
+    X(QD_W2, "qdenoise.w2", A, A2, VP_INIT_ZEROS, 1, QD)                           \
+    X(QD_B2, "qdenoise.b2", A, 0, VP_INIT_ZEROS, 1, QD)
 
 /* Parameter slots. */
 typedef enum vp_pslot {
@@ -138,6 +143,16 @@ struct vp_model_acts {
     vp_tensor p_l1b;           /* [B, HH] per-sample partials of the IQN hidden bias gradient */
     vp_tensor p_phib;          /* [B, H] per-sample partials of the IQN phi bias gradient */
     vp_tensor d_t1, d_t2;      /* [R, H] trunk gradients (ping-pong) */
+
+    /* head modules (task M2: model_stochdepth.c, model_qdenoise.c; empty when off) */
+    const vp_tensor* sd_u;     /* [B] uniforms of the stochastic-depth draw; NULL: inference (identity) */
+    vp_tensor sd_o;            /* [B, H] out_proj(yn) before the per-sample scale */
+    vp_tensor sd_scale;        /* [B] 1{u >= p} / (1 - p) */
+    vp_tensor sd_d;            /* [B, H] scale * d e (backward) */
+    vp_tensor q_c51;           /* [B, A] C51 expected values before the refinement */
+    vp_tensor qd_h;            /* [B, 2A] the refinement's hidden layer (after relu) */
+    vp_tensor qd_dh;           /* [B, 2A] its gradient (backward) */
+    const vp_tensor* qd_dq;    /* [B, A] d (refinement loss) / d refined Q; NULL: zero refinement gradients */
 };
 
 /* [rows, cols] view of the first rows of a 2-D activation. */
@@ -286,4 +301,7 @@ vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_t
 #ifdef __cplusplus
 }
 #endif
+
+#include "model/model_hmods.h"
+
 #endif /* VULPES_MODEL_INTERNAL_H */

@@ -1,5 +1,6 @@
 """The agent network of SPEC section 4 in PyTorch: trunk, Mamba2 mixer, portfolio projection,
-dueling branching C51 head and IQN head, as one function of a parameter dict keyed by vulpes's
+dueling branching C51 head and IQN head (and the head modules that act at inference: the
+Q-denoise refinement; stochastic depth is the identity there), as one function of a parameter dict keyed by vulpes's
 parameter names (src/model/model_internal.h: "trunk.w1", ...) and a model configuration keyed
 by vp_model_cfg's field names. vulpes.load wraps it in a torch.nn.Module; tools/golden.py
 computes the learner's golden data with it."""
@@ -70,6 +71,10 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
     logp = torch.log_softmax(torch.cat(logits, 1), -1)
     support = torch.linspace(c["v_min"], c["v_max"], Z, device=logp.device, dtype=logp.dtype)
     q = (logp.exp() * support).sum(-1)
+    if c.get("q_denoise"):
+        # Q-denoise refinement (docs/modules.md): q + W2 relu(W1 q + b1) + b2 over the detached C51 Q.
+        qc = q.detach()
+        q = qc + relu(qc @ p["qdenoise.w1"].T + p["qdenoise.b1"]) @ p["qdenoise.w2"].T + p["qdenoise.b2"]
     if taus is None:
         return logp, q, None
     # IQN head: phi(tau) = relu(Linear(cos(pi i tau))), Z_tau = L2(relu(L1(h * phi))).

@@ -1,0 +1,26 @@
+/* The head modules' configuration checks and FLOP count (model_hmods.h). */
+#include <math.h>
+
+#include "model/model_internal.h"
+
+vp_status vp_model_hmods_check(const vp_model_cfg* c) {
+    VP_REQUIRE(c->stoch_depth >= 0.0f && c->stoch_depth < 1.0f, VP_ERR_INVALID_ARG,
+               "model config: stoch_depth = %g must lie in [0, 1)", (double)c->stoch_depth);
+    VP_REQUIRE(c->stoch_depth == 0.0f || c->use_mamba, VP_ERR_INVALID_ARG,
+               "model config: stoch_depth = %g drops the Mamba2 mixer's residual branch, but use_mamba is off",
+               (double)c->stoch_depth);
+    VP_REQUIRE(c->q_denoise == 0 || c->q_denoise == 1, VP_ERR_INVALID_ARG,
+               "model config: q_denoise = %d must be 0 or 1", c->q_denoise);
+    return VP_OK;
+}
+
+double vp_model_hmods_flops(const vp_model_cfg* c, int64_t batch, int backward) {
+    const double B = (double)batch, A = vp_model_cfg_actions(c);
+    double f = 0.0;
+    if (c->q_denoise) {
+        // A -> 2A -> A; backward: both weight gradients and the hidden layer's input gradient
+        const double fwd = 2.0 * (2.0 * B * 2 * A * A);
+        f += backward ? fwd + fwd + 2.0 * B * 2 * A * A : fwd;
+    }
+    return f;
+}
