@@ -1,5 +1,5 @@
-/* The head modules in a training run on the CPU (stochastic depth 0.3 and the Q-denoise
- * refinement on): 40 iterations straight against 23 + a stop + a resume give byte-identical
+/* The head modules in a training run on the CPU (stochastic depth 0.3, the Q-denoise
+ * refinement and the cross-branch messages on): 40 iterations straight against 23 + a stop + a resume give byte-identical
  * checkpoints and the same logged lines (the drop masks follow the step counter); the
  * checkpoint holds the refinement's tensors, trained away from their zero start, and reads
  * back through the library's API; `vulpes backtest` and `vulpes act` run it on the CPU, the
@@ -11,7 +11,7 @@
 #include "vulpes/api.h"
 #include "vulpes/backtest.h"
 
-static const char* const MODS[] = {"model.stoch_depth=0.3", "model.q_denoise=true"};
+static const char* const MODS[] = {"model.stoch_depth=0.3", "model.q_denoise=true", "model.cross_branch=true"};
 
 static void test_resume_and_backtest(void) {
     char d1[512], d2[512], ck[700], out[700], got[700];
@@ -19,10 +19,10 @@ static void test_resume_and_backtest(void) {
     vpt_tmp_dir(d2, sizeof d2, "hmods-resumed");
     vpt_rm_run(d1), vpt_rm_run(d2);
     vp_train_result r1, r2, r3;
-    CHECK_OK(vpt_train_run(d1, VP_RUN_CREATE, 0, NULL, 2, MODS, &r1));
-    CHECK_OK(vpt_train_run(d2, VP_RUN_CREATE, 23, NULL, 2, MODS, &r2));
+    CHECK_OK(vpt_train_run(d1, VP_RUN_CREATE, 0, NULL, 3, MODS, &r1));
+    CHECK_OK(vpt_train_run(d2, VP_RUN_CREATE, 23, NULL, 3, MODS, &r2));
     CHECK(r2.interrupted == 1 && r2.count.iteration == 23, "stopped at %lld", (long long)r2.count.iteration);
-    CHECK_OK(vpt_train_run(d2, VP_RUN_RESUME, 0, NULL, 2, MODS, &r3));
+    CHECK_OK(vpt_train_run(d2, VP_RUN_RESUME, 0, NULL, 3, MODS, &r3));
     CHECK(r3.count.iteration == 40 && r3.count.learner_steps == r1.count.learner_steps && r1.count.learner_steps > 0,
           "resumed to %lld iterations, %lld learner steps (straight: %lld)", (long long)r3.count.iteration,
           (long long)r3.count.learner_steps, (long long)r1.count.learner_steps);
@@ -38,10 +38,17 @@ static void test_resume_and_backtest(void) {
     snprintf(ck, sizeof ck, "%s/last.safetensors", d1);
     vp_api_model* m = NULL;
     CHECK_OK(vp_api_model_open(ck, &m));
-    double qd = 0, sd = 0;
+    double qd = 0, sd = 0, xb = 0;
     CHECK_OK(vp_api_model_cfg(m, "q_denoise", &qd));
     CHECK_OK(vp_api_model_cfg(m, "stoch_depth", &sd));
-    CHECK(qd == 1.0 && sd == (double)0.3f, "the checkpoint's network: q_denoise %g, stoch_depth %g", qd, sd);
+    CHECK_OK(vp_api_model_cfg(m, "cross_branch", &xb));
+    CHECK(qd == 1.0 && sd == (double)0.3f && xb == 1.0, "the checkpoint's network: q_denoise %g, stoch_depth %g, "
+          "cross_branch %g", qd, sd, xb);
+    int64_t shape[2];
+    int ndim = 0;
+    CHECK_OK(vp_api_model_param_shape(m, "xbranch.msg.w", shape, &ndim));
+    CHECK(ndim == 2 && shape[0] == 4 * 4 * 16 && shape[1] == 16, "xbranch.msg.w [%lld, %lld]", (long long)shape[0],
+          (long long)shape[1]);
     float w2[13 * 26];
     CHECK_OK(vp_api_model_param(m, "qdenoise.w2", w2, 13 * 26));
     int nz = 0;

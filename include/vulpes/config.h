@@ -154,7 +154,9 @@ typedef enum vp_run_precision {
     X(model, stoch_depth, FLOAT, 0.0, 0, 1, "[)", NULL,                                    \
       "stochastic depth: drop probability of the Mamba2 residual branch per sample in training (0: off)") \
     X(model, q_denoise, BOOL, false, 0, 1, "[]", NULL,                                     \
-      "Q-denoise refinement: residual MLP A -> 2A -> A over the C51 Q that picks actions")
+      "Q-denoise refinement: residual MLP A -> 2A -> A over the C51 Q that picks actions") \
+    X(model, cross_branch, BOOL, false, 0, 1, "[]", NULL,                                  \
+      "cross-branch messages between the branch representations before the advantage outputs")
 
 /* [learn] the learner step: optimiser, target network, returns. */
 #define VP_CFG_KEYS_learn(X)                                                                \

@@ -42,6 +42,7 @@ typedef struct vp_model_cfg {
     /* head modules (issue 15, task M2; docs/modules.md), each off by default */
     float stoch_depth;   /* drop probability of the Mamba2 residual branch per sample in training (0: off) */
     int q_denoise;       /* 1: residual MLP A -> 2A -> A refines the C51 Q used for action choice */
+    int cross_branch;    /* 1: messages between the branches' representations before the advantage outputs */
 } vp_model_cfg;
 
 /* SPEC section 4 defaults. */
@@ -64,6 +65,7 @@ typedef enum vp_param_init {
     VP_INIT_ZEROS,       /* 0 (norm biases) */
     VP_INIT_A_LOG,       /* log(U(1, 16)) per head */
     VP_INIT_DT_BIAS,     /* inverse softplus of dt, log-uniform in [1e-3, 1e-1], floor 1e-4 */
+    VP_INIT_NEAR_EYE,    /* stacked square blocks [cols, cols]: identity + U(-bound, bound) */
     VP_INIT_COUNT
 } vp_param_init;
 

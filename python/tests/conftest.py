@@ -13,7 +13,8 @@ TINY = os.path.join(HERE, "data", "tiny_run.yaml")
 # every module combination of the network: name -> overrides of tiny_run.yaml
 # (the head modules' run is longer, so the learner moves the refinement off its identity start)
 MODELS = {"default": {}, "no_mamba": {"model.use_mamba": False},
-          "head_modules": {"model.stoch_depth": 0.2, "model.q_denoise": True, "train.iterations": 12,
+          "head_modules": {"model.stoch_depth": 0.2, "model.q_denoise": True, "model.cross_branch": True,
+                           "train.iterations": 12,
                            "replay.warmup": 64, "train.eval_every": 12, "train.checkpoint_every": 12}}
 
 

@@ -83,9 +83,10 @@ def test_module_parameters_are_the_checkpoints(runs):
 
 
 def test_head_modules(runs):
-    """The head modules' network: stochastic depth is the identity at inference, and the Q-denoise
-    refinement, trained off its zero start, moves Q away from the C51 expectation; the module still
-    matches the C forward within 1e-5."""
+    """The head modules' network: stochastic depth is the identity at inference, the Q-denoise
+    refinement, trained off its zero start, moves Q away from the C51 expectation, and the
+    cross-branch messages have one [HH, HH] block per ordered branch pair; the module still matches
+    the C forward within 1e-5."""
     ck = runs["head_modules"].checkpoint
     net = vulpes.load(ck)
     with vulpes.CModel(ck) as m:
@@ -93,6 +94,8 @@ def test_head_modules(runs):
         assert [n for n in m.param_names() if n.startswith("qdenoise.")] == [
             "qdenoise.w1", "qdenoise.b1", "qdenoise.w2", "qdenoise.b2"]
         assert m.param("qdenoise.w1").shape == (26, 13) and m.param("qdenoise.w2").shape == (13, 26)
+        assert m.config["cross_branch"] == 1 and m.param("xbranch.msg.w").shape == (16 * 128, 128)
+        assert m.param("xbranch.embed.w").shape == (4 * 128, 128)
         assert np.abs(m.param("qdenoise.w2")).max() > 0
         w, p, t = inputs(m.config, 9, 4, 7)
         c = m.forward(w, p, t)

@@ -86,7 +86,7 @@ int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
         {"n_atoms", c->n_atoms}, {"v_min", c->v_min}, {"v_max", c->v_max}, {"n_branches", c->n_branches},
         {"iqn_cos", c->iqn_cos}, {"ln_eps", c->ln_eps}, {"rms_eps", c->rms_eps},
         {"n_heads", vp_model_cfg_actions(c)},
-        {"stoch_depth", c->stoch_depth}, {"q_denoise", c->q_denoise}, /* head modules */
+        {"stoch_depth", c->stoch_depth}, {"q_denoise", c->q_denoise}, {"cross_branch", c->cross_branch},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
         if (strcmp(name, v[i].name) == 0) {

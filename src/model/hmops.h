@@ -1,6 +1,6 @@
 /* Internal: the kernels of the head modules (model_hmods.h), one table per backend kind in
- * the kit's pattern (backend/kit.h, as mops.h): CPU in cpu_stochdepth.c / cpu_qdenoise.c,
- * CUDA in cuda_stochdepth.cu / cuda_qdenoise.cu. Pointers are the backend's memory,
+ * the kit's pattern (backend/kit.h, as mops.h): CPU in cpu_stochdepth.c / cpu_qdenoise.c /
+ * cpu_xbranch.c, CUDA in cuda_stochdepth.cu / cuda_qdenoise.cu / cuda_xbranch.cu. Pointers are the backend's memory,
  * row-major, f32 unless marked i32; the model code checks shapes before calling. */
 #ifndef VULPES_MODEL_HMOPS_H
 #define VULPES_MODEL_HMOPS_H
@@ -30,8 +30,15 @@ typedef vp_status vp_hmops_qd_loss_fn(vp_backend* be, int64_t B, int Z, float v_
                                       const vp_branch_map* br, const float* proj, const int32_t* actions,
                                       const float* w, const float* q, float* loss, float* d_q);
 
+/* The cross-branch blocks and the advantage layout: blocks holds branch k's [B, n_k Z]
+ * matrix at element offset B * o_k * Z (o_k: its first action), adv is [B, A * Z] with
+ * branch k's columns [o_k Z, (o_k + n_k) Z). to_adv 1: adv = blocks rearranged; 0: blocks =
+ * adv rearranged. */
+typedef vp_status vp_hmops_xb_pack_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, int to_adv,
+                                      const float* src, float* dst);
+
 /* Every kernel by name, in table order. */
-#define VP_HMOPS_KERNELS(X, f, i) X(f, i, sd_forward) X(f, i, sd_backward) X(f, i, qd_loss)
+#define VP_HMOPS_KERNELS(X, f, i) X(f, i, sd_forward) X(f, i, sd_backward) X(f, i, qd_loss) X(f, i, xb_pack)
 
 /* One backend's head-module kernels. */
 typedef struct vp_hmops {

@@ -126,6 +126,13 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->q_c51, "q_c51", VP_F32, QD, A);
     take(pl, &a->qd_h, "qd_h", VP_F32, QD, 2 * A);
     take(pl, &a->qd_dh, "qd_dh", VP_F32, QD * BW, 2 * A);
+    const int64_t XBR = c->cross_branch ? c->n_branches * B : 0, XBT = c->cross_branch ? B * A * Z : 0;
+    take(pl, &a->xb_s, "xb_s", VP_F32, XBR, HH);
+    take(pl, &a->xb_sp, "xb_sp", VP_F32, XBR, HH);
+    take(pl, &a->xb_t, "xb_t", VP_F32, XBT, 1);
+    take(pl, &a->xb_ds, "xb_ds", VP_F32, XBR * BW, HH);
+    take(pl, &a->xb_dsp, "xb_dsp", VP_F32, XBR * BW, HH);
+    take(pl, &a->xb_dt, "xb_dt", VP_F32, XBT * BW, 1);
     return pl->err;
 }
 

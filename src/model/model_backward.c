@@ -207,7 +207,10 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     VP_TRY(linear_backward(m, &v1, &v2w, &d_v, &gv2w, &gv2b, &d_v1, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &v1, &d_v1, &d_v1));
     VP_TRY(linear_backward(m, &h, &v1w, &d_v1, &gv1w, &gv1b, &d_h, 0.0f));
-    VP_TRY(linear_backward(m, &ah, &a2w, &d_adv, &ga2w, &ga2b, &d_ah, 0.0f));
+    if (c->cross_branch)
+        VP_TRY(vp_model_xb_backward(m, params, a, B));
+    else
+        VP_TRY(linear_backward(m, &ah, &a2w, &d_adv, &ga2w, &ga2b, &d_ah, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &ah, &d_ah, &d_ah));
     VP_TRY(linear_backward(m, &h, &a1w, &d_ah, &ga1w, &ga1b, &d_h, 1.0f));
     // the Q-denoise refinement (detached from the C51 head), then IQN adds its share of d h

@@ -204,7 +204,10 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     VP_TRY(linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
     VP_TRY(linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
     VP_TRY(linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
-    VP_TRY(linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    if (c->cross_branch)
+        VP_TRY(vp_model_xb_forward(m, params, a, batch));
+    else
+        VP_TRY(linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
     VP_TRY(vp_model_combine_forward(m, a, batch));
     VP_TRY(vp_model_qd_forward(m, params, a, batch));
     a->state |= VP_ACTS_HEADS;

@@ -11,6 +11,8 @@ vp_status vp_model_hmods_check(const vp_model_cfg* c) {
                (double)c->stoch_depth);
     VP_REQUIRE(c->q_denoise == 0 || c->q_denoise == 1, VP_ERR_INVALID_ARG,
                "model config: q_denoise = %d must be 0 or 1", c->q_denoise);
+    VP_REQUIRE(c->cross_branch == 0 || c->cross_branch == 1, VP_ERR_INVALID_ARG,
+               "model config: cross_branch = %d must be 0 or 1", c->cross_branch);
     return VP_OK;
 }
 
@@ -21,6 +23,13 @@ double vp_model_hmods_flops(const vp_model_cfg* c, int64_t batch, int backward) 
         // A -> 2A -> A; backward: both weight gradients and the hidden layer's input gradient
         const double fwd = 2.0 * (2.0 * B * 2 * A * A);
         f += backward ? fwd + fwd + 2.0 * B * 2 * A * A : fwd;
+    }
+    if (c->cross_branch) {
+        // embeddings and messages (nb + nb^2 products of HH x HH), replacing nothing: the output
+        // layer keeps its FLOPs; backward: weight and input gradients of both
+        const double nb = c->n_branches, HH = c->head_hidden;
+        const double fwd = (nb + nb * nb) * 2.0 * B * HH * HH;
+        f += backward ? 3.0 * fwd : fwd;
     }
     return f;
 }

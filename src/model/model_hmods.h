@@ -1,7 +1,8 @@
 /* Internal: the head-side network modules (docs/modules.md, "Head modules"), each a switch of
  * vp_model_cfg that is off by default, and the hooks the forward and backward call:
  *   stochastic depth (model_stochdepth.c) on the Mamba2 mixer's residual branch,
- *   Q-denoise refinement (model_qdenoise.c) of the C51 expected values.
+ *   Q-denoise refinement (model_qdenoise.c) of the C51 expected values,
+ *   cross-branch messages (model_xbranch.c) between the branch representations.
  * Their kernels are one table per backend kind (hmops.h). With every switch off no hook
  * changes a bit of the network. */
 #ifndef VULPES_MODEL_HMODS_H
@@ -39,6 +40,16 @@ vp_status vp_model_sd_forward(const vp_model* m, vp_model_acts* a, const vp_tens
 /* Its backward to the branch: *d_o = the view of a->sd_d [batch, H] holding scale_b * de. */
 vp_status vp_model_sd_backward(const vp_model* m, vp_model_acts* a, const vp_tensor* de, vp_tensor* d_o,
                                int64_t batch);
+
+/* ---- cross-branch messages (model_xbranch.c) ----------------------------------------------- */
+
+/* The advantage output from a->ah through the branch states and their messages into a->adv
+ * [batch, A * Z] (in place of the plain output layer when cross_branch is on). */
+vp_status vp_model_xb_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
+
+/* Its backward from a->d_adv: the output layer's, embeddings' and messages' gradients and
+ * d ah into a->d_ah (written). */
+vp_status vp_model_xb_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
 
 /* ---- Q-denoise refinement (model_qdenoise.c) ---------------------------------------------- */
 

@@ -217,7 +217,10 @@ vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_t
     VP_TRY(linear_t(w, &h, &w->w_v1, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
     VP_TRY(linear_t(w, &v1, &w->w_v2, &v2b, VP_EPI_BIAS, 0.0f, &v));
     VP_TRY(linear_t(w, &h, &w->w_a1, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
-    VP_TRY(linear_t(w, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    if (m->cfg.cross_branch)
+        VP_TRY(vp_model_xb_forward(m, w->params, a, 1));
+    else
+        VP_TRY(linear_t(w, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
     VP_TRY(vp_model_combine_forward(m, a, 1));
     VP_TRY(vp_model_qd_forward(m, w->params, a, 1));
     a->state |= VP_ACTS_HEADS;

@@ -13,7 +13,8 @@ extern "C" {
 /* The parameter table, in buffer order. X(slot, name, rows, cols, init, fan_in, present):
  * cols 0 means a vector of `rows`. Expanded where these names are in scope:
  * F, P, H, N (state), NH (heads), CW (conv width), HH (head hidden), Z, A (actions),
- * NC (IQN cosines), MB (Mamba2 on), QD (Q-denoise on), A2 (2 A). */
+ * NC (IQN cosines), MB (Mamba2 on), QD (Q-denoise on), A2 (2 A), NB (branches), XB (cross-branch
+ * messages on). */
 #define VP_MODEL_PARAMS(X)                                                         \
     X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, 1)                          \
     X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, 1)                          \
@@ -51,7 +52,10 @@ extern "C" {
     X(QD_W1, "qdenoise.w1", 2 * A, A, VP_INIT_UNIFORM, A, QD)                      \
     X(QD_B1, "qdenoise.b1", 2 * A, 0, VP_INIT_UNIFORM, A, QD)                      \
     X(QD_W2, "qdenoise.w2", A, A2, VP_INIT_ZEROS, 1, QD)                           \
-    X(QD_B2, "qdenoise.b2", A, 0, VP_INIT_ZEROS, 1, QD)
+    X(QD_B2, "qdenoise.b2", A, 0, VP_INIT_ZEROS, 1, QD)                            \
+    /* cross-branch messages: per-branch embeddings and one block per directed edge, near identity */ \
+    X(XB_EMBED_W, "xbranch.embed.w", NB * HH, HH, VP_INIT_NEAR_EYE, 10000, XB)    \
+    X(XB_MSG_W, "xbranch.msg.w", NB * NB * HH, HH, VP_INIT_UNIFORM, 10000, XB)
 
 /* Parameter slots. */
 typedef enum vp_pslot {
@@ -153,6 +157,11 @@ struct vp_model_acts {
     vp_tensor qd_h;            /* [B, 2A] the refinement's hidden layer (after relu) */
     vp_tensor qd_dh;           /* [B, 2A] its gradient (backward) */
     const vp_tensor* qd_dq;    /* [B, A] d (refinement loss) / d refined Q; NULL: zero refinement gradients */
+    vp_tensor xb_s;            /* [nb * B, HH] branch states relu(E_k ah), branch-major */
+    vp_tensor xb_sp;           /* [nb * B, HH] states after the messages */
+    vp_tensor xb_t;            /* [B * A * Z] per-branch advantage blocks [B, n_k Z], one after another */
+    vp_tensor xb_ds, xb_dsp;   /* [nb * B, HH] gradients of the states (backward) */
+    vp_tensor xb_dt;           /* [B * A * Z] gradient of the blocks (backward) */
 };
 
 /* [rows, cols] view of the first rows of a 2-D activation. */

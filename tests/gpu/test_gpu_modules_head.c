@@ -1,7 +1,8 @@
-/* GPU parity of the head modules (stochastic depth, Q-denoise refinement): their kernels on
- * fresh random inputs at odd and default sizes (the elementwise stochastic depth bit for bit,
+/* GPU parity of the head modules (stochastic depth, Q-denoise refinement, cross-branch
+ * messages): their kernels on fresh random inputs at odd and default sizes (the elementwise
+ * stochastic depth and the cross-branch layout bit for bit,
  * the refinement's loss within 1e-6 norm-wise: its per-sample sums may contract to FMAs),
- * then the whole network with both on, FP32 products: training forward with the same
+ * then the whole network with all three on, FP32 products: training forward with the same
  * uniforms and backward with the same refinement gradient against the CPU's (1e-5 forward,
  * 1e-4 gradients: small batches, so no ReLU mask flips), with no allocation, copy or sync in
  * the pair; then a learner step with both on stays free of them too. Runs on a GPU machine
@@ -75,12 +76,35 @@ static void qd_case(int64_t B, int Z, const vp_branch_map* br) {
     twin_free(&proj), twin_free(&act), twin_free(&w), twin_free(&q), twin_free(&loss), twin_free(&dq);
 }
 
+static void pack_case(int64_t B, int Z, const vp_branch_map* br) {
+    char cas[64];
+    int A = 0;
+    for (int k = 0; k < br->n; ++k) A += br->size[k];
+    snprintf(cas, sizeof cas, "B%lld Z%d A%d", (long long)B, Z, A);
+    twin blocks, adv, back;
+    twin_1d(&blocks, VP_F32, B * A * Z);
+    twin_1d(&adv, VP_F32, B * A * Z);
+    twin_1d(&back, VP_F32, B * A * Z);
+    twin_rand(&blocks, -1.0f, 1.0f);
+    twin_poison(&adv), twin_poison(&back);
+    const vp_hmops *kc = kernels(g_cpu), *kg = kernels(g_gpu);
+    CHECK_OK(kc->xb_pack(g_cpu, B, Z, br, 1, blocks.h.data, adv.h.data));
+    CHECK_OK(kg->xb_pack(g_gpu, B, Z, br, 1, blocks.d.data, adv.d.data));
+    CHECK_OK(kc->xb_pack(g_cpu, B, Z, br, 0, adv.h.data, back.h.data));
+    CHECK_OK(kg->xb_pack(g_gpu, B, Z, br, 0, adv.d.data, back.d.data));
+    twin_check_bits("xb_pack to adv", cas, &adv);
+    twin_check_bits("xb_pack to blocks", cas, &back);
+    twin_free(&blocks), twin_free(&adv), twin_free(&back);
+}
+
 static void test_kernels(void) {
     sd_case(5, 7, 0.3f);
     sd_case(8192, 256, 0.1f);
     const vp_branch_map odd = {3, {2, 1, 4}}, def = {4, {3, 4, 3, 3}};
     qd_case(7, 11, &odd);
     qd_case(8192, 51, &def);
+    pack_case(3, 5, &odd);
+    pack_case(8192, 51, &def);
 }
 
 /* The small network of the CPU tests with both modules on. */
@@ -100,6 +124,7 @@ static vp_model_cfg small_cfg(void) {
     c.iqn_cos = 4;
     c.stoch_depth = 0.4f;
     c.q_denoise = 1;
+    c.cross_branch = 1;
     return c;
 }
 

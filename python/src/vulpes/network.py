@@ -1,6 +1,6 @@
 """The agent network of SPEC section 4 in PyTorch: trunk, Mamba2 mixer, portfolio projection,
 dueling branching C51 head and IQN head (and the head modules that act at inference: the
-Q-denoise refinement; stochastic depth is the identity there), as one function of a parameter dict keyed by vulpes's
+Q-denoise refinement and the cross-branch messages; stochastic depth is the identity there), as one function of a parameter dict keyed by vulpes's
 parameter names (src/model/model_internal.h: "trunk.w1", ...) and a model configuration keyed
 by vp_model_cfg's field names. vulpes.load wraps it in a torch.nn.Module; tools/golden.py
 computes the learner's golden data with it."""
@@ -62,7 +62,23 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
     # Portfolio projection and the dueling branching C51 head.
     h = e + port @ p["port.w"].T + p["port.b"]
     v = relu(h @ p["c51.v1.w"].T + p["c51.v1.b"]) @ p["c51.v2.w"].T + p["c51.v2.b"]
-    adv = (relu(h @ p["c51.a1.w"].T + p["c51.a1.b"]) @ p["c51.a2.w"].T + p["c51.a2.b"]).reshape(B, -1, Z)
+    ah = relu(h @ p["c51.a1.w"].T + p["c51.a1.b"])
+    if c.get("cross_branch"):
+        # Cross-branch messages (docs/modules.md): S_k = relu(ah E_k^T), S'_k = S_k + sum_j S_j W_jk^T,
+        # each branch's advantage rows from its S'_k.
+        nb, HH = len(sizes), ah.shape[-1]
+        E = p["xbranch.embed.w"].reshape(nb, HH, HH)
+        W = p["xbranch.msg.w"].reshape(nb, nb, HH, HH)
+        S = relu(torch.einsum("bi,koi->kbo", ah, E))
+        S = S + torch.einsum("jbi,jkoi->kbo", S, W)
+        rows, off = [], 0
+        for k, sz in enumerate(sizes):
+            a2 = p["c51.a2.w"][off * Z:(off + sz) * Z]
+            rows.append(S[k] @ a2.T + p["c51.a2.b"][off * Z:(off + sz) * Z])
+            off += sz
+        adv = torch.cat(rows, -1).reshape(B, -1, Z)
+    else:
+        adv = (ah @ p["c51.a2.w"].T + p["c51.a2.b"]).reshape(B, -1, Z)
     logits, off = [], 0
     for sz in sizes:
         ab = adv[:, off:off + sz]
