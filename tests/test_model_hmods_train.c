@@ -1,17 +1,20 @@
 /* The head modules in a training run on the CPU (stochastic depth 0.3, the Q-denoise
- * refinement and the cross-branch messages on): 40 iterations straight against 23 + a stop + a resume give byte-identical
+ * refinement, the cross-branch messages and the risk-budget head on): 40 iterations straight against 23 + a stop + a resume give byte-identical
  * checkpoints and the same logged lines (the drop masks follow the step counter); the
  * checkpoint holds the refinement's tensors, trained away from their zero start, and reads
- * back through the library's API; `vulpes backtest` and `vulpes act` run it on the CPU, the
- * backtest's test span matching the run's own. */
+ * back through the library's API; `vulpes backtest` and `vulpes act` run it on the CPU, their
+ * scores equal, and the backtest's positions are the risk-budget scaled sizes: never above the
+ * size's contracts, some below them. */
 #include <math.h>
 
+#include "env/env_rules.h"
 #include "test_train_util.h"
 #include "vp_test.h"
 #include "vulpes/api.h"
 #include "vulpes/backtest.h"
 
-static const char* const MODS[] = {"model.stoch_depth=0.3", "model.q_denoise=true", "model.cross_branch=true"};
+static const char* const MODS[] = {"model.stoch_depth=0.3", "model.q_denoise=true", "model.cross_branch=true",
+                                   "model.risk_budget=0.2"};
 
 static void test_resume_and_backtest(void) {
     char d1[512], d2[512], ck[700], out[700], got[700];
@@ -19,10 +22,10 @@ static void test_resume_and_backtest(void) {
     vpt_tmp_dir(d2, sizeof d2, "hmods-resumed");
     vpt_rm_run(d1), vpt_rm_run(d2);
     vp_train_result r1, r2, r3;
-    CHECK_OK(vpt_train_run(d1, VP_RUN_CREATE, 0, NULL, 3, MODS, &r1));
-    CHECK_OK(vpt_train_run(d2, VP_RUN_CREATE, 23, NULL, 3, MODS, &r2));
+    CHECK_OK(vpt_train_run(d1, VP_RUN_CREATE, 0, NULL, 4, MODS, &r1));
+    CHECK_OK(vpt_train_run(d2, VP_RUN_CREATE, 23, NULL, 4, MODS, &r2));
     CHECK(r2.interrupted == 1 && r2.count.iteration == 23, "stopped at %lld", (long long)r2.count.iteration);
-    CHECK_OK(vpt_train_run(d2, VP_RUN_RESUME, 0, NULL, 3, MODS, &r3));
+    CHECK_OK(vpt_train_run(d2, VP_RUN_RESUME, 0, NULL, 4, MODS, &r3));
     CHECK(r3.count.iteration == 40 && r3.count.learner_steps == r1.count.learner_steps && r1.count.learner_steps > 0,
           "resumed to %lld iterations, %lld learner steps (straight: %lld)", (long long)r3.count.iteration,
           (long long)r3.count.learner_steps, (long long)r1.count.learner_steps);
@@ -66,6 +69,17 @@ static void test_resume_and_backtest(void) {
     CHECK_OK(vp_backtest_job_run(be, &job, &bt, got, sizeof got));
     CHECK(bt.n_points > 10 && bt.n_heads == 13 && bt.next_q, "backtest: %lld points, %d heads", (long long)bt.n_points,
           bt.n_heads);
+    // positions after each decision: at most the chosen size's contracts, scaled below them somewhere
+    int smaller = 0, larger = 0;
+    for (int64_t o = 0; o + 1 < bt.n_points; ++o) {
+        const int32_t* ch = bt.action + o * 4;
+        if (ch[0] < 0 || ch[0] == 1) continue;
+        const int32_t full = vp_env_contracts(ch[1], 3), held = abs(bt.position[o + 1]);
+        smaller += held > 0 && held < full;
+        larger += held > full;
+    }
+    fprintf(stderr, "  %d positions below their size's contracts, %d above\n", smaller, larger);
+    CHECK(larger == 0 && smaller > 0, "positions above the size's contracts: %d, below: %d", larger, smaller);
     vp_backtest_last_bar last;
     CHECK_OK(vp_backtest_job_rollout(be, &job, &act, &last));
     CHECK(act.n_points == bt.n_points && act.next_q && memcmp(act.next_q, bt.next_q, sizeof(float) * 13) == 0,

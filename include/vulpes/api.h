@@ -52,7 +52,7 @@ void vp_api_model_close(vp_api_model* m);
  * "n_features" F, "n_portfolio" P, "window" K, "hidden", "use_mamba" (0 / 1), "mamba_state",
  * "mamba_head_dim", "mamba_conv", "head_hidden", "n_atoms" Z, "v_min", "v_max", "n_branches",
  * "branch_size0" .. "branch_size7", "iqn_cos", "ln_eps", "rms_eps", "n_heads" (A, the sum of
- * the branch sizes), and the head modules' "stoch_depth", "q_denoise" and "cross_branch" (0 / 1). An unknown
+ * the branch sizes), and the head modules' "stoch_depth", "q_denoise", "cross_branch" (0 / 1) and "risk_budget". An unknown
  * name is VP_ERR_INVALID_ARG naming it. */
 int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out);
 

@@ -156,7 +156,9 @@ typedef enum vp_run_precision {
     X(model, q_denoise, BOOL, false, 0, 1, "[]", NULL,                                     \
       "Q-denoise refinement: residual MLP A -> 2A -> A over the C51 Q that picks actions") \
     X(model, cross_branch, BOOL, false, 0, 1, "[]", NULL,                                  \
-      "cross-branch messages between the branch representations before the advantage outputs")
+      "cross-branch messages between the branch representations before the advantage outputs") \
+    X(model, risk_budget, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                           \
+      "risk-budget head: CVaR budget (reward units) of the sigmoid scaler of the chosen size (0: off)")
 
 /* [learn] the learner step: optimiser, target network, returns. */
 #define VP_CFG_KEYS_learn(X)                                                                \

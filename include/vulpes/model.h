@@ -43,6 +43,7 @@ typedef struct vp_model_cfg {
     float stoch_depth;   /* drop probability of the Mamba2 residual branch per sample in training (0: off) */
     int q_denoise;       /* 1: residual MLP A -> 2A -> A refines the C51 Q used for action choice */
     int cross_branch;    /* 1: messages between the branches' representations before the advantage outputs */
+    float risk_budget;   /* kappa > 0: sigmoid scaler of the chosen size, its target the CVaR budget kappa (0: off) */
 } vp_model_cfg;
 
 /* SPEC section 4 defaults. */

@@ -14,6 +14,7 @@ TINY = os.path.join(HERE, "data", "tiny_run.yaml")
 # (the head modules' run is longer, so the learner moves the refinement off its identity start)
 MODELS = {"default": {}, "no_mamba": {"model.use_mamba": False},
           "head_modules": {"model.stoch_depth": 0.2, "model.q_denoise": True, "model.cross_branch": True,
+                           "model.risk_budget": 0.5,
                            "train.iterations": 12,
                            "replay.warmup": 64, "train.eval_every": 12, "train.checkpoint_every": 12}}
 

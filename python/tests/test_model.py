@@ -96,6 +96,8 @@ def test_head_modules(runs):
         assert m.param("qdenoise.w1").shape == (26, 13) and m.param("qdenoise.w2").shape == (13, 26)
         assert m.config["cross_branch"] == 1 and m.param("xbranch.msg.w").shape == (16 * 128, 128)
         assert m.param("xbranch.embed.w").shape == (4 * 128, 128)
+        # the risk-budget head scales the env's size; the network's outputs do not include it
+        assert m.config["risk_budget"] == 0.5 and m.param("risk.w").shape == (1, 256)
         assert np.abs(m.param("qdenoise.w2")).max() > 0
         w, p, t = inputs(m.config, 9, 4, 7)
         c = m.forward(w, p, t)

@@ -87,6 +87,7 @@ int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
         {"iqn_cos", c->iqn_cos}, {"ln_eps", c->ln_eps}, {"rms_eps", c->rms_eps},
         {"n_heads", vp_model_cfg_actions(c)},
         {"stoch_depth", c->stoch_depth}, {"q_denoise", c->q_denoise}, {"cross_branch", c->cross_branch},
+        {"risk_budget", c->risk_budget},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
         if (strcmp(name, v[i].name) == 0) {

@@ -26,6 +26,8 @@ struct vp_learner_scratch {
     vp_tensor drop_u;           /* [B] stochastic-depth uniforms of the step (stoch_depth > 0) */
     vp_tensor qd_loss;          /* [B] per-sample Q-denoise loss (q_denoise) */
     vp_tensor qd_dq;            /* [B, A] its gradient w.r.t. the refined Q (q_denoise) */
+    vp_tensor rb_loss;          /* [B] per-sample risk-budget loss (risk_budget > 0) */
+    vp_tensor rb_dl;            /* [B] its gradient w.r.t. the head's logit (risk_budget > 0) */
     int batch_taken;            /* vp_learner_batch_init has run */
 };
 

@@ -65,6 +65,12 @@ static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priori
         VP_TRY(vp_model_qd_loss(&l->model, l->cfg.batch, &s->proj, &bt->actions, &bt->is_weight, &q, &s->qd_loss,
                                 &s->qd_dq));
     }
+    // the risk-budget head's target from the online quantiles' lower tail
+    if (l->cfg.model.risk_budget > 0.0f) {
+        vp_tensor zq = vp_model_iqn(s->acts), sc = vp_model_risk_scale(s->acts);
+        VP_TRY(vp_model_rb_loss(&l->model, l->cfg.batch, l->cfg.n_taus, &zq, &bt->taus, &bt->actions, &bt->is_weight,
+                                &sc, &s->rb_loss, &s->rb_dl));
+    }
     return priorities ? vp_copy(b, &s->c51_loss, priorities) : VP_OK;
 }
 

@@ -37,8 +37,18 @@ typedef vp_status vp_hmops_qd_loss_fn(vp_backend* be, int64_t B, int Z, float v_
 typedef vp_status vp_hmops_xb_pack_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, int to_adv,
                                       const float* src, float* dst);
 
+/* The risk-budget loss (model_hmods.h, vp_model_rb_loss): iqn [B, T, A], taus [B, T], actions
+ * [B, nb] i32, w [B], s [B] -> loss [B], d_logit [B]; `head0` is the size branch's first head,
+ * `n_size` its choices, `nb` the branches (the size choice is actions[b, 1]). An out-of-range
+ * size makes the sample's loss NaN and its gradient 0. */
+typedef vp_status vp_hmops_rb_loss_fn(vp_backend* be, int64_t B, int T, int A, int nb, int head0, int n_size,
+                                      float alpha, float kappa, const float* iqn, const float* taus,
+                                      const int32_t* actions, const float* w, const float* s, float* loss,
+                                      float* d_logit);
+
 /* Every kernel by name, in table order. */
-#define VP_HMOPS_KERNELS(X, f, i) X(f, i, sd_forward) X(f, i, sd_backward) X(f, i, qd_loss) X(f, i, xb_pack)
+#define VP_HMOPS_KERNELS(X, f, i) \
+    X(f, i, sd_forward) X(f, i, sd_backward) X(f, i, qd_loss) X(f, i, xb_pack) X(f, i, rb_loss)
 
 /* One backend's head-module kernels. */
 typedef struct vp_hmops {

@@ -133,6 +133,9 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->xb_ds, "xb_ds", VP_F32, XBR * BW, HH);
     take(pl, &a->xb_dsp, "xb_dsp", VP_F32, XBR * BW, HH);
     take(pl, &a->xb_dt, "xb_dt", VP_F32, XBT * BW, 1);
+    const int64_t RBB = c->risk_budget > 0.0f ? B : 0;
+    take(pl, &a->rb_logit, "rb_logit", VP_F32, RBB, 1);
+    take(pl, &a->rb, "rb", VP_F32, RBB, 1);
     return pl->err;
 }
 

@@ -215,6 +215,7 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     VP_TRY(linear_backward(m, &h, &a1w, &d_ah, &ga1w, &ga1b, &d_h, 1.0f));
     // the Q-denoise refinement (detached from the C51 head), then IQN adds its share of d h
     VP_TRY(vp_model_qd_backward(m, params, a, B));
+    VP_TRY(vp_model_rb_backward(m, params, a, B));
     if (d_iqn) {
         VP_TRY(vp_model_iqn_backward(m, params, a, d_iqn, B));
     } else {

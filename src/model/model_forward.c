@@ -196,6 +196,7 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     VP_TRY(vp_copy(be, &pin, &port));
     VP_TRY(vp_copy(be, &e, &h));
     VP_TRY(linear(m, &port, &pw, &pb, VP_EPI_BIAS, 1.0f, &h));
+    VP_TRY(vp_model_rb_forward(m, params, a, batch));
     // C51 value and advantage streams, combined
     vp_tensor v1 = vp_acts_rows(&a->v1, batch), ah = vp_acts_rows(&a->ah, batch);
     vp_tensor v = vp_acts_rows(&a->v, batch), adv = vp_acts_rows(&a->adv, batch);

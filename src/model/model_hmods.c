@@ -13,6 +13,11 @@ vp_status vp_model_hmods_check(const vp_model_cfg* c) {
                "model config: q_denoise = %d must be 0 or 1", c->q_denoise);
     VP_REQUIRE(c->cross_branch == 0 || c->cross_branch == 1, VP_ERR_INVALID_ARG,
                "model config: cross_branch = %d must be 0 or 1", c->cross_branch);
+    VP_REQUIRE(c->risk_budget >= 0.0f && isfinite(c->risk_budget), VP_ERR_INVALID_ARG,
+               "model config: risk_budget = %g must be a finite budget >= 0", (double)c->risk_budget);
+    VP_REQUIRE(c->risk_budget == 0.0f || c->n_branches >= 2, VP_ERR_INVALID_ARG,
+               "model config: risk_budget scales the size branch (branch 1), but the network has %d branch",
+               c->n_branches);
     return VP_OK;
 }
 
@@ -24,6 +29,8 @@ double vp_model_hmods_flops(const vp_model_cfg* c, int64_t batch, int backward) 
         const double fwd = 2.0 * (2.0 * B * 2 * A * A);
         f += backward ? fwd + fwd + 2.0 * B * 2 * A * A : fwd;
     }
+    // the risk-budget head: one [B, 1] product, its weight gradient in the backward
+    if (c->risk_budget > 0.0f) f += (backward ? 2.0 : 1.0) * 2.0 * B * c->hidden;
     if (c->cross_branch) {
         // embeddings and messages (nb + nb^2 products of HH x HH), replacing nothing: the output
         // layer keeps its FLOPs; backward: weight and input gradients of both

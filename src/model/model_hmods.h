@@ -2,7 +2,8 @@
  * vp_model_cfg that is off by default, and the hooks the forward and backward call:
  *   stochastic depth (model_stochdepth.c) on the Mamba2 mixer's residual branch,
  *   Q-denoise refinement (model_qdenoise.c) of the C51 expected values,
- *   cross-branch messages (model_xbranch.c) between the branch representations.
+ *   cross-branch messages (model_xbranch.c) between the branch representations,
+ *   the risk-budget head (model_risk.c), a sigmoid scaler of the chosen size.
  * Their kernels are one table per backend kind (hmops.h). With every switch off no hook
  * changes a bit of the network. */
 #ifndef VULPES_MODEL_HMODS_H
@@ -50,6 +51,35 @@ vp_status vp_model_xb_forward(const vp_model* m, const vp_tensor* params, vp_mod
 /* Its backward from a->d_adv: the output layer's, embeddings' and messages' gradients and
  * d ah into a->d_ah (written). */
 vp_status vp_model_xb_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
+
+/* ---- risk-budget head (model_risk.c) ------------------------------------------------------- */
+
+/* The fixed tail probability alpha of the risk budget's CVaR (the taus at or below it). */
+#define VP_RISK_ALPHA 0.1f
+
+/* After h: a->rb = sigmoid(h w^T + b) [batch, 1] (h detached). A no-op when risk_budget is 0. */
+vp_status vp_model_rb_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
+
+/* Its weight gradients from a->rb_dl (zero when NULL); no gradient reaches h. A no-op when off. */
+vp_status vp_model_rb_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
+
+/* Sets d (risk loss) / d logit [max_batch] that the backwards of `a` read (NULL: zero gradients). */
+vp_status vp_model_acts_set_rb_grad(vp_model_acts* a, const vp_tensor* d_logit);
+
+/* The scale of the chosen size per sample, [batch] in (0, 1), of the last forward; an empty
+ * tensor (data NULL) when the head is off. */
+vp_tensor vp_model_risk_scale(const vp_model_acts* a);
+
+/* The head's loss and its gradient from the online IQN quantiles iqn [B, T, A] at taus [B, T]
+ * of the taken actions [B, n_branches] (i32), importance weights w [B] and the scales s [B]:
+ *   CVaR_b = mean of the size head's quantiles at taus <= VP_RISK_ALPHA (the lowest tau's
+ *            when none is), tail loss L_b = max(0, -CVaR_b),
+ *   target t_b = 1 when L_b <= kappa, else kappa / L_b (the scale that holds the tail loss
+ *            at the budget kappa = risk_budget),
+ *   loss_b = -(t_b log s_b + (1 - t_b) log(1 - s_b)),  d_logit_b = w_b / B (s_b - t_b). */
+vp_status vp_model_rb_loss(const vp_model* m, int64_t B, int T, const vp_tensor* iqn, const vp_tensor* taus,
+                           const vp_tensor* actions, const vp_tensor* w, const vp_tensor* s, vp_tensor* loss,
+                           vp_tensor* d_logit);
 
 /* ---- Q-denoise refinement (model_qdenoise.c) ---------------------------------------------- */
 

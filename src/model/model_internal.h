@@ -14,7 +14,7 @@ extern "C" {
  * cols 0 means a vector of `rows`. Expanded where these names are in scope:
  * F, P, H, N (state), NH (heads), CW (conv width), HH (head hidden), Z, A (actions),
  * NC (IQN cosines), MB (Mamba2 on), QD (Q-denoise on), A2 (2 A), NB (branches), XB (cross-branch
- * messages on). */
+ * messages on), RB (risk-budget head on). */
 #define VP_MODEL_PARAMS(X)                                                         \
     X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, 1)                          \
     X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, 1)                          \
@@ -55,7 +55,10 @@ extern "C" {
     X(QD_B2, "qdenoise.b2", A, 0, VP_INIT_ZEROS, 1, QD)                            \
     /* cross-branch messages: per-branch embeddings and one block per directed edge, near identity */ \
     X(XB_EMBED_W, "xbranch.embed.w", NB * HH, HH, VP_INIT_NEAR_EYE, 10000, XB)    \
-    X(XB_MSG_W, "xbranch.msg.w", NB * NB * HH, HH, VP_INIT_UNIFORM, 10000, XB)
+    X(XB_MSG_W, "xbranch.msg.w", NB * NB * HH, HH, VP_INIT_UNIFORM, 10000, XB)     \
+    /* risk-budget head: sigmoid(w . h + b) */                                         \
+    X(RISK_W, "risk.w", 1, H, VP_INIT_UNIFORM, H, RB)                              \
+    X(RISK_B, "risk.b", 1, 0, VP_INIT_UNIFORM, H, RB)
 
 /* Parameter slots. */
 typedef enum vp_pslot {
@@ -162,6 +165,9 @@ struct vp_model_acts {
     vp_tensor xb_t;            /* [B * A * Z] per-branch advantage blocks [B, n_k Z], one after another */
     vp_tensor xb_ds, xb_dsp;   /* [nb * B, HH] gradients of the states (backward) */
     vp_tensor xb_dt;           /* [B * A * Z] gradient of the blocks (backward) */
+    vp_tensor rb_logit;        /* [B, 1] the risk-budget head's logit */
+    vp_tensor rb;              /* [B, 1] its scale sigmoid(logit) in (0, 1) */
+    const vp_tensor* rb_dl;    /* [B] d (its loss) / d logit; NULL: zero gradients */
 };
 
 /* [rows, cols] view of the first rows of a 2-D activation. */

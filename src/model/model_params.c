@@ -23,7 +23,7 @@ static int build_table(const vp_model_cfg* c, vp_param_info* info, int* slot, in
     const int64_t N = MB ? c->mamba_state : 0, NH = MB ? c->hidden / c->mamba_head_dim : 0;
     const int64_t CW = c->mamba_conv, HH = c->head_hidden, Z = c->n_atoms, A = vp_model_cfg_actions(c);
     const int64_t NC = c->iqn_cos, QD = c->q_denoise ? 1 : 0, A2 = 2 * A;
-    const int64_t NB = c->n_branches, XB = c->cross_branch ? 1 : 0;
+    const int64_t NB = c->n_branches, XB = c->cross_branch ? 1 : 0, RB = c->risk_budget > 0.0f ? 1 : 0;
     int n = 0;
     int64_t off = 0;
     for (int s = 0; s < VP_MODEL_MAX_SLOTS; ++s) slot[s] = -1;

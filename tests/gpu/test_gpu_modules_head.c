@@ -1,12 +1,12 @@
 /* GPU parity of the head modules (stochastic depth, Q-denoise refinement, cross-branch
- * messages): their kernels on fresh random inputs at odd and default sizes (the elementwise
- * stochastic depth and the cross-branch layout bit for bit,
- * the refinement's loss within 1e-6 norm-wise: its per-sample sums may contract to FMAs),
- * then the whole network with all three on, FP32 products: training forward with the same
- * uniforms and backward with the same refinement gradient against the CPU's (1e-5 forward,
- * 1e-4 gradients: small batches, so no ReLU mask flips), with no allocation, copy or sync in
- * the pair; then a learner step with both on stays free of them too. Runs on a GPU machine
- * only. */
+ * messages, risk-budget head). Their kernels on fresh random inputs at odd and default sizes:
+ * the element-wise stochastic depth and the cross-branch layout bit for bit, the losses of the
+ * refinement and of the risk budget within 1e-6 norm-wise (per-sample sums may contract to
+ * FMAs). Then the whole network with all four on, FP32 products: a training forward with the
+ * same uniforms and a backward with the same refinement and risk gradients against the CPU's
+ * (1e-5 forward, 1e-4 per gradient tensor: small batches, so no ReLU mask flips), with no
+ * allocation, copy or sync in the pair; then learner steps with all four on stay free of
+ * them too. Runs on a GPU machine only. */
 #include "gpu_twin.h"
 #include "learn/learner_internal.h"
 #include "model/hmops.h"
@@ -97,6 +97,39 @@ static void pack_case(int64_t B, int Z, const vp_branch_map* br) {
     twin_free(&blocks), twin_free(&adv), twin_free(&back);
 }
 
+static void rb_case(int64_t B, int T, const vp_branch_map* br) {
+    char cas[64];
+    int A = 0;
+    for (int k = 0; k < br->n; ++k) A += br->size[k];
+    snprintf(cas, sizeof cas, "B%lld T%d A%d", (long long)B, T, A);
+    twin iqn, taus, act, w, s, loss, dl;
+    twin_1d(&iqn, VP_F32, B * T * A);
+    twin_2d(&taus, VP_F32, B, T);
+    twin_2d(&act, VP_I32, B, br->n);
+    twin_1d(&w, VP_F32, B);
+    twin_1d(&s, VP_F32, B);
+    twin_1d(&loss, VP_F32, B);
+    twin_1d(&dl, VP_F32, B);
+    twin_rand(&iqn, -3.0f, 2.0f);
+    twin_rand(&taus, 0.0f, 1.0f);
+    twin_rand(&w, 0.1f, 1.0f);
+    twin_rand(&s, 0.01f, 0.99f);
+    for (int64_t b = 0; b < B; ++b)
+        for (int k = 0; k < br->n; ++k)
+            ((int32_t*)act.h.data)[b * br->n + k] = (int32_t)((b * 5 + k) % br->size[k]);
+    twin_push(&act);
+    twin_poison(&loss), twin_poison(&dl);
+    const vp_hmops *kc = kernels(g_cpu), *kg = kernels(g_gpu);
+    CHECK_OK(kc->rb_loss(g_cpu, B, T, A, br->n, br->size[0], br->size[1], 0.1f, 0.5f, iqn.h.data, taus.h.data,
+                         act.h.data, w.h.data, s.h.data, loss.h.data, dl.h.data));
+    CHECK_OK(kg->rb_loss(g_gpu, B, T, A, br->n, br->size[0], br->size[1], 0.1f, 0.5f, iqn.d.data, taus.d.data,
+                         act.d.data, w.d.data, s.d.data, loss.d.data, dl.d.data));
+    twin_check("rb_loss loss", cas, &loss, 1e-6);
+    twin_check("rb_loss d_logit", cas, &dl, 1e-6);
+    twin_free(&iqn), twin_free(&taus), twin_free(&act), twin_free(&w), twin_free(&s), twin_free(&loss);
+    twin_free(&dl);
+}
+
 static void test_kernels(void) {
     sd_case(5, 7, 0.3f);
     sd_case(8192, 256, 0.1f);
@@ -105,6 +138,8 @@ static void test_kernels(void) {
     qd_case(8192, 51, &def);
     pack_case(3, 5, &odd);
     pack_case(8192, 51, &def);
+    rb_case(9, 5, &odd);
+    rb_case(8192, 64, &def);
 }
 
 /* The small network of the CPU tests with both modules on. */
@@ -125,6 +160,7 @@ static vp_model_cfg small_cfg(void) {
     c.stoch_depth = 0.4f;
     c.q_denoise = 1;
     c.cross_branch = 1;
+    c.risk_budget = 0.5f;
     return c;
 }
 
@@ -167,6 +203,8 @@ static void test_model_parity(void) {
     CHECK_OK(vp_model_acts_set_drop(ag, &u.d));
     CHECK_OK(vp_model_acts_set_qd_grad(ac, &dq.h));
     CHECK_OK(vp_model_acts_set_qd_grad(ag, &dq.d));
+    CHECK_OK(vp_model_acts_set_rb_grad(ac, &u.h)); /* any [B] gradient of the logit */
+    CHECK_OK(vp_model_acts_set_rb_grad(ag, &u.d));
     vp_runtime_counters before, after;
     CHECK_OK(vp_model_forward(&mc, &pw.h, ac, &feat.h, &bar.h, &port.h, &taus.h, B));
     CHECK_OK(vp_backend_sync(g_gpu));
@@ -183,12 +221,13 @@ static void test_model_parity(void) {
         const char* name;
         vp_tensor hc, hg;
         int64_t n;
-    } outs[5] = {{"q refined", vp_model_q(ac), vp_model_q(ag), B * A},
+    } outs[6] = {{"q refined", vp_model_q(ac), vp_model_q(ag), B * A},
+                 {"risk scale", vp_model_risk_scale(ac), vp_model_risk_scale(ag), B},
                  {"q c51", vp_model_q_c51(ac), vp_model_q_c51(ag), B * A},
                  {"log_probs", vp_model_log_probs(ac), vp_model_log_probs(ag), B * A * Z},
                  {"iqn", vp_model_iqn(ac), vp_model_iqn(ag), B * T * A},
                  {"drop scales", ac->sd_scale, ag->sd_scale, B}};
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < 6; ++i) {
         twin t;
         twin_1d(&t, VP_F32, outs[i].n);
         memcpy(t.h.data, outs[i].hc.data, sizeof(float) * (size_t)outs[i].n);

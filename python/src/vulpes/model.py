@@ -15,7 +15,7 @@ __all__ = ["CModel", "VulpesNet", "load"]
 _INT_KEYS = ("n_features", "n_portfolio", "window", "hidden", "use_mamba", "mamba_state", "mamba_head_dim",
              "mamba_conv", "head_hidden", "n_atoms", "n_branches", "iqn_cos", "n_heads", "q_denoise",
              "cross_branch")
-_FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "stoch_depth")
+_FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "stoch_depth", "risk_budget")
 
 
 def _f32p(a):
