@@ -4,7 +4,9 @@
  * checkpoint holds the refinement's tensors, trained away from their zero start, and reads
  * back through the library's API; `vulpes backtest` and `vulpes act` run it on the CPU, their
  * scores equal, and the backtest's positions are the risk-budget scaled sizes: never above the
- * size's contracts, some below them. */
+ * size's contracts, some below them; act's decision carries the head's scale and the contracts
+ * scaled by it. */
+#include <cjson/cJSON.h>
 #include <math.h>
 
 #include "env/env_rules.h"
@@ -81,9 +83,29 @@ static void test_resume_and_backtest(void) {
     fprintf(stderr, "  %d positions below their size's contracts, %d above\n", smaller, larger);
     CHECK(larger == 0 && smaller > 0, "positions above the size's contracts: %d, below: %d", larger, smaller);
     vp_backtest_last_bar last;
+    vp_backtest_span_info si;
+    memset(&si, 0, sizeof si);
+    job.span_info = &si;
     CHECK_OK(vp_backtest_job_rollout(be, &job, &act, &last));
     CHECK(act.n_points == bt.n_points && act.next_q && memcmp(act.next_q, bt.next_q, sizeof(float) * 13) == 0,
           "act's scores differ from the backtest's");
+    // act's decision: the head's scale beside the choice, the contracts scaled by it
+    CHECK(act.next_scale && bt.next_scale && act.next_scale[0] == bt.next_scale[0] && act.next_scale[0] > 0.0f &&
+              act.next_scale[0] < 1.0f,
+          "the next decision's size scale %g", act.next_scale ? (double)act.next_scale[0] : -1.0);
+    cJSON* js = NULL;
+    CHECK_OK(vp_act_json(&act, &last, ck, si.checks.data, &si.checks, &js));
+    if (js && act.next_scale) {
+        const int32_t* d = act.action + (act.n_points - 1) * 4;
+        const cJSON* sc = cJSON_GetObjectItemCaseSensitive(js, "size_scale");
+        const cJSON* ct = cJSON_GetObjectItemCaseSensitive(js, "contracts");
+        const double want = d[0] == 1 ? 0.0 : (double)vp_env_scaled_contracts(d[1], 3, act.next_scale[0]);
+        CHECK(cJSON_IsNumber(sc) && (float)sc->valuedouble == act.next_scale[0] && cJSON_IsNumber(ct) &&
+                  ct->valuedouble == want,
+              "act JSON: size_scale %g, contracts %g (want %g)", cJSON_IsNumber(sc) ? sc->valuedouble : -1.0,
+              cJSON_IsNumber(ct) ? ct->valuedouble : -1.0, want);
+    }
+    cJSON_Delete(js);
     vp_rollout_result_free(&bt);
     vp_rollout_result_free(&act);
     vp_backend_free(be);

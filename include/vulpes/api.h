@@ -81,6 +81,11 @@ int vp_api_model_param(const vp_api_model* m, const char* name, float* dst /* [c
 int vp_api_model_forward(vp_api_model* m, const float* window, const float* portfolio, const float* taus,
                          int64_t batch, int n_taus, float* q, float* log_probs, float* quantiles);
 
+/* The risk-budget head's scale of each sample's size (docs/modules.md) from the last
+ * vp_api_model_forward into dst [cap >= its batch] (host memory); VP_ERR_STATE when the
+ * network has no such head or no forward ran. */
+int vp_api_model_size_scale(const vp_api_model* m, float* dst, int64_t cap);
+
 /* ---- a vector of market environments ------------------------------------------------------------ */
 
 /* n envs over one span of a market (a data file or a synthetic one), on one backend, with the

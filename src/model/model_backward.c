@@ -213,7 +213,7 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
         VP_TRY(linear_backward(m, &ah, &a2w, &d_adv, &ga2w, &ga2b, &d_ah, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &ah, &d_ah, &d_ah));
     VP_TRY(linear_backward(m, &h, &a1w, &d_ah, &ga1w, &ga1b, &d_h, 1.0f));
-    // the Q-denoise refinement (detached from the C51 head), then IQN adds its share of d h
+    // the Q-denoise refinement and the risk-budget head (both detached), then IQN adds its share of d h
     VP_TRY(vp_model_qd_backward(m, params, a, B));
     VP_TRY(vp_model_rb_backward(m, params, a, B));
     if (d_iqn) {

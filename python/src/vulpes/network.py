@@ -12,8 +12,9 @@ import torch.nn.functional as Fn
 __all__ = ["forward"]
 
 
-def forward(p, c, feats, bar, port, taus, relu_inputs=None):
-    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus)."""
+def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
+    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus); with the risk-budget
+    head, extras (a dict, when given) receives size_scale [B]."""
     B, K, H = bar.shape[0], c["window"], c["hidden"]
     Z, sizes = c["n_atoms"], c["branch_sizes"]
     mb = c["use_mamba"]
@@ -61,6 +62,9 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
         e = h2[:, 0]
     # Portfolio projection and the dueling branching C51 head.
     h = e + port @ p["port.w"].T + p["port.b"]
+    if extras is not None and c.get("risk_budget", 0) > 0:
+        # Risk-budget head (docs/modules.md): the scale of the chosen size, sigmoid(w . h + b).
+        extras["size_scale"] = torch.sigmoid(h.detach() @ p["risk.w"].T + p["risk.b"])[:, 0]
     v = relu(h @ p["c51.v1.w"].T + p["c51.v1.b"]) @ p["c51.v2.w"].T + p["c51.v2.b"]
     ah = relu(h @ p["c51.a1.w"].T + p["c51.a1.b"])
     if c.get("cross_branch"):
