@@ -52,8 +52,9 @@ void vp_api_model_close(vp_api_model* m);
  * "n_features" F, "n_portfolio" P, "window" K, "hidden", "use_mamba" (0 / 1), "mamba_state",
  * "mamba_head_dim", "mamba_conv", "head_hidden", "n_atoms" Z, "v_min", "v_max", "n_branches",
  * "branch_size0" .. "branch_size7", "iqn_cos", "ln_eps", "rms_eps", "n_heads" (A, the sum of
- * the branch sizes), and the input modules' "vsn", "vsn_hidden", "spectral_norm", "kan" (0 / 1),
- * "kan_grid", "kan_order", "kan_range". An unknown name is VP_ERR_INVALID_ARG naming it. */
+ * the branch sizes), the input modules' "vsn", "vsn_hidden", "spectral_norm", "kan" (0 / 1),
+ * "kan_grid", "kan_order", "kan_range", and the head modules' "stoch_depth", "q_denoise",
+ * "cross_branch" (0 / 1) and "risk_budget". An unknown name is VP_ERR_INVALID_ARG naming it. */
 int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out);
 
 /* Parameter tensors of the network (the rows of its parameter table, in table order). */
@@ -80,6 +81,11 @@ int vp_api_model_param(const vp_api_model* m, const char* name, float* dst /* [c
  * batch >= 1. */
 int vp_api_model_forward(vp_api_model* m, const float* window, const float* portfolio, const float* taus,
                          int64_t batch, int n_taus, float* q, float* log_probs, float* quantiles);
+
+/* The risk-budget head's scale of each sample's size (docs/modules.md) from the last
+ * vp_api_model_forward into dst [cap >= its batch] (host memory); VP_ERR_STATE when the
+ * network has no such head or no forward ran. */
+int vp_api_model_size_scale(const vp_api_model* m, float* dst, int64_t cap);
 
 /* ---- a vector of market environments ------------------------------------------------------------ */
 

@@ -150,6 +150,15 @@ typedef enum vp_run_precision {
     X(model, iqn_target_taus, INT, 64, 1, 4096, "[]", NULL,                                \
       "IQN quantile samples of the target network")                                        \
     X(model, iqn_cos, INT, 64, 1, 4096, "[]", NULL, "cosine features of the IQN tau embedding") \
+    /* head modules (task M2; docs/modules.md) */                                          \
+    X(model, stoch_depth, FLOAT, 0.0, 0, 1, "[)", NULL,                                    \
+      "stochastic depth: drop probability of the Mamba2 residual branch per sample in training (0: off)") \
+    X(model, q_denoise, BOOL, false, 0, 1, "[]", NULL,                                     \
+      "Q-denoise refinement: residual MLP A -> 2A -> A over the C51 Q that picks actions") \
+    X(model, cross_branch, BOOL, false, 0, 1, "[]", NULL,                                  \
+      "cross-branch messages between the branch representations before the advantage outputs") \
+    X(model, risk_budget, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                           \
+      "risk-budget head: CVaR budget (reward units) of the sigmoid scaler of the chosen size (0: off)") \
     VP_CFG_KEYS_model_input(X)
 
 /* [model] the input modules (docs/modules.md, "Input modules"), each off by default. */

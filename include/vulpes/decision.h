@@ -22,7 +22,9 @@ typedef struct vp_decision {
     int64_t time_ms;          /* its time */
     int32_t action[4];        /* the choices: direction (0 short, 1 flat, 2 long), size (0 .. 3: 0.25 .. 1 of
                                  instrument.max_position), take-profit and stop-loss (ATR multiples 0 .. 2) */
-    int32_t contracts;        /* the target position's size, contracts (0 when flat) */
+    int32_t contracts;        /* the target position's size, contracts (0 when flat), after size_scale */
+    int has_scale;            /* 1: the network's risk-budget head scaled the size by size_scale */
+    float size_scale;         /* that scale in (0, 1) (has_scale; docs/modules.md) */
     double take_profit;       /* the take-profit level from the close, price units (0: none) */
     double stop_loss;         /* the stop-loss level from the close, price units (0: none) */
     int n_heads;              /* entries of q */

@@ -201,6 +201,8 @@ typedef struct vp_env {
     int64_t n_envs;               /* number of environments */
     vp_env_state state;           /* [n_envs] arrays in backend memory */
     vp_buffer storage;            /* the one allocation behind state */
+    const float* size_scale;      /* [n_envs] backend memory, set by the caller: each env's scale of its size
+                                     choice, read at every step (the risk-budget head; NULL: 1) */
 } vp_env;
 
 /* Checks the settings (instrument ranges, a market bars_per_year > 0 when a financing rate is

@@ -47,6 +47,11 @@ typedef struct vp_model_cfg {
     int kan_grid;        /* G: grid intervals of the splines (5) */
     int kan_order;       /* k: spline order (3: cubic) */
     float kan_range;     /* the grid spans [-kan_range, kan_range] (3) */
+    /* head modules (issue 15, task M2; docs/modules.md), each off by default */
+    float stoch_depth;   /* drop probability of the Mamba2 residual branch per sample in training (0: off) */
+    int q_denoise;       /* 1: residual MLP A -> 2A -> A refines the C51 Q used for action choice */
+    int cross_branch;    /* 1: messages between the branches' representations before the advantage outputs */
+    float risk_budget;   /* kappa > 0: sigmoid scaler of the chosen size, its target the CVaR budget kappa (0: off) */
 } vp_model_cfg;
 
 /* SPEC section 4 defaults. */
@@ -69,6 +74,7 @@ typedef enum vp_param_init {
     VP_INIT_ZEROS,       /* 0 (norm biases) */
     VP_INIT_A_LOG,       /* log(U(1, 16)) per head */
     VP_INIT_DT_BIAS,     /* inverse softplus of dt, log-uniform in [1e-3, 1e-1], floor 1e-4 */
+    VP_INIT_NEAR_EYE,    /* stacked square blocks [cols, cols]: identity + U(-bound, bound) */
     VP_INIT_COUNT
 } vp_param_init;
 
@@ -85,7 +91,7 @@ typedef struct vp_param_info {
 } vp_param_info;
 
 /* Internal parameter slots (the table's rows; absent ones, e.g. Mamba2 when off, map to -1). */
-#define VP_MODEL_MAX_SLOTS 48
+#define VP_MODEL_MAX_SLOTS 64
 
 /* The network: configuration, parameter table and the flat buffers. */
 typedef struct vp_model {
@@ -168,7 +174,8 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
 /* log_probs [batch, A, Z]: C51 log-probabilities per action head. */
 vp_tensor vp_model_log_probs(const vp_model_acts* a);
 
-/* q [batch, A]: expected values sum_z z p per action head. */
+/* q [batch, A]: expected values sum_z z p per action head, the values actions are chosen
+ * by (refined by the Q-denoise MLP when cfg.q_denoise is on). */
 vp_tensor vp_model_q(const vp_model_acts* a);
 
 /* iqn [batch, n_taus, A]: quantile values (the forward's taus). */

@@ -80,6 +80,11 @@ vp_status vp_policy_encode(const vp_policy* p, vp_policy_work* w, const vp_tenso
 vp_status vp_policy_score(const vp_policy* p, vp_policy_work* w, const vp_tensor* enc, const vp_tensor* portfolio,
                           int64_t n, vp_tensor* scores);
 
+/* The scale of each sample's size choice that w's scores come with ([batch] backend memory, filled
+ * by each vp_policy_score, stable for w's life), for vp_env.size_scale; NULL when the policy
+ * has none (the DQN network without its risk-budget head, or another policy). */
+const float* vp_policy_size_scale(const vp_policy* p, const vp_policy_work* w);
+
 /* The DQN agent's policy: network m with parameters params ([n_weights], m's backend memory)
  * — encode is vp_model_encode, score the C51 expected values vp_model_q of vp_model_heads,
  * both in the network's precision (collection). Both pointers must outlive the value. */

@@ -179,6 +179,8 @@ typedef struct vp_rollout_result {
     float* next_q;           /* [n_windows, n_heads] the policy's scores at each window's last close, behind
                                 its choice for the bar after it (vulpes/action.h gives each branch's heads;
                                 NaN where the window has none: a ruin; NULL with forced actions) */
+    float* next_scale;       /* [n_windows] the risk-budget head's scale of that choice's size (NaN where the
+                                window has none; NULL without the head) */
     int64_t n_decisions;     /* choices with a margin (points whose margin is not NaN) */
     int64_t n_fragile;       /* of them, fragile: margin < VP_ACTION_FRAGILE_MARGIN */
     double ruin_level;       /* the ruin level: ruin_fraction x initial_equity, currency */

@@ -11,11 +11,16 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 TINY = os.path.join(HERE, "data", "tiny_run.yaml")
 
 # every module combination of the network: name -> overrides of tiny_run.yaml
+# the input modules (docs/modules.md): selection gate with the spectral norm of both trunk layers;
+# the KAN first layer with the gate and trunk.w2's spectral norm. The head modules' run is longer,
+# so the learner moves the refinement off its identity start.
 MODELS = {"default": {}, "no_mamba": {"model.use_mamba": False},
-          # the input modules (docs/modules.md): selection gate with the spectral norm of both trunk
-          # layers; the KAN first layer with the gate and trunk.w2's spectral norm
           "vsn_sn": {"model.vsn": True, "model.spectral_norm": True},
-          "kan": {"model.kan": True, "model.vsn": True, "model.spectral_norm": True}}
+          "kan": {"model.kan": True, "model.vsn": True, "model.spectral_norm": True},
+          "head_modules": {"model.stoch_depth": 0.2, "model.q_denoise": True, "model.cross_branch": True,
+                           "model.risk_budget": 0.5,
+                           "train.iterations": 12,
+                           "replay.warmup": 64, "train.eval_every": 12, "train.checkpoint_every": 12}}
 
 
 @pytest.fixture(scope="session")

@@ -80,3 +80,35 @@ def test_module_parameters_are_the_checkpoints(runs):
         assert list(params) == names
         for n in names:
             np.testing.assert_array_equal(params[n].detach().numpy(), m.param(n))
+
+
+def test_head_modules(runs):
+    """The head modules' network: stochastic depth is the identity at inference, the Q-denoise
+    refinement, trained off its zero start, moves Q away from the C51 expectation, the
+    cross-branch messages have one [HH, HH] block per ordered branch pair, and the risk-budget
+    head's size scale lies in (0, 1); the module matches the C forward, scale included, within
+    1e-5."""
+    ck = runs["head_modules"].checkpoint
+    net = vulpes.load(ck)
+    with vulpes.CModel(ck) as m:
+        assert m.config["q_denoise"] == 1 and abs(m.config["stoch_depth"] - 0.2) < 1e-7
+        assert [n for n in m.param_names() if n.startswith("qdenoise.")] == [
+            "qdenoise.w1", "qdenoise.b1", "qdenoise.w2", "qdenoise.b2"]
+        assert m.param("qdenoise.w1").shape == (26, 13) and m.param("qdenoise.w2").shape == (13, 26)
+        assert m.config["cross_branch"] == 1 and m.param("xbranch.msg.w").shape == (16 * 128, 128)
+        assert m.param("xbranch.embed.w").shape == (4 * 128, 128)
+        # the risk-budget head: the scale of each sample's size
+        assert m.config["risk_budget"] == 0.5 and m.param("risk.w").shape == (1, 256)
+        assert np.abs(m.param("qdenoise.w2")).max() > 0
+        w, p, t = inputs(m.config, 9, 4, 7)
+        c = m.forward(w, p, t)
+    with torch.no_grad():
+        q, lp, _ = net(torch.from_numpy(w), torch.from_numpy(p), torch.from_numpy(t))
+    assert np.abs(q.numpy() - c["q"]).max() <= TOL
+    with torch.no_grad():
+        s = net.size_scale(torch.from_numpy(w), torch.from_numpy(p))
+    assert s.shape == (9,) and np.abs(s.numpy() - c["size_scale"]).max() <= TOL
+    assert 0 < c["size_scale"].min() and c["size_scale"].max() < 1
+    support = np.linspace(-10.0, 10.0, 51)
+    q_c51 = (np.exp(lp.numpy().astype(np.float64)) * support).sum(-1)
+    assert np.abs(q_c51 - c["q"]).max() > 1e-6

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "model/model_hmods.h"
 #include "vulpes/checkpoint.h"
 #include "vulpes/config.h"
 #include "vulpes/dqn.h"
@@ -88,6 +89,8 @@ int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
         {"n_heads", vp_model_cfg_actions(c)}, {"vsn", c->vsn}, {"vsn_hidden", c->vsn_hidden},
         {"spectral_norm", c->spectral_norm}, {"kan", c->kan}, {"kan_grid", c->kan_grid},
         {"kan_order", c->kan_order}, {"kan_range", c->kan_range},
+        {"stoch_depth", c->stoch_depth}, {"q_denoise", c->q_denoise}, {"cross_branch", c->cross_branch},
+        {"risk_budget", c->risk_budget},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
         if (strcmp(name, v[i].name) == 0) {
@@ -184,4 +187,14 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
     VP_TRY(copy_out(m, &tq, q, batch * A));
     VP_TRY(copy_out(m, &tl, log_probs, batch * A * c->n_atoms));
     return copy_out(m, &ti, quantiles, batch * n_taus * A);
+}
+
+int vp_api_model_size_scale(const vp_api_model* m, float* dst, int64_t cap) {
+    VP_REQUIRE(m != NULL && dst != NULL, VP_ERR_INVALID_ARG, "vp_api_model_size_scale: model or dst is NULL");
+    const vp_tensor s = vp_model_risk_scale(m->acts);
+    VP_REQUIRE(s.data != NULL, VP_ERR_STATE,
+               "the size scale: the network has no risk-budget head (model.risk_budget 0) or ran no forward");
+    VP_REQUIRE(cap >= vp_tensor_numel(&s), VP_ERR_INVALID_ARG, "the size scale of %lld samples does not fit in %lld",
+               (long long)vp_tensor_numel(&s), (long long)cap);
+    return vp_download(m->backend, dst, &s, sizeof(float) * (size_t)vp_tensor_numel(&s));
 }

@@ -82,6 +82,7 @@ static vp_env_params make_params(const vp_env* e) {
     vp_env_params p = vp_env_params_make(&e->instrument, &e->config, e->market->bars_per_year);
     p.begin = e->market->begin;
     p.n_starts = e->market->end - e->market->begin - e->config.episode_bars;
+    p.size_scale = e->size_scale;
     return p;
 }
 

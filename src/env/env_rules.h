@@ -7,6 +7,7 @@
 #ifndef VP_ENV_RULES_H
 #define VP_ENV_RULES_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "vulpes/defs.h"
@@ -36,6 +37,8 @@ typedef struct vp_env_params {
     int64_t n_starts;        /* number of possible start bars (end - begin - episode_bars) */
     int32_t episode_bars;    /* steps per episode */
     int32_t max_position;    /* contracts at size 1.0 */
+    const float* size_scale; /* [n] per env, backend memory: the risk-budget head's scale of the size
+                                choice, in [0, 1] (NULL: 1, the plain rule) */
 } vp_env_params;
 
 /* ---- correctly rounded arithmetic, never contracted ------------------------------------ */
@@ -99,6 +102,14 @@ VP_HD int32_t vp_env_absi(int32_t x) { return x < 0 ? -x : x; }
 /* Contracts for size choice k (0..3): (k+1)/4 x max_position rounded half up, in integers. */
 VP_HD int32_t vp_env_contracts(int32_t k, int32_t max_position) {
     return (int32_t)(((int64_t)(k + 1) * (int64_t)max_position + 2) / 4);
+}
+
+/* Contracts for size choice k scaled by s (the risk-budget head's, clamped to [0, 1]): the
+ * fraction s (k+1)/4 of max_position rounded half up, the rule of vp_env_contracts (which it
+ * equals at s = 1). */
+VP_HD int32_t vp_env_scaled_contracts(int32_t k, int32_t max_position, float s) {
+    const double f = s > 0.0f ? (s < 1.0f ? (double)s : 1.0) : 0.0;
+    return (int32_t)floor(f * (double)((int64_t)(k + 1) * (int64_t)max_position) / 4.0 + 0.5);
 }
 
 /* What a buy pays above bar b's price per contract for the spread (the buy share of it). */

@@ -15,7 +15,9 @@
 
 void vp_decision_levels(vp_decision* d, const vp_instrument* in) {
     const int32_t side = d->action[0] - 1;
-    d->contracts = side != 0 ? vp_env_contracts(d->action[1], in->max_position) : 0;
+    const int32_t full = d->has_scale ? vp_env_scaled_contracts(d->action[1], in->max_position, d->size_scale)
+                                      : vp_env_contracts(d->action[1], in->max_position);
+    d->contracts = side != 0 ? full : 0;
     d->take_profit = side != 0 ? vp_env_level(d->close, side, d->action[2], d->atr) : 0.0;
     d->stop_loss = side != 0 ? vp_env_level(d->close, -side, d->action[3], d->atr) : 0.0;
 }
@@ -100,6 +102,7 @@ static vp_status fill(cJSON* root, const vp_decision* d, const vp_instrument* in
     cJSON_AddStringToObject(root, "direction", dirs[d->action[0]]);
     cJSON_AddNumberToObject(root, "size_fraction", 0.25 * (double)(d->action[1] + 1));
     cJSON_AddNumberToObject(root, "contracts", (double)d->contracts);
+    if (d->has_scale) cJSON_AddNumberToObject(root, "size_scale", score_value(d->size_scale));
     VP_TRY(add_level(root, "take_profit", d->action[2], d->take_profit, decimals));
     VP_TRY(add_level(root, "stop_loss", d->action[3], d->stop_loss, decimals));
     VP_TRY(add_q(root, d));
@@ -152,6 +155,10 @@ vp_status vp_act_json(const vp_rollout_result* r, const vp_backtest_last_bar* la
     memcpy(d.q, r->next_q + w * r->n_heads, sizeof(float) * (size_t)r->n_heads);
     d.q_margin = r->margin[o];
     d.fragile = d.q_margin < VP_ACTION_FRAGILE_MARGIN;
+    if (r->next_scale) {
+        d.has_scale = 1;
+        d.size_scale = r->next_scale[w];
+    }
     vp_decision_levels(&d, &last->instrument);
     return vp_decision_json(&d, &last->instrument, checkpoint, data, checks, out);
 }

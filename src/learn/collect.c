@@ -27,7 +27,10 @@ static vp_status collector_alloc(vp_collector* c) {
     VP_TRY(take(c, "collect.reward", VP_F32, E, 0, &c->reward));
     VP_TRY(take(c, "collect.done", VP_F32, E, 0, &c->done));
     VP_TRY(take(c, "collect.step", VP_I32, 2, 0, &c->step));
-    return vp_policy_work_init(&c->policy, E, &c->work);
+    VP_TRY(vp_policy_work_init(&c->policy, E, &c->work));
+    // the risk-budget head's scales of the envs' sizes, refilled by each score
+    c->env->size_scale = vp_policy_size_scale(&c->policy, c->work);
+    return VP_OK;
 }
 
 vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol, const vp_tensor* features,
@@ -72,6 +75,7 @@ vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol
 void vp_collector_free(vp_collector* c) {
     if (!c) return;
     vp_collector_span_free(c);
+    if (c->env && c->work && c->env->size_scale == vp_policy_size_scale(&c->policy, c->work)) c->env->size_scale = NULL;
     vp_policy_work_free(&c->policy, c->work);
     vp_arena_free(&c->arena);
     memset(c, 0, sizeof *c);

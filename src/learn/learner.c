@@ -34,6 +34,9 @@ vp_status vp_learner_cfg_check(const vp_learner_cfg* c) {
                VP_ERR_INVALID_ARG,
                "learner config: n_taus = %d and n_target_taus = %d must both lie in [1, %d] (or both be 0)",
                c->n_taus, c->n_target_taus, VP_LOSS_MAX_TAUS);
+    VP_REQUIRE(c->model.risk_budget == 0.0f || c->n_taus > 0, VP_ERR_INVALID_ARG,
+               "learner config: model risk_budget = %g reads the IQN quantiles, but n_taus is 0",
+               (double)c->model.risk_budget);
     VP_REQUIRE(c->kappa > 0.0f && isfinite(c->kappa), VP_ERR_INVALID_ARG, "learner config: kappa = %g must be positive",
                (double)c->kappa);
     VP_REQUIRE(c->adamw.lr >= 0.0f && isfinite(c->adamw.lr), VP_ERR_INVALID_ARG, "learner config: lr = %g",
@@ -60,7 +63,9 @@ static size_t arena_bytes(const vp_learner* l) {
     const int64_t floats = 3 * l->model.n_weights + 2 + B * nb * Z + 2 * B + B * A * Z + B * c->n_taus * A +
                            2 * B * P + 3 * B + B * (c->n_taus + c->n_target_taus);
     const int64_t ints = 1 + B * nb + 2 * B + B * nb;
-    return (size_t)(floats + ints) * 4 + 32 * 256;
+    const int64_t mods = (c->model.stoch_depth > 0.0f ? B : 0) + (c->model.q_denoise ? B + B * A : 0) +
+                         (c->model.risk_budget > 0.0f ? 2 * B : 0);
+    return (size_t)(floats + ints + mods) * 4 + (32 + (mods ? 5 : 0)) * 256;
 }
 
 /* Takes an f32 (or i32) tensor of up to three extents from the learner's arena. */
@@ -102,6 +107,21 @@ static vp_status learner_alloc(vp_learner* l) {
     VP_TRY(vp_model_acts_init(&s->acts, &l->model, B, c->n_taus, 1));
     VP_TRY(vp_model_acts_init(&s->next_acts, &l->model, B, 0, 0));
     VP_TRY(vp_model_acts_init(&s->target_acts, &l->model, B, c->n_target_taus, 0));
+    // head modules: the online forward at s_t is the one training forward
+    if (c->model.stoch_depth > 0.0f) {
+        VP_TRY(take(&l->arena, "drop_u", VP_F32, B, 0, 0, &s->drop_u));
+        VP_TRY(vp_model_acts_set_drop(s->acts, &s->drop_u));
+    }
+    if (c->model.q_denoise) {
+        VP_TRY(take(&l->arena, "qd_loss", VP_F32, B, 0, 0, &s->qd_loss));
+        VP_TRY(take(&l->arena, "qd_dq", VP_F32, B, A, 0, &s->qd_dq));
+        VP_TRY(vp_model_acts_set_qd_grad(s->acts, &s->qd_dq));
+    }
+    if (c->model.risk_budget > 0.0f) {
+        VP_TRY(take(&l->arena, "rb_loss", VP_F32, B, 0, 0, &s->rb_loss));
+        VP_TRY(take(&l->arena, "rb_dl", VP_F32, B, 0, 0, &s->rb_dl));
+        VP_TRY(vp_model_acts_set_rb_grad(s->acts, &s->rb_dl));
+    }
     return VP_OK;
 }
 

@@ -4,11 +4,13 @@
 #define VP_LEARN_LEARNER_INTERNAL_H
 
 #include "learn/loss.h"
+#include "model/model_hmods.h"
 #include "vulpes/learner.h"
 
 /* Philox streams of the tau draws (distinct from every parameter-name stream). */
 #define VP_LEARNER_STREAM_TAUS 0x7461752d6f6e6c6eULL        /* online taus */
 #define VP_LEARNER_STREAM_TARGET_TAUS 0x7461752d74617267ULL /* target taus */
+#define VP_LEARNER_STREAM_DROP 0x64726f702d646570ULL        /* stochastic-depth uniforms */
 
 struct vp_learner_scratch {
     vp_loss_dims dims;          /* loss shapes for the learner's batch */
@@ -21,6 +23,11 @@ struct vp_learner_scratch {
     vp_tensor iqn_loss;         /* [B] per-sample IQN loss */
     vp_tensor d_log_probs;      /* [B, A, Z] gradient of the loss w.r.t. the online log-probs */
     vp_tensor d_iqn;            /* [B, n_taus, A] gradient w.r.t. the online quantiles */
+    vp_tensor drop_u;           /* [B] stochastic-depth uniforms of the step (stoch_depth > 0) */
+    vp_tensor qd_loss;          /* [B] per-sample Q-denoise loss (q_denoise) */
+    vp_tensor qd_dq;            /* [B, A] its gradient w.r.t. the refined Q (q_denoise) */
+    vp_tensor rb_loss;          /* [B] per-sample risk-budget loss (risk_budget > 0) */
+    vp_tensor rb_dl;            /* [B] its gradient w.r.t. the head's logit (risk_budget > 0) */
     int batch_taken;            /* vp_learner_batch_init has run */
 };
 

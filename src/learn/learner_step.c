@@ -35,6 +35,9 @@ static vp_status phase_forward(vp_learner* l, const vp_batch* bt) {
     vp_learner_scratch* s = l->scratch;
     const int64_t B = l->cfg.batch;
     const int iqn = l->cfg.n_taus > 0;
+    // stochastic depth: one uniform per sample from Philox(seed, step counter), on the backend
+    if (l->cfg.model.stoch_depth > 0.0f)
+        VP_TRY(vp_loss_draw_taus(l->backend, l->cfg.seed, VP_LEARNER_STREAM_DROP, &l->step, &s->drop_u));
     VP_TRY(vp_model_forward(&l->model, &l->model.params, s->acts, &bt->features, &bt->bar_idx, &bt->portfolio,
                             iqn ? &bt->taus : NULL, B));
     VP_TRY(vp_model_forward(&l->model, &l->model.params, s->next_acts, &bt->features, &bt->next_bar_idx,
@@ -47,7 +50,7 @@ static vp_status phase_forward(vp_learner* l, const vp_batch* bt) {
 static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priorities) {
     vp_learner_scratch* s = l->scratch;
     vp_backend* b = l->backend;
-    vp_tensor q_next = vp_model_q(s->next_acts);
+    vp_tensor q_next = vp_model_q_c51(s->next_acts);
     VP_TRY(vp_loss_select(b, &s->dims, &q_next, &s->a_star));
     vp_loss_batch lb = {&bt->actions, &s->a_star, &bt->reward, &bt->discount, &bt->is_weight};
     vp_tensor lp = vp_model_log_probs(s->acts), tlp = vp_model_log_probs(s->target_acts);
@@ -55,6 +58,18 @@ static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priori
     if (l->cfg.n_taus > 0) {
         vp_tensor zq = vp_model_iqn(s->acts), tzq = vp_model_iqn(s->target_acts);
         VP_TRY(vp_loss_iqn(b, &s->dims, &lb, &zq, &tzq, &bt->taus, &s->iqn_loss, &s->d_iqn));
+    }
+    // the Q-denoise refinement regresses onto the projected target's expectation
+    if (l->cfg.model.q_denoise) {
+        vp_tensor q = vp_model_q(s->acts);
+        VP_TRY(vp_model_qd_loss(&l->model, l->cfg.batch, &s->proj, &bt->actions, &bt->is_weight, &q, &s->qd_loss,
+                                &s->qd_dq));
+    }
+    // the risk-budget head's target from the online quantiles' lower tail
+    if (l->cfg.model.risk_budget > 0.0f) {
+        vp_tensor zq = vp_model_iqn(s->acts), sc = vp_model_risk_scale(s->acts);
+        VP_TRY(vp_model_rb_loss(&l->model, l->cfg.batch, l->cfg.n_taus, &zq, &bt->taus, &bt->actions, &bt->is_weight,
+                                &sc, &s->rb_loss, &s->rb_dl));
     }
     return priorities ? vp_copy(b, &s->c51_loss, priorities) : VP_OK;
 }
@@ -81,7 +96,7 @@ static vp_status phase_optim(vp_learner* l, const vp_batch* bt) {
                     &l->clip_coef));
     // target = (1 - tau) target + tau online
     VP_TRY(vp_axpby(b, tau, &l->model.params, 1.0f - tau, &l->target));
-    vp_tensor q = vp_model_q(s->acts);
+    vp_tensor q = vp_model_q_c51(s->acts);
     return vp_loss_stats(b, &s->dims, &s->c51_loss, l->cfg.n_taus > 0 ? &s->iqn_loss : NULL, &bt->is_weight, &q,
                          &l->grad_norm, &l->stats);
 }

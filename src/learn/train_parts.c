@@ -64,6 +64,10 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     m->kan_grid = (int)cfg->model.kan_grid;
     m->kan_order = (int)cfg->model.kan_order;
     m->kan_range = (float)cfg->model.kan_range;
+    m->stoch_depth = (float)cfg->model.stoch_depth;
+    m->q_denoise = cfg->model.q_denoise ? 1 : 0;
+    m->cross_branch = cfg->model.cross_branch ? 1 : 0;
+    m->risk_budget = (float)cfg->model.risk_budget;
     l->batch = cfg->learn.batch;
     l->n_taus = (int)cfg->model.iqn_taus;
     l->n_target_taus = (int)cfg->model.iqn_target_taus;

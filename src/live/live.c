@@ -115,6 +115,11 @@ static vp_status decide(vp_live* h, int64_t t, const vp_live_bar* b, vp_decision
     d->position = a->position;
     d->equity = a->equity;
     d->closing_out = a->ruin >= 0;
+    vp_tensor sc = vp_model_risk_scale(h->acts);
+    if (sc.data) {
+        d->has_scale = 1;
+        VP_TRY(vp_download(h->b, &d->size_scale, &sc, sizeof(float)));
+    }
     vp_decision_levels(d, &h->instrument);
     memcpy(h->action, d->action, sizeof h->action);
     h->pending = 1;

@@ -105,6 +105,8 @@ static vp_status make_state(vp_live* h, const vp_train_parts* parts, const vp_li
     d->env = vp_env_params_make(&h->instrument, &ec, bpy);
     d->env.ruin_level = -INFINITY;
     d->env.n_starts = 1;
+    // the risk-budget head's scale of the one account's size, refilled by each decision
+    d->env.size_scale = h->model.cfg.risk_budget > 0.0f ? (const float*)h->acts->rb.data : NULL;
     d->ruin_level = parts->env.ruin_fraction * h->instrument.initial_equity;
     d->n_windows = 1;
     d->hidden = h->model.cfg.hidden;

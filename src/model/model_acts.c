@@ -124,6 +124,24 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->d_t1, "d_t1", VP_F32, R * BW, H);
     take(pl, &a->d_t2, "d_t2", VP_F32, R * BW, H);
     vp_model_input_layout(a, take_f32, pl);
+    // head modules (task M2): stochastic depth (training forwards only), Q-denoise
+    const int64_t SD = c->stoch_depth > 0.0f && MB && a->for_backward ? B : 0, QD = c->q_denoise ? B : 0;
+    take(pl, &a->sd_o, "sd_o", VP_F32, SD, H);
+    take(pl, &a->sd_scale, "sd_scale", VP_F32, SD, 1);
+    take(pl, &a->sd_d, "sd_d", VP_F32, SD, H);
+    take(pl, &a->q_c51, "q_c51", VP_F32, QD, A);
+    take(pl, &a->qd_h, "qd_h", VP_F32, QD, 2 * A);
+    take(pl, &a->qd_dh, "qd_dh", VP_F32, QD * BW, 2 * A);
+    const int64_t XBR = c->cross_branch ? c->n_branches * B : 0, XBT = c->cross_branch ? B * A * Z : 0;
+    take(pl, &a->xb_s, "xb_s", VP_F32, XBR, HH);
+    take(pl, &a->xb_sp, "xb_sp", VP_F32, XBR, HH);
+    take(pl, &a->xb_t, "xb_t", VP_F32, XBT, 1);
+    take(pl, &a->xb_ds, "xb_ds", VP_F32, XBR * BW, HH);
+    take(pl, &a->xb_dsp, "xb_dsp", VP_F32, XBR * BW, HH);
+    take(pl, &a->xb_dt, "xb_dt", VP_F32, XBT * BW, 1);
+    const int64_t RBB = c->risk_budget > 0.0f ? B : 0;
+    take(pl, &a->rb_logit, "rb_logit", VP_F32, RBB, 1);
+    take(pl, &a->rb, "rb", VP_F32, RBB, 1);
     return pl->err;
 }
 

@@ -102,8 +102,10 @@ vp_status vp_model_mamba_backward(vp_model* m, const vp_tensor* params, vp_model
     vp_tensor d_last = vp_acts_rows(&a->d_last, batch), last = vp_acts_rows(&a->h2_last, batch);
     vp_tensor h2 = vp_acts_rows(&a->h2, R), d_xbcdt = vp_acts_rows(&a->d_xbcdt, R), d_t1 = vp_acts_rows(&a->d_t1, R);
     vp_tensor out_w = PV(MAMBA_OUT_W), g_out_w = GV(MAMBA_OUT_W);
-    // out_proj and the gated RMSNorm
-    VP_TRY(linear_backward(m, &yn, &out_w, &de, &g_out_w, NULL, &d_yn, 0.0f));
+    // out_proj (through the stochastic depth's scale when it dropped) and the gated RMSNorm
+    vp_tensor d_o = de;
+    if (vp_model_sd_active(m, a)) VP_TRY(vp_model_sd_backward(m, a, &de, &d_o, batch));
+    VP_TRY(linear_backward(m, &yn, &out_w, &d_o, &g_out_w, NULL, &d_yn, 0.0f));
     VP_TRY(vp_model_gate_backward(m, params, a, batch));
     // scan: input gradients and per-sample head partials, summed over the batch
     vp_tensor dtb = PV(MAMBA_DT_BIAS), alog = PV(MAMBA_A_LOG), dd = PV(MAMBA_D);
@@ -206,10 +208,15 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     VP_TRY(linear_backward(m, &v1, &v2w, &d_v, &gv2w, &gv2b, &d_v1, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &v1, &d_v1, &d_v1));
     VP_TRY(linear_backward(m, &h, &v1w, &d_v1, &gv1w, &gv1b, &d_h, 0.0f));
-    VP_TRY(linear_backward(m, &ah, &a2w, &d_adv, &ga2w, &ga2b, &d_ah, 0.0f));
+    if (c->cross_branch)
+        VP_TRY(vp_model_xb_backward(m, params, a, B));
+    else
+        VP_TRY(linear_backward(m, &ah, &a2w, &d_adv, &ga2w, &ga2b, &d_ah, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &ah, &d_ah, &d_ah));
     VP_TRY(linear_backward(m, &h, &a1w, &d_ah, &ga1w, &ga1b, &d_h, 1.0f));
-    // IQN adds its share of d h
+    // the Q-denoise refinement and the risk-budget head (both detached), then IQN adds its share of d h
+    VP_TRY(vp_model_qd_backward(m, params, a, B));
+    VP_TRY(vp_model_rb_backward(m, params, a, B));
     if (d_iqn) {
         VP_TRY(vp_model_iqn_backward(m, params, a, d_iqn, B));
     } else {

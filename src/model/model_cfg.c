@@ -78,6 +78,7 @@ vp_status vp_model_cfg_check(const vp_model_cfg* c) {
                (double)c->ln_eps);
     VP_REQUIRE(c->rms_eps > 0.0f && isfinite(c->rms_eps), VP_ERR_INVALID_ARG,
                "model config: rms_eps = %g must be positive", (double)c->rms_eps);
+    VP_TRY(vp_model_hmods_check(c));
     return vp_model_input_check(c);
 }
 
@@ -101,5 +102,6 @@ double vp_model_flops(const vp_model_cfg* c, int64_t batch, int n_taus, int back
     }
     // backward: weight gradient of every product, input gradient of all but the first
     double fwd = first + rest;
-    return (backward ? fwd + fwd + rest : fwd) + vp_model_input_flops(c, R, backward);
+    return (backward ? fwd + fwd + rest : fwd) + vp_model_input_flops(c, R, backward) +
+           vp_model_hmods_flops(c, batch, backward);
 }

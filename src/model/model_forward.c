@@ -83,6 +83,7 @@ vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_
                                  (const float*)dd.data, (float*)a->dt.data, (float*)a->y.data));
     // gated RMSNorm, out_proj and the residual: e = h2_K + out_proj(yn)
     VP_TRY(vp_model_gate_forward(m, params, a, batch));
+    if (vp_model_sd_active(m, a)) return vp_model_sd_forward(m, a, &yn, &out_w, &last, &e, batch);
     VP_TRY(vp_copy(be, &last, &e));
     return linear(m, &yn, &out_w, NULL, VP_EPI_NONE, 1.0f, &e);
 }
@@ -195,6 +196,7 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     VP_TRY(vp_copy(be, &pin, &port));
     VP_TRY(vp_copy(be, &e, &h));
     VP_TRY(linear(m, &port, &pw, &pb, VP_EPI_BIAS, 1.0f, &h));
+    VP_TRY(vp_model_rb_forward(m, params, a, batch));
     // C51 value and advantage streams, combined
     vp_tensor v1 = vp_acts_rows(&a->v1, batch), ah = vp_acts_rows(&a->ah, batch);
     vp_tensor v = vp_acts_rows(&a->v, batch), adv = vp_acts_rows(&a->adv, batch);
@@ -203,8 +205,12 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     VP_TRY(linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
     VP_TRY(linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
     VP_TRY(linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
-    VP_TRY(linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    if (c->cross_branch)
+        VP_TRY(vp_model_xb_forward(m, params, a, batch));
+    else
+        VP_TRY(linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
     VP_TRY(vp_model_combine_forward(m, a, batch));
+    VP_TRY(vp_model_qd_forward(m, params, a, batch));
     a->state |= VP_ACTS_HEADS;
     // IQN beside it
     if (taus) {

@@ -214,14 +214,19 @@ vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_t
     VP_TRY(vp_copy(be, &pin, &port));
     VP_TRY(vp_copy(be, &e, &h));
     VP_TRY(linear_t(w, &port, &w->w_port, &pb, VP_EPI_BIAS, 1.0f, &h));
+    VP_TRY(vp_model_rb_forward(m, w->params, a, 1));
     vp_tensor v1 = vp_acts_rows(&a->v1, 1), ah = vp_acts_rows(&a->ah, 1);
     vp_tensor v = vp_acts_rows(&a->v, 1), adv = vp_acts_rows(&a->adv, 1);
     vp_tensor v1b = PV(C51_V1_B), v2b = PV(C51_V2_B), a1b = PV(C51_A1_B), a2b = PV(C51_A2_B);
     VP_TRY(linear_t(w, &h, &w->w_v1, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
     VP_TRY(linear_t(w, &v1, &w->w_v2, &v2b, VP_EPI_BIAS, 0.0f, &v));
     VP_TRY(linear_t(w, &h, &w->w_a1, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
-    VP_TRY(linear_t(w, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    if (m->cfg.cross_branch)
+        VP_TRY(vp_model_xb_forward(m, w->params, a, 1));
+    else
+        VP_TRY(linear_t(w, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
     VP_TRY(vp_model_combine_forward(m, a, 1));
+    VP_TRY(vp_model_qd_forward(m, w->params, a, 1));
     a->state |= VP_ACTS_HEADS;
     a->n_taus = 0;
     return VP_OK;

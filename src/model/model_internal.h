@@ -16,7 +16,8 @@ extern "C" {
  * F, P, H, N (state), NH (heads), CW (conv width), HH (head hidden), Z, A (actions),
  * NC (IQN cosines), MB (Mamba2 on); the input modules' VS (variable selection on), VH (its
  * hidden width), SN (spectral norm on), KN (KAN on), KG (KAN grid intervals) and KFC (the KAN spline
- * coefficients per output, F (KG + order)). */
+ * coefficients per output, F (KG + order)); the head modules' QD (Q-denoise on), A2 (2 A), NB
+ * (branches), XB (cross-branch messages on), RB (risk-budget head on). */
 #define VP_MODEL_PARAMS(X)                                                         \
     X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, !KN)                        \
     X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, !KN)                        \
@@ -50,7 +51,18 @@ extern "C" {
     X(IQN_L1_W, "iqn.l1.w", HH, H, VP_INIT_UNIFORM, H, 1)                         \
     X(IQN_L1_B, "iqn.l1.b", HH, 0, VP_INIT_UNIFORM, H, 1)                         \
     X(IQN_L2_W, "iqn.l2.w", A, HH, VP_INIT_UNIFORM, HH, 1)                        \
-    X(IQN_L2_B, "iqn.l2.b", A, 0, VP_INIT_UNIFORM, HH, 1)
+    X(IQN_L2_B, "iqn.l2.b", A, 0, VP_INIT_UNIFORM, HH, 1)                         \
+    /* head modules (task M2): Q-denoise refinement, its output layer starting at zero */  \
+    X(QD_W1, "qdenoise.w1", 2 * A, A, VP_INIT_UNIFORM, A, QD)                      \
+    X(QD_B1, "qdenoise.b1", 2 * A, 0, VP_INIT_UNIFORM, A, QD)                      \
+    X(QD_W2, "qdenoise.w2", A, A2, VP_INIT_ZEROS, 1, QD)                           \
+    X(QD_B2, "qdenoise.b2", A, 0, VP_INIT_ZEROS, 1, QD)                            \
+    /* cross-branch messages: per-branch embeddings and one block per directed edge, near identity */ \
+    X(XB_EMBED_W, "xbranch.embed.w", NB * HH, HH, VP_INIT_NEAR_EYE, 10000, XB)    \
+    X(XB_MSG_W, "xbranch.msg.w", NB * NB * HH, HH, VP_INIT_UNIFORM, 10000, XB)     \
+    /* risk-budget head: sigmoid(w . h + b) */                                         \
+    X(RISK_W, "risk.w", 1, H, VP_INIT_UNIFORM, H, RB)                              \
+    X(RISK_B, "risk.b", 1, 0, VP_INIT_UNIFORM, H, RB)
 
 /* The input modules' rows (docs/modules.md, "Input modules"): the variable selection
  * network (vsn.w2 rows: gate values [0, F), gate logits [F, 2F)), the power-iteration
@@ -185,6 +197,23 @@ struct vp_model_acts {
     vp_tensor d_kan_w;         /* [H, F * KC] backward scratch */
     vp_tensor d_kan_silu;      /* [R, F] */
     vp_tensor d_kan_basis;     /* [R, F * KC] */
+    /* head modules (task M2: model_stochdepth.c, model_qdenoise.c; empty when off) */
+    const vp_tensor* sd_u;     /* [B] uniforms of the stochastic-depth draw; NULL: inference (identity) */
+    vp_tensor sd_o;            /* [B, H] out_proj(yn) before the per-sample scale */
+    vp_tensor sd_scale;        /* [B] 1{u >= p} / (1 - p) */
+    vp_tensor sd_d;            /* [B, H] scale * d e (backward) */
+    vp_tensor q_c51;           /* [B, A] C51 expected values before the refinement */
+    vp_tensor qd_h;            /* [B, 2A] the refinement's hidden layer (after relu) */
+    vp_tensor qd_dh;           /* [B, 2A] its gradient (backward) */
+    const vp_tensor* qd_dq;    /* [B, A] d (refinement loss) / d refined Q; NULL: zero refinement gradients */
+    vp_tensor xb_s;            /* [nb * B, HH] branch states relu(E_k ah), branch-major */
+    vp_tensor xb_sp;           /* [nb * B, HH] states after the messages */
+    vp_tensor xb_t;            /* [B * A * Z] per-branch advantage blocks [B, n_k Z], one after another */
+    vp_tensor xb_ds, xb_dsp;   /* [nb * B, HH] gradients of the states (backward) */
+    vp_tensor xb_dt;           /* [B * A * Z] gradient of the blocks (backward) */
+    vp_tensor rb_logit;        /* [B, 1] the risk-budget head's logit */
+    vp_tensor rb;              /* [B, 1] its scale sigmoid(logit) in (0, 1) */
+    const vp_tensor* rb_dl;    /* [B] d (its loss) / d logit; NULL: zero gradients */
 };
 
 /* [rows, cols] view of the first rows of a 2-D activation. */
@@ -361,4 +390,7 @@ vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_t
 #ifdef __cplusplus
 }
 #endif
+
+#include "model/model_hmods.h"
+
 #endif /* VULPES_MODEL_INTERNAL_H */

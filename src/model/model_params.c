@@ -22,9 +22,10 @@ static int build_table(const vp_model_cfg* c, vp_param_info* info, int* slot, in
     const int64_t F = c->n_features, P = c->n_portfolio, H = c->hidden, MB = c->use_mamba;
     const int64_t N = MB ? c->mamba_state : 0, NH = MB ? c->hidden / c->mamba_head_dim : 0;
     const int64_t CW = c->mamba_conv, HH = c->head_hidden, Z = c->n_atoms, A = vp_model_cfg_actions(c);
-    const int64_t NC = c->iqn_cos;
+    const int64_t NC = c->iqn_cos, QD = c->q_denoise ? 1 : 0, A2 = 2 * A;
     const int64_t VS = c->vsn, VH = c->vsn_hidden, SN = c->spectral_norm, KN = c->kan;
     const int64_t KG = c->kan_grid, KFC = F * (c->kan_grid + c->kan_order);
+    const int64_t NB = c->n_branches, XB = c->cross_branch ? 1 : 0, RB = c->risk_budget > 0.0f ? 1 : 0;
     int n = 0;
     int64_t off = 0;
     for (int s = 0; s < VP_MODEL_MAX_SLOTS; ++s) slot[s] = -1;
@@ -61,6 +62,10 @@ static float init_value(const vp_param_info* p, uint64_t seed, int64_t i) {
     case VP_INIT_ONES: return 1.0f;
     case VP_INIT_ZEROS: return 0.0f;
     case VP_INIT_A_LOG: return (float)log(1.0 + 15.0 * (double)vp_rng_uniform(seed, stream, (uint64_t)i));
+    case VP_INIT_NEAR_EYE: {
+        const int64_t cols = p->shape[1], r = (i / cols) % cols, col = i % cols;
+        return (r == col ? 1.0f : 0.0f) + p->bound * (2.0f * vp_rng_uniform(seed, stream, (uint64_t)i) - 1.0f);
+    }
     case VP_INIT_DT_BIAS: {
         // dt = exp(U * (log 0.1 - log 0.001) + log 0.001), floored at 1e-4; inverse softplus
         double u = vp_rng_uniform(seed, stream, (uint64_t)i);

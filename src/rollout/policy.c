@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model_internal.h"
 #include "vulpes/policy.h"
 
 vp_status vp_policy_check(const vp_policy* p) {
@@ -84,6 +85,12 @@ static vp_status dqn_score(const vp_policy* p, vp_policy_work* w, const vp_tenso
     VP_TRY(vp_model_heads(&w->heads, p->params, w->acts, enc, portfolio, NULL, n));
     *scores = vp_model_q(w->acts);
     return VP_OK;
+}
+
+const float* vp_policy_size_scale(const vp_policy* p, const vp_policy_work* w) {
+    if (!p || !w || p->ops != &vp_model_policy_ops) return NULL;
+    const vp_model* m = (const vp_model*)p->impl;
+    return m->cfg.risk_budget > 0.0f ? (const float*)w->acts->rb.data : NULL;
 }
 
 const vp_policy_ops vp_model_policy_ops = {"dqn", dqn_work_init, dqn_work_free, dqn_encode, dqn_score};

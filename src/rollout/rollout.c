@@ -37,6 +37,7 @@ void vp_rollout_result_free(vp_rollout_result* r) {
     free(r->action);
     free(r->margin);
     free(r->next_q);
+    free(r->next_scale);
     free(r->curve_time_ms);
     free(r->curve_equity);
     free(r->curve_benchmark);

@@ -122,6 +122,8 @@ vp_status vp_ro_run_ops(vp_ro_run* r, double* encode_s, double* sequential_s) {
             s = encode_all(r, &c.enc);
         }
         if (s == VP_OK) s = vp_policy_work_init(r->pol, N, &c.work);
+        // the risk-budget head's scales of the windows' sizes, refilled by each score
+        if (s == VP_OK) r->dims.env.size_scale = vp_policy_size_scale(r->pol, c.work);
     }
     if (s == VP_OK) s = vp_backend_sync(r->b);
     double t1 = vp_clock_s();
@@ -135,6 +137,7 @@ vp_status vp_ro_run_ops(vp_ro_run* r, double* encode_s, double* sequential_s) {
 
     vp_graph_free(g);
     vp_policy_work_free(r->pol, c.work);
+    r->dims.env.size_scale = NULL; /* the scales lived in the work; the baselines step unscaled */
     if (buf.dev) vp_buffer_free(r->b, &buf);
     *encode_s = t1 - t0;
     *sequential_s = t2 - t1;

@@ -21,6 +21,7 @@ typedef struct next_ctx {
     int64_t* win;         /* [m] host: its window */
     float* pf;            /* [m, 8] host portfolios */
     float* q;             /* [m, A] host scores */
+    float* scale;         /* [m] host size scales (the risk-budget head; NULL without it) */
 } next_ctx;
 
 /* Encodes the m decision bars, scores them with their portfolios and downloads the scores. */
@@ -42,6 +43,11 @@ static vp_status score_all(const vp_ro_run* r, next_ctx* c, int64_t m) {
     vp_tensor src = vp_tensor_2d(e.data, VP_F32, e.mem, m, H);
     VP_TRY(vp_copy(r->b, &src, &eb));
     VP_TRY(vp_policy_score(pol, c->work, &eb, &pt, m, &scores));
+    const float* sc = vp_policy_size_scale(pol, c->work);
+    if (sc && c->scale) {
+        vp_tensor st = vp_tensor_1d((void*)sc, VP_F32, mem, m);
+        VP_TRY(vp_download(r->b, c->scale, &st, sizeof(float) * (size_t)m));
+    }
     return vp_download(r->b, c->q, &scores, sizeof(float) * (size_t)(m * A));
 }
 
@@ -72,7 +78,14 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
     c.win = (int64_t*)malloc(sizeof(int64_t) * (size_t)N);
     c.pf = (float*)malloc(sizeof(float) * VP_ENV_PORTFOLIO * (size_t)N);
     c.q = (float*)malloc(sizeof(float) * (size_t)(N * A));
-    vp_status s = c.idx && c.win && c.pf && c.q ? VP_OK
+    // the risk-budget head's scales beside the scores, NaN until scored
+    if (r->m && r->m->cfg.risk_budget > 0.0f) {
+        out->next_scale = (float*)malloc(sizeof(float) * (size_t)N);
+        c.scale = (float*)malloc(sizeof(float) * (size_t)N);
+        for (int64_t k = 0; out->next_scale && k < N; ++k) out->next_scale[k] = NAN;
+    }
+    const int scale_ok = !(r->m && r->m->cfg.risk_budget > 0.0f) || (out->next_scale && c.scale);
+    vp_status s = c.idx && c.win && c.pf && c.q && scale_ok ? VP_OK
                                                  : vp_set_error(VP_ERR_OOM, VP_WHERE, "backtest: %lld next decisions",
                                                                 (long long)N);
     // the windows that reached their end: each one's last bar and its portfolio at that close
@@ -99,6 +112,7 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
         const int64_t o = x->offset + x->n_points - 1;
         out->margin[o] = vp_action_greedy_margin(&r->dims.layout, c.q + j * A, out->action + o * VP_ENV_BRANCHES);
         memcpy(out->next_q + c.win[j] * A, c.q + j * A, sizeof(float) * (size_t)A);
+        if (c.scale) out->next_scale[c.win[j]] = c.scale[j];
     }
     if (c.buf.dev) vp_buffer_free(r->b, &c.buf);
     vp_policy_work_free(r->pol, c.work);
@@ -106,6 +120,7 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
     free(c.win);
     free(c.pf);
     free(c.q);
+    free(c.scale);
     if (s == VP_OK) count_fragile(out);
     return s;
 }

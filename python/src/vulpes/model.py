@@ -14,8 +14,8 @@ __all__ = ["CModel", "VulpesNet", "load"]
 # vp_model_cfg fields vulpes.network.forward reads (besides branch_sizes).
 _INT_KEYS = ("n_features", "n_portfolio", "window", "hidden", "use_mamba", "mamba_state", "mamba_head_dim",
              "mamba_conv", "head_hidden", "n_atoms", "n_branches", "iqn_cos", "n_heads",
-             "vsn", "vsn_hidden", "spectral_norm", "kan", "kan_grid", "kan_order")
-_FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "kan_range")
+             "vsn", "vsn_hidden", "spectral_norm", "kan", "kan_grid", "kan_order", "q_denoise", "cross_branch")
+_FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "kan_range", "stoch_depth", "risk_budget")
 
 
 def _f32p(a):
@@ -75,7 +75,8 @@ class CModel:
 
     def forward(self, window, portfolio, taus=None):
         """The C forward of window [B, K, F], portfolio [B, P] and taus [B, N] (or None): a dict
-        of numpy arrays q [B, A], log_probs [B, A, Z] and, with taus, quantiles [B, N, A]."""
+        of numpy arrays q [B, A], log_probs [B, A, Z], with taus quantiles [B, N, A], and with the
+        risk-budget head size_scale [B]."""
         c = self.config
         w = np.ascontiguousarray(window, dtype=np.float32)
         p = np.ascontiguousarray(portfolio, dtype=np.float32)
@@ -94,6 +95,10 @@ class CModel:
         out = {"q": q, "log_probs": lp}
         if N:
             out["quantiles"] = qu
+        if c["risk_budget"] > 0:
+            s = np.empty(B, np.float32)
+            _lib.check(_lib.lib().vp_api_model_size_scale(self._h, _f32p(s), B))
+            out["size_scale"] = s
         return out
 
 
@@ -121,6 +126,17 @@ class VulpesNet(torch.nn.Module):
         bar = torch.arange(B, device=window.device) * K + (K - 1)
         log_probs, q, quantiles = _forward(self.param_dict(), self.config, feats, bar, portfolio, taus)
         return q, log_probs, quantiles
+
+    def size_scale(self, window, portfolio):
+        """The risk-budget head's scale of each sample's size [B] (docs/modules.md); the network
+        must have the head (config risk_budget > 0)."""
+        if not self.config.get("risk_budget"):
+            raise ValueError("the network has no risk-budget head (model.risk_budget is 0)")
+        B, K, F = window.shape
+        extras = {}
+        bar = torch.arange(B, device=window.device) * K + (K - 1)
+        _forward(self.param_dict(), self.config, window.reshape(B * K, F), bar, portfolio, None, extras=extras)
+        return extras["size_scale"]
 
 
 def load(checkpoint):

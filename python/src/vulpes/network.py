@@ -1,5 +1,6 @@
 """The agent network of SPEC section 4 in PyTorch: trunk, Mamba2 mixer, portfolio projection,
-dueling branching C51 head and IQN head, as one function of a parameter dict keyed by vulpes's
+dueling branching C51 head and IQN head (and the head modules that act at inference: the
+Q-denoise refinement and the cross-branch messages; stochastic depth is the identity there), as one function of a parameter dict keyed by vulpes's
 parameter names (src/model/model_internal.h: "trunk.w1", ...) and a model configuration keyed
 by vp_model_cfg's field names. vulpes.load wraps it in a torch.nn.Module; tools/golden.py
 computes the learner's golden data with it."""
@@ -46,8 +47,9 @@ def _kan(p, c, x):
     return Fn.silu(x) @ p["kan.base_w"].T + b.flatten(-2) @ w.T
 
 
-def forward(p, c, feats, bar, port, taus, relu_inputs=None):
-    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus)."""
+def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
+    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus); with the risk-budget
+    head, extras (a dict, when given) receives size_scale [B]."""
     B, K, H = bar.shape[0], c["window"], c["hidden"]
     Z, sizes = c["n_atoms"], c["branch_sizes"]
     mb = c["use_mamba"]
@@ -103,8 +105,27 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
         e = h2[:, 0]
     # Portfolio projection and the dueling branching C51 head.
     h = e + port @ p["port.w"].T + p["port.b"]
+    if extras is not None and c.get("risk_budget", 0) > 0:
+        # Risk-budget head (docs/modules.md): the scale of the chosen size, sigmoid(w . h + b).
+        extras["size_scale"] = torch.sigmoid(h.detach() @ p["risk.w"].T + p["risk.b"])[:, 0]
     v = relu(h @ p["c51.v1.w"].T + p["c51.v1.b"]) @ p["c51.v2.w"].T + p["c51.v2.b"]
-    adv = (relu(h @ p["c51.a1.w"].T + p["c51.a1.b"]) @ p["c51.a2.w"].T + p["c51.a2.b"]).reshape(B, -1, Z)
+    ah = relu(h @ p["c51.a1.w"].T + p["c51.a1.b"])
+    if c.get("cross_branch"):
+        # Cross-branch messages (docs/modules.md): S_k = relu(ah E_k^T), S'_k = S_k + sum_j S_j W_jk^T,
+        # each branch's advantage rows from its S'_k.
+        nb, HH = len(sizes), ah.shape[-1]
+        E = p["xbranch.embed.w"].reshape(nb, HH, HH)
+        W = p["xbranch.msg.w"].reshape(nb, nb, HH, HH)
+        S = relu(torch.einsum("bi,koi->kbo", ah, E))
+        S = S + torch.einsum("jbi,jkoi->kbo", S, W)
+        rows, off = [], 0
+        for k, sz in enumerate(sizes):
+            a2 = p["c51.a2.w"][off * Z:(off + sz) * Z]
+            rows.append(S[k] @ a2.T + p["c51.a2.b"][off * Z:(off + sz) * Z])
+            off += sz
+        adv = torch.cat(rows, -1).reshape(B, -1, Z)
+    else:
+        adv = (ah @ p["c51.a2.w"].T + p["c51.a2.b"]).reshape(B, -1, Z)
     logits, off = [], 0
     for sz in sizes:
         ab = adv[:, off:off + sz]
@@ -113,6 +134,10 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None):
     logp = torch.log_softmax(torch.cat(logits, 1), -1)
     support = torch.linspace(c["v_min"], c["v_max"], Z, device=logp.device, dtype=logp.dtype)
     q = (logp.exp() * support).sum(-1)
+    if c.get("q_denoise"):
+        # Q-denoise refinement (docs/modules.md): q + W2 relu(W1 q + b1) + b2 over the detached C51 Q.
+        qc = q.detach()
+        q = qc + relu(qc @ p["qdenoise.w1"].T + p["qdenoise.b1"]) @ p["qdenoise.w2"].T + p["qdenoise.b2"]
     if taus is None:
         return logp, q, None
     # IQN head: phi(tau) = relu(Linear(cos(pi i tau))), Z_tau = L2(relu(L1(h * phi))).
