@@ -115,15 +115,8 @@ int vp_cmd_ablate(int argc, char** argv) {
     else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
     vp_config cfg;
     if (vp_config_resolve(&cfg, cfg_path, a.cl.n_over, a.cl.over) != VP_OK) return vp_cli_fail("in the configuration");
-    if (a.resume) {
-        snprintf(dir, sizeof dir, "%s", a.resume);
-    } else if (a.out) {
-        snprintf(dir, sizeof dir, "%s", a.out);
-    } else {
-        char name[300], base[256];
-        snprintf(name, sizeof name, "ablate-%s", vp_run_name_from_path(cfg_path, base, sizeof base));
-        if (vp_run_dir_default(dir, sizeof dir, "runs", name, time(NULL)) != VP_OK) return vp_cli_fail("naming the folder");
-    }
+    if (vp_cli_job_dir(dir, sizeof dir, a.resume, a.out, "ablate", cfg_path) != VP_OK)
+        return vp_cli_fail("naming the folder");
     vp_backend* b = vp_cli_backend_for(&cfg);
     if (!b) return 1;
 

@@ -123,15 +123,8 @@ int vp_cmd_walkforward(int argc, char** argv) {
                 "and test_bars in %s (or --train-bars, --val-bars, --test-bars)\n", cfg_path);
         return 2;
     }
-    if (a.resume) {
-        snprintf(dir, sizeof dir, "%s", a.resume);
-    } else if (a.out) {
-        snprintf(dir, sizeof dir, "%s", a.out);
-    } else {
-        char name[300], base[256];
-        snprintf(name, sizeof name, "walkforward-%s", vp_run_name_from_path(cfg_path, base, sizeof base));
-        if (vp_run_dir_default(dir, sizeof dir, "runs", name, time(NULL)) != VP_OK) return vp_cli_fail("naming the folder");
-    }
+    if (vp_cli_job_dir(dir, sizeof dir, a.resume, a.out, "walkforward", cfg_path) != VP_OK)
+        return vp_cli_fail("naming the folder");
     vp_backend* b = vp_cli_backend_for(&cfg);
     if (!b) return 1;
 

@@ -54,6 +54,11 @@ int vp_cli_stop_status(void);
  * error. */
 vp_backend* vp_cli_backend_for(const vp_config* cfg);
 
+/* The folder of a multi-run job into dir[n]: `resume`, else `out`, else a new
+ * runs/YYYYmmdd-HHMMSS-KIND-NAME after the config file's name. VP_OK or the naming error. */
+vp_status vp_cli_job_dir(char* dir, size_t n, const char* resume, const char* out, const char* kind,
+                         const char* cfg_path);
+
 /* Prints the library's last error to stderr with a prefix, returns exit code 1. */
 int vp_cli_fail(const char* what);
 

@@ -4,10 +4,12 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 #include "cli/commands.h"
 #include "vulpes/api.h"
+#include "vulpes/run.h"
 
 /* Every command and subcommand, one line each: `vulpes --help` prints this table, `vulpes
  * bench --help` its bench rows, and `vulpes bench WHAT` runs the row's benchmark. */
@@ -126,6 +128,17 @@ int vp_cli_stop_status(void) {
 vp_backend* vp_cli_backend_for(const vp_config* cfg) {
     static const char* backends[VP_RUN_BACKEND_COUNT] = {"auto", "cpu", "cuda"};
     return vp_cli_backend(backends[cfg->run.backend]);
+}
+
+vp_status vp_cli_job_dir(char* dir, size_t n, const char* resume, const char* out, const char* kind,
+                         const char* cfg_path) {
+    if (resume || out) {
+        snprintf(dir, n, "%s", resume ? resume : out);
+        return VP_OK;
+    }
+    char name[300], base[256];
+    snprintf(name, sizeof name, "%s-%s", kind, vp_run_name_from_path(cfg_path, base, sizeof base));
+    return vp_run_dir_default(dir, n, "runs", name, time(NULL));
 }
 
 const char* vp_cli_error(void) {

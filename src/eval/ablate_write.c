@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/eval_impl.h"
 #include "eval/ablate_impl.h"
 #include "eval/report_internal.h"
 #include "vulpes/metrics.h"
@@ -75,31 +76,17 @@ static void csv_num(FILE* out, double v) {
     else fprintf(out, "%.17g", v);
 }
 
-/* A CSV field, quoted when it holds a comma, a quote or a line break. */
-static void csv_text(FILE* out, const char* s) {
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; ++s) {
-        if (*s == '"') fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
 static vp_status write_csv(FILE* out, const vp_ablate_result* r) {
     fputs("variant,key,value,seeds,defined,sharpe_mean,sharpe_se,deflated_sharpe_best_seed,best_seed,"
           "learner_step_ms,parameters\n", out);
     for (int v = 0; v < r->n_variants; ++v) {
         const vp_ablate_variant* x = &r->variants[v];
         const vp_ablate_row* w = &r->rows[v];
-        csv_text(out, x->name);
+        vp_csv_write_field(out, x->name);
         fputc(',', out);
-        csv_text(out, x->key ? x->key->name : "");
+        vp_csv_write_field(out, x->key ? x->key->name : "");
         fputc(',', out);
-        csv_text(out, x->value);
+        vp_csv_write_field(out, x->value);
         fprintf(out, ",%lld,%lld,", (long long)w->seeds, (long long)w->defined);
         csv_num(out, w->sharpe_mean);
         fputc(',', out);

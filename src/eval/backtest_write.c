@@ -95,6 +95,19 @@ void vp_csv_write_row(FILE* f, const vp_csv_schema* s, const char* prefix, const
     fputc('\n', f);
 }
 
+void vp_csv_write_field(FILE* f, const char* s) {
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; ++s) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 /* Splits a line (its end of line removed) in place at commas into fields[cap]; returns the
  * number of fields, cap + 1 when there are more. */
 static int split_fields(char* line, char** fields, int cap) {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "eval/eval_impl.h"
 #include "eval/compare.h"
 #include "eval/report_internal.h"
 #include "vulpes/run.h"
@@ -57,20 +58,6 @@ vp_status vp_compare_print(FILE* out, const vp_compare_row* rows, int n) {
     return VP_OK;
 }
 
-/* A CSV field, quoted when it holds a comma, a quote or a line break. */
-static void csv_field(FILE* out, const char* s) {
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; ++s) {
-        if (*s == '"') fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
 vp_status vp_compare_write_csv(FILE* out, const vp_compare_row* rows, int n) {
     VP_REQUIRE(out && (rows || n == 0), VP_ERR_INVALID_ARG, "vp_compare_write_csv: out and rows must be given");
     int nc;
@@ -84,7 +71,7 @@ vp_status vp_compare_write_csv(FILE* out, const vp_compare_row* rows, int n) {
                             x->last_time};
         for (int i = 0; i < 7; ++i) {
             if (i) fputc(',', out);
-            csv_field(out, s[i]);
+            vp_csv_write_field(out, s[i]);
         }
         if (isnan(x->n_bars)) fputc(',', out);
         else fprintf(out, ",%.0f", x->n_bars);

@@ -48,6 +48,9 @@ void vp_csv_write_header(FILE* f, const vp_csv_schema* s, const char* prefix);
 /* Writes one row of s->n fields [s->n] joined by commas, after `prefix`, and a newline. */
 void vp_csv_write_row(FILE* f, const vp_csv_schema* s, const char* prefix, const char* const* fields);
 
+/* Writes one CSV field, quoted (quotes doubled) when it holds a comma, a quote or a line break. */
+void vp_csv_write_field(FILE* f, const char* s);
+
 /* Reads a CSV file written under schema s: its header must be s's, and each line after it is
  * split into exactly s->n fields and handed to row(ctx, fields) (fields[s->n], valid during the
  * call). Lines of any length. */
