@@ -7,10 +7,14 @@ WERROR ?= ON
 endif
 WERROR ?= OFF
 
-.PHONY: setup configure build run test test-sanitize fuzz clean
+.PHONY: setup setup-python configure build run test test-sanitize fuzz clean
 
 setup:
 	@bash scripts/setup.sh
+
+# The Python packages of the Python tests (python/requirements.txt, into .pyvenv): `make test` only.
+setup-python:
+	@bash scripts/setup.sh --python
 
 configure: setup
 	@cmake -S . -B $(BUILD) -DVP_WERROR=$(WERROR) > $(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
@@ -25,7 +29,7 @@ build: configure
 run: build
 	./$(BUILD)/vulpes train examples/eurusd.yaml
 
-test: build
+test: build setup-python
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The CPU test suite under AddressSanitizer + UBSan (gcc's runtimes; UB stops a test). CI

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian/Ubuntu packages vulpes builds against, when they are missing, and
-# the Python packages of python/requirements.txt (torch, onnx, onnxruntime, pandas, gymnasium,
-# pytest, tensorboard, empyrical, safetensors, numpy) for the Python tests. With --fuzz (`make fuzz`):
-# clang and its libFuzzer runtime (libclang-rt-N-dev on Debian 12 and later) instead of the
-# Python part. Safe to run again: it installs nothing that is already there.
+# Installs the Debian/Ubuntu packages vulpes builds against, when they are missing. With
+# --python (`make test`): also the Python packages of python/requirements.txt (torch, onnx,
+# onnxruntime, pandas, gymnasium, pytest, tensorboard, empyrical, safetensors, numpy) for the
+# Python tests, a few GB that building and training do not need. With --fuzz (`make fuzz`):
+# clang and its libFuzzer runtime (libclang-rt-N-dev on Debian 12 and later). Safe to run
+# again: it installs nothing that is already there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-fuzz=0
+fuzz=0 python=0
 [ "${1:-}" = "--fuzz" ] && fuzz=1
+[ "${1:-}" = "--python" ] && python=1
 
 # Installs the Debian packages given that are missing.
 install_missing() {
@@ -47,6 +49,7 @@ if [ "$fuzz" = 1 ]; then
   fi
   exit 0
 fi
+[ "$python" = 1 ] || exit 0
 
 # ---- Python for the Python package's tests and the checkpoint_python test ---------------
 # The system python3 when it has every module python/requirements.txt names, else a virtual

@@ -2,7 +2,7 @@
 # Python's safetensors package loads a vulpes training checkpoint unchanged: every tensor
 # with its dtype and shape, and the resolved config in __metadata__.
 #   usage: tests/test_checkpoint_python.sh BUILD_DIR SOURCE_DIR
-# Needs no network: it runs the python that scripts/setup.sh provided (VULPES_PYVENV,
+# Needs no network: it runs the python that scripts/setup.sh --python provided (VULPES_PYVENV,
 # default SOURCE_DIR/.pyvenv, else the system python3) and exits 77, which ctest reports
 # as a skip, when none of them has safetensors and numpy.
 set -euo pipefail
@@ -12,7 +12,7 @@ for p in "${VULPES_PYVENV:-$src/.pyvenv}/bin/python" python3; do
   if "$p" -c "import safetensors, numpy" 2>/dev/null; then python=$p; break; fi
 done
 if [ -z "$python" ]; then
-  echo "SKIP: no python with safetensors and numpy (scripts/setup.sh installs them)"
+  echo "SKIP: no python with safetensors and numpy (scripts/setup.sh --python installs them)"
   exit 77
 fi
 out=$build/checkpoint_python

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package's tests (python/tests, pytest) against this build's shared library.
 #   usage: tests/test_python.sh BUILD_DIR SOURCE_DIR
-# Runs the python that scripts/setup.sh provided (VULPES_PYVENV, default SOURCE_DIR/.pyvenv, else
+# Runs the python that scripts/setup.sh --python provided (VULPES_PYVENV, default SOURCE_DIR/.pyvenv, else
 # the system python3) with the package's sources on PYTHONPATH and VULPES_LIBRARY set to
 # BUILD_DIR/libvulpes.so. Without a python that has the packages the tests need it fails under
 # CI (CI=true), and elsewhere exits 77, which ctest reports as a skip.
@@ -13,7 +13,7 @@ for p in "${VULPES_PYVENV:-$src/.pyvenv}/bin/python" python3; do
   if "$p" -c "$need" 2>/dev/null; then python=$p; break; fi
 done
 if [ -z "$python" ]; then
-  msg="no python with numpy, pandas, torch, gymnasium, onnx, onnxruntime, pytest, tensorboard and empyrical (scripts/setup.sh installs them into ${VULPES_PYVENV:-$src/.pyvenv})"
+  msg="no python with numpy, pandas, torch, gymnasium, onnx, onnxruntime, pytest, tensorboard and empyrical (scripts/setup.sh --python installs them into ${VULPES_PYVENV:-$src/.pyvenv})"
   if [ "${CI:-}" = "true" ]; then echo "FAIL: $msg"; exit 1; fi
   echo "SKIP: $msg"
   exit 77
