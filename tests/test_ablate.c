@@ -230,9 +230,11 @@ static void test_ablate_table(void) {
     CHECK(n_ev == 4, "%d ablate_run events over the two calls, expected 4", n_ev);
     free(events);
     // a resume of another base config is refused, naming the key
+    vp_ablate_result_free(&r2);
     vp_config other = cfg;
     other.learn.lr = 0.5;
     CHECK_STATUS(vp_ablate_run(&other, be, &o3, &r2), VP_ERR_INVALID_ARG, "learn.lr differs from its config.yaml");
+    CHECK(r2.n_variants == 0 && r2.variants == NULL && r2.runs == NULL, "a refused ablation returns no result");
     vp_ablate_result_free(&r2);
     vp_ablate_result_free(&r);
     vp_backend_free(be);

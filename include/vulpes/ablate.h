@@ -116,7 +116,7 @@ vp_status vp_ablate_parse_switch(const vp_config* base, const char* text, vp_abl
 /* Runs (or, with opts->mode VP_RUN_RESUME, continues) the ablation of base config cfg on
  * backend b into opts->dir; *out receives the table of the finished runs. Every switch and
  * every variant's config is checked before the folder is touched. A resume refuses another
- * base config than the folder's config.yaml (run.* aside). */
+ * base config than the folder's config.yaml (run.* aside). On an error *out holds nothing. */
 vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opts* opts, vp_ablate_result* out);
 
 /* Builds the table of the finished runs of r (r->variants, seeds, base_seed, runs[].dir set)

@@ -302,6 +302,9 @@ vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opt
     free(c.run_cfg);
     free(c.finished_now);
     pthread_mutex_destroy(&c.mu);
-    if (s != VP_OK) return vp_error_context(s, "ablation in %s", opts->dir);
+    if (s != VP_OK) {
+        vp_ablate_result_free(out); // a refused or failed ablation returns nothing to free
+        return vp_error_context(s, "ablation in %s", opts->dir);
+    }
     return VP_OK;
 }
