@@ -14,6 +14,10 @@
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
 #define VP_ROW_X86 1
+/* Rows of weights the AVX-512 path prefetches ahead of the one it multiplies: the weights
+ * (1.8 MB for the default network) stream from L3 every decision, and the prefetch changes
+ * no arithmetic. */
+#define ROW_AHEAD 8
 #endif
 
 /* Columns [j0, j1) of y = x Wt by plain fmaf, into acc (the reference arithmetic). */
@@ -37,6 +41,10 @@ __attribute__((target("avx512f,fma"))) static int64_t cols_avx512(int64_t k, int
         for (int64_t p = 0; p < k; ++p) {
             const __m512 xp = _mm512_set1_ps(x[p]);
             const float* w = W + p * n + j0;
+            if (p + ROW_AHEAD < k) {
+                const char* f = (const char*)(w + ROW_AHEAD * n);
+                for (int q = 0; q < 512; q += 64) _mm_prefetch(f + q, _MM_HINT_T0);
+            }
             a0 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w), a0);
             a1 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 16), a1);
             a2 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w + 32), a2);
