@@ -8,25 +8,6 @@
 #define PV(slot) vp_model_slot(m, params, VP_PS_##slot)
 #define GV(slot) vp_model_slot(m, &m->grads, VP_PS_##slot)
 
-/* Backward of y = x W^T + b: dW = dy^T x, db = column sums of dy (db may be NULL),
- * dx = dy W + dx_beta dx (dx may be NULL). x [rows, in], W [out, in], dy [rows, out]. */
-static vp_status linear_backward(vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* dy,
-                                 vp_tensor* dW, vp_tensor* db, vp_tensor* dx, float dx_beta) {
-    vp_backend* be = m->backend;
-    const int64_t rows = vp_tensor_rows(x), in = vp_tensor_cols(x), out = vp_tensor_rows(W);
-    vp_gemm_desc gw = vp_gemm_plain(1, 0, out, in, rows);
-    gw.precision = m->precision;
-    VP_TRY(vp_gemm(be, &gw, dy, x, NULL, dW));
-    if (db) VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, dy, db));
-    if (dx) {
-        vp_gemm_desc gx = vp_gemm_plain(0, 0, rows, in, out);
-        gx.beta = dx_beta;
-        gx.precision = m->precision;
-        VP_TRY(vp_gemm(be, &gx, dy, W, NULL, dx));
-    }
-    return VP_OK;
-}
-
 /* The Mamba2 extents for `batch` samples. */
 static vp_mamba_dims mamba_dims(const vp_model_cfg* c, int64_t batch) {
     vp_mamba_dims d = {batch, c->window, c->hidden, c->mamba_state, c->hidden / c->mamba_head_dim,
@@ -62,11 +43,11 @@ vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_a
     vp_tensor gpw = GV(IQN_PHI_W), gpb = GV(IQN_PHI_B);
     vp_tensor p_l1b = vp_acts_rows(&a->p_l1b, batch), p_phib = vp_acts_rows(&a->p_phib, batch);
     // L2's weight and bias gradients; then d iq1 through L1's ReLU with L1's bias partials, one pass
-    VP_TRY(linear_backward(m, &iq1, &w2, &dzq, &gw2, &gb2, NULL, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &iq1, &w2, &dzq, &gw2, &gb2, NULL, 0.0f));
     VP_TRY(a->mops->iqn_l2_backward(be, batch, a->n_taus, (int)vp_tensor_cols(&iq1), A, (const float*)iq1.data,
                                     (const float*)dzq.data, (const float*)w2.data, (float*)d_iq1.data,
                                     (float*)p_l1b.data));
-    VP_TRY(linear_backward(m, &mix, &w1, &d_iq1, &gw1, NULL, &d_mix, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &mix, &w1, &d_iq1, &gw1, NULL, &d_mix, 0.0f));
     VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_l1b, &gb1));
     // h * phi and phi's ReLU: d h accumulates into a->d_h, phi's bias partials per sample
     VP_TRY(a->mops->iqn_mix_backward(be, batch, a->n_taus, m->cfg.hidden, (const float*)a->h.data,
@@ -74,7 +55,7 @@ vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_a
                                      (float*)d_phi.data, (float*)p_phib.data));
     VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_phib, &gpb));
     // the cosine projection (no input gradient: taus are data)
-    return linear_backward(m, &cosf, &pw, &d_phi, &gpw, NULL, NULL, 0.0f);
+    return vp_model_linear_backward(m, &cosf, &pw, &d_phi, &gpw, NULL, NULL, 0.0f);
 }
 
 vp_status vp_model_gate_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
@@ -105,7 +86,7 @@ vp_status vp_model_mamba_backward(vp_model* m, const vp_tensor* params, vp_model
     // out_proj (through the stochastic depth's scale when it dropped) and the gated RMSNorm
     vp_tensor d_o = de;
     if (vp_model_sd_active(m, a)) VP_TRY(vp_model_sd_backward(m, a, &de, &d_o, batch));
-    VP_TRY(linear_backward(m, &yn, &out_w, &d_o, &g_out_w, NULL, &d_yn, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &yn, &out_w, &d_o, &g_out_w, NULL, &d_yn, 0.0f));
     VP_TRY(vp_model_gate_backward(m, params, a, batch));
     // scan: input gradients and per-sample head partials, summed over the batch
     vp_tensor dtb = PV(MAMBA_DT_BIAS), alog = PV(MAMBA_A_LOG), dd = PV(MAMBA_D);
@@ -134,10 +115,10 @@ vp_status vp_model_mamba_backward(vp_model* m, const vp_tensor* params, vp_model
     vp_tensor w_rest = vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, H, L);
     vp_tensor g_z = vp_model_slot_rows(m, &m->grads, VP_PS_MAMBA_IN_W, 0, H);
     vp_tensor g_rest = vp_model_slot_rows(m, &m->grads, VP_PS_MAMBA_IN_W, H, L);
-    VP_TRY(linear_backward(m, &h2, &w_rest, &d_xbcdt, &g_rest, NULL, &d_t1, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &h2, &w_rest, &d_xbcdt, &g_rest, NULL, &d_t1, 0.0f));
     // the last step also gets the residual and z: d h2_K += de + dz W_z
     VP_TRY(vp_copy(be, &de, &d_last));
-    VP_TRY(linear_backward(m, &last, &w_z, &d_z, &g_z, NULL, &d_last, 1.0f));
+    VP_TRY(vp_model_linear_backward(m, &last, &w_z, &d_z, &g_z, NULL, &d_last, 1.0f));
     return a->mops->add_last(be, batch, c->window, H, (const float*)d_last.data, (float*)d_t1.data);
 }
 
@@ -153,7 +134,7 @@ vp_status vp_model_trunk_backward(vp_model* m, const vp_tensor* params, vp_model
     // second block: relu, LayerNorm, linear
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &t.h2, &dx, &dx));
     VP_TRY(vp_layernorm_backward(be, &dx, &t.a2, &g2, &t.mean2, &t.rstd2, &da, &gg2, &gbt2));
-    VP_TRY(linear_backward(m, &t.h1, &w2, &da, &gw2, &gb2, &dx, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &t.h1, &w2, &da, &gw2, &gb2, &dx, 0.0f));
     VP_TRY(vp_model_trunk_w2_backward(m, params, a));
     // first block (features need no gradient) and the input modules (model_input.c)
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &t.h1, &dx, &dx));
@@ -205,15 +186,15 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     vp_tensor v1w = PV(C51_V1_W), v2w = PV(C51_V2_W), a1w = PV(C51_A1_W), a2w = PV(C51_A2_W);
     vp_tensor gv1w = GV(C51_V1_W), gv1b = GV(C51_V1_B), gv2w = GV(C51_V2_W), gv2b = GV(C51_V2_B);
     vp_tensor ga1w = GV(C51_A1_W), ga1b = GV(C51_A1_B), ga2w = GV(C51_A2_W), ga2b = GV(C51_A2_B);
-    VP_TRY(linear_backward(m, &v1, &v2w, &d_v, &gv2w, &gv2b, &d_v1, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &v1, &v2w, &d_v, &gv2w, &gv2b, &d_v1, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &v1, &d_v1, &d_v1));
-    VP_TRY(linear_backward(m, &h, &v1w, &d_v1, &gv1w, &gv1b, &d_h, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &h, &v1w, &d_v1, &gv1w, &gv1b, &d_h, 0.0f));
     if (c->cross_branch)
         VP_TRY(vp_model_xb_backward(m, params, a, B));
     else
-        VP_TRY(linear_backward(m, &ah, &a2w, &d_adv, &ga2w, &ga2b, &d_ah, 0.0f));
+        VP_TRY(vp_model_linear_backward(m, &ah, &a2w, &d_adv, &ga2w, &ga2b, &d_ah, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &ah, &d_ah, &d_ah));
-    VP_TRY(linear_backward(m, &h, &a1w, &d_ah, &ga1w, &ga1b, &d_h, 1.0f));
+    VP_TRY(vp_model_linear_backward(m, &h, &a1w, &d_ah, &ga1w, &ga1b, &d_h, 1.0f));
     // the Q-denoise refinement and the risk-budget head (both detached), then IQN adds its share of d h
     VP_TRY(vp_model_qd_backward(m, params, a, B));
     VP_TRY(vp_model_rb_backward(m, params, a, B));
@@ -224,7 +205,7 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     }
     // portfolio projection: d e = d h
     vp_tensor port = vp_acts_rows(&a->port, B), pw = PV(PORT_W), gpw = GV(PORT_W), gpb = GV(PORT_B);
-    VP_TRY(linear_backward(m, &port, &pw, &d_h, &gpw, &gpb, NULL, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &port, &pw, &d_h, &gpw, &gpb, NULL, 0.0f));
     // encoder: Mamba2 leaves d h2 in d_t1; without it d h2 (last bar only) is d e
     if (c->use_mamba) {
         VP_TRY(vp_model_mamba_backward(m, params, a, B));

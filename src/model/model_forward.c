@@ -4,16 +4,6 @@
 
 #include "model/model_internal.h"
 
-/* y [rows, out] = epi(x [rows, in] W^T + beta y), W [out, in], bias [out] or NULL. */
-static vp_status linear(const vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* bias,
-                        vp_epilogue epi, float beta, vp_tensor* y) {
-    vp_gemm_desc d = vp_gemm_plain(0, 1, vp_tensor_rows(x), vp_tensor_rows(W), vp_tensor_cols(x));
-    d.beta = beta;
-    d.epilogue = epi;
-    d.precision = m->precision;
-    return vp_gemm(m->backend, &d, x, W, bias, y);
-}
-
 /* The Mamba2 extents of a configuration for `batch` samples. */
 static vp_mamba_dims mamba_dims(const vp_model_cfg* c, int64_t batch) {
     vp_mamba_dims d = {batch, c->window, c->hidden, c->mamba_state, c->hidden / c->mamba_head_dim,
@@ -40,7 +30,7 @@ vp_status vp_model_trunk_forward(const vp_model* m, const vp_tensor* params, vp_
     VP_TRY(vp_model_first_forward(m, params, a, R));
     VP_TRY(vp_layernorm_relu(be, &t.a1, &g1, &bt1, c->ln_eps, &t.h1, &t.mean1, &t.rstd1));
     // h2 = relu(LN(W2 h1 + b2))
-    VP_TRY(linear(m, &t.h1, &w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
+    VP_TRY(vp_model_linear(m, &t.h1, &w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
     return vp_layernorm_relu(be, &t.a2, &g2, &bt2, c->ln_eps, &t.h2, &t.mean2, &t.rstd2);
 }
 
@@ -70,8 +60,8 @@ vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_
     vp_tensor out_w = PV(MAMBA_OUT_W);
     // in_proj: x, B, C, dt at every step; z at the last step only
     VP_TRY(a->mops->take_last(be, batch, c->window, H, (const float*)h2.data, (float*)last.data));
-    VP_TRY(linear(m, &h2, &w_rest, NULL, VP_EPI_NONE, 0.0f, &xbcdt));
-    VP_TRY(linear(m, &last, &w_z, NULL, VP_EPI_NONE, 0.0f, &z));
+    VP_TRY(vp_model_linear(m, &h2, &w_rest, NULL, VP_EPI_NONE, 0.0f, &xbcdt));
+    VP_TRY(vp_model_linear(m, &last, &w_z, NULL, VP_EPI_NONE, 0.0f, &z));
     // causal conv + SiLU, then the scan to the last step's y
     vp_tensor cw = PV(MAMBA_CONV_W), cb = PV(MAMBA_CONV_B);
     VP_TRY(a->mops->conv_forward(be, &d, (const float*)xbcdt.data, (const float*)cw.data, (const float*)cb.data,
@@ -85,7 +75,7 @@ vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_
     VP_TRY(vp_model_gate_forward(m, params, a, batch));
     if (vp_model_sd_active(m, a)) return vp_model_sd_forward(m, a, &yn, &out_w, &last, &e, batch);
     VP_TRY(vp_copy(be, &last, &e));
-    return linear(m, &yn, &out_w, NULL, VP_EPI_NONE, 1.0f, &e);
+    return vp_model_linear(m, &yn, &out_w, NULL, VP_EPI_NONE, 1.0f, &e);
 }
 
 vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t batch) {
@@ -129,13 +119,13 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
     } else {
         // phi(tau) = relu(Linear(cos(pi i tau))), then h * phi
         VP_TRY(a->mops->iqn_cos(be, Q, c->iqn_cos, (const float*)taus->data, (float*)cosf.data));
-        VP_TRY(linear(m, &cosf, &pw, &pb, VP_EPI_BIAS_RELU, 0.0f, &phi));
+        VP_TRY(vp_model_linear(m, &cosf, &pw, &pb, VP_EPI_BIAS_RELU, 0.0f, &phi));
         VP_TRY(a->mops->iqn_mix_forward(be, batch, n_taus, c->hidden, (const float*)a->h.data,
                                         (const float*)phi.data, (float*)mix.data));
     }
     // Z_tau = L2(relu(L1(h * phi)))
-    VP_TRY(linear(m, &mix, &w1, &b1, VP_EPI_BIAS_RELU, 0.0f, &iq1));
-    return linear(m, &iq1, &w2, &b2, VP_EPI_BIAS, 0.0f, &zq);
+    VP_TRY(vp_model_linear(m, &mix, &w1, &b1, VP_EPI_BIAS_RELU, 0.0f, &iq1));
+    return vp_model_linear(m, &iq1, &w2, &b2, VP_EPI_BIAS, 0.0f, &zq);
 }
 
 /* Checks the model, parameters, activations and batch of a public call. */
@@ -195,20 +185,20 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     vp_tensor pin = vp_acts_rows(portfolio, batch), pw = PV(PORT_W), pb = PV(PORT_B);
     VP_TRY(vp_copy(be, &pin, &port));
     VP_TRY(vp_copy(be, &e, &h));
-    VP_TRY(linear(m, &port, &pw, &pb, VP_EPI_BIAS, 1.0f, &h));
+    VP_TRY(vp_model_linear(m, &port, &pw, &pb, VP_EPI_BIAS, 1.0f, &h));
     VP_TRY(vp_model_rb_forward(m, params, a, batch));
     // C51 value and advantage streams, combined
     vp_tensor v1 = vp_acts_rows(&a->v1, batch), ah = vp_acts_rows(&a->ah, batch);
     vp_tensor v = vp_acts_rows(&a->v, batch), adv = vp_acts_rows(&a->adv, batch);
     vp_tensor v1w = PV(C51_V1_W), v1b = PV(C51_V1_B), v2w = PV(C51_V2_W), v2b = PV(C51_V2_B);
     vp_tensor a1w = PV(C51_A1_W), a1b = PV(C51_A1_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
-    VP_TRY(linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
-    VP_TRY(linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
-    VP_TRY(linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
+    VP_TRY(vp_model_linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
+    VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
+    VP_TRY(vp_model_linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
     if (c->cross_branch)
         VP_TRY(vp_model_xb_forward(m, params, a, batch));
     else
-        VP_TRY(linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+        VP_TRY(vp_model_linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
     VP_TRY(vp_model_combine_forward(m, a, batch));
     VP_TRY(vp_model_qd_forward(m, params, a, batch));
     a->state |= VP_ACTS_HEADS;

@@ -10,31 +10,6 @@
 #define PV(slot) vp_model_slot(m, params, VP_PS_##slot)
 #define GV(slot) vp_model_slot(m, &m->grads, VP_PS_##slot)
 
-vp_status vp_model_input_linear(const vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* bias,
-                                vp_epilogue epi, float beta, vp_tensor* y) {
-    vp_gemm_desc d = vp_gemm_plain(0, 1, vp_tensor_rows(x), vp_tensor_rows(W), vp_tensor_cols(x));
-    d.beta = beta;
-    d.epilogue = epi;
-    d.precision = m->precision;
-    return vp_gemm(m->backend, &d, x, W, bias, y);
-}
-
-vp_status vp_model_input_linear_backward(vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* dy,
-                                         vp_tensor* dW, vp_tensor* db, vp_tensor* dx) {
-    vp_backend* be = m->backend;
-    const int64_t rows = vp_tensor_rows(x), in = vp_tensor_cols(x), out = vp_tensor_rows(W);
-    vp_gemm_desc gw = vp_gemm_plain(1, 0, out, in, rows);
-    gw.precision = m->precision;
-    VP_TRY(vp_gemm(be, &gw, dy, x, NULL, dW));
-    if (db) VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, dy, db));
-    if (dx) {
-        vp_gemm_desc gx = vp_gemm_plain(0, 0, rows, in, out);
-        gx.precision = m->precision;
-        VP_TRY(vp_gemm(be, &gx, dy, W, NULL, dx));
-    }
-    return VP_OK;
-}
-
 /* Fails naming `field` unless lo <= v <= hi. */
 #define CHECK_RANGE(field, lo, hi)                                                                 \
     VP_REQUIRE(c->field >= (lo) && c->field <= (hi), VP_ERR_INVALID_ARG,                           \
@@ -126,7 +101,7 @@ vp_status vp_model_first_forward(const vp_model* m, const vp_tensor* params, vp_
     // a1 = KAN(xs), or xs W1^T + b1
     if (c->kan) return vp_model_kan_forward(m, params, a, R);
     vp_tensor w1 = trunk_w1(m, params, a), b1 = PV(TRUNK_B1);
-    return vp_model_input_linear(m, &xs, &w1, &b1, VP_EPI_BIAS, 0.0f, &a1);
+    return vp_model_linear(m, &xs, &w1, &b1, VP_EPI_BIAS, 0.0f, &a1);
 }
 
 vp_status vp_model_first_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* da,
@@ -138,7 +113,7 @@ vp_status vp_model_first_backward(vp_model* m, const vp_tensor* params, vp_model
         VP_TRY(vp_model_kan_backward(m, params, a, da, R, c->vsn));
     } else {
         vp_tensor w1 = trunk_w1(m, params, a), gw1 = GV(TRUNK_W1), gb1 = GV(TRUNK_B1);
-        VP_TRY(vp_model_input_linear_backward(m, &xs, &w1, da, &gw1, &gb1, c->vsn ? &d_xs : NULL));
+        VP_TRY(vp_model_linear_backward(m, &xs, &w1, da, &gw1, &gb1, c->vsn ? &d_xs : NULL, 0.0f));
         if (c->spectral_norm) VP_TRY(vp_model_sn_backward(m, params, a, 0));
     }
     if (c->spectral_norm) VP_TRY(vp_model_sn_zero_grads(m));

@@ -9,15 +9,6 @@
 extern "C" {
 #endif
 
-/* y [rows, out] = epi(x [rows, in] W^T + beta y) at the model's precision (W [out, in]). */
-vp_status vp_model_input_linear(const vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* bias,
-                                vp_epilogue epi, float beta, vp_tensor* y);
-
-/* Backward of y = x W^T + b: dW = dy^T x; db = column sums of dy (db may be NULL);
- * dx = dy W (dx may be NULL). */
-vp_status vp_model_input_linear_backward(vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* dy,
-                                         vp_tensor* dW, vp_tensor* db, vp_tensor* dx);
-
 /* Variable selection over R rows: a->x0 -> a->xs, the weights a->vsn_w and their column sums
  * a->vsn_wsum (model_vsn.c). */
 vp_status vp_model_vsn_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t R);

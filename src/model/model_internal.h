@@ -268,6 +268,16 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
 vp_status vp_model_combine_backward(const vp_model* m, vp_model_acts* a,
                                     const vp_tensor* d_log_probs, int64_t batch);
 
+/* y [rows, out] = epi(x [rows, in] W^T + bias + beta y) at the model's precision; W [out, in],
+ * bias [out] or NULL (model_linear.c: every linear layer of the network). */
+vp_status vp_model_linear(const vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* bias,
+                          vp_epilogue epi, float beta, vp_tensor* y);
+
+/* Its backward: dW = dy^T x; db = column sums of dy (db may be NULL); dx = dy W + dx_beta dx
+ * (dx may be NULL). */
+vp_status vp_model_linear_backward(const vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* dy,
+                                   vp_tensor* dW, vp_tensor* db, vp_tensor* dx, float dx_beta);
+
 /* IQN embedding and head: a->h, taus [batch, n_taus] -> a->zq [batch * n_taus, A]. */
 vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                const vp_tensor* taus, int64_t batch, int n_taus);

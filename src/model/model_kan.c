@@ -26,8 +26,8 @@ vp_status vp_model_kan_forward(const vp_model* m, const vp_tensor* params, vp_mo
     VP_TRY(a->inops->kan_scale(be, c->hidden, c->n_features, KC, (const float*)sw.data, (const float*)sc.data,
                                (float*)a->kan_w.data));
     // base branch, then the spline branch added to it
-    VP_TRY(vp_model_input_linear(m, &silu, &bw, NULL, VP_EPI_NONE, 0.0f, &a1));
-    return vp_model_input_linear(m, &basis, &a->kan_w, NULL, VP_EPI_NONE, 1.0f, &a1);
+    VP_TRY(vp_model_linear(m, &silu, &bw, NULL, VP_EPI_NONE, 0.0f, &a1));
+    return vp_model_linear(m, &basis, &a->kan_w, NULL, VP_EPI_NONE, 1.0f, &a1);
 }
 
 vp_status vp_model_kan_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* da,
@@ -42,8 +42,8 @@ vp_status vp_model_kan_backward(vp_model* m, const vp_tensor* params, vp_model_a
     vp_tensor bw = PV(KAN_BASE_W), sw = PV(KAN_SPLINE_W), sc = PV(KAN_SCALER);
     vp_tensor gbw = GV(KAN_BASE_W), gsw = GV(KAN_SPLINE_W), gsc = GV(KAN_SCALER);
     // both branches' weight gradients (and their input gradients when the gate before learns)
-    VP_TRY(vp_model_input_linear_backward(m, &silu, &bw, da, &gbw, NULL, dx ? &d_silu : NULL));
-    VP_TRY(vp_model_input_linear_backward(m, &basis, &a->kan_w, da, &a->d_kan_w, NULL, dx ? &d_basis : NULL));
+    VP_TRY(vp_model_linear_backward(m, &silu, &bw, da, &gbw, NULL, dx ? &d_silu : NULL, 0.0f));
+    VP_TRY(vp_model_linear_backward(m, &basis, &a->kan_w, da, &a->d_kan_w, NULL, dx ? &d_basis : NULL, 0.0f));
     // through the scaler: spline_w and spline_scaler
     VP_TRY(a->inops->kan_scale_backward(be, c->hidden, c->n_features, KC, (const float*)sw.data,
                                         (const float*)sc.data, (const float*)a->d_kan_w.data, (float*)gsw.data,

@@ -11,33 +11,14 @@
 #define PV(slot) vp_model_slot(m, params, VP_PS_##slot)
 #define GV(slot) vp_model_slot(m, &m->grads, VP_PS_##slot)
 
-/* y = epi(x W^T + beta y) with the model's precision. */
-static vp_status qd_linear(const vp_model* m, const vp_tensor* x, const vp_tensor* W, const vp_tensor* bias,
-                           vp_epilogue epi, float beta, vp_tensor* y) {
-    vp_gemm_desc d = vp_gemm_plain(0, 1, vp_tensor_rows(x), vp_tensor_rows(W), vp_tensor_cols(x));
-    d.beta = beta;
-    d.epilogue = epi;
-    d.precision = m->precision;
-    return vp_gemm(m->backend, &d, x, W, bias, y);
-}
-
-/* dW = dy^T x, then db = column sums of dy. */
-static vp_status qd_weight_grads(const vp_model* m, const vp_tensor* x, const vp_tensor* dy, vp_tensor* dW,
-                                 vp_tensor* db) {
-    vp_gemm_desc g = vp_gemm_plain(1, 0, vp_tensor_cols(dy), vp_tensor_cols(x), vp_tensor_rows(x));
-    g.precision = m->precision;
-    VP_TRY(vp_gemm(m->backend, &g, dy, x, NULL, dW));
-    return vp_reduce_cols(m->backend, VP_REDUCE_SUM, dy, db);
-}
-
 vp_status vp_model_qd_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
     if (!m->cfg.q_denoise) return VP_OK;
     vp_tensor q = vp_acts_rows(&a->q, batch), qc = vp_acts_rows(&a->q_c51, batch), h = vp_acts_rows(&a->qd_h, batch);
     vp_tensor w1 = PV(QD_W1), b1 = PV(QD_B1), w2 = PV(QD_W2), b2 = PV(QD_B2);
     // keep the C51 values, then q += W2 relu(W1 q + b1) + b2
     VP_TRY(vp_copy(m->backend, &q, &qc));
-    VP_TRY(qd_linear(m, &qc, &w1, &b1, VP_EPI_BIAS_RELU, 0.0f, &h));
-    return qd_linear(m, &h, &w2, &b2, VP_EPI_BIAS, 1.0f, &q);
+    VP_TRY(vp_model_linear(m, &qc, &w1, &b1, VP_EPI_BIAS_RELU, 0.0f, &h));
+    return vp_model_linear(m, &h, &w2, &b2, VP_EPI_BIAS, 1.0f, &q);
 }
 
 vp_status vp_model_qd_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
@@ -52,14 +33,11 @@ vp_status vp_model_qd_backward(vp_model* m, const vp_tensor* params, vp_model_ac
     const int64_t A = vp_model_cfg_actions(&m->cfg);
     vp_tensor dq = vp_tensor_2d(a->qd_dq->data, VP_F32, a->qd_dq->mem, batch, A);
     vp_tensor qc = vp_acts_rows(&a->q_c51, batch), h = vp_acts_rows(&a->qd_h, batch);
-    vp_tensor dh = vp_acts_rows(&a->qd_dh, batch), w2 = PV(QD_W2);
+    vp_tensor dh = vp_acts_rows(&a->qd_dh, batch), w1 = PV(QD_W1), w2 = PV(QD_W2);
     // output layer, then through the relu to the hidden layer (the input q_c51 is detached)
-    VP_TRY(qd_weight_grads(m, &h, &dq, &gw2, &gb2));
-    vp_gemm_desc gx = vp_gemm_plain(0, 0, batch, 2 * A, A);
-    gx.precision = m->precision;
-    VP_TRY(vp_gemm(be, &gx, &dq, &w2, NULL, &dh));
+    VP_TRY(vp_model_linear_backward(m, &h, &w2, &dq, &gw2, &gb2, &dh, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &h, &dh, &dh));
-    return qd_weight_grads(m, &qc, &dh, &gw1, &gb1);
+    return vp_model_linear_backward(m, &qc, &w1, &dh, &gw1, &gb1, NULL, 0.0f);
 }
 
 vp_status vp_model_acts_set_qd_grad(vp_model_acts* a, const vp_tensor* d_q) {

@@ -19,9 +19,9 @@ vp_status vp_model_vsn_forward(const vp_model* m, const vp_tensor* params, vp_mo
     vp_tensor w1 = PV(VSN_W1), b1 = PV(VSN_B1), w2 = PV(VSN_W2), b2 = PV(VSN_B2);
     vp_tensor lg = PV(VSN_LN_G), lb = PV(VSN_LN_B);
     // the gated residual network: ELU layer, gate layer, residual, LayerNorm
-    VP_TRY(vp_model_input_linear(m, &x, &w1, &b1, VP_EPI_BIAS, 0.0f, &eta));
+    VP_TRY(vp_model_linear(m, &x, &w1, &b1, VP_EPI_BIAS, 0.0f, &eta));
     VP_TRY(a->inops->vsn_elu(be, R * m->cfg.vsn_hidden, (float*)eta.data));
-    VP_TRY(vp_model_input_linear(m, &eta, &w2, &b2, VP_EPI_BIAS, 0.0f, &gs));
+    VP_TRY(vp_model_linear(m, &eta, &w2, &b2, VP_EPI_BIAS, 0.0f, &gs));
     VP_TRY(a->inops->vsn_gate(be, R, F, (const float*)x.data, (const float*)gs.data, (float*)pre.data));
     VP_TRY(vp_layernorm(be, &pre, &lg, &lb, m->cfg.ln_eps, &logit, &mean, &rstd));
     // softmax weights, the scaled features, and the weights' column sums (feature importance)
@@ -48,7 +48,7 @@ vp_status vp_model_vsn_backward(vp_model* m, const vp_tensor* params, vp_model_a
     // the gate (the residual's x is data: no gradient), the gate layer, the ELU layer
     VP_TRY(a->inops->vsn_gate_backward(be, R, F, (const float*)gs.data, (const float*)d_pre.data,
                                        (float*)d_gs.data));
-    VP_TRY(vp_model_input_linear_backward(m, &eta, &w2, &d_gs, &gw2, &gb2, &d_eta));
+    VP_TRY(vp_model_linear_backward(m, &eta, &w2, &d_gs, &gw2, &gb2, &d_eta, 0.0f));
     VP_TRY(a->inops->vsn_elu_backward(be, R * m->cfg.vsn_hidden, (const float*)eta.data, (float*)d_eta.data));
-    return vp_model_input_linear_backward(m, &x, &w1, &d_eta, &gw1, &gb1, NULL);
+    return vp_model_linear_backward(m, &x, &w1, &d_eta, &gw1, &gb1, NULL, 0.0f);
 }
