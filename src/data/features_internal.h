@@ -6,6 +6,23 @@
 
 #include "vulpes/features.h"
 
+#define VP_FEAT_MS_PER_DAY INT64_C(86400000)
+
+/* Fraction of the day of a bar time (ms since the epoch, UTC) as an angle in [0, 2 pi). */
+static inline double vp_feat_day_angle(int64_t ms) {
+    int64_t r = ms % VP_FEAT_MS_PER_DAY;
+    if (r < 0) r += VP_FEAT_MS_PER_DAY;
+    return 2.0 * 3.14159265358979323846 * (double)r / (double)VP_FEAT_MS_PER_DAY;
+}
+
+/* Weekday (Monday 0) of a bar time as an angle in [0, 2 pi). */
+static inline double vp_feat_week_angle(int64_t ms) {
+    int64_t d = ms >= 0 ? ms / VP_FEAT_MS_PER_DAY : -((-ms + VP_FEAT_MS_PER_DAY - 1) / VP_FEAT_MS_PER_DAY);
+    int64_t wd = (d + 3) % 7;
+    if (wd < 0) wd += 7;
+    return 2.0 * 3.14159265358979323846 * (double)wd / 7.0;
+}
+
 /* Series shared by several features, and scratch; all [n]. */
 typedef struct vp_feat_ws {
     const vp_bars* b; /* the bars */

@@ -5,8 +5,6 @@
 #include "data/features_internal.h"
 
 #define RECOMPUTE_EVERY 1024
-#define PI 3.14159265358979323846
-#define MS_PER_DAY INT64_C(86400000)
 
 void vp_roll_moments(const double* x, int64_t n, int w, double* mean, double* sd) {
     double k = 0.0, s = 0.0, q = 0.0;
@@ -130,19 +128,6 @@ static void ma_gap(vp_feat_ws* ws, int w, double* out) {
     for (int64_t t = 0; t < b->n; ++t) out[t] = log(b->close[t] / out[t]);
 }
 
-/* Fraction of the day and weekday (Monday 0) of a bar time, as an angle. */
-static double day_angle(int64_t ms) {
-    int64_t r = ms % MS_PER_DAY;
-    if (r < 0) r += MS_PER_DAY;
-    return 2.0 * PI * (double)r / (double)MS_PER_DAY;
-}
-static double week_angle(int64_t ms) {
-    int64_t d = ms >= 0 ? ms / MS_PER_DAY : -((-ms + MS_PER_DAY - 1) / MS_PER_DAY);
-    int64_t wd = (d + 3) % 7;
-    if (wd < 0) wd += 7;
-    return 2.0 * PI * (double)wd / 7.0;
-}
-
 void vp_feature_raw(int id, vp_feat_ws* ws, double* out) {
     const vp_bars* b = ws->b;
     int64_t n = b->n;
@@ -198,16 +183,16 @@ void vp_feature_raw(int id, vp_feat_ws* ws, double* out) {
         for (int64_t t = 0; t < n; ++t) out[t] = log(out[t] / ws->tmp[t]);
         break;
     case VP_FEAT_TOD_SIN:
-        for (int64_t t = 0; t < n; ++t) out[t] = sin(day_angle(b->time_ms[t]));
+        for (int64_t t = 0; t < n; ++t) out[t] = sin(vp_feat_day_angle(b->time_ms[t]));
         break;
     case VP_FEAT_TOD_COS:
-        for (int64_t t = 0; t < n; ++t) out[t] = cos(day_angle(b->time_ms[t]));
+        for (int64_t t = 0; t < n; ++t) out[t] = cos(vp_feat_day_angle(b->time_ms[t]));
         break;
     case VP_FEAT_DOW_SIN:
-        for (int64_t t = 0; t < n; ++t) out[t] = sin(week_angle(b->time_ms[t]));
+        for (int64_t t = 0; t < n; ++t) out[t] = sin(vp_feat_week_angle(b->time_ms[t]));
         break;
     case VP_FEAT_DOW_COS:
-        for (int64_t t = 0; t < n; ++t) out[t] = cos(week_angle(b->time_ms[t]));
+        for (int64_t t = 0; t < n; ++t) out[t] = cos(vp_feat_week_angle(b->time_ms[t]));
         break;
     default:
         for (int64_t t = 0; t < n; ++t) out[t] = 0.0;

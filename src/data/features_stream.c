@@ -2,6 +2,7 @@
  * features_raw.c and the normalisation of features.c, each written as one step of its
  * recurrence, in the same arithmetic order so that every row equals the batch's bit for bit. */
 #include "data/features_stream.h"
+#include "data/features_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,8 +12,6 @@
 #define RECOMPUTE_EVERY 1024
 /* History kept of the bars themselves: the longest look-back (128-bar extremes). */
 #define HIST 128
-#define PI 3.14159265358979323846
-#define MS_PER_DAY INT64_C(86400000)
 
 /* Whether each feature is z-scored, from VP_FEATURE_LIST. */
 static const int ZSCORED[VP_FEAT_COUNT] = {
@@ -151,19 +150,6 @@ static double body_of(const vp_feat_bar* b) {
 
 static double atr_floor(const bar_ctx* c) { return fmax(c->atr, 1e-12 * c->b->close); }
 
-static double day_angle(int64_t ms) {
-    int64_t r = ms % MS_PER_DAY;
-    if (r < 0) r += MS_PER_DAY;
-    return 2.0 * PI * (double)r / (double)MS_PER_DAY;
-}
-
-static double week_angle(int64_t ms) {
-    int64_t d = ms >= 0 ? ms / MS_PER_DAY : -((-ms + MS_PER_DAY - 1) / MS_PER_DAY);
-    int64_t wd = (d + 3) % 7;
-    if (wd < 0) wd += 7;
-    return 2.0 * PI * (double)wd / 7.0;
-}
-
 /* Trailing max (want_max) of high or min of low over w bars, this bar included. */
 static double extreme(const bar_ctx* c, int w, int want_max) {
     const double* ring = want_max ? c->s->high : c->s->low;
@@ -217,10 +203,10 @@ static double raw_of(const bar_ctx* c, int id) {
     case VP_FEAT_MA_GAP_32: return log(b->close / c->ma[1]);
     case VP_FEAT_MA_GAP_128: return log(b->close / c->ma[2]);
     case VP_FEAT_MA_CROSS: return log(c->ma[0] / c->ma[1]);
-    case VP_FEAT_TOD_SIN: return sin(day_angle(b->time_ms));
-    case VP_FEAT_TOD_COS: return cos(day_angle(b->time_ms));
-    case VP_FEAT_DOW_SIN: return sin(week_angle(b->time_ms));
-    case VP_FEAT_DOW_COS: return cos(week_angle(b->time_ms));
+    case VP_FEAT_TOD_SIN: return sin(vp_feat_day_angle(b->time_ms));
+    case VP_FEAT_TOD_COS: return cos(vp_feat_day_angle(b->time_ms));
+    case VP_FEAT_DOW_SIN: return sin(vp_feat_week_angle(b->time_ms));
+    case VP_FEAT_DOW_COS: return cos(vp_feat_week_angle(b->time_ms));
     default: return 0.0;
     }
 }

@@ -4,31 +4,18 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/cpu_mamba_math.h"
 #include "model/cpu_mops.h"
 
 /* Largest window and state the kernels keep on the stack (vp_model_cfg_check enforces). */
 #define VP_MAMBA_MAX_K 64
 #define VP_MAMBA_MAX_N 64
 
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-/* log(1 + exp(x)), linear above 20 (as the softplus op). */
-static inline float softplusf_(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 /* d silu(x) / dx. */
 static inline float silu_grad(float x) {
     float s = sigmoidf_(x);
     return s * (1.0f + x * (1.0f - s));
-}
-
-/* Conv output at step t of one channel: in [K] with stride ld, w [CW]. */
-static inline float conv_at(const float* in, int64_t ld, const float* w, float bias, int t, int cw) {
-    float acc = bias;
-    for (int j = 0; j < cw; ++j) {
-        int s = t - (cw - 1) + j;
-        if (s >= 0) acc += w[j] * in[(int64_t)s * ld];
-    }
-    return acc;
 }
 
 vp_status vp_cpu_conv_forward(vp_backend* be, const vp_mamba_dims* d, const float* xbcdt, const float* w,

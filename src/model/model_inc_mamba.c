@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/cpu_mamba_math.h"
 #include "model/model_internal.h"
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
@@ -18,20 +19,6 @@
 /* Largest state the scan keeps on the stack (vp_model_cfg_check's bound, as cpu_mamba.c's). */
 #define MAX_N 64
 #define MAX_K 64
-
-/* The kernels' SiLU gate and softplus (cpu_mamba.c). */
-static inline float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
-static inline float softplusf_(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
-
-/* Conv output at window step t of one channel: in [K] with stride ld, w [CW] (cpu_mamba.c's conv_at). */
-static inline float conv_at(const float* in, int64_t ld, const float* w, float bias, int t, int cw) {
-    float acc = bias;
-    for (int j = 0; j < cw; ++j) {
-        int s = t - (cw - 1) + j;
-        if (s >= 0) acc += w[j] * in[(int64_t)s * ld];
-    }
-    return acc;
-}
 
 void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
     const vp_model* m = w->m;
