@@ -38,18 +38,7 @@ vp_status vp_cpu_vsn_gate_backward(vp_backend* be, int64_t R, int F, const float
 vp_status vp_cpu_vsn_select(vp_backend* be, int64_t R, int F, const float* logit, const float* x, float* w,
                             float* xs) {
     (void)be;
-    for (int64_t r = 0; r < R; ++r) {
-        const float* l = logit + r * F;
-        // softmax with the row maximum subtracted, then the scaled features
-        float mx = l[0], sum = 0.0f;
-        for (int j = 1; j < F; ++j) mx = l[j] > mx ? l[j] : mx;
-        for (int j = 0; j < F; ++j) sum += expf(l[j] - mx);
-        for (int j = 0; j < F; ++j) {
-            const float wj = expf(l[j] - mx) / sum;
-            w[r * F + j] = wj;
-            xs[r * F + j] = (float)F * wj * x[r * F + j];
-        }
-    }
+    for (int64_t r = 0; r < R; ++r) vp_in_select_row(F, logit + r * F, x + r * F, w + r * F, xs + r * F);
     return VP_OK;
 }
 

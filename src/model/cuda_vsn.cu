@@ -33,17 +33,8 @@ __global__ void vsn_gate_kernel(int64_t R, int F, const float* __restrict__ x, c
 /* Softmax of a row and the scaled features; one thread per row, the row's sums in order. */
 __global__ void vsn_select_kernel(int64_t R, int F, const float* __restrict__ logit, const float* __restrict__ x,
                                   float* w, float* xs) {
-    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < R; r += (int64_t)gridDim.x * blockDim.x) {
-        const float* l = logit + r * F;
-        float mx = l[0], sum = 0.0f;
-        for (int j = 1; j < F; ++j) mx = l[j] > mx ? l[j] : mx;
-        for (int j = 0; j < F; ++j) sum += expf(l[j] - mx);
-        for (int j = 0; j < F; ++j) {
-            const float wj = expf(l[j] - mx) / sum;
-            w[r * F + j] = wj;
-            xs[r * F + j] = (float)F * wj * x[r * F + j];
-        }
-    }
+    for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < R; r += (int64_t)gridDim.x * blockDim.x)
+        vp_in_select_row(F, logit + r * F, x + r * F, w + r * F, xs + r * F);
 }
 
 /* d_logit = w (g - w . g), g = F x d_xs; one thread per row (d_logit may alias d_xs). */

@@ -10,6 +10,19 @@
 /* Most knots a KAN grid may have: G + 2k + 1 with G <= 64, k <= 5 (model_input.c checks). */
 #define VP_KAN_MAX_KNOTS 75
 
+/* One row of the selection: w = softmax(l) over the F logits (the row maximum subtracted,
+ * sums in order), xs = F w x. */
+VP_HD void vp_in_select_row(int F, const float* l, const float* x, float* w, float* xs) {
+    float mx = l[0], sum = 0.0f;
+    for (int j = 1; j < F; ++j) mx = l[j] > mx ? l[j] : mx;
+    for (int j = 0; j < F; ++j) sum += expf(l[j] - mx);
+    for (int j = 0; j < F; ++j) {
+        const float wj = expf(l[j] - mx) / sum;
+        w[j] = wj;
+        xs[j] = (float)F * wj * x[j];
+    }
+}
+
 /* elu(x), alpha 1. */
 VP_HD float vp_in_elu(float x) { return x > 0.0f ? x : expm1f(x); }
 
