@@ -279,6 +279,22 @@ static void test_ablate_refused(void) {
     refused(&cfg, be, root, twice, 2, 2, "switch 'learn.n_step=1' is given twice");
     const char* ok[1] = {"learn.n_step=1"};
     refused(&cfg, be, root, ok, 1, 0, "at least 1 seed per variant, got 0");
+    refused(&cfg, be, root, ok, 1, INT64_C(1) << 40, "at most 10000 seeds per variant, got 1099511627776");
+    // a resumed plan with a seed count no ablation has is refused before anything is allocated
+    char pdir[300], ppath[340];
+    snprintf(pdir, sizeof pdir, "%s/badplan", root);
+    CHECK(mkdir(pdir, 0777) == 0, "mkdir %s", pdir);
+    snprintf(ppath, sizeof ppath, "%s/ablate_plan.json", pdir);
+    FILE* pf = fopen(ppath, "w");
+    CHECK(pf != NULL, "cannot write %s", ppath);
+    if (pf) {
+        fputs("{\"switches\":[\"learn.n_step=1\"],\"seeds\":1e30,\"base_seed\":1}\n", pf);
+        fclose(pf);
+    }
+    vp_ablate_opts po = {pdir, VP_RUN_RESUME, NULL, 0, 0, 1, NULL, NULL, 0, 1};
+    vp_ablate_result pr;
+    CHECK_STATUS(vp_ablate_run(&cfg, be, &po, &pr), VP_ERR_PARSE, "its ablate_plan.json is not one vulpes wrote");
+    vp_ablate_result_free(&pr);
     // a variant the network cannot take: a head width that does not divide the trunk
     const char* head[1] = {"model.mamba_head_dim=7"};
     refused(&cfg, be, root, head, 1, 2, "variant 'model.mamba_head_dim=7'");

@@ -38,6 +38,9 @@ extern "C" {
 /* Most switches of one ablation (variants: the base and one per switch). */
 #define VP_ABLATE_MAX_SWITCHES 63
 
+/* Most seeds per variant. */
+#define VP_ABLATE_MAX_SEEDS 10000
+
 /* Longest switch text, NUL included. */
 #define VP_ABLATE_NAME_MAX 256
 

@@ -3,6 +3,7 @@
  * resumed), the runs through the job pool, then the table read back from the run folders. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,7 +57,9 @@ static vp_status plan_read(const char* dir, cJSON** json, const char** sw, int* 
     const cJSON* b = cJSON_GetObjectItemCaseSensitive(*json, "base_seed");
     const int count = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
     VP_REQUIRE(count >= 1 && count <= VP_ABLATE_MAX_SWITCHES && cJSON_IsNumber(s) && s->valuedouble >= 1 &&
-                   cJSON_IsNumber(b) && b->valuedouble >= 0,
+                   s->valuedouble <= VP_ABLATE_MAX_SEEDS && s->valuedouble == floor(s->valuedouble) &&
+                   cJSON_IsNumber(b) && b->valuedouble >= 0 && b->valuedouble <= 9007199254740992.0 &&
+                   b->valuedouble == floor(b->valuedouble),
                VP_ERR_PARSE, "cannot resume the ablation in %s: its ablate_plan.json is not one vulpes wrote", dir);
     *n_sw = 0;
     for (const cJSON* e = arr->child; e; e = e->next) {
@@ -276,6 +279,9 @@ vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opt
     } else if (opts->seeds < 1) {
         s = vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE, "an ablation needs at least 1 seed per variant, got %lld",
                          (long long)opts->seeds);
+    } else if (opts->seeds > VP_ABLATE_MAX_SEEDS) {
+        s = vp_set_error(VP_ERR_INVALID_ARG, VP_WHERE, "an ablation takes at most %d seeds per variant, got %lld",
+                         VP_ABLATE_MAX_SEEDS, (long long)opts->seeds);
     }
     if (s == VP_OK) s = make_variants(&base, sw, n_sw, out);
     cJSON_Delete(plan);
