@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <unistd.h>
 
+#include "test_train_util.h"
 #include "vp_test.h"
 
 #define SYNTH "data.path=synth:gbm:bars=3000,seed=5"
@@ -147,6 +148,7 @@ static void test_forward_of_a_checkpoint(void) {
     vp_model_free(&net);
     vp_backend_free(b);
     vp_api_model_close(m);
+    vpt_rm_run(dir);
 }
 
 int main(void) {

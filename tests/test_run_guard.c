@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "test_train_util.h"
 #include "test_util.h"
 #include "vp_test.h"
 #include "vulpes/run.h"
@@ -144,5 +145,6 @@ int main(void) {
     RUN_TEST(test_lock);
     RUN_TEST(test_force_moves_aside);
     RUN_TEST(test_trim_refuses_damage);
+    vpt_rm_run(g_root);
     return vpt_finish();
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include "test_util.h"
 #include "vulpes/config.h"
@@ -91,25 +93,29 @@ static inline void vpt_tmp_dir(char* out, size_t n, const char* tag) {
     snprintf(out, n, "%s/vulpes-%s-%ld", base && base[0] ? base : "/tmp", tag, (long)getpid());
 }
 
-/* Removes the files a run writes in `dir` (the test-span files and the lock included), the
- * folders --force moved older runs into (DIR/replaced-N), and the folder itself, so that a
- * later test process with the same pid, and so the same folder name, starts from nothing. */
+/* Removes `dir` and everything under it (the run's files, whatever their names, the folds of a
+ * walk-forward and the folders --force moved older runs into), so that a later test process
+ * with the same pid, and so the same folder name, starts from nothing. Symbolic links are
+ * removed, never followed. */
 static inline void vpt_rm_run(const char* dir) {
-    static const char* files[] = {"config.yaml",      "metrics.jsonl",        "last.safetensors",
-                                  "best.safetensors", "summary.json",         "last.safetensors.tmp",
-                                  "best.safetensors.tmp", "trades.csv",       "equity.csv",
-                                  "report.html",      ".lock"};
-    char sub[1100], p[1200];
-    for (int r = 0; r <= 16; ++r) {
-        if (r == 0) snprintf(sub, sizeof sub, "%s", dir);
-        else snprintf(sub, sizeof sub, "%s/replaced-%d", dir, r);
-        for (size_t i = 0; i < sizeof files / sizeof files[0]; ++i) {
-            snprintf(p, sizeof p, "%s/%s", sub, files[i]);
-            remove(p);
+    struct stat st;
+    if (lstat(dir, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR* d = opendir(dir);
+        if (d) {
+            struct dirent* e;
+            char p[4096];
+            while ((e = readdir(d)) != NULL) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+                if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
+                vpt_rm_run(p);
+            }
+            closedir(d);
         }
-        if (r > 0) rmdir(sub);
+        rmdir(dir);
+    } else {
+        remove(dir);
     }
-    rmdir(dir);
 }
 
 /* The lines of dir/metrics.jsonl whose event is one of `events` (a "|"-separated list, e.g.
