@@ -9,6 +9,8 @@
 #                  (bench/torch_collect.py, S = 64 at 4096, 65536 and 262144 envs) and the ratio
 #   step-sweep: vulpes bench step at B = 1024 .. 65536
 #   python-cuda: the Python VectorEnv on CUDA (its test and env steps/s), wheels from .deps/wheels
+#   modules-step: vulpes bench step with each network module on (--ablate)
+#   modules: every module on (train, GPU and CPU backtests) and the module ablations (scripts/gpu_modules_check.sh)
 #   step-profile: the GPU time of every kernel of one learner step (Nsight Compute)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -78,6 +80,13 @@ for s in $steps; do
       run ncu_step ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
         --launch-count "${VP_NCU_LAUNCHES:-600}" --log-file "$OUT/ncu_step.csv" build-gpu/vulpes bench step --backend cuda --iters 1
       run ncu_summary python3 bench/ncu_kernels.py "$OUT/ncu_step.csv" ;;
+    modules-step)
+      # the learner step with each network module on, beside the default (docs/perf.md)
+      run bench_step_modules build-gpu/vulpes bench step --backend cuda --json "$OUT/step_modules.jsonl" \
+        --ablate model.vsn,model.spectral_norm,model.kan,model.stoch_depth=0.1,model.q_denoise,model.cross_branch,model.risk_budget=0.5 ;;
+    modules)
+      # every module on: train, backtest on the GPU and the CPU; the ablations of docs/modules.md
+      run modules_check bash scripts/gpu_modules_check.sh build-gpu /tmp/vp-mods "$OUT/modules" ;;
     step-sweep)
       for B in 1024 4096 8192 16384 32768 65536; do
         run "bench_step_$B" build-gpu/vulpes bench step --backend cuda --batch "$B" --json "$OUT/step_sweep.jsonl"
