@@ -3,7 +3,6 @@
  * exploration rate over many envs); the collector's step against an independent forward
  * of the network, the replay pushes and the observation hand-over; the random warm-up
  * step; argument checks. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include "test_train_util.h"

@@ -13,7 +13,6 @@
  * - two trainers, one collecting encode-once and one step by step, give the same learner
  *   parameters, env state and replay after a warm-up and 6 iterations, and the
  *   encode-once iterations copy, allocate and synchronise nothing. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include "learn/collect_impl.h"

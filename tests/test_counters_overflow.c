@@ -3,7 +3,6 @@
  * are refused instead of overflowing; a count statistic that is no int64 (NaN, 1e300) is logged
  * as a number (NaN as null), and a metrics line with a huge iteration is trimmed without a bad
  * cast. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
 

@@ -6,7 +6,6 @@
  * scores equal, and the backtest's positions are the risk-budget scaled sizes: never above the
  * size's contracts, some below them; act's decision carries the head's scale and the contracts
  * scaled by it. */
-#define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <math.h>
 

@@ -5,7 +5,6 @@
  * every feature (summing to 1); the checkpoint holds the modules' tensors; `vulpes backtest`'s
  * job reads it back and runs on the CPU, its report.html shows the feature importance, and
  * `vulpes act`'s rollout and decision run on it. */
-#define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <math.h>
 
@@ -96,7 +95,7 @@ static void run_modules(const char* tag, int n_over, const char* const* over, co
               strstr(html, "data-feature=\"dow_cos\""),
           "%s: report.html has no feature-importance panel", tag);
     free(html);
-    vpt_rm_run(d1), vpt_rm_run(d2), vpt_rm_run(out);
+    vpt_rm_run(d1), vpt_rm_run(d2);
 }
 
 static void test_all_modules(void) {

@@ -17,7 +17,6 @@
  * some trajectories stay near flat for the whole run (best checkpoint: the first, with 1 %
  * exposure). Two learner steps per iteration (8 samples per collected transition) form the
  * policy by the first validation, so the best checkpoint is not an under-trained one. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include "test_train_util.h"

@@ -5,7 +5,6 @@
  * in the logs, the exact backtest of the test span at the end (trades.csv, equity.csv,
  * report.html, summary.json's "test"; none after an interrupt) and the refusal of a
  * used run folder. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include <cjson/cJSON.h>

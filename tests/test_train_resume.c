@@ -2,7 +2,6 @@
  * + a resume to 40 give the same train and eval lines and byte-identical final checkpoints,
  * also when the interrupted run logged past its checkpoint before dying; a resume refuses
  * a changed config key (naming it) and a folder without a checkpoint; the metrics trim. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include "test_train_util.h"

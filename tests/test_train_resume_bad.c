@@ -4,7 +4,6 @@
  * loads it into a second trainer: the load is refused with a message naming the field and the
  * value, and the untouched checkpoint still loads and trains. A refused resume of a run folder
  * changes none of its files. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
 

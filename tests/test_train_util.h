@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
-#include <sys/stat.h>
 
 #include "test_util.h"
 #include "vulpes/config.h"
@@ -95,27 +94,21 @@ static inline void vpt_tmp_dir(char* out, size_t n, const char* tag) {
 
 /* Removes `dir` and everything under it (the run's files, whatever their names, the folds of a
  * walk-forward and the folders --force moved older runs into), so that a later test process
- * with the same pid, and so the same folder name, starts from nothing. Symbolic links are
- * removed, never followed. */
+ * with the same pid, and so the same folder name, starts from nothing. remove() takes a file or
+ * a symbolic link (never followed) or an empty folder; a folder it refuses is emptied first. */
 static inline void vpt_rm_run(const char* dir) {
-    struct stat st;
-    if (lstat(dir, &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR* d = opendir(dir);
-        if (d) {
-            struct dirent* e;
-            char p[4096];
-            while ((e = readdir(d)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-                if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
-                vpt_rm_run(p);
-            }
-            closedir(d);
-        }
-        rmdir(dir);
-    } else {
-        remove(dir);
+    if (remove(dir) == 0) return;
+    DIR* d = opendir(dir);
+    if (!d) return;
+    struct dirent* e;
+    char p[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
+        vpt_rm_run(p);
     }
+    closedir(d);
+    rmdir(dir);
 }
 
 /* The lines of dir/metrics.jsonl whose event is one of `events` (a "|"-separated list, e.g.
