@@ -2,6 +2,7 @@
  * the projection onto a non-uniform grid and the C51 loss on it (oracles by hand), the spacing
  * gradient by hand and against central differences of a float64 reference. */
 #include "model/atoms_math.h"
+#include "test_hmods_util.h"
 #include "test_loss_util.h"
 
 static vp_backend* g_b;
@@ -202,6 +203,52 @@ static void test_spacing_grad_fd(void) {
     }
 }
 
+/* The network's Q-values with adaptive atoms: sum_k z_br,k p_k on each branch's support from its
+ * (perturbed, so non-uniform) spacing logits, computed here in float64; the support view is
+ * that support; with the module off the network has no c51.atoms and an empty support. */
+static void test_model_q(void) {
+    vp_model_cfg c = hm_cfg();
+    c.adaptive_atoms = 1;
+    hm_fixture f;
+    if (!hm_fixture_init(&f, &c, 7)) return;
+    const vp_param_info* p = vp_model_find_param(&f.m, "c51.atoms");
+    CHECK(p != NULL && p->shape[0] == 2 && p->shape[1] == 6, "c51.atoms is [2, 6]");
+    if (!p) return;
+    CHECK_OK(vp_model_forward(&f.m, &f.m.params, f.a, &f.features, &f.bar_t, &f.port_t, NULL, HM_B));
+    vp_tensor lp = vp_model_log_probs(f.a), q = vp_model_q(f.a), sup = vp_model_support(f.a);
+    CHECK(vp_tensor_numel(&sup) == 14, "support [2, 7]");
+    const float* s = (const float*)f.m.params.data + p->offset;
+    double spread = 0.0;
+    for (int br = 0; br < 2; ++br) {
+        // the support in float64 from the logits
+        double mx = s[br * 6], tot = 0.0, z[7], cum = 0.0;
+        for (int i = 1; i < 6; ++i) mx = s[br * 6 + i] > mx ? s[br * 6 + i] : mx;
+        for (int i = 0; i < 6; ++i) tot += exp(s[br * 6 + i] - mx);
+        z[0] = -2.0;
+        for (int k = 1; k < 7; ++k) {
+            cum += exp(s[br * 6 + k - 1] - mx) / tot;
+            z[k] = -2.0 + 5.0 * cum;
+            CHECK_NEAR(((const float*)sup.data)[br * 7 + k], z[k], 1e-6, 1e-6);
+            spread = fmax(spread, fabs(z[k] - z[k - 1] - 5.0 / 6.0));
+        }
+        for (int b = 0; b < HM_B; ++b)
+            for (int a = br ? 3 : 0; a < (br ? 5 : 3); ++a) {
+                double want = 0.0;
+                for (int k = 0; k < 7; ++k) want += z[k] * exp((double)((const float*)lp.data)[(b * 5 + a) * 7 + k]);
+                CHECK_NEAR(((const float*)q.data)[b * 5 + a], want, 1e-6, 1e-5);
+            }
+    }
+    CHECK(spread > 0.01, "the support is not uniform (largest gap change %g)", spread);
+    hm_fixture_free(&f);
+    c.adaptive_atoms = 0;
+    if (!hm_fixture_init(&f, &c, 7)) return;
+    CHECK(vp_model_find_param(&f.m, "c51.atoms") == NULL, "no spacing logits without the module");
+    CHECK_OK(vp_model_forward(&f.m, &f.m.params, f.a, &f.features, &f.bar_t, &f.port_t, NULL, HM_B));
+    vp_tensor none = vp_model_support(f.a);
+    CHECK(none.data == NULL, "no support view without the module");
+    hm_fixture_free(&f);
+}
+
 int main(void) {
     if (vp_backend_cpu_init(&g_b) != VP_OK) {
         fprintf(stderr, "cpu backend: %s\n", vp_last_error());
@@ -212,6 +259,7 @@ int main(void) {
     RUN_TEST(test_c51_nonuniform_oracle);
     RUN_TEST(test_spacing_grad_hand);
     RUN_TEST(test_spacing_grad_fd);
+    RUN_TEST(test_model_q);
     vp_backend_free(g_b);
     return vpt_finish();
 }
