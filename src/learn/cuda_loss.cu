@@ -91,8 +91,7 @@ __global__ void c51_kernel(loss_kdims k, vp_loss_batch_ptrs t, const float* __re
     __shared__ float probs[VP_MAX_BRANCHES * VP_LOSS_MAX_ATOMS];
     __shared__ float m[VP_MAX_BRANCHES * VP_LOSS_MAX_ATOMS];
     __shared__ float ce[VP_MAX_BRANCHES * VP_LOSS_MAX_ATOMS];
-    __shared__ float grid[VP_MAX_BRANCHES * VP_LOSS_MAX_ATOMS];
-    __shared__ float src[VP_MAX_BRANCHES * VP_LOSS_MAX_ATOMS];
+    extern __shared__ float grids[]; /* [2, nb, Z] with the general projection, else none */
     __shared__ int heads[VP_MAX_BRANCHES];
     __shared__ int bad;
     const int64_t i = blockIdx.x;
@@ -100,6 +99,8 @@ __global__ void c51_kernel(loss_kdims k, vp_loss_batch_ptrs t, const float* __re
     // adaptive atoms or PopArt: the general projection on per-branch grids (uniform without supports)
     const int general = t.support != NULL || t.popart != NULL;
     const float mu = t.popart ? t.popart[VP_POPART_MU] : 0.0f, sigma = t.popart ? t.popart[VP_POPART_SIGMA] : 1.0f;
+    float* grid = grids;          // [nb, Z] the online grid per branch
+    float* src = grids + nb * Z;  // [nb, Z] the target atoms per branch
     for (int e = threadIdx.x; general && e < nb * Z; e += blockDim.x) {
         const int j = e % Z;
         const float u = j == Z - 1 ? k.v_max : vp_c51_atom(k.v_min, k.dz, j);
@@ -295,7 +296,9 @@ extern "C" vp_status vp_loss_cuda_c51(vp_backend* b, const vp_loss_dims* d, cons
                                       const float* log_probs, const float* target_log_probs, float* proj, float* loss,
                                       float* d_log_probs) {
     VP_REQUIRE(d->batch <= INT32_MAX, VP_ERR_SHAPE, "cuda c51: batch %lld too large", (long long)d->batch);
-    c51_kernel<<<(unsigned)d->batch, LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(kdims(d), *t, log_probs,
+    // the general projection (adaptive atoms or PopArt) keeps both grids in dynamic shared memory
+    const size_t shmem = (t->support || t->popart) ? sizeof(float) * 2 * (size_t)d->n_branches * (size_t)d->n_atoms : 0;
+    c51_kernel<<<(unsigned)d->batch, LOSS_THREADS, shmem, vp_cuda_stream_of(b)>>>(kdims(d), *t, log_probs,
                                                                               target_log_probs, proj, loss,
                                                                               d_log_probs);
     VP_CUDA_CHECK_LAUNCH("c51_kernel");
