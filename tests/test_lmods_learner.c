@@ -57,16 +57,24 @@ static void test_step0_unchanged(void) {
     }
 }
 
-/* The spacing logits get the module's gradient and move; the support stays increasing with its
- * ends at v_min and v_max. */
+/* With both modules on: the spacing logits get the module's gradient and move; the support
+ * stays increasing with its ends at v_min and v_max; the steps allocate, copy and synchronise
+ * nothing. */
 static void test_atoms_learn(void) {
     hl_fixture f;
-    vp_learner_cfg c = lm_cfg(1, 0);
+    vp_learner_cfg c = lm_cfg(1, 1);
     if (!hl_fixture_init(&f, &c)) return;
     const vp_param_info* p = vp_model_find_param(&f.l.model, "c51.atoms");
     CHECK(p != NULL && p->shape[0] == 2 && p->shape[1] == 6, "c51.atoms [2, 6]");
     if (!p) return;
+    vp_runtime_counters before, after;
+    vp_backend_counters(f.b, &before);
     for (int it = 0; it < 5; ++it) CHECK_OK(vp_learner_step(&f.l, &f.bt, NULL));
+    vp_backend_counters(f.b, &after);
+    CHECK(after.allocs == before.allocs && after.copies == before.copies && after.syncs == before.syncs,
+          "steps with the modules allocated (%lld), copied (%lld) or synchronised (%lld)",
+          (long long)(after.allocs - before.allocs), (long long)(after.copies - before.copies),
+          (long long)(after.syncs - before.syncs));
     double gn = 0.0, sn = 0.0;
     for (int64_t i = 0; i < p->numel; ++i) {
         const float g = fl(&f.l.model.grads)[p->offset + i];

@@ -3,9 +3,12 @@
  * several batch sizes and shapes, odd ones included, outputs poisoned with NaN first: the
  * support from spacing logits and the Q on it, the projection onto a non-uniform grid, the C51
  * and IQN losses with adaptive supports and PopArt's normalisation, the spacing gradient, and
- * PopArt's statistics and rescale. Tolerance: 1e-5 norm-wise relative (FP32, different
- * summation orders; PopArt's moments in double). Runs on a GPU machine only. */
+ * PopArt's statistics and rescale; then learner steps with both modules on, CUDA (FP32
+ * products) against the CPU. Tolerance: 1e-5 norm-wise relative for the kernels (FP32,
+ * different summation orders; PopArt's moments in double), 1e-4 for the learner's state after
+ * three steps. Runs on a GPU machine only. */
 #include "gpu_twin.h"
+#include "learn/learner_internal.h"
 #include "learn/loss.h"
 #include "model/model_atoms.h"
 
@@ -219,10 +222,115 @@ static void test_project_grid(void) {
     }
 }
 
+/* A small learner with both modules on, its batch filled from host arrays (the same on both). */
+static void learner_make(vp_backend* be, vp_learner* l, vp_batch* bt, twin* feat) {
+    vp_learner_cfg c = vp_learner_cfg_default();
+    c.model.n_features = 5;
+    c.model.n_portfolio = 3;
+    c.model.window = 5;
+    c.model.hidden = 8;
+    c.model.mamba_head_dim = 4;
+    c.model.mamba_state = 3;
+    c.model.head_hidden = 6;
+    c.model.n_atoms = 7;
+    c.model.n_branches = 2;
+    c.model.branch_sizes[0] = 3;
+    c.model.branch_sizes[1] = 2;
+    c.model.iqn_cos = 4;
+    c.model.adaptive_atoms = 1;
+    c.popart = 1;
+    c.popart_beta = 0.1f;
+    c.batch = 64;
+    c.n_taus = 3;
+    c.n_target_taus = 4;
+    c.adamw.lr = 1e-2f;
+    CHECK_OK(vp_learner_init(l, be, &c));
+    l->model.precision = VP_PREC_FP32;
+    CHECK_OK(vp_learner_batch_init(l, bt));
+    bt->features = be == g_gpu ? feat->d : feat->h;
+    int32_t bar[64], nbar[64], act[128];
+    float port[192], nport[192], r[64], d[64], w[64];
+    for (int i = 0; i < 64; ++i) {
+        bar[i] = 4 + i % 30;
+        nbar[i] = bar[i] + 3;
+        act[2 * i] = i % 3;
+        act[2 * i + 1] = (i / 3) % 2;
+        r[i] = 0.05f * (float)(i % 11) - 0.2f;
+        d[i] = i % 9 == 0 ? 0.0f : 0.97f;
+        w[i] = 0.5f + 0.01f * (float)i;
+    }
+    for (int e = 0; e < 192; ++e) {
+        port[e] = 0.01f * (float)(e % 13) - 0.05f;
+        nport[e] = 0.02f * (float)(e % 7) - 0.05f;
+    }
+    CHECK_OK(vp_upload(be, &bt->bar_idx, bar, sizeof bar));
+    CHECK_OK(vp_upload(be, &bt->next_bar_idx, nbar, sizeof nbar));
+    CHECK_OK(vp_upload(be, &bt->actions, act, sizeof act));
+    CHECK_OK(vp_upload(be, &bt->portfolio, port, sizeof port));
+    CHECK_OK(vp_upload(be, &bt->next_portfolio, nport, sizeof nport));
+    CHECK_OK(vp_upload(be, &bt->reward, r, sizeof r));
+    CHECK_OK(vp_upload(be, &bt->discount, d, sizeof d));
+    CHECK_OK(vp_upload(be, &bt->is_weight, w, sizeof w));
+    CHECK_OK(vp_learner_draw_taus(l, bt));
+    CHECK_OK(vp_backend_sync(be));
+}
+
+/* ||a - b|| / ||b|| of two host arrays [n]. */
+static double rel_err(const float* a, const float* b, int64_t n) {
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void test_learner_steps(void) {
+    twin feat;
+    twin_2d(&feat, VP_F32, 40, 5);
+    twin_rand(&feat, -2.0f, 2.0f);
+    vp_learner lc, lg;
+    vp_batch bc, bg;
+    learner_make(g_cpu, &lc, &bc, &feat);
+    learner_make(g_gpu, &lg, &bg, &feat);
+    vp_runtime_counters before, after;
+    vp_backend_counters(g_gpu, &before);
+    for (int i = 0; i < 3; ++i) {
+        CHECK_OK(vp_learner_step(&lc, &bc, NULL));
+        CHECK_OK(vp_learner_step(&lg, &bg, NULL));
+    }
+    vp_backend_counters(g_gpu, &after);
+    CHECK(after.allocs == before.allocs && after.copies == before.copies && after.syncs == before.syncs,
+          "learner steps with adaptive atoms and PopArt allocated, copied or synchronised");
+    CHECK_OK(vp_backend_sync(g_gpu));
+    // parameters (spacing logits and the rescaled IQN layer included) and PopArt's state
+    const int64_t W = lc.model.n_weights;
+    float* pg = (float*)malloc(sizeof(float) * (size_t)W);
+    float st[VP_POPART_N];
+    CHECK_OK(vp_download(g_gpu, pg, &lg.model.params, sizeof(float) * (size_t)W));
+    CHECK_OK(vp_download(g_gpu, st, &lg.popart, sizeof st));
+    const double ep = rel_err(pg, (const float*)lc.model.params.data, W);
+    const double es = rel_err(st, (const float*)lc.popart.data, VP_POPART_N);
+    const vp_param_info* sp = vp_model_find_param(&lc.model, "c51.atoms");
+    const double ea = sp ? rel_err(pg + sp->offset, (const float*)lc.model.params.data + sp->offset, sp->numel) : 1.0;
+    twin_row("learner params", "B64, 3 steps, atoms + popart", ep, 1e-4, ep <= 1e-4);
+    twin_row("learner c51.atoms", "B64, 3 steps, atoms + popart", ea, 1e-4, ea <= 1e-4);
+    twin_row("learner popart state", "B64, 3 steps, atoms + popart", es, 1e-4, es <= 1e-4);
+    CHECK(ep <= 1e-4 && ea <= 1e-4 && es <= 1e-4, "learner after 3 steps: params %.3e, c51.atoms %.3e, PopArt %.3e",
+          ep, ea, es);
+    CHECK(isfinite(lg.stats_host[VP_STAT_LOSS]) && lg.stats_host[VP_STAT_NAN] == 0.0f, "loss %g after 3 steps",
+          lg.stats_host[VP_STAT_LOSS]);
+    free(pg);
+    twin_free(&feat);
+    vp_learner_free(&lc);
+    vp_learner_free(&lg);
+}
+
 int main(void) {
     gpu_setup("test_gpu_atoms");
     RUN_TEST(test_atoms_parity);
     RUN_TEST(test_project_grid);
+    RUN_TEST(test_learner_steps);
     gpu_teardown();
     return vpt_finish();
 }
