@@ -2,7 +2,8 @@
 # vulpes ablate from the command line: a tiny ablation of examples/eurusd.yaml (the base and
 # model.use_mamba=false, 2 seeds, 2 at once) prints its table and writes its files; a resume
 # of the finished ablation trains nothing again; refused switches name the switch, exit 1 and
-# leave no folder; usage errors exit 2; bench step --ablate refuses a key that does not exist.
+# leave no folder; the learner modules' switches run; usage errors exit 2; bench step --ablate
+# refuses a key that does not exist.
 #   usage: tests/test_cli_ablate.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
@@ -41,6 +42,13 @@ out2=$("$v" ablate --resume "$tmp/ab" --backend cpu 2> "$tmp/err2") || fail "the
 cut -c1-60 <<< "$(grep -E '^(base|model)' <<< "$out")" > "$tmp/t1"
 cut -c1-60 <<< "$(grep -E '^(base|model)' <<< "$out2")" > "$tmp/t2"
 cmp -s "$tmp/t1" "$tmp/t2" || fail "the resumed table differs: $out2"
+
+# the learner modules' switches (docs/modules.md): a line each
+# shellcheck disable=SC2086
+out3=$("$v" ablate examples/eurusd.yaml --switch learn.adaptive_atoms,learn.popart --seeds 1 $tiny --backend cpu \
+  --out "$tmp/ab3" 2> "$tmp/err3") || fail "vulpes ablate of the learner modules exited $?: $(cat "$tmp/err3")"
+grep -qE '^learn\.adaptive_atoms +1 ' <<< "$out3" && grep -qE '^learn\.popart +1 ' <<< "$out3" ||
+  fail "learner module lines: $out3"
 
 # refused switches: exit 1, the switch named, no folder
 for c in "model.no_such_module|switch 'model.no_such_module': unknown key 'model.no_such_module'" \

@@ -52,7 +52,7 @@ static inline void tlu_batch_init(tlu_batch* t, int64_t B, int NB, int32_t* act,
     t->reward = tlu_t1(reward, VP_F32, B);
     t->disc = tlu_t1(disc, VP_F32, B);
     t->w = tlu_t1(w, VP_F32, B);
-    vp_loss_batch b = {&t->act, &t->next, &t->reward, &t->disc, &t->w};
+    vp_loss_batch b = {&t->act, &t->next, &t->reward, &t->disc, &t->w, NULL, NULL, NULL};
     t->b = b;
 }
 

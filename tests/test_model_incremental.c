@@ -22,6 +22,10 @@ static void check_model(const vp_model_cfg* cfg, const char* what) {
     CHECK_OK(vp_backend_cpu_init(&b));
     vp_model m;
     CHECK_OK(vp_model_init(&m, b, cfg, 5));
+    // adaptive atoms: spacing logits away from zero, so each branch's support is its own
+    const vp_param_info* sp = vp_model_find_param(&m, "c51.atoms");
+    uint64_t ss = 7;
+    for (int64_t i = 0; sp && i < sp->numel; ++i) ((float*)m.params.data)[sp->offset + i] = lcg(&ss);
     const int F = cfg->n_features, H = cfg->hidden, A = vp_model_cfg_actions(cfg), P = cfg->n_portfolio;
     float* feat = (float*)malloc(sizeof(float) * (size_t)(T * F));
     float* port = (float*)malloc(sizeof(float) * (size_t)(T * P));
@@ -107,10 +111,17 @@ static void test_no_mamba(void) {
     check_model(&c, "tiny network without Mamba2");
 }
 
+static void test_adaptive_atoms(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    c.adaptive_atoms = 1;
+    check_model(&c, "tiny network with adaptive atoms");
+}
+
 int main(void) {
     RUN_TEST(test_default_model);
     RUN_TEST(test_tiny_model);
     RUN_TEST(test_short_window);
     RUN_TEST(test_no_mamba);
+    RUN_TEST(test_adaptive_atoms);
     return vpt_finish();
 }

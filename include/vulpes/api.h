@@ -54,7 +54,8 @@ void vp_api_model_close(vp_api_model* m);
  * "branch_size0" .. "branch_size7", "iqn_cos", "ln_eps", "rms_eps", "n_heads" (A, the sum of
  * the branch sizes), the input modules' "vsn", "vsn_hidden", "spectral_norm", "kan" (0 / 1),
  * "kan_grid", "kan_order", "kan_range", and the head modules' "stoch_depth", "q_denoise",
- * "cross_branch" (0 / 1) and "risk_budget". An unknown name is VP_ERR_INVALID_ARG naming it. */
+ * "cross_branch" (0 / 1) and "risk_budget", and "adaptive_atoms" (0 / 1). An unknown name is
+ * VP_ERR_INVALID_ARG naming it. */
 int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out);
 
 /* Parameter tensors of the network (the rows of its parameter table, in table order). */

@@ -187,7 +187,14 @@ typedef enum vp_run_precision {
       "global gradient-norm clip (PyTorch semantics); 0 turns it off")                     \
     X(learn, tau, FLOAT, 0.005, 0, 1, "(]", NULL, "Polyak target update rate per learner step") \
     X(learn, gamma, FLOAT, 0.99, 0, 1, "[]", NULL, "discount per step")                    \
-    X(learn, n_step, INT, 3, 1, 256, "[]", NULL, "steps in the n-step return")
+    X(learn, n_step, INT, 3, 1, 256, "[]", NULL, "steps in the n-step return")            \
+    /* learner modules (issue 16; docs/modules.md), each off by default */                 \
+    X(learn, adaptive_atoms, BOOL, false, 0, 1, "[]", NULL,                                \
+      "adaptive atom spacing: per-branch learned C51 support (softmax spacing logits) on [v_min, v_max]") \
+    X(learn, popart, BOOL, false, 0, 1, "[]", NULL,                                        \
+      "PopArt: C51 and IQN targets normalised by running return statistics; IQN output layer rescaled to keep its outputs") \
+    X(learn, popart_beta, FLOAT, 3e-4, 0, 1, "(]", NULL,                                   \
+      "PopArt: rate of the running mean and second moment of the targets per learner step")
 
 /* [replay] the replay ring and prioritised sampling. */
 #define VP_CFG_KEYS_replay(X)                                                               \

@@ -30,6 +30,8 @@ typedef struct vp_learner_cfg {
     float clip_norm;     /* global gradient-norm clip (10) */
     float polyak_tau;    /* target = (1 - tau) target + tau online, each step (0.005) */
     uint64_t seed;       /* parameter initialisation and tau draws */
+    int popart;          /* 1: PopArt normalisation of the targets (docs/modules.md; 0) */
+    float popart_beta;   /* PopArt's rate of the running moments per step (3e-4) */
 } vp_learner_cfg;
 
 /* SPEC section 4 defaults (model defaults included). */
@@ -95,6 +97,7 @@ typedef struct vp_learner {
     vp_tensor stats;               /* [VP_STAT_COUNT] f32, mapped: written by the step */
     const float* stats_host;       /* [VP_STAT_COUNT] host alias of `stats` */
     vp_learner_scratch* scratch;   /* activations and loss buffers */
+    vp_tensor popart;              /* [3] f32: PopArt's mu, nu, sigma (cfg.popart; empty without) */
 } vp_learner;
 
 /* Builds the model (parameters from cfg->seed), copies it into the target, zeroes the

@@ -52,6 +52,7 @@ typedef struct vp_model_cfg {
     int q_denoise;       /* 1: residual MLP A -> 2A -> A refines the C51 Q used for action choice */
     int cross_branch;    /* 1: messages between the branches' representations before the advantage outputs */
     float risk_budget;   /* kappa > 0: sigmoid scaler of the chosen size, its target the CVaR budget kappa (0: off) */
+    int adaptive_atoms;  /* 1: per-branch learned C51 support from spacing logits "c51.atoms" (docs/modules.md) */
 } vp_model_cfg;
 
 /* SPEC section 4 defaults. */
@@ -177,6 +178,10 @@ vp_tensor vp_model_log_probs(const vp_model_acts* a);
 /* q [batch, A]: expected values sum_z z p per action head, the values actions are chosen
  * by (refined by the Q-denoise MLP when cfg.q_denoise is on). */
 vp_tensor vp_model_q(const vp_model_acts* a);
+
+/* support [n_branches, Z]: the C51 support each branch's heads sum over (cfg.adaptive_atoms on;
+ * empty without, when the support is uniform on [v_min, v_max]). */
+vp_tensor vp_model_support(const vp_model_acts* a);
 
 /* iqn [batch, n_taus, A]: quantile values (the forward's taus). */
 vp_tensor vp_model_iqn(const vp_model_acts* a);

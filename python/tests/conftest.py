@@ -13,14 +13,17 @@ TINY = os.path.join(HERE, "data", "tiny_run.yaml")
 # every module combination of the network: name -> overrides of tiny_run.yaml
 # the input modules (docs/modules.md): selection gate with the spectral norm of both trunk layers;
 # the KAN first layer with the gate and trunk.w2's spectral norm. The head modules' run is longer,
-# so the learner moves the refinement off its identity start.
+# so the learner moves the refinement off its identity start; so is the learner modules' run
+# (adaptive atoms and PopArt), so the spacing logits move off the uniform support.
 MODELS = {"default": {}, "no_mamba": {"model.use_mamba": False},
           "vsn_sn": {"model.vsn": True, "model.spectral_norm": True},
           "kan": {"model.kan": True, "model.vsn": True, "model.spectral_norm": True},
           "head_modules": {"model.stoch_depth": 0.2, "model.q_denoise": True, "model.cross_branch": True,
                            "model.risk_budget": 0.5,
                            "train.iterations": 12,
-                           "replay.warmup": 64, "train.eval_every": 12, "train.checkpoint_every": 12}}
+                           "replay.warmup": 64, "train.eval_every": 12, "train.checkpoint_every": 12},
+          "learn_modules": {"learn.adaptive_atoms": True, "learn.popart": True, "train.iterations": 12,
+                            "replay.warmup": 64, "train.eval_every": 12, "train.checkpoint_every": 12}}
 
 
 @pytest.fixture(scope="session")

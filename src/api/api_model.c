@@ -90,7 +90,7 @@ int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
         {"spectral_norm", c->spectral_norm}, {"kan", c->kan}, {"kan_grid", c->kan_grid},
         {"kan_order", c->kan_order}, {"kan_range", c->kan_range},
         {"stoch_depth", c->stoch_depth}, {"q_denoise", c->q_denoise}, {"cross_branch", c->cross_branch},
-        {"risk_budget", c->risk_budget},
+        {"risk_budget", c->risk_budget}, {"adaptive_atoms", c->adaptive_atoms},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
         if (strcmp(name, v[i].name) == 0) {

@@ -33,12 +33,30 @@ vp_status vp_loss_cpu_project(vp_backend* b, const vp_loss_dims* d, int64_t rows
     return VP_OK;
 }
 
+vp_status vp_loss_cpu_project_grid(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n, const float* grid,
+                                   const float* support, const float* probs, float* out) {
+    const int Z = d->n_atoms;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int j = 0; j < Z; ++j) {
+            float acc = 0.0f;
+            for (int i = 0; i < n; ++i)
+                acc += probs[r * n + i] * vp_grid_hat(vp_clampf(support[r * n + i], grid[0], grid[Z - 1]), grid, Z, j);
+            out[r * Z + j] = acc;
+        }
+    return VP_OK;
+}
+
 vp_status vp_loss_cpu_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t, const float* log_probs,
                           const float* target_log_probs, float* proj, float* loss, float* d_log_probs) {
     const int A = d->n_actions, Z = d->n_atoms, nb = d->n_branches;
     const float dz = (d->v_max - d->v_min) / (float)(Z - 1);
     const float inv_b = 1.0f / (float)d->batch;
-    float probs[VP_LOSS_MAX_ATOMS];
+    float probs[VP_LOSS_MAX_ATOMS], uniform[VP_LOSS_MAX_ATOMS];
+    // adaptive atoms or PopArt: the general projection (per-branch grids, normalised targets)
+    const int general = t->support != NULL || t->popart != NULL;
+    const float mu = t->popart ? t->popart[VP_POPART_MU] : 0.0f, sigma = t->popart ? t->popart[VP_POPART_SIGMA] : 1.0f;
+    for (int j = 0; j < Z; ++j) uniform[j] = vp_c51_atom(d->v_min, dz, j);
+    uniform[Z - 1] = d->v_max;
     memset(d_log_probs, 0, sizeof(float) * (size_t)(d->batch * A * Z));
     for (int64_t i = 0; i < d->batch; ++i) {
         float sum = 0.0f;
@@ -56,8 +74,11 @@ vp_status vp_loss_cpu_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_ba
             // Target distribution of a* under r + discount * z, projected onto the support.
             const float* tl = target_log_probs + (i * A + hs) * Z;
             for (int j = 0; j < Z; ++j) probs[j] = expf(tl[j]);
+            const float* grid = t->support ? t->support + br * Z : uniform;
+            const float* src = t->support ? t->target_support + br * Z : uniform;
             for (int j = 0; j < Z; ++j)
-                m[j] = vp_c51_target_atom(t->reward[i], t->discount[i], probs, Z, d->v_min, d->v_max, dz, j);
+                m[j] = general ? vp_c51_target_atom_grid(t->reward[i], t->discount[i], probs, src, grid, Z, mu, sigma, j)
+                               : vp_c51_target_atom(t->reward[i], t->discount[i], probs, Z, d->v_min, d->v_max, dz, j);
             // Cross-entropy with the online distribution of the taken head, and its gradient.
             const float* lp = log_probs + (i * A + h) * Z;
             float* dl = d_log_probs + (i * A + h) * Z;
@@ -83,6 +104,7 @@ vp_status vp_loss_cpu_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_ba
         // d total / d theta = -w / (B nb M) * sum_k rho'(delta_jk).
         const float g = -t->is_weight[i] * inv_b * inv_m / (float)nb;
         const float r = t->reward[i], disc = t->discount[i];
+        const float mu = t->popart ? t->popart[VP_POPART_MU] : 0.0f, sigma = t->popart ? t->popart[VP_POPART_SIGMA] : 1.0f;
         for (int br = 0; br < nb; ++br) {
             int h = head_of(d, br, t->actions[i * nb + br]);
             int hs = head_of(d, br, t->next_actions[i * nb + br]);
@@ -96,7 +118,8 @@ vp_status vp_loss_cpu_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_ba
                 const float tau = taus[i * N + jn];
                 float lj = 0.0f, dj = 0.0f;
                 for (int k = 0; k < M; ++k) {
-                    float target = r + disc * target_iqn[(i * M + k) * A + hs];
+                    const float tq = target_iqn[(i * M + k) * A + hs];
+                    float target = t->popart ? vp_popart_target(r, disc, tq, mu, sigma) : r + disc * tq;
                     float dd;
                     lj += vp_quantile_huber(target - theta, tau, d->kappa, &dd);
                     dj += dd;

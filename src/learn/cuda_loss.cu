@@ -68,6 +68,21 @@ __global__ void project_kernel(loss_kdims k, int64_t rows, int n, const float* _
     }
 }
 
+/* One thread per (row, grid atom): the projection onto a non-uniform grid. */
+__global__ void project_grid_kernel(loss_kdims k, int64_t rows, int n, const float* __restrict__ grid,
+                                    const float* __restrict__ support, const float* __restrict__ probs,
+                                    float* __restrict__ out) {
+    const int64_t total = rows * k.Z;
+    for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = e / k.Z;
+        const int j = (int)(e % k.Z);
+        float acc = 0.0f;
+        for (int i = 0; i < n; ++i)
+            acc += probs[r * n + i] * vp_grid_hat(vp_clampf(support[r * n + i], grid[0], grid[k.Z - 1]), grid, k.Z, j);
+        out[e] = acc;
+    }
+}
+
 /* One block per sample: target probabilities of a* per branch into shared memory, the
  * projection per (branch, atom), the cross-entropy partials, then the whole gradient row. */
 __global__ void c51_kernel(loss_kdims k, vp_loss_batch_ptrs t, const float* __restrict__ log_probs,
@@ -76,10 +91,22 @@ __global__ void c51_kernel(loss_kdims k, vp_loss_batch_ptrs t, const float* __re
     __shared__ float probs[VP_MAX_BRANCHES * VP_LOSS_MAX_ATOMS];
     __shared__ float m[VP_MAX_BRANCHES * VP_LOSS_MAX_ATOMS];
     __shared__ float ce[VP_MAX_BRANCHES * VP_LOSS_MAX_ATOMS];
+    extern __shared__ float grids[]; /* [2, nb, Z] with the general projection, else none */
     __shared__ int heads[VP_MAX_BRANCHES];
     __shared__ int bad;
     const int64_t i = blockIdx.x;
     const int Z = k.Z, A = k.A, nb = k.nb;
+    // adaptive atoms or PopArt: the general projection on per-branch grids (uniform without supports)
+    const int general = t.support != NULL || t.popart != NULL;
+    const float mu = t.popart ? t.popart[VP_POPART_MU] : 0.0f, sigma = t.popart ? t.popart[VP_POPART_SIGMA] : 1.0f;
+    float* grid = grids;          // [nb, Z] the online grid per branch
+    float* src = grids + nb * Z;  // [nb, Z] the target atoms per branch
+    for (int e = threadIdx.x; general && e < nb * Z; e += blockDim.x) {
+        const int j = e % Z;
+        const float u = j == Z - 1 ? k.v_max : vp_c51_atom(k.v_min, k.dz, j);
+        grid[e] = t.support ? t.support[e] : u;
+        src[e] = t.support ? t.target_support[e] : u;
+    }
     // Taken heads; an index outside its branch marks the sample bad.
     if (threadIdx.x == 0) {
         bad = 0;
@@ -102,7 +129,10 @@ __global__ void c51_kernel(loss_kdims k, vp_loss_batch_ptrs t, const float* __re
     const float r = t.reward[i], disc = t.discount[i];
     for (int e = threadIdx.x; e < nb * Z; e += blockDim.x) {
         const int br = e / Z, j = e % Z;
-        float mj = bad ? NAN : vp_c51_target_atom(r, disc, probs + br * Z, Z, k.v_min, k.v_max, k.dz, j);
+        float mj = bad       ? NAN
+                   : general ? vp_c51_target_atom_grid(r, disc, probs + br * Z, src + br * Z, grid + br * Z, Z, mu,
+                                                       sigma, j)
+                             : vp_c51_target_atom(r, disc, probs + br * Z, Z, k.v_min, k.v_max, k.dz, j);
         m[e] = mj;
         proj[(i * nb + br) * Z + j] = mj;
         ce[e] = bad ? NAN : -mj * log_probs[(i * A + heads[br]) * Z + j];
@@ -141,12 +171,14 @@ __global__ void iqn_kernel(loss_kdims k, vp_loss_batch_ptrs t, const float* __re
     float* part = sh + nb * M;    // [nb, N]
     const int64_t i = blockIdx.x;
     const float r = t.reward[i], disc = t.discount[i];
-    // Zero the gradient row and gather the Bellman targets of a*.
+    const float mu = t.popart ? t.popart[VP_POPART_MU] : 0.0f, sigma = t.popart ? t.popart[VP_POPART_SIGMA] : 1.0f;
+    // Zero the gradient row and gather the Bellman targets of a* (normalised with PopArt).
     for (int e = threadIdx.x; e < N * A; e += blockDim.x) d_iqn[i * N * A + e] = 0.0f;
     for (int e = threadIdx.x; e < nb * M; e += blockDim.x) {
         const int br = e / M, kk = e % M;
         const int hs = head_of(k, br, t.next_actions[i * nb + br]);
-        targets[e] = hs >= 0 ? r + disc * target_iqn[(i * M + kk) * A + hs] : NAN;
+        const float tq = hs >= 0 ? target_iqn[(i * M + kk) * A + hs] : NAN;
+        targets[e] = hs < 0 ? NAN : t.popart ? vp_popart_target(r, disc, tq, mu, sigma) : r + disc * tq;
     }
     __syncthreads();
     // One online quantile against every target quantile.
@@ -251,11 +283,22 @@ extern "C" vp_status vp_loss_cuda_project(vp_backend* b, const vp_loss_dims* d, 
     return VP_OK;
 }
 
+extern "C" vp_status vp_loss_cuda_project_grid(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n,
+                                               const float* grid, const float* support, const float* probs,
+                                               float* out) {
+    project_grid_kernel<<<vp_cuda_grid(rows * d->n_atoms, LOSS_THREADS), LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(
+        kdims(d), rows, n, grid, support, probs, out);
+    VP_CUDA_CHECK_LAUNCH("project_grid_kernel");
+    return VP_OK;
+}
+
 extern "C" vp_status vp_loss_cuda_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
                                       const float* log_probs, const float* target_log_probs, float* proj, float* loss,
                                       float* d_log_probs) {
     VP_REQUIRE(d->batch <= INT32_MAX, VP_ERR_SHAPE, "cuda c51: batch %lld too large", (long long)d->batch);
-    c51_kernel<<<(unsigned)d->batch, LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(kdims(d), *t, log_probs,
+    // the general projection (adaptive atoms or PopArt) keeps both grids in dynamic shared memory
+    const size_t shmem = (t->support || t->popart) ? sizeof(float) * 2 * (size_t)d->n_branches * (size_t)d->n_atoms : 0;
+    c51_kernel<<<(unsigned)d->batch, LOSS_THREADS, shmem, vp_cuda_stream_of(b)>>>(kdims(d), *t, log_probs,
                                                                               target_log_probs, proj, loss,
                                                                               d_log_probs);
     VP_CUDA_CHECK_LAUNCH("c51_kernel");

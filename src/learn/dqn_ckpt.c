@@ -87,6 +87,7 @@ static vp_status resume_items(vp_trainer* t, item_list* l) {
     add_params(l, m, "adam.v.", &t->learner.adam_v);
     list_add(l, "", "adam.step", t->learner.step);
     list_add(l, "", "learner.stats", t->learner.stats);
+    if (t->learner.cfg.popart) list_add(l, "", "learner.popart", t->learner.popart);
     list_add(l, "", "collect.step", t->collector.step);
     // The env state: its one allocation, as raw 32-bit words.
     const vp_env* e = &t->env;

@@ -22,6 +22,7 @@ vp_learner_cfg vp_learner_cfg_default(void) {
     c.clip_norm = 10.0f;
     c.polyak_tau = 0.005f;
     c.seed = 1;
+    c.popart_beta = 3e-4f;
     return c;
 }
 
@@ -52,6 +53,13 @@ vp_status vp_learner_cfg_check(const vp_learner_cfg* c) {
                (double)c->clip_norm);
     VP_REQUIRE(c->polyak_tau >= 0.0f && c->polyak_tau <= 1.0f, VP_ERR_INVALID_ARG,
                "learner config: polyak_tau = %g must lie in [0, 1]", (double)c->polyak_tau);
+    VP_REQUIRE(c->popart == 0 || c->popart == 1, VP_ERR_INVALID_ARG, "learner config: popart = %d must be 0 or 1",
+               c->popart);
+    VP_REQUIRE(!c->popart || (c->popart_beta > 0.0f && c->popart_beta <= 1.0f), VP_ERR_INVALID_ARG,
+               "learner config: popart_beta = %g must lie in (0, 1]", (double)c->popart_beta);
+    VP_REQUIRE(!c->popart || c->model.risk_budget == 0.0f, VP_ERR_INVALID_ARG,
+               "learner config: popart and model risk_budget cannot be on together (the budget is in reward units, "
+               "PopArt's quantiles in normalised units)");
     return VP_OK;
 }
 
@@ -137,6 +145,7 @@ vp_status vp_learner_init(vp_learner* l, vp_backend* b, const vp_learner_cfg* cf
     // Model, buffers, then the initial state: target = online, moments and counters zero.
     vp_status s = vp_model_init(&l->model, b, &cfg->model, cfg->seed);
     if (s == VP_OK) s = learner_alloc(l);
+    if (s == VP_OK) s = vp_learner_mods_init(l);
     if (s == VP_OK) s = vp_copy(b, &l->model.params, &l->target);
     if (s == VP_OK) s = vp_fill(b, &l->adam_m, 0.0f);
     if (s == VP_OK) s = vp_fill(b, &l->adam_v, 0.0f);
@@ -158,6 +167,7 @@ void vp_learner_free(vp_learner* l) {
         vp_model_acts_free(l->scratch->acts);
         vp_model_acts_free(l->scratch->next_acts);
         vp_model_acts_free(l->scratch->target_acts);
+        vp_learner_mods_free(l);
         free(l->scratch);
     }
     vp_arena_free(&l->arena);

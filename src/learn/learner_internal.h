@@ -3,6 +3,7 @@
 #ifndef VP_LEARN_LEARNER_INTERNAL_H
 #define VP_LEARN_LEARNER_INTERNAL_H
 
+#include "learn/learner_mods.h"
 #include "learn/loss.h"
 #include "model/model_hmods.h"
 #include "vulpes/learner.h"
@@ -28,6 +29,7 @@ struct vp_learner_scratch {
     vp_tensor qd_dq;            /* [B, A] its gradient w.r.t. the refined Q (q_denoise) */
     vp_tensor rb_loss;          /* [B] per-sample risk-budget loss (risk_budget > 0) */
     vp_tensor rb_dl;            /* [B] its gradient w.r.t. the head's logit (risk_budget > 0) */
+    vp_learner_mods mods;       /* adaptive atoms and PopArt buffers (learner_mods.h) */
     int batch_taken;            /* vp_learner_batch_init has run */
 };
 

@@ -52,7 +52,8 @@ static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priori
     vp_backend* b = l->backend;
     vp_tensor q_next = vp_model_q_c51(s->next_acts);
     VP_TRY(vp_loss_select(b, &s->dims, &q_next, &s->a_star));
-    vp_loss_batch lb = {&bt->actions, &s->a_star, &bt->reward, &bt->discount, &bt->is_weight};
+    vp_loss_batch lb = {&bt->actions, &s->a_star, &bt->reward, &bt->discount, &bt->is_weight, NULL, NULL, NULL};
+    vp_learner_mods_batch(l, &lb); // adaptive atoms' supports, PopArt's state
     vp_tensor lp = vp_model_log_probs(s->acts), tlp = vp_model_log_probs(s->target_acts);
     VP_TRY(vp_loss_c51(b, &s->dims, &lb, &lp, &tlp, &s->proj, &s->c51_loss, &s->d_log_probs));
     if (l->cfg.n_taus > 0) {
@@ -71,14 +72,16 @@ static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priori
         VP_TRY(vp_model_rb_loss(&l->model, l->cfg.batch, l->cfg.n_taus, &zq, &bt->taus, &bt->actions, &bt->is_weight,
                                 &sc, &s->rb_loss, &s->rb_dl));
     }
+    VP_TRY(vp_learner_mods_loss(l, &lb));
     return priorities ? vp_copy(b, &s->c51_loss, priorities) : VP_OK;
 }
 
 /* Gradient of every parameter from the loss gradients. */
 static vp_status phase_backward(vp_learner* l) {
     vp_learner_scratch* s = l->scratch;
-    return vp_model_backward(&l->model, &l->model.params, s->acts, &s->d_log_probs,
-                             l->cfg.n_taus > 0 ? &s->d_iqn : NULL);
+    VP_TRY(vp_model_backward(&l->model, &l->model.params, s->acts, &s->d_log_probs,
+                             l->cfg.n_taus > 0 ? &s->d_iqn : NULL));
+    return vp_learner_mods_backward(l);
 }
 
 /* Clip coefficient, AdamW, Polyak target update and the statistics. */
@@ -97,8 +100,9 @@ static vp_status phase_optim(vp_learner* l, const vp_batch* bt) {
     // target = (1 - tau) target + tau online
     VP_TRY(vp_axpby(b, tau, &l->model.params, 1.0f - tau, &l->target));
     vp_tensor q = vp_model_q_c51(s->acts);
-    return vp_loss_stats(b, &s->dims, &s->c51_loss, l->cfg.n_taus > 0 ? &s->iqn_loss : NULL, &bt->is_weight, &q,
-                         &l->grad_norm, &l->stats);
+    VP_TRY(vp_loss_stats(b, &s->dims, &s->c51_loss, l->cfg.n_taus > 0 ? &s->iqn_loss : NULL, &bt->is_weight, &q,
+                         &l->grad_norm, &l->stats));
+    return vp_learner_mods_optim(l, bt);
 }
 
 vp_status vp_learner_run_phase(vp_learner* l, vp_learner_phase phase, const vp_batch* bt, vp_tensor* priorities) {

@@ -82,6 +82,21 @@ static vp_status check_batch(const char* fn, vp_backend* b, const vp_loss_dims* 
     p->reward = (const float*)t->reward->data;
     p->discount = (const float*)t->discount->data;
     p->is_weight = (const float*)t->is_weight->data;
+    // the learner modules' optional state: both supports or neither, PopArt's state
+    VP_REQUIRE((t->support == NULL) == (t->target_support == NULL), VP_ERR_INVALID_ARG,
+               "%s: batch.support and batch.target_support must be given together", fn);
+    p->support = p->target_support = p->popart = NULL;
+    if (t->support) {
+        VP_TRY(vp_tensor_check_numel(fn, "batch.support", b, t->support, VP_F32, (int64_t)d->n_branches * d->n_atoms));
+        VP_TRY(vp_tensor_check_numel(fn, "batch.target_support", b, t->target_support, VP_F32,
+                                     (int64_t)d->n_branches * d->n_atoms));
+        p->support = (const float*)t->support->data;
+        p->target_support = (const float*)t->target_support->data;
+    }
+    if (t->popart) {
+        VP_TRY(vp_tensor_check_numel(fn, "batch.popart", b, t->popart, VP_F32, VP_POPART_N));
+        p->popart = (const float*)t->popart->data;
+    }
     return VP_OK;
 }
 
@@ -106,6 +121,21 @@ vp_status vp_loss_c51_project(vp_backend* b, const vp_loss_dims* d, const vp_ten
     CHECK_ARG(fn, probs, VP_F32, rows * n);
     CHECK_ARG(fn, out, VP_F32, rows * d->n_atoms);
     return k->project(b, d, rows, (int)n, (const float*)support->data, (const float*)probs->data, (float*)out->data);
+}
+
+vp_status vp_loss_c51_project_grid(vp_backend* b, const vp_loss_dims* d, const vp_tensor* grid, const vp_tensor* support,
+                                   const vp_tensor* probs, vp_tensor* out) {
+    const char* fn = "vp_loss_c51_project_grid";
+    const vp_loss_kernels* k = NULL;
+    VP_TRY(kernels_for(fn, b, &k));
+    VP_TRY(check_dims(fn, d));
+    CHECK_ARG(fn, grid, VP_F32, d->n_atoms);
+    VP_TRY(vp_tensor_check(fn, "support", b, support, VP_F32));
+    const int64_t n = vp_tensor_cols(support), rows = vp_tensor_rows(support);
+    CHECK_ARG(fn, probs, VP_F32, rows * n);
+    CHECK_ARG(fn, out, VP_F32, rows * d->n_atoms);
+    return k->project_grid(b, d, rows, (int)n, (const float*)grid->data, (const float*)support->data,
+                           (const float*)probs->data, (float*)out->data);
 }
 
 vp_status vp_loss_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch* batch, const vp_tensor* log_probs,
@@ -170,4 +200,54 @@ vp_status vp_loss_stats(vp_backend* b, const vp_loss_dims* d, const vp_tensor* c
     return k->stats(b, d, (const float*)c51->data, iqn ? (const float*)iqn->data : NULL,
                     (const float*)is_weight->data, (const float*)q->data, (const float*)grad_norm->data,
                     (float*)stats->data);
+}
+
+vp_status vp_loss_atoms_grad(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch* batch,
+                             const vp_tensor* log_probs, const vp_tensor* target_q, const vp_tensor* spacing,
+                             vp_tensor* resid, vp_tensor* d_spacing) {
+    const char* fn = "vp_loss_atoms_grad";
+    const vp_loss_kernels* k = NULL;
+    vp_loss_batch_ptrs p;
+    VP_TRY(kernels_for(fn, b, &k));
+    VP_TRY(check_dims(fn, d));
+    VP_TRY(check_batch(fn, b, d, batch, &p));
+    VP_REQUIRE(p.support != NULL, VP_ERR_INVALID_ARG, "%s: batch.support is NULL (adaptive atoms need it)", fn);
+    const int64_t B = d->batch, A = d->n_actions, nb = d->n_branches, Z = d->n_atoms;
+    CHECK_ARG(fn, log_probs, VP_F32, B * A * Z);
+    CHECK_ARG(fn, target_q, VP_F32, B * A);
+    CHECK_ARG(fn, spacing, VP_F32, nb * (Z - 1));
+    CHECK_ARG(fn, resid, VP_F32, B * nb);
+    CHECK_ARG(fn, d_spacing, VP_F32, nb * (Z - 1));
+    return k->atoms_grad(b, d, &p, (const float*)log_probs->data, (const float*)target_q->data,
+                         (const float*)spacing->data, (float*)resid->data, (float*)d_spacing->data);
+}
+
+vp_status vp_loss_popart(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch* batch, const vp_tensor* target_q,
+                         float beta, vp_tensor* w, vp_tensor* bias, vp_tensor* target_w, vp_tensor* target_bias) {
+    const char* fn = "vp_loss_popart";
+    const vp_loss_kernels* k = NULL;
+    vp_loss_batch_ptrs p;
+    VP_TRY(kernels_for(fn, b, &k));
+    VP_TRY(check_dims(fn, d));
+    VP_TRY(check_batch(fn, b, d, batch, &p));
+    VP_REQUIRE(p.popart != NULL, VP_ERR_INVALID_ARG, "%s: batch.popart (the state) is NULL", fn);
+    VP_REQUIRE(beta > 0.0f && beta <= 1.0f, VP_ERR_INVALID_ARG, "%s: beta %g must lie in (0, 1]", fn, (double)beta);
+    const int64_t A = d->n_actions;
+    CHECK_ARG(fn, target_q, VP_F32, d->batch * A);
+    // each output layer: w [A, HH] with its bias [A], both or neither
+    VP_REQUIRE((w == NULL) == (bias == NULL) && (target_w == NULL) == (target_bias == NULL), VP_ERR_INVALID_ARG,
+               "%s: an output layer's weight and bias must be given together", fn);
+    const vp_tensor* any = w ? w : target_w;
+    const int64_t HH = any ? vp_tensor_numel(any) / A : 0;
+    VP_REQUIRE(!any || (HH >= 1 && HH * A == vp_tensor_numel(any)), VP_ERR_SHAPE,
+               "%s: output weight of %lld elements is not [%lld, HH]", fn, (long long)vp_tensor_numel(any),
+               (long long)A);
+    if (w) CHECK_ARG(fn, w, VP_F32, A * HH);
+    if (bias) CHECK_ARG(fn, bias, VP_F32, A);
+    if (target_w) CHECK_ARG(fn, target_w, VP_F32, A * HH);
+    if (target_bias) CHECK_ARG(fn, target_bias, VP_F32, A);
+    return k->popart(b, d, &p, (const float*)target_q->data, beta, (float*)batch->popart->data, HH,
+                     w ? (float*)w->data : NULL,
+                     bias ? (float*)bias->data : NULL, target_w ? (float*)target_w->data : NULL,
+                     target_bias ? (float*)target_bias->data : NULL);
 }

@@ -45,14 +45,29 @@ typedef struct vp_loss_dims {
 vp_status vp_loss_dims_make(vp_loss_dims* d, const vp_model_cfg* mc, int64_t batch, int n_taus,
                             int n_target_taus, float kappa);
 
+/* Elements of the PopArt state ([VP_POPART_N] f32, backend memory; docs/modules.md). */
+enum {
+    VP_POPART_MU = 0,    /* running mean of the targets (0 at the start) */
+    VP_POPART_NU = 1,    /* running second moment (1 at the start) */
+    VP_POPART_SIGMA = 2, /* sqrt(nu - mu^2), clamped to [VP_POPART_SIGMA_MIN, VP_POPART_SIGMA_MAX] (1) */
+    VP_POPART_N = 3
+};
+
+/* Bounds of PopArt's sigma (van Hasselt et al. 2016). */
+#define VP_POPART_SIGMA_MIN 1e-4
+#define VP_POPART_SIGMA_MAX 1e6
+
 /* The per-sample transition data the losses read (all [B] or [B, n_branches], backend
- * memory). */
+ * memory), and the learner modules' optional state (NULL: off). */
 typedef struct vp_loss_batch {
     const vp_tensor* actions;      /* [B, n_branches] i32: action taken at s_t */
     const vp_tensor* next_actions; /* [B, n_branches] i32: a*, double-DQN choice at s_{t+n} */
     const vp_tensor* reward;       /* [B] f32: n-step return */
     const vp_tensor* discount;     /* [B] f32: gamma^n, 0 for a terminal */
     const vp_tensor* is_weight;    /* [B] f32: importance weight of each sample */
+    const vp_tensor* support;      /* [n_branches, Z] f32 or NULL: the online net's support (adaptive atoms) */
+    const vp_tensor* target_support; /* [n_branches, Z] f32 or NULL: the target net's (with `support`) */
+    const vp_tensor* popart;       /* [VP_POPART_N] f32 or NULL: PopArt's state, targets normalised by it */
 } vp_loss_batch;
 
 /* Double-DQN choice: a_star[i, br] = argmax over branch br's heads of q[i, :] (ties -> the
@@ -66,12 +81,21 @@ vp_status vp_loss_select(vp_backend* b, const vp_loss_dims* d, const vp_tensor* 
 vp_status vp_loss_c51_project(vp_backend* b, const vp_loss_dims* d, const vp_tensor* support,
                               const vp_tensor* probs, vp_tensor* out);
 
+/* The projection of vp_loss_c51_project onto the increasing non-uniform grid [Z] (grid[0]
+ * and grid[Z-1] the clip bounds): each atom's mass split between the two grid atoms around it
+ * by linear interpolation. */
+vp_status vp_loss_c51_project_grid(vp_backend* b, const vp_loss_dims* d, const vp_tensor* grid,
+                                   const vp_tensor* support, const vp_tensor* probs, vp_tensor* out);
+
 /* C51 loss. For each sample i and branch br: the target net's distribution of a*
  * (exp of target_log_probs [B, A, Z]) under r + discount * z, projected onto the support
  * (proj [B, n_branches, Z], out); its cross-entropy with the online log_probs [B, A, Z]
  * of the taken action; loss [B] = mean over branches (unweighted; the PER priority).
  * d_log_probs [B, A, Z] = gradient of mean_i(is_weight_i * loss_i) w.r.t. log_probs
- * (zero outside the taken heads). */
+ * (zero outside the taken heads). With batch->support (adaptive atoms) the target atoms are the
+ * target net's support and the grid the online net's, per branch (vp_loss_c51_project_grid's
+ * split); with batch->popart the target atoms are normalised, (r + discount (sigma z + mu) -
+ * mu) / sigma. */
 vp_status vp_loss_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch* batch,
                       const vp_tensor* log_probs, const vp_tensor* target_log_probs,
                       vp_tensor* proj, vp_tensor* loss, vp_tensor* d_log_probs);
@@ -81,7 +105,8 @@ vp_status vp_loss_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch*
  * r + discount * target_iqn [B, n_target_taus, A] of a*; loss [B] = mean over branches of
  * (sum over online taus of the mean over target taus of
  * |tau - 1{delta < 0}| * huber_kappa(delta) / kappa), delta = target - online.
- * d_iqn [B, n_taus, A] = gradient of mean_i(is_weight_i * loss_i) w.r.t. iqn. */
+ * d_iqn [B, n_taus, A] = gradient of mean_i(is_weight_i * loss_i) w.r.t. iqn. With
+ * batch->popart the targets are normalised as in vp_loss_c51. */
 vp_status vp_loss_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch* batch,
                       const vp_tensor* iqn, const vp_tensor* target_iqn, const vp_tensor* taus,
                       vp_tensor* loss, vp_tensor* d_iqn);
@@ -97,6 +122,27 @@ vp_status vp_loss_draw_taus(vp_backend* b, uint64_t seed, uint64_t stream, const
 vp_status vp_loss_stats(vp_backend* b, const vp_loss_dims* d, const vp_tensor* c51,
                         const vp_tensor* iqn, const vp_tensor* is_weight, const vp_tensor* q,
                         const vp_tensor* grad_norm, vp_tensor* stats);
+
+/* The adaptive atoms' spacing gradient (docs/modules.md): the regression
+ * L = mean_i w_i mean_br 0.5 (Q_i,br - y_i,br)^2 of the online Q of the taken head on its
+ * branch's support, Q = sum_k z_br,k p_k (p = exp of log_probs [B, A, Z]), onto the Bellman
+ * mean y = r + discount * target_q[i, a*] (target_q [B, A], the target net's C51 Q; with
+ * batch->popart normalised as in vp_loss_c51), y a constant; through the support to the spacing
+ * logits `spacing` [n_branches, Z - 1] (the online parameters): d_spacing [n_branches, Z - 1]
+ * (written whole). resid [B, n_branches] is scratch (w_i (Q - y) / (B n_branches)). Needs
+ * batch->support. */
+vp_status vp_loss_atoms_grad(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch* batch,
+                             const vp_tensor* log_probs, const vp_tensor* target_q, const vp_tensor* spacing,
+                             vp_tensor* resid, vp_tensor* d_spacing);
+
+/* PopArt's step (docs/modules.md): Y_i,br = r + discount (sigma target_q[i, a*] + mu) (the
+ * unnormalised targets; target_q [B, A] the target net's C51 Q); mu, nu move to
+ * (1 - beta) old + beta mean(Y), mean(Y^2) over samples and branches; sigma = sqrt(nu - mu^2)
+ * clamped; then each given output layer (w [A, HH], bias [A]; pairs may be NULL) is rescaled so
+ * that its unnormalised outputs sigma y + mu stay the same: w *= sigma_old / sigma_new,
+ * bias = (sigma_old bias + mu_old - mu_new) / sigma_new. batch->popart is the state, updated. */
+vp_status vp_loss_popart(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch* batch, const vp_tensor* target_q,
+                         float beta, vp_tensor* w, vp_tensor* bias, vp_tensor* target_w, vp_tensor* target_bias);
 
 #ifdef __cplusplus
 }

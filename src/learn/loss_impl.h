@@ -18,6 +18,9 @@ typedef struct vp_loss_batch_ptrs {
     const float* reward;         /* [B] */
     const float* discount;       /* [B] */
     const float* is_weight;      /* [B] */
+    const float* support;        /* [n_branches, Z] or NULL */
+    const float* target_support; /* [n_branches, Z] or NULL (set with support) */
+    const float* popart;         /* [VP_POPART_N] or NULL */
 } vp_loss_batch_ptrs;
 
 /* ---- the kernels: same meaning as the functions in loss.h, arguments checked ------------- */
@@ -30,6 +33,11 @@ typedef vp_status vp_loss_select_fn(vp_backend* b, const vp_loss_dims* d, const 
 typedef vp_status vp_loss_project_fn(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n,
                                      const float* support /* [rows, n] */, const float* probs /* [rows, n] */,
                                      float* out /* [rows, Z] */);
+
+/* vp_loss_c51_project_grid of rows distributions of n atoms onto grid [Z]. */
+typedef vp_status vp_loss_project_grid_fn(vp_backend* b, const vp_loss_dims* d, int64_t rows, int n,
+                                          const float* grid /* [Z] */, const float* support /* [rows, n] */,
+                                          const float* probs /* [rows, n] */, float* out /* [rows, Z] */);
 
 /* vp_loss_c51. */
 typedef vp_status vp_loss_c51_fn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
@@ -54,9 +62,24 @@ typedef vp_status vp_loss_stats_fn(vp_backend* b, const vp_loss_dims* d, const f
                                    const float* q /* [B, A] */, const float* grad_norm /* [1] */,
                                    float* stats /* [VP_STAT_COUNT] */);
 
+/* vp_loss_atoms_grad (CPU: cpu_lmods.c, CUDA: cuda_lmods.cu). */
+typedef vp_status vp_loss_atoms_grad_fn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
+                                        const float* log_probs /* [B, A, Z] */, const float* target_q /* [B, A] */,
+                                        const float* spacing /* [nb, Z - 1] */, float* resid /* [B, nb] */,
+                                        float* d_spacing /* [nb, Z - 1] */);
+
+/* vp_loss_popart; state = t->popart, written; HH the output layers' input width; w, bias, tw,
+ * tb may be NULL. */
+typedef vp_status vp_loss_popart_fn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t,
+                                    const float* target_q /* [B, A] */, float beta, float* state /* [VP_POPART_N] */,
+                                    int64_t HH,
+                                    float* w /* [A, HH] */, float* bias /* [A] */, float* tw /* [A, HH] */,
+                                    float* tb /* [A] */);
+
 /* Every kernel by name, in table order (the kit's list form, backend/kit.h). */
-#define VP_LOSS_KERNELS(X, f, i) \
-    X(f, i, select) X(f, i, project) X(f, i, c51) X(f, i, iqn) X(f, i, taus) X(f, i, stats)
+#define VP_LOSS_KERNELS(X, f, i)                                                                   \
+    X(f, i, select) X(f, i, project) X(f, i, project_grid) X(f, i, c51) X(f, i, iqn) X(f, i, taus) \
+    X(f, i, stats) X(f, i, atoms_grad) X(f, i, popart)
 
 /* One backend's loss kernels. */
 typedef struct vp_loss_kernels {

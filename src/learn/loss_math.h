@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "learn/loss.h"
+#include "model/atoms_math.h"
 #include "vulpes/defs.h"
 #include "vulpes/rng.h"
 
@@ -42,6 +44,38 @@ VP_HD float vp_c51_target_atom(float r, float discount, const float* probs, int 
         acc += probs[i] * vp_c51_hat(tz, zj, dz);
     }
     return acc;
+}
+
+/* A Bellman target value in PopArt's normalised units: (r + discount (sigma v + mu) - mu) /
+ * sigma for a next-state value v in those units (mu 0, sigma 1: r + discount v). */
+VP_HD float vp_popart_target(float r, float discount, float v, float mu, float sigma) {
+    return (r + discount * (sigma * v + mu) - mu) / sigma;
+}
+
+/* Mass on atom j of the increasing grid [Z] from the Bellman target of probs [Z] at atoms
+ * src [Z] (the target net's support), normalised by (mu, sigma), clipped to the grid's ends and
+ * split by vp_grid_hat. */
+VP_HD float vp_c51_target_atom_grid(float r, float discount, const float* probs, const float* src, const float* grid,
+                                    int Z, float mu, float sigma, int j) {
+    float acc = 0.0f;
+    for (int i = 0; i < Z; ++i) {
+        float tz = vp_clampf(vp_popart_target(r, discount, src[i], mu, sigma), grid[0], grid[Z - 1]);
+        acc += probs[i] * vp_grid_hat(tz, grid, Z, j);
+    }
+    return acc;
+}
+
+/* PopArt's state st [VP_POPART_N] (loss.h) moved towards the batch moments m1, m2 of the
+ * targets at rate beta, in double arithmetic; sigma clamped. */
+VP_HD void vp_popart_moments(float* st, double m1, double m2, float beta) {
+    const double mu = (1.0 - (double)beta) * (double)st[VP_POPART_MU] + (double)beta * m1;
+    const double nu = (1.0 - (double)beta) * (double)st[VP_POPART_NU] + (double)beta * m2;
+    double var = nu - mu * mu;
+    const double lo = (double)VP_POPART_SIGMA_MIN * VP_POPART_SIGMA_MIN, hi = VP_POPART_SIGMA_MAX * VP_POPART_SIGMA_MAX;
+    var = var < lo ? lo : (var > hi ? hi : var);
+    st[VP_POPART_MU] = (float)mu;
+    st[VP_POPART_NU] = (float)nu;
+    st[VP_POPART_SIGMA] = (float)sqrt(var);
 }
 
 /* Quantile Huber term for one pair: |tau - 1{delta < 0}| * huber_kappa(delta) / kappa with

@@ -68,6 +68,7 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     m->q_denoise = cfg->model.q_denoise ? 1 : 0;
     m->cross_branch = cfg->model.cross_branch ? 1 : 0;
     m->risk_budget = (float)cfg->model.risk_budget;
+    m->adaptive_atoms = cfg->learn.adaptive_atoms ? 1 : 0;
     l->batch = cfg->learn.batch;
     l->n_taus = (int)cfg->model.iqn_taus;
     l->n_target_taus = (int)cfg->model.iqn_target_taus;
@@ -79,6 +80,8 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     l->clip_norm = cfg->learn.clip_norm > 0.0 ? (float)cfg->learn.clip_norm : FLT_MAX; /* 0: no clip */
     l->polyak_tau = (float)cfg->learn.tau;
     l->seed = derive_seed(seed, SEED_LEARNER);
+    l->popart = cfg->learn.popart ? 1 : 0;
+    l->popart_beta = (float)cfg->learn.popart_beta;
     VP_TRY(vp_learner_cfg_check(l));
 
     // Replay ring.

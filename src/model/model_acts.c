@@ -142,6 +142,7 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     const int64_t RBB = c->risk_budget > 0.0f ? B : 0;
     take(pl, &a->rb_logit, "rb_logit", VP_F32, RBB, 1);
     take(pl, &a->rb, "rb", VP_F32, RBB, 1);
+    take(pl, &a->support, "support", VP_F32, c->adaptive_atoms ? c->n_branches : 0, Z);
     return pl->err;
 }
 

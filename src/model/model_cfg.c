@@ -1,6 +1,7 @@
 /* The model configuration: defaults, checks and the FLOP count. */
 #include <math.h>
 
+#include "model/model_atoms.h"
 #include "model/model_internal.h"
 
 /* Limits of the model kernels (window and state live on the stack / in registers). */
@@ -79,6 +80,7 @@ vp_status vp_model_cfg_check(const vp_model_cfg* c) {
     VP_REQUIRE(c->rms_eps > 0.0f && isfinite(c->rms_eps), VP_ERR_INVALID_ARG,
                "model config: rms_eps = %g must be positive", (double)c->rms_eps);
     VP_TRY(vp_model_hmods_check(c));
+    VP_TRY(vp_model_atoms_check(c));
     return vp_model_input_check(c);
 }
 

@@ -2,6 +2,7 @@
  * against the op interface plus the model kernels (mops.h). */
 #include <string.h>
 
+#include "model/model_atoms.h"
 #include "model/model_internal.h"
 
 /* The Mamba2 extents of a configuration for `batch` samples. */
@@ -89,6 +90,7 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
     VP_TRY(a->mops->dueling_forward(be, batch, c->n_atoms, &br, (const float*)a->v.data, (const float*)a->adv.data,
                                     (float*)logp.data));
     VP_TRY(vp_log_softmax(be, &logp, &logp));
+    if (c->adaptive_atoms) return vp_model_atoms_q(m, a, batch);
     return a->mops->c51_q(be, batch * A, c->n_atoms, c->v_min, c->v_max, (const float*)logp.data, (float*)a->q.data);
 }
 
@@ -199,6 +201,7 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
         VP_TRY(vp_model_xb_forward(m, params, a, batch));
     else
         VP_TRY(vp_model_linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    VP_TRY(vp_model_atoms_support(m, params, a));
     VP_TRY(vp_model_combine_forward(m, a, batch));
     VP_TRY(vp_model_qd_forward(m, params, a, batch));
     a->state |= VP_ACTS_HEADS;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/model_atoms.h"
 #include "model/model_internal.h"
 
 /* The slots laid out [in, out], in the order of vp_model_inc's fields. */
@@ -225,6 +226,7 @@ vp_status vp_model_inc_heads(const vp_model_inc* w, vp_model_acts* a, const vp_t
         VP_TRY(vp_model_xb_forward(m, w->params, a, 1));
     else
         VP_TRY(linear_t(w, &ah, &w->w_a2, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    VP_TRY(vp_model_atoms_support(m, w->params, a));
     VP_TRY(vp_model_combine_forward(m, a, 1));
     VP_TRY(vp_model_qd_forward(m, w->params, a, 1));
     a->state |= VP_ACTS_HEADS;

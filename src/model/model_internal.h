@@ -17,7 +17,7 @@ extern "C" {
  * NC (IQN cosines), MB (Mamba2 on); the input modules' VS (variable selection on), VH (its
  * hidden width), SN (spectral norm on), KN (KAN on), KG (KAN grid intervals) and KFC (the KAN spline
  * coefficients per output, F (KG + order)); the head modules' QD (Q-denoise on), A2 (2 A), NB
- * (branches), XB (cross-branch messages on), RB (risk-budget head on). */
+ * (branches), XB (cross-branch messages on), RB (risk-budget head on); AD (adaptive atoms on). */
 #define VP_MODEL_PARAMS(X)                                                         \
     X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, !KN)                        \
     X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, !KN)                        \
@@ -62,7 +62,9 @@ extern "C" {
     X(XB_MSG_W, "xbranch.msg.w", NB * NB * HH, HH, VP_INIT_UNIFORM, 10000, XB)     \
     /* risk-budget head: sigmoid(w . h + b) */                                         \
     X(RISK_W, "risk.w", 1, H, VP_INIT_UNIFORM, H, RB)                              \
-    X(RISK_B, "risk.b", 1, 0, VP_INIT_UNIFORM, H, RB)
+    X(RISK_B, "risk.b", 1, 0, VP_INIT_UNIFORM, H, RB)                              \
+    /* adaptive atoms: per-branch spacing logits of the C51 support, zero = uniform */  \
+    X(C51_ATOMS, "c51.atoms", NB, Z - 1, VP_INIT_ZEROS, 1, AD)
 
 /* The input modules' rows (docs/modules.md, "Input modules"): the variable selection
  * network (vsn.w2 rows: gate values [0, F), gate logits [F, 2F)), the power-iteration
@@ -214,6 +216,7 @@ struct vp_model_acts {
     vp_tensor rb_logit;        /* [B, 1] the risk-budget head's logit */
     vp_tensor rb;              /* [B, 1] its scale sigmoid(logit) in (0, 1) */
     const vp_tensor* rb_dl;    /* [B] d (its loss) / d logit; NULL: zero gradients */
+    vp_tensor support;         /* [nb, Z] the adaptive C51 support of the last heads forward (model_atoms.h) */
 };
 
 /* [rows, cols] view of the first rows of a 2-D activation. */

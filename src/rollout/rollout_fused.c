@@ -121,7 +121,7 @@ int vp_ro_fused_fits(const vp_ro_run* r) {
     const vp_model_cfg* c = &r->m->cfg;
     if (2 * c->head_hidden > 1024 || c->n_atoms < 2) return 0;
     // the fused kernel computes the plain heads: the head modules that change them take the op path
-    if (c->q_denoise || c->cross_branch || c->risk_budget > 0.0f) return 0;
+    if (c->q_denoise || c->cross_branch || c->risk_budget > 0.0f || c->adaptive_atoms) return 0;
     return k->fused_supported(r->b, &r->dims, c->head_hidden, c->n_atoms);
 }
 

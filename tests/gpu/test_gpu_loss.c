@@ -106,8 +106,8 @@ static void test_loss_parity(void) {
         twin_rand(&w, 0.1f, 1.0f);
         make_log_probs(&lp, (int)Z);
         make_log_probs(&tlp, (int)Z);
-        vp_loss_batch hb = {&act.h, &astar.h, &rew.h, &disc.h, &w.h};
-        vp_loss_batch db = {&act.d, &astar.d, &rew.d, &disc.d, &w.d};
+        vp_loss_batch hb = {&act.h, &astar.h, &rew.h, &disc.h, &w.h, NULL, NULL, NULL};
+        vp_loss_batch db = {&act.d, &astar.d, &rew.d, &disc.d, &w.d, NULL, NULL, NULL};
         twin_poison(&proj), twin_poison(&loss), twin_poison(&dlp);
         CHECK_OK(vp_loss_c51(g_cpu, &d, &hb, &lp.h, &tlp.h, &proj.h, &loss.h, &dlp.h));
         CHECK_OK(vp_loss_c51(g_gpu, &d, &db, &lp.d, &tlp.d, &proj.d, &loss.d, &dlp.d));

@@ -14,7 +14,8 @@ __all__ = ["CModel", "VulpesNet", "load"]
 # vp_model_cfg fields vulpes.network.forward reads (besides branch_sizes).
 _INT_KEYS = ("n_features", "n_portfolio", "window", "hidden", "use_mamba", "mamba_state", "mamba_head_dim",
              "mamba_conv", "head_hidden", "n_atoms", "n_branches", "iqn_cos", "n_heads",
-             "vsn", "vsn_hidden", "spectral_norm", "kan", "kan_grid", "kan_order", "q_denoise", "cross_branch")
+             "vsn", "vsn_hidden", "spectral_norm", "kan", "kan_grid", "kan_order", "q_denoise", "cross_branch",
+             "adaptive_atoms")
 _FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "kan_range", "stoch_depth", "risk_budget")
 
 

@@ -47,6 +47,20 @@ def _kan(p, c, x):
     return Fn.silu(x) @ p["kan.base_w"].T + b.flatten(-2) @ w.T
 
 
+def _support(p, c, logp):
+    """The C51 atoms of every head, [A, Z]: uniform on [v_min, v_max], or with adaptive atoms
+    (docs/modules.md) each branch's own, v_min + (v_max - v_min) cumsum(softmax(c51.atoms)) with
+    the last atom v_max exactly."""
+    Z, sizes = c["n_atoms"], c["branch_sizes"]
+    if not c.get("adaptive_atoms"):
+        return torch.linspace(c["v_min"], c["v_max"], Z, device=logp.device, dtype=logp.dtype)
+    pi = torch.softmax(p["c51.atoms"], -1)
+    cum = torch.cat([torch.zeros_like(pi[:, :1]), torch.cumsum(pi, -1)[:, :-1]], -1)
+    z = c["v_min"] + (c["v_max"] - c["v_min"]) * cum
+    z = torch.cat([z, torch.full_like(z[:, :1], c["v_max"])], -1)
+    return torch.cat([z[k:k + 1].expand(n, Z) for k, n in enumerate(sizes)], 0)
+
+
 def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
     """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus); with the risk-budget
     head, extras (a dict, when given) receives size_scale [B]."""
@@ -132,8 +146,7 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
         logits.append(v[:, None, :] + ab - ab.mean(1, keepdim=True))
         off += sz
     logp = torch.log_softmax(torch.cat(logits, 1), -1)
-    support = torch.linspace(c["v_min"], c["v_max"], Z, device=logp.device, dtype=logp.dtype)
-    q = (logp.exp() * support).sum(-1)
+    q = (logp.exp() * _support(p, c, logp)).sum(-1)
     if c.get("q_denoise"):
         # Q-denoise refinement (docs/modules.md): q + W2 relu(W1 q + b1) + b2 over the detached C51 Q.
         qc = q.detach()
