@@ -108,7 +108,8 @@ vp_status vp_search_apply(const vp_search_space* s, const vp_search_draw* d, int
 
 /* The iterations of each rung into budgets[VP_SEARCH_MAX_RUNGS], *n_rungs their count: R,
  * R eta, R eta^2, ... while below `iterations`, then `iterations`. R is `min_iterations`, or
- * when 0, iterations / eta^(k - 1) (at least 1) with k = 1 + floor(log_eta(n_trials)) rungs.
+ * when 0, ceil(iterations / eta^(k - 1)) with k = 1 + floor(log_eta(n_trials)), so that there
+ * are k rungs (fewer when iterations < eta^(k - 1)).
  * Refuses eta < 2, R > iterations and more than VP_SEARCH_MAX_RUNGS rungs. */
 vp_status vp_search_budgets(int64_t iterations, int64_t eta, int64_t min_iterations, int64_t n_trials,
                             int64_t* budgets, int* n_rungs);
@@ -119,7 +120,7 @@ int64_t vp_search_promote_count(int64_t n, int64_t eta);
 /* The trials that go on from a rung of n trials trials[n] with scores[n] (best validation
  * Sharpe; NaN ranks below every number): the vp_search_promote_count(n, eta) highest, a tie
  * won by the lower trial index, written to out[] in increasing trial order; returns their
- * count. */
+ * count (-1: out of memory). */
 int64_t vp_search_promote(const int64_t* trials, const double* scores, int64_t n, int64_t eta, int64_t* out);
 
 /* How a search runs. */

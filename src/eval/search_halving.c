@@ -21,7 +21,7 @@ vp_status vp_search_budgets(int64_t iterations, int64_t eta, int64_t min_iterati
         // k rungs, k - 1 the times n_trials can be divided by eta and leave at least one trial
         int64_t div = 1;
         for (int64_t m = n_trials; m >= eta && div <= iterations; m /= eta) div *= eta;
-        r = iterations / div > 0 ? iterations / div : 1;
+        r = (iterations + div - 1) / div; // R eta^(k-1) reaches train.iterations: k rungs, no stub rung
     }
     int n = 0;
     for (int64_t b = r; b < iterations; b = b > INT64_MAX / eta ? iterations : b * eta) {

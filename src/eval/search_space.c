@@ -81,11 +81,12 @@ static vp_status read_bounds(const walk* w, vp_search_param* p, const yaml_node_
         else vp_eval_format_exact(b[i], text);
         VP_TRY(check_value(w, k, text, line_of(e), i == 0 ? "the lower bound" : "the upper bound"));
     }
-    VP_REQUIRE(b[0] < b[1], VP_ERR_INVALID_ARG, "%s:%d: %s: %s bounds must be ordered lo < hi, got [%.17g, %.17g]",
-               w->name, line_of(seq), k->name, d, b[0], b[1]);
+    char t0[32], t1[32];
+    vp_eval_format_exact(b[0], t0), vp_eval_format_exact(b[1], t1);
+    VP_REQUIRE(b[0] < b[1], VP_ERR_INVALID_ARG, "%s:%d: %s: %s bounds must be ordered lo < hi, got [%s, %s]",
+               w->name, line_of(seq), k->name, d, t0, t1);
     VP_REQUIRE(p->dist != VP_SEARCH_LOG_UNIFORM || b[0] > 0, VP_ERR_INVALID_ARG,
-               "%s:%d: %s: log_uniform bounds must be > 0, got [%.17g, %.17g]", w->name, line_of(seq), k->name, b[0],
-               b[1]);
+               "%s:%d: %s: log_uniform bounds must be > 0, got [%s, %s]", w->name, line_of(seq), k->name, t0, t1);
     p->lo = b[0], p->hi = b[1];
     return VP_OK;
 }
