@@ -162,6 +162,13 @@ static vp_status run_rung(vp_search_ctx* c, vp_backend* b, int g, const int64_t*
     vp_search_note(c, line);
     vp_job_pool p = {"search", "trial", "trials", n, c->opts->parallel, cap, c, job_is_done, job_run, job_note,
                      &c->halt, probe_cfg, probe_data, (int)n};
+    // the rung's progress: the trial runs left, each at most the iterations this rung adds
+    c->rung_done = 0;
+    for (int64_t k = 0; k < n; ++k) c->rung_done += job_is_done(c, k);
+    c->work_total = vp_job_pool_left(&p) * (r->budgets[g] - (g > 0 ? r->budgets[g - 1] : 0));
+    for (int64_t i = 0; i < r->n_trials; ++i) c->iter0[i] = -1;
+    c->t0 = vp_clock_s();
+    c->last_line = c->t0 - c->interval_s; // the first report prints at once
     vp_status s = vp_job_pool_run(&p, b);
     free(probe_cfg);
     free(probe_data);
@@ -181,7 +188,15 @@ static vp_status run_rung(vp_search_ctx* c, vp_backend* b, int g, const int64_t*
 static vp_status run_rungs(vp_search_ctx* c, vp_backend* b, vp_run* run) {
     vp_search_result* r = c->r;
     int64_t* m = (int64_t*)malloc(2 * (size_t)r->n_trials * sizeof *m);
-    VP_REQUIRE(m != NULL, VP_ERR_OOM, "search: %lld trials", (long long)r->n_trials);
+    c->iters = (int64_t*)calloc(2 * (size_t)r->n_trials, sizeof(int64_t));
+    if (!m || !c->iters) {
+        free(m);
+        free(c->iters);
+        c->iters = NULL;
+        VP_FAIL(VP_ERR_OOM, "search: %lld trials", (long long)r->n_trials);
+    }
+    c->iter0 = c->iters + r->n_trials;
+    c->interval_s = 10.0;
     vp_status s = VP_OK;
     for (int g = r->rungs_done; s == VP_OK && g < r->n_rungs; ++g) {
         const int64_t n = vp_search_rung_members(r, g, m);
@@ -213,6 +228,8 @@ static vp_status run_rungs(vp_search_ctx* c, vp_backend* b, vp_run* run) {
         vp_search_note(c, line);
     }
     free(m);
+    free(c->iters);
+    c->iters = c->iter0 = NULL;
     return s;
 }
 

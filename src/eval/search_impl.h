@@ -30,6 +30,13 @@ typedef struct vp_search_ctx {
     pthread_mutex_t mu;           /* guards the progress stream and the counters below */
     int64_t started;              /* trial runs started by this call */
     int64_t done;                 /* trial runs finished by this call */
+    int64_t rung_done;            /* trial runs of the running rung finished (or skipped as finished) */
+    int64_t* iters;               /* [n_trials] each trial's iteration at its loop's last report */
+    int64_t* iter0;               /* [n_trials] its iteration at its first report in this rung (-1: none yet) */
+    int64_t work_total;           /* iterations the running rung has to run, at most */
+    double t0;                    /* clock at the start of the rung */
+    double last_line;             /* clock at the last progress line */
+    double interval_s;            /* least seconds between progress lines */
 } vp_search_ctx;
 
 /* ---- search_plan.c ------------------------------------------------------------------------ */
@@ -96,6 +103,11 @@ vp_status vp_search_report_write(FILE* out, const vp_search_result* r);
 
 /* A line on the progress stream (when there is one), whole even with trials in parallel. */
 void vp_search_note(vp_search_ctx* c, const char* msg);
+
+/* Trial `trial`'s loop reached `iteration`: a progress line over the running rung when
+ * interval_s has passed since the last ("[ELAPSED] rung G: trials D/N done, R running |
+ * iterations W/T (P %) | ETA S"). */
+void vp_search_progress(vp_search_ctx* c, int64_t trial, int64_t iteration);
 
 /* Trains trial `trial` on backend b to its rung's iterations in its folder: from its start (rung
  * 0, no checkpoint), else from its last.safetensors; *stopped set when a stop request left it

@@ -35,8 +35,33 @@ static void say(const job* j, const char* msg) {
     vp_search_note(j->c, line);
 }
 
+void vp_search_progress(vp_search_ctx* c, int64_t trial, int64_t iteration) {
+    if (!c->opts->progress || !c->iters) return;
+    pthread_mutex_lock(&c->mu);
+    c->iters[trial] = iteration;
+    if (c->iter0[trial] < 0) c->iter0[trial] = iteration;
+    const double now = vp_clock_s();
+    if (now - c->last_line >= c->interval_s) {
+        c->last_line = now;
+        int64_t work = 0;
+        for (int64_t i = 0; i < c->n_members; ++i) {
+            const int64_t t = c->members[i];
+            work += c->iter0[t] >= 0 ? c->iters[t] - c->iter0[t] : 0;
+        }
+        const double el = now - c->t0, frac = c->work_total > 0 ? (double)work / (double)c->work_total : 0.0;
+        char eta[32] = "-";
+        if (work > 0 && frac <= 1.0) snprintf(eta, sizeof eta, "%.0fs", el * (1.0 - frac) / frac);
+        fprintf(c->opts->progress, "[%.0fs] rung %d: trials %lld/%lld done, %lld running | iterations %lld/%lld "
+                "(%.1f%%) | ETA %s\n", el, c->rung, (long long)c->rung_done, (long long)c->n_members,
+                (long long)(c->started - c->done), (long long)work, (long long)c->work_total, 100.0 * frac, eta);
+        fflush(c->opts->progress);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void sink_update(void* ctx, const vp_progress_stats* st) {
-    (void)ctx, (void)st;
+    const job* j = (const job*)ctx;
+    vp_search_progress(j->c, j->trial, st->iteration);
 }
 
 static void sink_note(void* ctx, const char* msg) {
@@ -91,6 +116,7 @@ vp_status vp_search_job_run(vp_search_ctx* c, vp_backend* b, int64_t trial, int*
     } else {
         pthread_mutex_lock(&c->mu);
         c->done++;
+        c->rung_done++;
         pthread_mutex_unlock(&c->mu);
         snprintf(msg, sizeof msg, "done: best validation Sharpe %.3f, test Sharpe %.3f", r.best_val_sharpe,
                  r.test.strategy.sharpe);
