@@ -51,13 +51,14 @@ static vp_status check_value(const walk* w, const vp_config_key* k, const char* 
 
 /* A number of the space (a bound): the whole scalar read as a finite double. */
 static vp_status read_number(const walk* w, const vp_config_key* k, const yaml_node_t* n, int integer, double* out) {
+    VP_REQUIRE(n->type == YAML_SCALAR_NODE, VP_ERR_INVALID_ARG, "%s:%d: %s: a bound must be a finite number, got %s",
+               w->name, line_of(n), k->name, noun(n));
     const char* t = (const char*)n->data.scalar.value;
     char* end = NULL;
     errno = 0;
     const double v = strtod(t, &end);
-    VP_REQUIRE(n->type == YAML_SCALAR_NODE && t[0] != '\0' && end && *end == '\0' && errno == 0 && isfinite(v),
-               VP_ERR_INVALID_ARG, "%s:%d: %s: a bound must be a finite number, got '%.60s'", w->name, line_of(n),
-               k->name, n->type == YAML_SCALAR_NODE ? t : noun(n));
+    VP_REQUIRE(t[0] != '\0' && end && *end == '\0' && errno == 0 && isfinite(v), VP_ERR_INVALID_ARG,
+               "%s:%d: %s: a bound must be a finite number, got '%.60s'", w->name, line_of(n), k->name, t);
     VP_REQUIRE(!integer || (v == floor(v) && fabs(v) <= (double)VP_CONFIG_INT_MAX), VP_ERR_INVALID_ARG,
                "%s:%d: %s: an int bound must be a whole number, got '%.60s'", w->name, line_of(n), k->name, t);
     *out = v;
