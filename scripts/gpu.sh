@@ -3,7 +3,7 @@
 # and the benchmarks; writes logs.tar.gz, summary.txt and bench.jsonl under $OUT (or ./gpu-out).
 # Dependencies missing there (libyaml, cJSON, OpenBLAS headers) come as .deb files in
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
-#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|torch-collect|PROGRAM...]   (default: all)
+#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|torch-collect|search-bench|PROGRAM...]   (default: all)
 #   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
 #   torch-collect: vulpes bench train, then the PyTorch reference of its collection
 #                  (bench/torch_collect.py, S = 64 at 4096, 65536 and 262144 envs) and the ratio
@@ -12,6 +12,8 @@
 #   modules-step: vulpes bench step with each network module on (--ablate)
 #   modules: every module on (train, GPU and CPU backtests) and the module ablations (scripts/gpu_modules_check.sh)
 #   step-profile: the GPU time of every kernel of one learner step (Nsight Compute)
+#   search-bench: a 16-trial vulpes search with --parallel 16 and with --parallel 1, trials/s of
+#                 both (scripts/gpu_search_bench.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -91,6 +93,8 @@ for s in $steps; do
       for B in 1024 4096 8192 16384 32768 65536; do
         run "bench_step_$B" build-gpu/vulpes bench step --backend cuda --batch "$B" --json "$OUT/step_sweep.jsonl"
       done ;;
+    search-bench)
+      run search_bench bash scripts/gpu_search_bench.sh build-gpu /tmp/vp-search "$OUT" ;;
     test|bench) ;;
     bench-*) run "$s" build-gpu/vulpes bench "${s#bench-}" --backend cuda --json "$OUT/bench.jsonl" ;;
     *) run "$s" $s ;;

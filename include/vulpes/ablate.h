@@ -110,6 +110,10 @@ typedef struct vp_ablate_result {
     double expected_max_sharpe;    /* SR0: expected best Sharpe of n_trials unskilled trials, annualised */
 } vp_ablate_result;
 
+/* Whether config key `name` may vary between runs that are compared (an ablation's switch, a
+ * search's key): it is in the model, learn, replay, collect or env section. */
+int vp_ablate_key_switchable(const char* name);
+
 /* Reads switch `text` against base config `base` into *out: "KEY" (a bool key, set true) or
  * "KEY=VALUE". Refuses an unknown key (naming the nearest one), a key outside the model,
  * learn, replay, collect and env sections, a bare non-bool key, a value the key cannot take

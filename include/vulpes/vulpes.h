@@ -46,6 +46,7 @@
 #include "vulpes/backtest.h"
 #include "vulpes/walkforward.h"
 #include "vulpes/ablate.h"
+#include "vulpes/search.h"
 #include "vulpes/report.h"
 #include "vulpes/api.h"
 #include "vulpes/decision.h"

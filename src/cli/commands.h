@@ -87,4 +87,7 @@ int vp_cmd_walkforward(int argc, char** argv);
 /* `vulpes ablate CONFIG --switch KEY[,KEY...] --seeds N [options]`, or `vulpes ablate --resume DIR`. */
 int vp_cmd_ablate(int argc, char** argv);
 
+/* `vulpes search CONFIG SPACE.yaml --trials N [options]`, or `vulpes search --resume DIR`. */
+int vp_cmd_search(int argc, char** argv);
+
 #endif /* VP_CLI_COMMANDS_H */

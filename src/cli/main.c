@@ -20,6 +20,8 @@ static const vp_cli_command COMMANDS[] = {
      vp_cmd_walkforward, NULL},
     {"ablate", NULL, "CONFIG --switch KEY,... --seeds N", "train the base and each switch on over N seeds: one table",
      vp_cmd_ablate, NULL},
+    {"search", NULL, "CONFIG SPACE.yaml --trials N", "random search with successive halving on validation: one table",
+     vp_cmd_search, NULL},
     {"backtest", NULL, "--checkpoint CK [...]", "a trained agent over bars it has not seen: trades, equity, report",
      vp_cmd_backtest, NULL},
     {"act", NULL, "--checkpoint CK [--data FILE]", "the agent's decision for the bar after the last one, as JSON",
@@ -67,10 +69,10 @@ static void usage(FILE* f) {
             VP_VERSION_STRING);
     vp_cli_print_commands(f, NULL);
     fprintf(f,
-            "\nevery command that computes (train, walkforward, ablate, backtest, bench) takes\n"
+            "\nevery command that computes (train, walkforward, ablate, search, backtest, bench) takes\n"
             "  --backend cpu|cuda|auto                  where it runs (default: the config's run.backend; auto: the\n"
             "                                           GPU when one is usable)\n"
-            "and train, walkforward, ablate and config take key=value config overrides (backtest: instrument.* only).\n\n"
+            "and train, walkforward, ablate, search and config take key=value config overrides (backtest: instrument.* only).\n\n"
             "  vulpes COMMAND --help                    the options of one command\n"
             "  vulpes --version                         the version\n");
 }

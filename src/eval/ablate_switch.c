@@ -6,11 +6,10 @@
 
 #include "vulpes/ablate.h"
 
-/* The sections a switch may change: what shapes the agent and how it learns. */
+/* The sections a switch (or a search) may change: what shapes the agent and how it learns. */
 static const char* const SECTIONS[] = {"model.", "learn.", "replay.", "collect.", "env."};
 
-/* Whether key `name` is in one of SECTIONS. */
-static int switchable(const char* name) {
+int vp_ablate_key_switchable(const char* name) {
     for (size_t i = 0; i < sizeof SECTIONS / sizeof SECTIONS[0]; ++i)
         if (strncmp(name, SECTIONS[i], strlen(SECTIONS[i])) == 0) return 1;
     return 0;
@@ -48,7 +47,7 @@ vp_status vp_ablate_parse_switch(const vp_config* base, const char* text, vp_abl
         VP_FAIL(VP_ERR_INVALID_ARG, "switch '%s': unknown key '%s'%s%s%s (vulpes config --defaults lists the keys)", text,
                 name, near ? "; did you mean '" : "", near ? near->name : "", near ? "'?" : "");
     }
-    VP_REQUIRE(switchable(k->name), VP_ERR_INVALID_ARG,
+    VP_REQUIRE(vp_ablate_key_switchable(k->name), VP_ERR_INVALID_ARG,
                "switch '%s': %s is not a switch; an ablation varies only model.*, learn.*, replay.*, collect.* and "
                "env.* keys (the data, costs, split, loop length and seeds stay the base's)", text, k->name);
     VP_REQUIRE(eq || k->kind == VP_CONFIG_BOOL, VP_ERR_INVALID_ARG,
