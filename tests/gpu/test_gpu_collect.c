@@ -13,11 +13,7 @@
  * - two training runs with train.collect_steps=64 (the encode-once path) give identical
  *   metrics.jsonl (timing lines aside).
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
-<<<<<<< HEAD
-#define _POSIX_C_SOURCE 200809L /* lstat, in test_train_util.h */
-=======
 #define _POSIX_C_SOURCE 200809L
->>>>>>> b-search
 #include <math.h>
 
 #include "gpu_twin.h"
