@@ -23,7 +23,7 @@ grep -qE '^trial +rung +iterations +val Sharpe +test Sharpe +learn\.lr +learn\.g
   <<< "$out" || fail "heading: $out"
 [ "$(grep -cE '^ +[0-3] +[0-2] +[124] ' <<< "$out")" = 4 ] || fail "not 4 trial lines: $out"
 [ "$(grep -c '<- best$' <<< "$out")" = 1 ] || fail "not one winner: $out"
-grep -qF "rungs: 4 trials x 1 iterations, 2 trials x 2 iterations, 1 trials x 4 iterations (eta 2; 3 of 3 done)" \
+grep -qF "rungs: 4 trials x 1 iteration, 2 trials x 2 iterations, 1 trial x 4 iterations (eta 2; 3 of 3 done)" \
   <<< "$out" || fail "rungs line: $out"
 grep -qF "deflated Sharpe of the best over 4 trials" <<< "$out" || fail "deflation line: $out"
 grep -qF "its test Sharpe is out of sample this once" <<< "$out" || fail "selection note: $out"

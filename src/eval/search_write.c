@@ -10,6 +10,7 @@
 #include "eval/eval_impl.h"
 #include "eval/search_impl.h"
 #include "vulpes/metrics.h"
+#include "vulpes/run.h"
 #include "vulpes/version.h"
 
 /* A figure for people ("-" for none). */
@@ -33,8 +34,9 @@ vp_status vp_search_print(const vp_search_result* r, FILE* out) {
     }
     fputs("\nrungs:", out);
     for (int g = 0; g < r->n_rungs; ++g)
-        fprintf(out, "%s %lld trials x %lld iterations", g ? "," : "", (long long)r->rung_size[g],
-                (long long)r->budgets[g]);
+        fprintf(out, "%s %lld %s x %lld %s", g ? "," : "", (long long)r->rung_size[g],
+                vp_plural(r->rung_size[g], "trial", "trials"), (long long)r->budgets[g],
+                vp_plural(r->budgets[g], "iteration", "iterations"));
     fprintf(out, " (eta %lld; %d of %d done)\n", (long long)r->eta, r->rungs_done, r->n_rungs);
     if (r->best >= 0) {
         const vp_search_trial* w = &r->trials[r->best];

@@ -36,8 +36,8 @@ void vp_train_progress_begin(vp_train_progress* p, const vp_train_opts* o, const
     // the warm-up fills the replay ring with random actions before the first timed iteration
     char msg[256];
     if (resume) {
-        snprintf(msg, sizeof msg, "resuming at iteration %lld of %lld: loading last.safetensors (the replay buffer "
-                 "included)...", (long long)at->iteration, (long long)cfg->train.iterations);
+        snprintf(msg, sizeof msg, "resuming toward iteration %lld: loading last.safetensors (the replay buffer "
+                 "included)...", (long long)cfg->train.iterations);
     } else {
         const int64_t envs = cfg->env.n_envs, steps = (cfg->replay.warmup + envs - 1) / envs;
         snprintf(msg, sizeof msg, "warming up: filling the replay buffer with %lld %s (%lld collection %s of %lld %s, "
