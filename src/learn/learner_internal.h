@@ -28,6 +28,8 @@ struct vp_learner_scratch {
     vp_tensor qd_dq;            /* [B, A] its gradient w.r.t. the refined Q (q_denoise) */
     vp_tensor rb_loss;          /* [B] per-sample risk-budget loss (risk_budget > 0) */
     vp_tensor rb_dl;            /* [B] its gradient w.r.t. the head's logit (risk_budget > 0) */
+    vp_tensor sig_diff;         /* [n_weights] online - target (the bus's drift; the tau rule's update) */
+    vp_tensor sig_disc;         /* [B] the batch's discounts times the gamma rule's factor */
     int batch_taken;            /* vp_learner_batch_init has run */
 };
 
