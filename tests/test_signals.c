@@ -119,7 +119,7 @@ static void hand_make(hand* h) {
 static void test_bus_by_hand(void) {
     hand h;
     hand_make(&h);
-    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig));
+    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig, NULL));
     const float* s = h.sig;
     // entropies ln 2 and H2 = -(0.25 ln 0.25 + 0.75 ln 0.75), three rows each
     const double h2 = -(0.25 * log(0.25) + 0.75 * log(0.75));
@@ -154,7 +154,7 @@ static void test_bus_by_hand(void) {
     // step 2: loss 4, reward[0] 3 (TD 2.75 + 4 + 1.5 + 1.5 -> 2.4375); the rules run
     h.stats[VP_STAT_LOSS] = 4.0f;
     h.reward[0] = 3.0f;
-    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig));
+    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig, NULL));
     const double lf = 2.0 + 0.1 * 2.0, ls = 2.0 + 0.01 * 2.0, ltr = (lf - ls) / ls;
     const double tf = 1.4375 + 0.1 * 1.0, tsl = 1.4375 + 0.01 * 1.0, ttr = (tf - tsl) / tsl;
     CHECK_NEAR(s[VP_SIG_LOSS_FAST], lf, 0.0, 1e-7);
@@ -183,20 +183,20 @@ static void test_rule_bounds(void) {
     h.p.every = 1.0f;
     // a huge divergence: tau at tau_min; a loss rising 100-fold twice: gamma at gamma_min
     for (int r = 0; r < 6; ++r) h.qt[r] = 1e6f;
-    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig));
+    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig, NULL));
     h.stats[VP_STAT_LOSS] = 2e4f;
     h.p.gamma_rate = 10.0f;
-    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig));
+    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig, NULL));
     CHECK(h.ctl[VP_CTL_TAU] == 1e-4f, "tau %g (tau_min 1e-4)", (double)h.ctl[VP_CTL_TAU]);
     CHECK(h.ctl[VP_CTL_GAMMA] == 0.9f, "gamma %g (gamma_min 0.9)", (double)h.ctl[VP_CTL_GAMMA]);
     // a negative edge: the cap at kelly_min
     for (int r = 0; r < 6; ++r) h.lp[2 * r] = logf(0.75f), h.lp[2 * r + 1] = logf(0.25f);
-    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig));
+    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig, NULL));
     CHECK(h.ctl[VP_CTL_KELLY_CAP] == 0.1f, "Kelly cap %g (kelly_min 0.1)", (double)h.ctl[VP_CTL_KELLY_CAP]);
     // NaN Q everywhere: tau stays
     const float tau = h.ctl[VP_CTL_TAU];
     for (int r = 0; r < 6; ++r) h.q[r] = NAN;
-    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig));
+    CHECK_OK(vp_sig_cpu.bus(g_b, &h.p, &h.in, h.ctl, h.sig, NULL));
     CHECK(h.ctl[VP_CTL_TAU] == tau, "tau after NaN Q: %g", (double)h.ctl[VP_CTL_TAU]);
 }
 

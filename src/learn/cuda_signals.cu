@@ -1,8 +1,9 @@
-/* The bus kernels on CUDA: kernels, then launchers. The bus is one block: each thread sums
- * a strided share of the rows and the samples in double, a fixed shared-memory tree joins
- * them (deterministic), and thread 0 runs the finish and the rules (signal_math.h, the CPU's
- * code). The schedule is one thread. Both read and write only device and mapped memory:
- * capturable, no host round trip. */
+/* The bus kernels on CUDA: kernels, then launchers. The bus runs in two passes: VP_SIG_BLOCKS
+ * blocks each sum a grid-strided share of the rows and the samples in double and join their
+ * threads in a fixed shared-memory tree into one partial per block; one block then adds the
+ * partials in block order (deterministic) and its thread 0 runs the finish and the rules
+ * (signal_math.h, the CPU's code). The schedule is one thread. All of it reads and writes
+ * device and mapped memory only: capturable, no host round trip. */
 #include "backend/kit.h"
 
 extern "C" {
@@ -11,15 +12,18 @@ extern "C" {
 
 #define SIG_THREADS 256
 
-/* One block of SIG_THREADS threads. */
-__global__ void sig_bus_kernel(vp_sig_params p, vp_sig_inputs in, float* ctl, float* sig) {
+static_assert(VP_SUM_COUNT <= 16, "the partials hold 16 sums per block");
+
+/* First pass: block k writes its sums into partial[k * 16 + s]. */
+__global__ void sig_partial_kernel(vp_sig_params p, vp_sig_inputs in, double* partial) {
     __shared__ double sh[VP_SUM_COUNT][SIG_THREADS];
     const int tid = threadIdx.x;
     double acc[VP_SUM_COUNT];
     for (int k = 0; k < VP_SUM_COUNT; ++k) acc[k] = 0.0;
-    const int64_t rows = p.batch * p.n_actions;
-    for (int64_t r = tid; r < rows; r += SIG_THREADS) vp_sig_row(&p, &in, r, acc);
-    for (int64_t i = tid; i < p.batch; i += SIG_THREADS) vp_sig_sample(&p, &in, i, acc);
+    const int64_t rows = p.batch * p.n_actions, stride = (int64_t)gridDim.x * SIG_THREADS;
+    const int64_t first = (int64_t)blockIdx.x * SIG_THREADS + tid;
+    for (int64_t r = first; r < rows; r += stride) vp_sig_row(&p, &in, r, acc);
+    for (int64_t i = first; i < p.batch; i += stride) vp_sig_sample(&p, &in, i, acc);
     for (int k = 0; k < VP_SUM_COUNT; ++k) sh[k][tid] = acc[k];
     __syncthreads();
     for (int h = SIG_THREADS / 2; h > 0; h >>= 1) {
@@ -27,10 +31,21 @@ __global__ void sig_bus_kernel(vp_sig_params p, vp_sig_inputs in, float* ctl, fl
             for (int k = 0; k < VP_SUM_COUNT; ++k) sh[k][tid] += sh[k][tid + h];
         __syncthreads();
     }
-    if (tid != 0) return;
-    double sums[VP_SUM_COUNT];
-    for (int k = 0; k < VP_SUM_COUNT; ++k) sums[k] = sh[k][0];
-    vp_sig_finish(&p, sums, in.stats, ctl, sig);
+    if (tid < VP_SUM_COUNT) partial[blockIdx.x * 16 + tid] = sh[tid][0];
+}
+
+/* Second pass, one block: thread s adds sum s over the blocks in order; thread 0 finishes. */
+__global__ void sig_finish_kernel(vp_sig_params p, const float* stats, const double* partial, int blocks, float* ctl,
+                                  float* sig) {
+    __shared__ double sums[VP_SUM_COUNT];
+    const int tid = threadIdx.x;
+    if (tid < VP_SUM_COUNT) {
+        double s = 0.0;
+        for (int k = 0; k < blocks; ++k) s += partial[k * 16 + tid];
+        sums[tid] = s;
+    }
+    __syncthreads();
+    if (tid == 0) vp_sig_finish(&p, sums, stats, ctl, sig);
 }
 
 /* lr[0] from the 1-based step counter (already counted for this step). */
@@ -42,9 +57,17 @@ __global__ void sig_sched_kernel(int schedule, float lr0, int64_t warmup, int64_
 /* ---- launchers ------------------------------------------------------------------------------ */
 
 extern "C" vp_status vp_sig_cuda_bus(vp_backend* b, const vp_sig_params* p, const vp_sig_inputs* in, float* ctl,
-                                     float* sig) {
-    sig_bus_kernel<<<1, SIG_THREADS, 0, vp_cuda_stream_of(b)>>>(*p, *in, ctl, sig);
-    VP_CUDA_CHECK_LAUNCH("sig_bus_kernel");
+                                     float* sig, double* partial) {
+    VP_REQUIRE(partial != NULL, VP_ERR_INVALID_ARG, "cuda signal bus: no scratch for the partial sums");
+    // as many blocks as the rows need, at most VP_SIG_BLOCKS
+    const int64_t rows = p->batch * p->n_actions;
+    const int64_t want = (rows + SIG_THREADS - 1) / SIG_THREADS;
+    const int blocks = want < VP_SIG_BLOCKS ? (int)(want > 0 ? want : 1) : VP_SIG_BLOCKS;
+    cudaStream_t st = vp_cuda_stream_of(b);
+    sig_partial_kernel<<<blocks, SIG_THREADS, 0, st>>>(*p, *in, partial);
+    VP_CUDA_CHECK_LAUNCH("sig_partial_kernel");
+    sig_finish_kernel<<<1, 32, 0, st>>>(*p, in->stats, partial, blocks, ctl, sig);
+    VP_CUDA_CHECK_LAUNCH("sig_finish_kernel");
     return VP_OK;
 }
 

@@ -68,7 +68,7 @@ static size_t arena_bytes(const vp_learner* l) {
     const int64_t mods = (c->model.stoch_depth > 0.0f ? B : 0) + (c->model.q_denoise ? B + B * A : 0) +
                          (c->model.risk_budget > 0.0f ? 2 * B : 0);
     const int64_t sig = vp_signals_arena_floats(c, l->model.n_weights);
-    return (size_t)(floats + ints + mods + sig) * 4 + (35 + (mods ? 5 : 0)) * 256;
+    return (size_t)(floats + ints + mods + sig) * 4 + (36 + (mods ? 5 : 0)) * 256;
 }
 
 /* Takes an f32 (or i32) tensor of up to three extents from the learner's arena. */

@@ -3,8 +3,10 @@
  * shared with CUDA (signal_math.h). */
 #include "learn/signal_math.h"
 
-vp_status vp_sig_cpu_bus(vp_backend* b, const vp_sig_params* p, const vp_sig_inputs* in, float* ctl, float* sig) {
+vp_status vp_sig_cpu_bus(vp_backend* b, const vp_sig_params* p, const vp_sig_inputs* in, float* ctl, float* sig,
+                         double* partial) {
     (void)b;
+    (void)partial;
     double sums[VP_SUM_COUNT] = {0};
     // one pass over the distributions: entropy, atoms in use, branch gradients, the greedy edge
     const int64_t rows = p->batch * p->n_actions;

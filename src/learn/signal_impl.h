@@ -15,6 +15,11 @@ extern "C" {
 /* Branches whose gradient norm has a bus slot (VP_SIG_GRAD_BR0..3). */
 #define VP_SIG_BRANCH_SLOTS 4
 
+/* Blocks of the CUDA bus's first pass, and the doubles of scratch its partial sums take
+ * (VP_SIG_BLOCKS x the sums, backend memory). */
+#define VP_SIG_BLOCKS 256
+#define VP_SIG_PARTIAL_DOUBLES (VP_SIG_BLOCKS * 16)
+
 /* Rule switches of vp_sig_params.rules. */
 #define VP_SIG_RULE_TAU 1
 #define VP_SIG_RULE_EPS 2
@@ -57,9 +62,11 @@ typedef struct vp_sig_inputs {
 /* ---- the kernels ---------------------------------------------------------------------------- */
 
 /* The bus: this step's reductions, the EMAs, the rules every p->every steps; ctl
- * [VP_CTL_COUNT] (backend memory) and sig [VP_SIG_COUNT] (mapped) read and written. */
+ * [VP_CTL_COUNT] (backend memory) and sig [VP_SIG_COUNT] (mapped) read and written;
+ * partial [VP_SIG_PARTIAL_DOUBLES] (backend memory) is the CUDA passes' scratch (the CPU
+ * does not use it; may be NULL there). */
 typedef vp_status vp_sig_bus_fn(vp_backend* b, const vp_sig_params* p, const vp_sig_inputs* in, float* ctl,
-                                float* sig);
+                                float* sig, double* partial);
 
 /* lr[0] = the schedule's rate for the step held in step ([1] i32, 1-based, already counted). */
 typedef vp_status vp_sig_sched_fn(vp_backend* b, int schedule, float lr0, int64_t warmup, int64_t total,

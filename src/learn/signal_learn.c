@@ -15,7 +15,7 @@ static vp_status kernels_for(const char* fn, vp_backend* b, const vp_sig_kernels
 }
 
 int64_t vp_signals_arena_floats(const vp_learner_cfg* c, int64_t n_weights) {
-    return VP_CTL_COUNT + (vp_signals_bus_on(&c->signals) ? n_weights + c->batch : 0);
+    return VP_CTL_COUNT + (vp_signals_bus_on(&c->signals) ? n_weights + c->batch + 2 * VP_SIG_PARTIAL_DOUBLES : 0);
 }
 
 vp_tensor vp_learner_control(const vp_learner* l, int k) {
@@ -41,7 +41,9 @@ vp_status vp_signals_alloc(vp_learner* l) {
     l->signals_host = (const float*)host;
     if (!vp_signals_bus_on(&l->cfg.signals)) return VP_OK;
     const int64_t W = l->model.n_weights, B = l->cfg.batch;
+    const int64_t P = 2 * VP_SIG_PARTIAL_DOUBLES;
     VP_TRY(vp_arena_tensor(&l->arena, "signals.diff", VP_F32, 1, &W, &l->scratch->sig_diff, NULL));
+    VP_TRY(vp_arena_tensor(&l->arena, "signals.partial", VP_F32, 1, &P, &l->scratch->sig_part, NULL));
     return vp_arena_tensor(&l->arena, "signals.disc", VP_F32, 1, &B, &l->scratch->sig_disc, NULL);
 }
 
@@ -163,5 +165,5 @@ vp_status vp_signals_bus(vp_learner* l, const vp_batch* bt) {
     in.reward = (const float*)bt->reward.data;
     in.discount = (const float*)disc->data;
     in.stats = (const float*)l->stats.data;
-    return k->bus(l->backend, &p, &in, (float*)l->ctl.data, (float*)l->signals.data);
+    return k->bus(l->backend, &p, &in, (float*)l->ctl.data, (float*)l->signals.data, (double*)s->sig_part.data);
 }

@@ -5,8 +5,8 @@
 
 #include "vulpes/learner.h"
 
-/* Floats of the learner's arena the bus takes (the controls, and the drift and discount
- * scratch when the bus is on). */
+/* Floats of the learner's arena the bus takes (the controls, and the drift, discount and
+ * partial-sum scratch when the bus is on). */
 int64_t vp_signals_arena_floats(const vp_learner_cfg* c, int64_t n_weights);
 
 /* Takes the controls and, when the bus is on, its scratch from the learner's arena, and

@@ -51,7 +51,8 @@ static void test_bus_parity(void) {
         p.eps_gain = 1.0f, p.eps_min = 0.5f, p.eps_max = 2.0f;
         p.gamma0 = 0.99f, p.gamma_min = 0.9f, p.gamma_max = 0.999f, p.gamma_rate = 0.01f, p.n_step = 3;
         p.kelly_fraction = 0.5f, p.kelly_min = 0.0f;
-        twin lp, dlp, q, qn, qt, act, ast, rw, dc, st, ctl, sig;
+        twin lp, dlp, q, qn, qt, act, ast, rw, dc, st, ctl, sig, part;
+        twin_1d(&part, VP_F32, 2 * VP_SIG_PARTIAL_DOUBLES);
         twin_2d(&lp, VP_F32, B * A, Z), twin_2d(&dlp, VP_F32, B * A, Z);
         twin_2d(&q, VP_F32, B, A), twin_2d(&qn, VP_F32, B, A), twin_2d(&qt, VP_F32, B, A);
         twin_2d(&act, VP_I32, B, lay.n_branches), twin_2d(&ast, VP_I32, B, lay.n_branches);
@@ -73,8 +74,8 @@ static void test_bus_parity(void) {
                                 (const float*)qn.d.data,  (const float*)qt.d.data,  (const int32_t*)act.d.data,
                                 (const int32_t*)ast.d.data, (const float*)rw.d.data, (const float*)dc.d.data,
                                 (const float*)st.d.data};
-            CHECK_OK(vp_sig_cpu.bus(g_cpu, &p, &hi, (float*)ctl.h.data, (float*)sig.h.data));
-            CHECK_OK(vp_sig_cuda.bus(g_gpu, &p, &di, (float*)ctl.d.data, (float*)sig.d.data));
+            CHECK_OK(vp_sig_cpu.bus(g_cpu, &p, &hi, (float*)ctl.h.data, (float*)sig.h.data, NULL));
+            CHECK_OK(vp_sig_cuda.bus(g_gpu, &p, &di, (float*)ctl.d.data, (float*)sig.d.data, (double*)part.d.data));
         }
         char cas[64];
         snprintf(cas, sizeof cas, "B %lld, 2 steps, 4 rules", (long long)B);
@@ -83,6 +84,7 @@ static void test_bus_parity(void) {
         CHECK(((const float*)sig.h.data)[VP_SIG_RULE_RUNS] == 1.0f, "rule runs on the CPU");
         twin_free(&lp), twin_free(&dlp), twin_free(&q), twin_free(&qn), twin_free(&qt), twin_free(&act);
         twin_free(&ast), twin_free(&rw), twin_free(&dc), twin_free(&st), twin_free(&ctl), twin_free(&sig);
+        twin_free(&part);
     }
     // the schedule kernel against the host formula, through the warm-up and the cosine
     twin stp, lr;
