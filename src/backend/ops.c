@@ -310,14 +310,21 @@ vp_status vp_gather_rows(vp_backend* b, const vp_tensor* src, const vp_tensor* i
 
 /* ---- optimiser ------------------------------------------------------------------------------------ */
 
-/* Checks AdamW's settings other than lr (fn names the caller). */
-static vp_status adamw_hyper_check(const char* fn, const vp_adamw_cfg* cfg) {
+/* Checks AdamW's settings other than lr and its tensors (fn names the caller). */
+static vp_status adamw_check(const char* fn, vp_backend* b, const vp_adamw_cfg* cfg, const vp_tensor* param,
+                             const vp_tensor* grad, const vp_tensor* m, const vp_tensor* v, const vp_tensor* step,
+                             const vp_tensor* grad_scale) {
     VP_REQUIRE(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f && cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f, VP_ERR_INVALID_ARG,
                "%s: betas (%g, %g) must lie in [0, 1)", fn, (double)cfg->beta1, (double)cfg->beta2);
     VP_REQUIRE(cfg->eps > 0.0f, VP_ERR_INVALID_ARG, "%s: eps %g must be positive", fn, (double)cfg->eps);
     VP_REQUIRE(cfg->weight_decay >= 0.0f, VP_ERR_INVALID_ARG, "%s: weight_decay %g < 0", fn,
                (double)cfg->weight_decay);
-    return VP_OK;
+    VP_TRY(vp_tensor_check(fn, "param", b, param, VP_F32));
+    VP_TRY(check_like(fn, b, "param", param, "grad", grad));
+    VP_TRY(check_like(fn, b, "param", param, "m", m));
+    VP_TRY(check_like(fn, b, "param", param, "v", v));
+    VP_TRY(vp_tensor_check_numel(fn, "step", b, step, VP_I32, 1));
+    return grad_scale ? vp_tensor_check_numel(fn, "grad_scale", b, grad_scale, VP_F32, 1) : VP_OK;
 }
 
 vp_status vp_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param, const vp_tensor* grad, vp_tensor* m,
@@ -325,13 +332,7 @@ vp_status vp_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param, con
     CHECK_B();
     VP_REQUIRE(cfg != NULL, VP_ERR_INVALID_ARG, "vp_adamw: cfg is NULL");
     VP_REQUIRE(cfg->lr >= 0.0f && isfinite(cfg->lr), VP_ERR_INVALID_ARG, "vp_adamw: lr %g", (double)cfg->lr);
-    VP_TRY(adamw_hyper_check(__func__, cfg));
-    CHECK_T(param, VP_F32);
-    CHECK_LIKE(param, grad);
-    CHECK_LIKE(param, m);
-    CHECK_LIKE(param, v);
-    CHECK_T_NUMEL(step, VP_I32, 1);
-    if (grad_scale) CHECK_T_NUMEL(grad_scale, VP_F32, 1);
+    VP_TRY(adamw_check(__func__, b, cfg, param, grad, m, v, step, grad_scale));
     return b->ops->adamw(b, cfg, NULL, param, grad, m, v, step, grad_scale);
 }
 
@@ -340,14 +341,8 @@ vp_status vp_adamw_lr(vp_backend* b, const vp_adamw_cfg* cfg, const vp_tensor* l
                       const vp_tensor* grad_scale) {
     CHECK_B();
     VP_REQUIRE(cfg != NULL, VP_ERR_INVALID_ARG, "vp_adamw_lr: cfg is NULL");
-    VP_TRY(adamw_hyper_check(__func__, cfg));
     CHECK_T_NUMEL(lr, VP_F32, 1);
-    CHECK_T(param, VP_F32);
-    CHECK_LIKE(param, grad);
-    CHECK_LIKE(param, m);
-    CHECK_LIKE(param, v);
-    CHECK_T_NUMEL(step, VP_I32, 1);
-    if (grad_scale) CHECK_T_NUMEL(grad_scale, VP_F32, 1);
+    VP_TRY(adamw_check(__func__, b, cfg, param, grad, m, v, step, grad_scale));
     return b->ops->adamw(b, cfg, lr, param, grad, m, v, step, grad_scale);
 }
 
