@@ -13,6 +13,7 @@ extern "C" {
 #define SIG_THREADS 256
 
 static_assert(VP_SUM_COUNT <= 16, "the partials hold 16 sums per block");
+static_assert(VP_SIG_COUNT <= 32 && VP_CTL_COUNT <= 32 && VP_STAT_COUNT <= 32, "the finish block has 32 threads");
 
 /* First pass: block k writes its sums into partial[k * 16 + s]. */
 __global__ void sig_partial_kernel(vp_sig_params p, vp_sig_inputs in, double* partial) {
@@ -34,18 +35,27 @@ __global__ void sig_partial_kernel(vp_sig_params p, vp_sig_inputs in, double* pa
     if (tid < VP_SUM_COUNT) partial[blockIdx.x * 16 + tid] = sh[tid][0];
 }
 
-/* Second pass, one block: thread s adds sum s over the blocks in order; thread 0 finishes. */
+/* Second pass, one block: thread s adds sum s over the blocks in order; thread 0 finishes on
+ * shared copies of the bus and the controls, which the block reads and writes back in one
+ * parallel pass each (the bus is mapped memory: one round trip, not one per slot). */
 __global__ void sig_finish_kernel(vp_sig_params p, const float* stats, const double* partial, int blocks, float* ctl,
                                   float* sig) {
     __shared__ double sums[VP_SUM_COUNT];
+    __shared__ float bus[VP_SIG_COUNT], con[VP_CTL_COUNT], st[VP_STAT_COUNT];
     const int tid = threadIdx.x;
     if (tid < VP_SUM_COUNT) {
         double s = 0.0;
         for (int k = 0; k < blocks; ++k) s += partial[k * 16 + tid];
         sums[tid] = s;
     }
+    if (tid < VP_SIG_COUNT) bus[tid] = sig[tid];
+    if (tid < VP_CTL_COUNT) con[tid] = ctl[tid];
+    if (tid < VP_STAT_COUNT) st[tid] = stats[tid];
     __syncthreads();
-    if (tid == 0) vp_sig_finish(&p, sums, stats, ctl, sig);
+    if (tid == 0) vp_sig_finish(&p, sums, st, con, bus);
+    __syncthreads();
+    if (tid < VP_SIG_COUNT) sig[tid] = bus[tid];
+    if (tid < VP_CTL_COUNT) ctl[tid] = con[tid];
 }
 
 /* lr[0] from the 1-based step counter (already counted for this step). */
