@@ -3,7 +3,8 @@
  *   gradients and transitions; B = 1, 257, 1031 of the env's 13 heads and 51 atoms), over two
  *   steps, the second applying all four rules; the schedule kernel equals the host formula;
  * - AdamW with its rate in memory and the clip with its threshold in memory give the plain
- *   ops' bits on CUDA;
+ *   ops' bits on CUDA; epsilon-greedy actions with the epsilon factor in device memory (0, 0.5,
+ *   3) equal the CPU's bit for bit;
  * - a captured iteration with every switch on (four rules every 3 learner steps, warm-up
  *   cosine) replayed 300 times makes no copy, allocation or synchronisation, and the bus
  *   counted 301 steps and 100 rule applications;
@@ -16,6 +17,7 @@
 
 #include "gpu_twin.h"
 #include "learn/signal_impl.h"
+#include "vulpes/collect.h"
 
 /* Relative tolerance of the bus: sums in double joined in another order, expf and exp of
  * the two libraries, FMA contraction in the float finish. */
@@ -136,6 +138,28 @@ static void test_ops_in_memory(void) {
     twin_free(&st), twin_free(&lr), twin_free(&mx), twin_free(&n1), twin_free(&c1), twin_free(&n2), twin_free(&c2);
 }
 
+/* Epsilon-greedy actions with the factor in device memory: CUDA's equal the CPU's bit for bit. */
+static void test_act_scaled_parity(void) {
+    const vp_action_layout lay = vp_action_layout_env();
+    const int64_t E = 4099;
+    const float scales[3] = {0.0f, 0.5f, 3.0f};
+    for (int k = 0; k < 3; ++k) {
+        twin q, a, st, sc;
+        twin_2d(&q, VP_F32, E, lay.n_heads), twin_2d(&a, VP_I32, E, 4), twin_1d(&st, VP_I32, 2), twin_1d(&sc, VP_F32, 1);
+        twin_rand(&q, -2.0f, 2.0f), twin_poison_with(&sc, scales[k]);
+        const int64_t step = 17;
+        CHECK_OK(vp_upload(g_cpu, &st.h, &step, sizeof step));
+        CHECK_OK(vp_upload(g_gpu, &st.d, &step, sizeof step));
+        vp_collect_cfg c = {0.6f, 0.05f, 100, 77, 1, VP_COLLECT_AUTO};
+        CHECK_OK(vp_collect_act_scaled(g_cpu, &c, &lay, &q.h, &st.h, &sc.h, &a.h));
+        CHECK_OK(vp_collect_act_scaled(g_gpu, &c, &lay, &q.d, &st.d, &sc.d, &a.d));
+        char cas[64];
+        snprintf(cas, sizeof cas, "4099 envs, epsilon factor %g", (double)scales[k]);
+        twin_check_bits("collect_act_scaled", cas, &a);
+        twin_free(&q), twin_free(&a), twin_free(&st), twin_free(&sc);
+    }
+}
+
 static const char* const ALL_ON[] = {"signals.adapt_tau=true", "signals.adapt_epsilon=true",
                                      "signals.adapt_gamma=true", "signals.kelly=true",
                                      "signals.every=3",        "learn.lr_schedule=warmup_cosine",
@@ -227,6 +251,7 @@ int main(void) {
     gpu_setup("test_gpu_signals");
     RUN_TEST(test_bus_parity);
     RUN_TEST(test_ops_in_memory);
+    RUN_TEST(test_act_scaled_parity);
     RUN_TEST(test_graph_all_on);
     RUN_TEST(test_runs_repeat_and_resume);
     gpu_teardown();
