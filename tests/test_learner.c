@@ -179,7 +179,7 @@ static void test_learns_fixed_batch(void) {
     for (int mb = 0; mb <= 1; ++mb) {
         fixture f;
         if (!fixture_init(&f, mb)) return;
-        f.l.cfg.adamw.lr = 5e-3f;
+        CHECK_OK(vp_learner_set_control(&f.l, VP_CTL_LR, 5e-3f));
         CHECK_OK(vp_learner_step(&f.l, &f.bt, NULL));
         const float first = f.l.stats_host[VP_STAT_LOSS];
         for (int s = 0; s < 60; ++s) CHECK_OK(vp_learner_step(&f.l, &f.bt, NULL));

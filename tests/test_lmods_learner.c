@@ -211,6 +211,9 @@ static void test_refused(void) {
     c = lm_cfg(0, 1);
     c.model.risk_budget = 0.5f;
     CHECK_STATUS(vp_learner_cfg_check(&c), VP_ERR_INVALID_ARG, "popart and model risk_budget");
+    c = lm_cfg(0, 1);
+    c.signals.kelly = 1;
+    CHECK_STATUS(vp_learner_cfg_check(&c), VP_ERR_INVALID_ARG, "popart and the signals' kelly rule");
     c = lm_cfg(1, 0);
     c.model.q_denoise = 1;
     CHECK_STATUS(vp_learner_cfg_check(&c), VP_ERR_INVALID_ARG, "adaptive atoms and q_denoise");

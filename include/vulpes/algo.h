@@ -26,7 +26,7 @@ extern "C" {
 /* ---- key/value statistics --------------------------------------------------------------------- */
 
 /* Most entries of a key/value list. */
-#define VP_KV_MAX 64
+#define VP_KV_MAX 128
 
 /* One statistic: a name (static text), a value, and whether it is a count. */
 typedef struct vp_kv {

@@ -71,6 +71,12 @@ float vp_collect_epsilon(const vp_collect_cfg* c, int64_t step);
 vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_action_layout* layout, const vp_tensor* q,
                          const vp_tensor* step, vp_tensor* actions);
 
+/* vp_collect_act with epsilon times eps_scale[0] (capped at 1), the factor read on the
+ * backend at every call ([1] f32 backend memory; NULL: vp_collect_act). */
+vp_status vp_collect_act_scaled(vp_backend* b, const vp_collect_cfg* c, const vp_action_layout* layout,
+                                const vp_tensor* q, const vp_tensor* step, const vp_tensor* eps_scale,
+                                vp_tensor* actions);
+
 /* Advances the collection-step counter step ([2] i32 holding one int64) by one, on the backend. */
 vp_status vp_collect_tick(vp_backend* b, vp_tensor* step);
 
@@ -94,6 +100,7 @@ typedef struct vp_collector {
     vp_tensor reward;          /* [E] f32 reward of the last step */
     vp_tensor done;            /* [E] f32 1 where the last step ended an episode */
     vp_tensor step;            /* [2] i32: one int64, policy collection steps taken */
+    vp_tensor eps_scale;       /* [1] f32 backend memory, set by the caller: factor on epsilon (data NULL: 1) */
     /* the encode-once path (vp_collector_collect); zero when it does not apply */
     int encode_once;           /* 1: collect encodes the span once, then runs S head-only steps */
     int64_t span_begin;        /* first bar with an encoding row: the market's begin */

@@ -194,7 +194,42 @@ typedef enum vp_run_precision {
     X(learn, popart, BOOL, false, 0, 1, "[]", NULL,                                        \
       "PopArt: C51 and IQN targets normalised by running return statistics; IQN output layer rescaled to keep its outputs") \
     X(learn, popart_beta, FLOAT, 3e-4, 0, 1, "(]", NULL,                                   \
-      "PopArt: rate of the running mean and second moment of the targets per learner step")
+      "PopArt: rate of the running mean and second moment of the targets per learner step") \
+    X(learn, lr_schedule, ENUM, "constant", 0, 0, "[]", "constant|cosine|warmup_cosine",   \
+      "learning rate over the run's learner steps (computed on the device each step)")     \
+    X(learn, warmup_steps, INT, 0, 0, VP_CFG_INF, "[)", NULL,                              \
+      "learner steps of the linear warm-up of lr_schedule warmup_cosine")
+
+/* [signals] the training-signal bus and its rules (docs/modules.md); all off by default. */
+#define VP_CFG_KEYS_signals(X)                                                              \
+    X(signals, enable, BOOL, false, 0, 1, "[]", NULL,                                      \
+      "write the training-signal bus each learner step and log it (any rule turns it on)") \
+    X(signals, every, INT, 100, 1, 1000000, "[]", NULL,                                    \
+      "learner steps between applications of the rules, counted on the device")           \
+    X(signals, fast_rate, FLOAT, 0.1, 0, 1, "(]", NULL, "rate of the fast EMAs of loss and TD error") \
+    X(signals, slow_rate, FLOAT, 0.01, 0, 1, "(]", NULL, "rate of the slow EMAs of loss and TD error") \
+    X(signals, adapt_tau, BOOL, false, 0, 1, "[]", NULL,                                   \
+      "Polyak tau from the online-target Q divergence, within [tau_min, tau_max]")         \
+    X(signals, tau_min, FLOAT, 1e-4, 0, 1, "(]", NULL, "smallest tau of the tau rule")     \
+    X(signals, tau_max, FLOAT, 0.05, 0, 1, "(]", NULL, "largest tau of the tau rule")      \
+    X(signals, div_ref, FLOAT, 0.1, 0, VP_CFG_INF, "()", NULL,                             \
+      "Q divergence, in Q standard deviations, at which the tau rule gives learn.tau")     \
+    X(signals, adapt_epsilon, BOOL, false, 0, 1, "[]", NULL,                               \
+      "scale the scheduled epsilon by 1 + eps_gain x TD-error trend")                      \
+    X(signals, eps_gain, FLOAT, 1.0, -VP_CFG_INF, VP_CFG_INF, "()", NULL,                  \
+      "epsilon scale per unit of TD-error trend")                                          \
+    X(signals, eps_scale_min, FLOAT, 0.5, 0, VP_CFG_INF, "[)", NULL, "smallest epsilon scale") \
+    X(signals, eps_scale_max, FLOAT, 2.0, 0, VP_CFG_INF, "[)", NULL, "largest epsilon scale") \
+    X(signals, adapt_gamma, BOOL, false, 0, 1, "[]", NULL,                                 \
+      "move the bootstrap's gamma against the loss trend, within [gamma_min, gamma_max]")  \
+    X(signals, gamma_min, FLOAT, 0.9, 0, 1, "(]", NULL, "smallest gamma of the gamma rule") \
+    X(signals, gamma_max, FLOAT, 0.999, 0, 1, "(]", NULL, "largest gamma of the gamma rule") \
+    X(signals, gamma_rate, FLOAT, 0.01, -VP_CFG_INF, VP_CFG_INF, "()", NULL,               \
+      "gamma step per unit of loss trend at each application")                             \
+    X(signals, kelly, BOOL, false, 0, 1, "[]", NULL,                                       \
+      "cap the collection's position size at kelly_fraction x edge / variance of the greedy return") \
+    X(signals, kelly_fraction, FLOAT, 0.5, 0, VP_CFG_INF, "()", NULL, "fraction of the Kelly bet") \
+    X(signals, kelly_min, FLOAT, 0.1, 0, 1, "[]", NULL, "smallest Kelly cap (a factor on max_position)")
 
 /* [replay] the replay ring and prioritised sampling. */
 #define VP_CFG_KEYS_replay(X)                                                               \
@@ -271,8 +306,8 @@ typedef enum vp_run_precision {
 
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \
-    S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(replay) S(collect) \
-    S(train) S(walkforward) S(metrics) S(run)
+    S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(signals) S(replay) \
+    S(collect) S(train) S(walkforward) S(metrics) S(run)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
 

@@ -203,6 +203,8 @@ typedef struct vp_env {
     vp_buffer storage;            /* the one allocation behind state */
     const float* size_scale;      /* [n_envs] backend memory, set by the caller: each env's scale of its size
                                      choice, read at every step (the risk-budget head; NULL: 1) */
+    const float* size_cap;        /* [1] backend memory, set by the caller: a factor on every env's size
+                                     choice, read at every step (the signal bus's Kelly cap; NULL: 1) */
 } vp_env;
 
 /* Checks the settings (instrument ranges, a market bars_per_year > 0 when a financing rate is

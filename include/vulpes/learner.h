@@ -14,6 +14,7 @@
 #include "vulpes/backend.h"
 #include "vulpes/model.h"
 #include "vulpes/ops.h"
+#include "vulpes/signals.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +33,7 @@ typedef struct vp_learner_cfg {
     uint64_t seed;       /* parameter initialisation and tau draws */
     int popart;          /* 1: PopArt normalisation of the targets (docs/modules.md; 0) */
     float popart_beta;   /* PopArt's rate of the running moments per step (3e-4) */
+    vp_signals_cfg signals; /* the training-signal bus, its rules and the lr schedule (all off) */
 } vp_learner_cfg;
 
 /* SPEC section 4 defaults (model defaults included). */
@@ -96,6 +98,9 @@ typedef struct vp_learner {
     vp_tensor clip_coef;           /* [1] f32: clip coefficient of the last step */
     vp_tensor stats;               /* [VP_STAT_COUNT] f32, mapped: written by the step */
     const float* stats_host;       /* [VP_STAT_COUNT] host alias of `stats` */
+    vp_tensor ctl;                 /* [VP_CTL_COUNT] f32: lr, clip, tau, ... read by the kernels (signals.h) */
+    vp_tensor signals;             /* [VP_SIG_COUNT] f32, mapped: the bus (signals.h) */
+    const float* signals_host;     /* [VP_SIG_COUNT] host alias of `signals` */
     vp_learner_scratch* scratch;   /* activations and loss buffers */
     vp_tensor popart;              /* [3] f32: PopArt's mu, nu, sigma (cfg.popart; empty without) */
 } vp_learner;
@@ -127,6 +132,16 @@ vp_status vp_learner_run_phase(vp_learner* l, vp_learner_phase phase, const vp_b
 
 /* Name of a phase ("forward"); never NULL. */
 const char* vp_learner_phase_name(vp_learner_phase phase);
+
+/* A [1] view of slot k (vp_control) of the learner's controls (backend memory): what the
+ * collection (epsilon scale) and the env (Kelly cap) read on the device. An empty tensor
+ * (data NULL) for a bad k. */
+vp_tensor vp_learner_control(const vp_learner* l, int k);
+
+/* Writes value v into control k (vp_control) of the learner: what the next steps read
+ * (VP_CTL_LR is rewritten each step by a schedule other than constant). Set-up only: one
+ * upload, not inside a step. */
+vp_status vp_learner_set_control(vp_learner* l, int k, float v);
 
 /* Copies online parameters into the target (after loading a checkpoint, say); set-up only. */
 vp_status vp_learner_sync_target(vp_learner* l);

@@ -206,6 +206,13 @@ vp_status vp_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param,
                    const vp_tensor* grad, vp_tensor* m, vp_tensor* v, const vp_tensor* step,
                    const vp_tensor* grad_scale);
 
+/* vp_adamw with the learning rate read on the backend from lr ([1] f32, backend or mapped
+ * memory) instead of cfg->lr (not read), so that a schedule moves it between graph launches
+ * without a new capture; the same bits as vp_adamw when lr holds cfg->lr. */
+vp_status vp_adamw_lr(vp_backend* b, const vp_adamw_cfg* cfg, const vp_tensor* lr, vp_tensor* param,
+                      const vp_tensor* grad, vp_tensor* m, vp_tensor* v, const vp_tensor* step,
+                      const vp_tensor* grad_scale);
+
 /* counter[0] += 1 on the backend, staying at INT32_MAX once there; counter [1] i32. */
 vp_status vp_step_increment(vp_backend* b, vp_tensor* counter);
 
@@ -215,6 +222,12 @@ vp_status vp_step_increment(vp_backend* b, vp_tensor* counter);
  * silent 1). */
 vp_status vp_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, vp_tensor* norm,
                        vp_tensor* coef);
+
+/* vp_clip_coef with the threshold read on the backend from max_norm ([1] f32, backend or
+ * mapped memory, > 0 expected: it is not checked on the host); the same bits as vp_clip_coef
+ * when it holds the same value. */
+vp_status vp_clip_coef_at(vp_backend* b, const vp_tensor* x, const vp_tensor* max_norm, vp_tensor* norm,
+                          vp_tensor* coef);
 
 #ifdef __cplusplus
 }

@@ -36,6 +36,7 @@
 #include "vulpes/policy.h"
 #include "vulpes/rollout.h"
 #include "vulpes/replay.h"
+#include "vulpes/signals.h"
 #include "vulpes/learner.h"
 #include "vulpes/collect.h"
 #include "vulpes/algo.h"

@@ -16,7 +16,8 @@ extern "C" {
  * struct below, each backend's declarations (VP_BACKEND_OPS_DECLARE) and each backend's
  * table (VP_BACKEND_OPS_TABLE) are generated from this one list, so an implementation is
  * found by its name, never by its place. The ops have the meaning of the public functions
- * in ops.h, with their arguments already checked. */
+ * in ops.h, with their arguments already checked (adamw's `lr` and clip_coef's `max_norm_t`,
+ * [1] f32 or NULL, replace cfg->lr and max_norm when given: vp_adamw_lr, vp_clip_coef_at). */
 #define VP_BACKEND_OPS(X, arg)                                                                      \
     /* lifecycle and memory */                                                                      \
     X(arg, void, destroy, (vp_backend* b))                                                          \
@@ -72,11 +73,13 @@ extern "C" {
       (vp_backend* b, const vp_tensor* src, const vp_tensor* idx, vp_tensor* out))                  \
     /* optimiser */                                                                                 \
     X(arg, vp_status, adamw,                                                                        \
-      (vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param, const vp_tensor* grad,             \
-       vp_tensor* m, vp_tensor* v, const vp_tensor* step, const vp_tensor* grad_scale))             \
+      (vp_backend* b, const vp_adamw_cfg* cfg, const vp_tensor* lr, vp_tensor* param,               \
+       const vp_tensor* grad, vp_tensor* m, vp_tensor* v, const vp_tensor* step,                    \
+       const vp_tensor* grad_scale))                                                                \
     X(arg, vp_status, step_increment, (vp_backend* b, vp_tensor* counter))                          \
     X(arg, vp_status, clip_coef,                                                                    \
-      (vp_backend* b, const vp_tensor* x, float max_norm, vp_tensor* norm, vp_tensor* coef))
+      (vp_backend* b, const vp_tensor* x, float max_norm, const vp_tensor* max_norm_t,              \
+       vp_tensor* norm, vp_tensor* coef))
 
 #define VP_BACKEND_OP_FIELD_(unused, ret, name, params) ret(*name) params;
 #define VP_BACKEND_OP_DECLARE_(prefix, ret, name, params) ret prefix##_##name params;

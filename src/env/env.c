@@ -83,6 +83,7 @@ static vp_env_params make_params(const vp_env* e) {
     p.begin = e->market->begin;
     p.n_starts = e->market->end - e->market->begin - e->config.episode_bars;
     p.size_scale = e->size_scale;
+    p.size_cap = e->size_cap;
     return p;
 }
 

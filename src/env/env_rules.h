@@ -39,6 +39,8 @@ typedef struct vp_env_params {
     int32_t max_position;    /* contracts at size 1.0 */
     const float* size_scale; /* [n] per env, backend memory: the risk-budget head's scale of the size
                                 choice, in [0, 1] (NULL: 1, the plain rule) */
+    const float* size_cap;   /* [1] backend memory: a factor on every env's size choice (the Kelly
+                                cap; NULL: 1) */
 } vp_env_params;
 
 /* ---- correctly rounded arithmetic, never contracted ------------------------------------ */
@@ -110,6 +112,12 @@ VP_HD int32_t vp_env_contracts(int32_t k, int32_t max_position) {
 VP_HD int32_t vp_env_scaled_contracts(int32_t k, int32_t max_position, float s) {
     const double f = s > 0.0f ? (s < 1.0f ? (double)s : 1.0) : 0.0;
     return (int32_t)floor(f * (double)((int64_t)(k + 1) * (int64_t)max_position) / 4.0 + 0.5);
+}
+
+/* The factor on env i's size choice: its scale times the cap (each 1 when absent). */
+VP_HD float vp_env_size_factor(const vp_env_params* p, int64_t i) {
+    const float s = p->size_scale ? p->size_scale[i] : 1.0f;
+    return p->size_cap ? s * p->size_cap[0] : s;
 }
 
 /* What a buy pays above bar b's price per contract for the spread (the buy share of it). */

@@ -159,8 +159,9 @@ VP_HD void vp_env_step_index(const vp_env_params* p, const vp_env_bar* bars, con
     int32_t window_end = s->window_end[i];
     int last_step = t + 1 >= window_end;
     int32_t target = (last_step || dir == 0) ? 0
-                     : dir * (p->size_scale ? vp_env_scaled_contracts(size, p->max_position, p->size_scale[i])
-                                            : vp_env_contracts(size, p->max_position));
+                     : dir * ((p->size_scale || p->size_cap)
+                                  ? vp_env_scaled_contracts(size, p->max_position, vp_env_size_factor(p, i))
+                                  : vp_env_contracts(size, p->max_position));
     int64_t nb = (int64_t)t + 1;
     const vp_env_bar* next = bars + nb;
     double o_px = next->open, hi = next->high, lo = next->low, c = next->close;

@@ -1,7 +1,7 @@
 /* report.html's panels of the agent: the mix of its choices per action branch, and from the
  * training run's metrics.jsonl (when the checkpoint's run folder is known) the loss and
- * validation curves over the iterations and the checkpoint's validation against this page's
- * span. */
+ * validation curves over the iterations, the training-signal bus's curves (when logged) and
+ * the checkpoint's validation against this page's span. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -131,6 +131,46 @@ static vp_status iteration_chart(FILE* out, const jsonl* j, const char* ev, cons
     return st;
 }
 
+/* The training-signal bus's curves (vulpes/signals.h), when the train lines hold them: one
+ * chart per group of at most four keys that share a scale. */
+static vp_status write_signals(FILE* out, const jsonl* j) {
+    static const struct {
+        const char* name;
+        const char* keys[4];
+        int k;
+    } CHARTS[] = {
+        {"loss EMAs", {"sig.loss_fast", "sig.loss_slow"}, 2},
+        {"loss and TD-error trends", {"sig.loss_trend", "sig.td_trend"}, 2},
+        {"TD error", {"sig.td_abs", "sig.td_fast", "sig.td_slow"}, 3},
+        {"online Q and its divergence from the target", {"sig.q_mean", "sig.q_var", "sig.q_div"}, 3},
+        {"C51 entropy (nats) and atoms in use", {"sig.entropy", "sig.atom_util"}, 2},
+        {"gradient norm per branch", {"sig.grad_br0", "sig.grad_br1", "sig.grad_br2", "sig.grad_br3"}, 4},
+        {"target drift", {"sig.target_drift"}, 1},
+        {"estimated edge and its variance", {"sig.edge", "sig.edge_var"}, 2},
+        {"learning rate", {"sig.lr"}, 1},
+        {"Polyak tau", {"sig.tau"}, 1},
+        {"epsilon scale, gamma and Kelly cap", {"sig.eps_scale", "sig.gamma", "sig.kelly_cap"}, 3},
+    };
+    static const char* colors[4] = {VP_REPORT_COLOR_STRATEGY, VP_REPORT_COLOR_BENCHMARK, VP_REPORT_COLOR_DRAWDOWN,
+                                    "#2e8b57"};
+    int bus = 0, lr = 0;
+    for (int64_t i = 0; i < j->n; ++i)
+        if (j->line[i] && is_event(j->line[i], "train")) {
+            bus |= !isnan(num(j->line[i], "sig.steps"));
+            lr |= !isnan(num(j->line[i], "sig.lr"));
+        }
+    if (!bus && !lr) return VP_OK;
+    fputs("<h2>Training signals</h2>\n<p class=\"meta\">the signal bus of the learner (docs/modules.md), at each "
+          "logged iteration</p>\n", out);
+    for (size_t c = 0; c < sizeof CHARTS / sizeof CHARTS[0]; ++c) {
+        // without the bus only the learning-rate schedule is logged
+        if (!bus && strcmp(CHARTS[c].keys[0], "sig.lr") != 0) continue;
+        VP_TRY(iteration_chart(out, j, "train", CHARTS[c].keys, colors, CHARTS[c].k, CHARTS[c].name,
+                               VP_METRIC_UNIT_RATIO));
+    }
+    return VP_OK;
+}
+
 /* The checkpoint's validation (the eval line of the last checkpoint line naming its file) against
  * this page's figures. */
 static void write_val_vs_test(FILE* out, const jsonl* j, const vp_report* r) {
@@ -176,6 +216,7 @@ vp_status vp_report_rl_write(FILE* out, const vp_report* r) {
     vp_status s = iteration_chart(out, &j, "train", loss_keys, colors, 3, "training loss", VP_METRIC_UNIT_RATIO);
     if (s == VP_OK)
         s = iteration_chart(out, &j, "eval", val_keys, colors, 2, "validation Sharpe", VP_METRIC_UNIT_RATIO);
+    if (s == VP_OK) s = write_signals(out, &j);
     if (s == VP_OK) write_val_vs_test(out, &j, r);
     // the variable selection's feature importance, from the last train line (none without model.vsn)
     const cJSON* last = NULL;

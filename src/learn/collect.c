@@ -147,7 +147,8 @@ vp_status vp_collector_step(vp_collector* c) {
     vp_tensor q;
     VP_TRY(score(c, &q));
     // Epsilon-greedy choices straight into the env's action buffer.
-    VP_TRY(vp_collect_act(c->backend, &c->cfg, &c->policy.layout, &q, &c->step, &c->actions));
+    VP_TRY(vp_collect_act_scaled(c->backend, &c->cfg, &c->policy.layout, &q, &c->step,
+                                 c->eps_scale.data ? &c->eps_scale : NULL, &c->actions));
     VP_TRY(vp_collector_step_env(c));
     return vp_collect_tick(c->backend, &c->step);
 }

@@ -41,8 +41,9 @@ static vp_status make_dims(const vp_collect_cfg* c, const vp_action_layout* l, i
     return VP_OK;
 }
 
-vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_action_layout* layout, const vp_tensor* q,
-                         const vp_tensor* step, vp_tensor* actions) {
+vp_status vp_collect_act_scaled(vp_backend* b, const vp_collect_cfg* c, const vp_action_layout* layout,
+                                const vp_tensor* q, const vp_tensor* step, const vp_tensor* eps_scale,
+                                vp_tensor* actions) {
     static const char* fn = "vp_collect_act";
     VP_REQUIRE(b != NULL && c != NULL && layout != NULL, VP_ERR_INVALID_ARG, "%s: backend, cfg or layout is NULL", fn);
     const vp_collect_kernels* k = NULL;
@@ -53,7 +54,16 @@ vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_action
     vp_collect_dims d;
     VP_TRY(make_dims(c, layout, E, &d));
     VP_TRY(vp_tensor_check_rows(fn, "q", b, q, VP_F32, E, d.layout.n_heads));
+    if (eps_scale) {
+        VP_TRY(vp_tensor_check_numel(fn, "epsilon scale", b, eps_scale, VP_F32, 1));
+        d.eps_scale = (const float*)eps_scale->data;
+    }
     return k->act(b, &d, (const float*)q->data, (const int64_t*)step->data, (int32_t*)actions->data);
+}
+
+vp_status vp_collect_act(vp_backend* b, const vp_collect_cfg* c, const vp_action_layout* layout, const vp_tensor* q,
+                         const vp_tensor* step, vp_tensor* actions) {
+    return vp_collect_act_scaled(b, c, layout, q, step, NULL, actions);
 }
 
 vp_status vp_collect_tick(vp_backend* b, vp_tensor* step) {

@@ -21,6 +21,7 @@ typedef struct vp_collect_dims {
     float eps_start, eps_end;         /* the anneal's ends */
     int64_t eps_steps;                /* its length in collection steps */
     uint64_t seed;                    /* Philox key */
+    const float* eps_scale;           /* [1] backend memory or NULL: factor on epsilon */
 } vp_collect_dims;
 
 /* Shapes of a gather launch, passed by value. */
@@ -79,10 +80,17 @@ VP_HD float vp_collect_eps_at(float start, float end, int64_t steps, int64_t ste
     return vp_collect_add(start, vp_collect_mul(vp_collect_add(end, -start), frac));
 }
 
+/* Epsilon eps times the factor s, capped at 1 (a NaN factor gives 1). */
+VP_HD float vp_collect_eps_scaled(float eps, float s) {
+    const float x = vp_collect_mul(eps, s);
+    return x < 1.0f ? x : 1.0f;
+}
+
 /* Epsilon-greedy choices of env i at collection step `step` from its Q row q [A]. */
 VP_HD void vp_collect_act_index(const vp_collect_dims* d, const float* q /* [A] */, int64_t step, int64_t i,
                                 int32_t* a /* [VP_ENV_BRANCHES] */) {
     float eps = vp_collect_eps_at(d->eps_start, d->eps_end, d->eps_steps, step);
+    if (d->eps_scale) eps = vp_collect_eps_scaled(eps, d->eps_scale[0]);
     vp_u32x4 coin = vp_rng_draw(d->seed, VP_COLLECT_STREAM + (uint64_t)i, 2u * (uint64_t)step);
     vp_u32x4 pick = vp_rng_draw(d->seed, VP_COLLECT_STREAM + (uint64_t)i, 2u * (uint64_t)step + 1u);
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) {

@@ -84,7 +84,8 @@ vp_status vp_collector_head_step(vp_collector* c) {
     // kernel), the decision part with its portfolio, the choice
     VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, &wend, &c->window_end));
     VP_TRY(vp_policy_score(&c->policy, c->work, &c->enc, &c->portfolio, c->n_envs, &q));
-    VP_TRY(vp_collect_act(c->backend, &c->cfg, &c->policy.layout, &q, &c->step, &c->actions));
+    VP_TRY(vp_collect_act_scaled(c->backend, &c->cfg, &c->policy.layout, &q, &c->step,
+                                 c->eps_scale.data ? &c->eps_scale : NULL, &c->actions));
     // env step and push, then the next observation becomes the current one and the counter
     // moves on (one kernel)
     VP_TRY(vp_collector_env_push(c));

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "learn/learner_vsn.h"
+#include "learn/signal_log.h"
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
 #include "vulpes/ops.h"
@@ -104,6 +105,7 @@ static vp_status dqn_stats(vp_algo* a, vp_kv_list* out) {
     const int whole = nan_steps >= 0.0f && nan_steps < 9.2e18f;
     vp_kv_add(out, "nan_steps", whole ? (double)(int64_t)nan_steps : (double)nan_steps, whole);
     vp_kv_add(out, "replay_size", (double)st.replay_size, 1);
+    vp_learner_signal_stats(&state(a)->t.learner, state(a)->t.count.learner_steps, out);
     return vp_learner_selection_stats(&state(a)->t.learner, state(a)->t.count.learner_steps, out);
 }
 

@@ -1,6 +1,7 @@
 /* Checkpoints of a training run. last.safetensors (VP_CKPT_RESUME) holds every parameter
  * by name, the target parameters ("target."), the AdamW moments ("adam.m.", "adam.v.") and
- * step, the learner's statistics, the collection-step counter, the env state and the
+ * step, the learner's statistics (and, with the signal bus on, its controls and signals), the
+ * collection-step counter, the env state and the
  * replay ring as raw blocks, and the host counters, seeds and config as metadata: enough
  * to continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best parameters. Both
  * record the data trained on (vulpes.data.*: source, identity, bar interval, price scale). */
@@ -88,6 +89,11 @@ static vp_status resume_items(vp_trainer* t, item_list* l) {
     list_add(l, "", "adam.step", t->learner.step);
     list_add(l, "", "learner.stats", t->learner.stats);
     if (t->learner.cfg.popart) list_add(l, "", "learner.popart", t->learner.popart);
+    // the signal bus: its EMAs and counters, and the controls its rules move (bus on only)
+    if (vp_signals_bus_on(&t->learner.cfg.signals)) {
+        list_add(l, "", "learner.controls", t->learner.ctl);
+        list_add(l, "", "learner.signals", t->learner.signals);
+    }
     list_add(l, "", "collect.step", t->collector.step);
     // The env state: its one allocation, as raw 32-bit words.
     const vp_env* e = &t->env;
@@ -274,6 +280,10 @@ vp_status vp_trainer_load(vp_trainer* t, const char* path) {
                                      "'%s'; last.safetensors is)", path, kind ? kind : "(none)");
     if (s == VP_OK) s = check_config(t, ck);
     if (s == VP_OK) s = vp_checkpoint_allow_nonfinite(ck, "learner.stats");
+    if (s == VP_OK && vp_signals_bus_on(&t->learner.cfg.signals)) {
+        s = vp_checkpoint_allow_nonfinite(ck, "learner.signals");
+        if (s == VP_OK) s = vp_checkpoint_allow_nonfinite(ck, "learner.controls");
+    }
 
     // The host counters, checked before any tensor is read.
     vp_train_counters c;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "learn/collect_math.h"
 #include "vulpes/dqn.h"
 
 vp_status vp_trainer_iteration_body(vp_backend* b, void* ctx) {
@@ -88,6 +89,9 @@ vp_status vp_trainer_stats(vp_trainer* t, vp_train_stats* out) {
     out->beta = rs.beta;
     out->replay_size = rs.size;
     out->epsilon = vp_collect_epsilon(&t->parts.collect, t->count.collect_steps);
+    // the epsilon rule's factor, as the act kernel applies it (the bus mirrors the control)
+    if (t->collector.eps_scale.data)
+        out->epsilon = vp_collect_eps_scaled(out->epsilon, t->learner.signals_host[VP_SIG_EPS_SCALE]);
     return VP_OK;
 }
 

@@ -67,6 +67,11 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
         const vp_policy pol = vp_model_policy(&t->learner.model, &t->learner.model.params);
         if (s == VP_OK) s = vp_collector_init(&t->collector, b, &pol, &t->features, &t->env, t->replay, &t->parts.collect);
     }
+    // the signal bus's epsilon rule and Kelly cap: factors the collection and its env read on the device
+    if (s == VP_OK && t->parts.learner.signals.adapt_epsilon)
+        t->collector.eps_scale = vp_learner_control(&t->learner, VP_CTL_EPS_SCALE);
+    if (s == VP_OK && t->parts.learner.signals.kelly)
+        t->env.size_cap = (const float*)vp_learner_control(&t->learner, VP_CTL_KELLY_CAP).data;
     if (s == VP_OK) s = batch_init(t);
     if (s == VP_OK)
         s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars,

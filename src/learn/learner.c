@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "learn/learner_internal.h"
+#include "learn/signal_learn.h"
 
 vp_learner_cfg vp_learner_cfg_default(void) {
     vp_learner_cfg c;
@@ -23,6 +24,7 @@ vp_learner_cfg vp_learner_cfg_default(void) {
     c.polyak_tau = 0.005f;
     c.seed = 1;
     c.popart_beta = 3e-4f;
+    c.signals = vp_signals_cfg_default();
     return c;
 }
 
@@ -60,7 +62,10 @@ vp_status vp_learner_cfg_check(const vp_learner_cfg* c) {
     VP_REQUIRE(!c->popart || c->model.risk_budget == 0.0f, VP_ERR_INVALID_ARG,
                "learner config: popart and model risk_budget cannot be on together (the budget is in reward units, "
                "PopArt's quantiles in normalised units)");
-    return VP_OK;
+    VP_REQUIRE(!c->popart || !c->signals.kelly, VP_ERR_INVALID_ARG,
+               "learner config: popart and the signals' kelly rule cannot be on together (the rule reads the edge "
+               "and variance of the greedy return from the C51 distribution, in PopArt's normalised units)");
+    return vp_signals_cfg_check(&c->signals);
 }
 
 /* Bytes of the learner's arena: target and moments, counters, loss scratch and one batch. */
@@ -73,7 +78,8 @@ static size_t arena_bytes(const vp_learner* l) {
     const int64_t ints = 1 + B * nb + 2 * B + B * nb;
     const int64_t mods = (c->model.stoch_depth > 0.0f ? B : 0) + (c->model.q_denoise ? B + B * A : 0) +
                          (c->model.risk_budget > 0.0f ? 2 * B : 0);
-    return (size_t)(floats + ints + mods) * 4 + (32 + (mods ? 5 : 0)) * 256;
+    const int64_t sig = vp_signals_arena_floats(c, l->model.n_weights);
+    return (size_t)(floats + ints + mods + sig) * 4 + (36 + (mods ? 5 : 0)) * 256;
 }
 
 /* Takes an f32 (or i32) tensor of up to three extents from the learner's arena. */
@@ -98,11 +104,12 @@ static vp_status learner_alloc(vp_learner* l) {
     VP_TRY(take(&l->arena, "step", VP_I32, 1, 0, 0, &l->step));
     VP_TRY(take(&l->arena, "grad_norm", VP_F32, 1, 0, 0, &l->grad_norm));
     VP_TRY(take(&l->arena, "clip_coef", VP_F32, 1, 0, 0, &l->clip_coef));
-    VP_TRY(vp_arena_init(&l->mapped, b, VP_MEM_MAPPED, sizeof(float) * VP_STAT_COUNT));
+    VP_TRY(vp_arena_init(&l->mapped, b, VP_MEM_MAPPED, sizeof(float) * (VP_STAT_COUNT + VP_SIG_COUNT) + 2 * 256));
     void* host = NULL;
     int64_t ns = VP_STAT_COUNT;
     VP_TRY(vp_arena_tensor(&l->mapped, "stats", VP_F32, 1, &ns, &l->stats, &host));
     l->stats_host = (const float*)host;
+    VP_TRY(vp_signals_alloc(l));
     // Loss buffers.
     VP_TRY(vp_loss_dims_make(&s->dims, &c->model, B, c->n_taus, c->n_target_taus, c->kappa));
     VP_TRY(take(&l->arena, "a_star", VP_I32, B, nb, 0, &s->a_star));
@@ -153,6 +160,7 @@ vp_status vp_learner_init(vp_learner* l, vp_backend* b, const vp_learner_cfg* cf
     if (s == VP_OK) s = vp_fill(b, &l->grad_norm, 0.0f);
     if (s == VP_OK) s = vp_fill(b, &l->clip_coef, 1.0f);
     if (s == VP_OK) s = vp_fill(b, &l->stats, 0.0f);
+    if (s == VP_OK) s = vp_signals_reset(l);
     if (s == VP_OK) s = vp_backend_sync(b);
     if (s != VP_OK) {
         vp_error_context(s, "vp_learner_init");

@@ -30,6 +30,9 @@ struct vp_learner_scratch {
     vp_tensor rb_loss;          /* [B] per-sample risk-budget loss (risk_budget > 0) */
     vp_tensor rb_dl;            /* [B] its gradient w.r.t. the head's logit (risk_budget > 0) */
     vp_learner_mods mods;       /* adaptive atoms and PopArt buffers (learner_mods.h) */
+    vp_tensor sig_diff;         /* [n_weights] online - target (the bus's drift; the tau rule's update) */
+    vp_tensor sig_disc;         /* [B] the batch's discounts times the gamma rule's factor */
+    vp_tensor sig_part;         /* [2 VP_SIG_PARTIAL_DOUBLES] f32 words: the CUDA bus's partial sums (doubles) */
     int batch_taken;            /* vp_learner_batch_init has run */
 };
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "learn/learner_internal.h"
+#include "learn/signal_learn.h"
 
 /* Checks a batch against the learner's shapes (host-side metadata only). */
 static vp_status check_batch(const vp_learner* l, const vp_batch* bt) {
@@ -52,7 +53,10 @@ static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priori
     vp_backend* b = l->backend;
     vp_tensor q_next = vp_model_q_c51(s->next_acts);
     VP_TRY(vp_loss_select(b, &s->dims, &q_next, &s->a_star));
-    vp_loss_batch lb = {&bt->actions, &s->a_star, &bt->reward, &bt->discount, &bt->is_weight, NULL, NULL, NULL};
+    // the bootstrap's discounts (times the gamma rule's factor when it is on)
+    const vp_tensor* disc = NULL;
+    VP_TRY(vp_signals_discount(l, bt, &disc));
+    vp_loss_batch lb = {&bt->actions, &s->a_star, &bt->reward, disc, &bt->is_weight, NULL, NULL, NULL};
     vp_learner_mods_batch(l, &lb); // adaptive atoms' supports, PopArt's state
     vp_tensor lp = vp_model_log_probs(s->acts), tlp = vp_model_log_probs(s->target_acts);
     VP_TRY(vp_loss_c51(b, &s->dims, &lb, &lp, &tlp, &s->proj, &s->c51_loss, &s->d_log_probs));
@@ -84,25 +88,31 @@ static vp_status phase_backward(vp_learner* l) {
     return vp_learner_mods_backward(l);
 }
 
-/* Clip coefficient, AdamW, Polyak target update and the statistics. */
+/* Clip coefficient, AdamW, Polyak target update, the statistics and the bus. The learning
+ * rate and the clip threshold are read on the device from the controls (signals.h), so a
+ * schedule or a rule moves them without a new capture. */
 static vp_status phase_optim(vp_learner* l, const vp_batch* bt) {
     vp_learner_scratch* s = l->scratch;
     vp_backend* b = l->backend;
-    const float tau = l->cfg.polyak_tau;
     // the spectral norm keeps this step's power iteration (no-op without; not in the backward,
     // which the trainer's priming pass runs outside a step)
     VP_TRY(vp_model_commit(&l->model, &l->model.params, s->acts));
     // The clip coefficient scales the gradient inside AdamW; the host never reads it.
-    VP_TRY(vp_clip_coef(b, &l->model.grads, l->cfg.clip_norm, &l->grad_norm, &l->clip_coef));
+    const vp_tensor clip = vp_learner_control(l, VP_CTL_CLIP), lr = vp_learner_control(l, VP_CTL_LR);
+    VP_TRY(vp_clip_coef_at(b, &l->model.grads, &clip, &l->grad_norm, &l->clip_coef));
     VP_TRY(vp_step_increment(b, &l->step));
-    VP_TRY(vp_adamw(b, &l->cfg.adamw, &l->model.params, &l->model.grads, &l->adam_m, &l->adam_v, &l->step,
-                    &l->clip_coef));
+    VP_TRY(vp_signals_schedule(l));
+    VP_TRY(vp_adamw_lr(b, &l->cfg.adamw, &lr, &l->model.params, &l->model.grads, &l->adam_m, &l->adam_v, &l->step,
+                       &l->clip_coef));
     // target = (1 - tau) target + tau online
-    VP_TRY(vp_axpby(b, tau, &l->model.params, 1.0f - tau, &l->target));
+    VP_TRY(vp_signals_polyak(l));
     vp_tensor q = vp_model_q_c51(s->acts);
     VP_TRY(vp_loss_stats(b, &s->dims, &s->c51_loss, l->cfg.n_taus > 0 ? &s->iqn_loss : NULL, &bt->is_weight, &q,
                          &l->grad_norm, &l->stats));
-    return vp_learner_mods_optim(l, bt);
+    // PopArt's statistics and rescaled output layers, then the bus (which reads the step's
+    // outputs as they were computed: PopArt's normalised units when it is on)
+    VP_TRY(vp_learner_mods_optim(l, bt));
+    return vp_signals_bus(l, bt);
 }
 
 vp_status vp_learner_run_phase(vp_learner* l, vp_learner_phase phase, const vp_batch* bt, vp_tensor* priorities) {

@@ -82,6 +82,31 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     l->seed = derive_seed(seed, SEED_LEARNER);
     l->popart = cfg->learn.popart ? 1 : 0;
     l->popart_beta = (float)cfg->learn.popart_beta;
+    vp_signals_cfg* sg = &l->signals;
+    sg->enable = cfg->signals.enable;
+    sg->every = cfg->signals.every;
+    sg->fast_rate = (float)cfg->signals.fast_rate;
+    sg->slow_rate = (float)cfg->signals.slow_rate;
+    sg->adapt_tau = cfg->signals.adapt_tau;
+    sg->tau_min = (float)cfg->signals.tau_min;
+    sg->tau_max = (float)cfg->signals.tau_max;
+    sg->div_ref = (float)cfg->signals.div_ref;
+    sg->adapt_epsilon = cfg->signals.adapt_epsilon;
+    sg->eps_gain = (float)cfg->signals.eps_gain;
+    sg->eps_scale_min = (float)cfg->signals.eps_scale_min;
+    sg->eps_scale_max = (float)cfg->signals.eps_scale_max;
+    sg->adapt_gamma = cfg->signals.adapt_gamma;
+    sg->gamma = (float)cfg->learn.gamma;
+    sg->gamma_min = (float)cfg->signals.gamma_min;
+    sg->gamma_max = (float)cfg->signals.gamma_max;
+    sg->gamma_rate = (float)cfg->signals.gamma_rate;
+    sg->n_step = (int)cfg->learn.n_step;
+    sg->kelly = cfg->signals.kelly;
+    sg->kelly_fraction = (float)cfg->signals.kelly_fraction;
+    sg->kelly_min = (float)cfg->signals.kelly_min;
+    sg->lr_schedule = (vp_lr_schedule)cfg->learn.lr_schedule;
+    sg->warmup_steps = cfg->learn.warmup_steps;
+    sg->total_steps = cfg->train.iterations * cfg->train.train_steps;
     VP_TRY(vp_learner_cfg_check(l));
 
     // Replay ring.

@@ -18,7 +18,6 @@
 
 #include "gpu_twin.h"
 #include "learn/collect_impl.h"
-#include "test_train_util.h"
 #include "vulpes/collect.h"
 
 enum { NE = 4099, NS = 16 };

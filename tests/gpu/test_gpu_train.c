@@ -11,7 +11,6 @@
 #include <math.h>
 
 #include "gpu_twin.h"
-#include "test_train_util.h"
 #include "vulpes/collect.h"
 
 static void test_act_parity(void) {

@@ -1,13 +1,17 @@
 /* Optimiser ops on the CPU: fused AdamW (PyTorch semantics), the step counter, and the
- * global grad-norm clip coefficient. Scalars are read from backend memory, as on CUDA. */
+ * global grad-norm clip coefficient. Scalars (the step, the clip coefficient and, when
+ * given, the learning rate and the clip threshold) are read from memory, as on CUDA. */
 #include <math.h>
 #include <stdint.h>
 
 #include "cpu_impl.h"
 
-vp_status vp_cpu_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param, const vp_tensor* grad,
-                       vp_tensor* m, vp_tensor* v, const vp_tensor* step, const vp_tensor* grad_scale) {
+vp_status vp_cpu_adamw(vp_backend* b, const vp_adamw_cfg* cfg, const vp_tensor* lr_t, vp_tensor* param,
+                       const vp_tensor* grad, vp_tensor* m, vp_tensor* v, const vp_tensor* step,
+                       const vp_tensor* grad_scale) {
     (void)b;
+    /* the learning rate: cfg's, or the scalar in memory (a schedule's) */
+    const float lr = lr_t ? ((const float*)lr_t->data)[0] : cfg->lr;
     float* p = (float*)param->data;          /* [numel] */
     const float* g = (const float*)grad->data; /* [numel] */
     float* mp = (float*)m->data;             /* [numel] first moment */
@@ -17,9 +21,9 @@ vp_status vp_cpu_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param,
     const int32_t t = ((const int32_t*)step->data)[0];
     const double bc1 = 1.0 - pow((double)cfg->beta1, (double)t);
     const double bc2 = 1.0 - pow((double)cfg->beta2, (double)t);
-    const float step_size = (float)((double)cfg->lr / bc1);
+    const float step_size = (float)((double)lr / bc1);
     const float bc2_sqrt = (float)sqrt(bc2);
-    const float decay = 1.0f - cfg->lr * cfg->weight_decay;
+    const float decay = 1.0f - lr * cfg->weight_decay;
     const float scale = grad_scale ? ((const float*)grad_scale->data)[0] : 1.0f;
     const float b1 = cfg->beta1, b2 = cfg->beta2, eps = cfg->eps;
     for (int64_t i = 0; i < n; ++i) {
@@ -42,9 +46,10 @@ vp_status vp_cpu_step_increment(vp_backend* b, vp_tensor* counter) {
     return VP_OK;
 }
 
-vp_status vp_cpu_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, vp_tensor* norm,
-                           vp_tensor* coef) {
+vp_status vp_cpu_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm_arg, const vp_tensor* max_norm_t,
+                           vp_tensor* norm, vp_tensor* coef) {
     (void)b;
+    const float max_norm = max_norm_t ? ((const float*)max_norm_t->data)[0] : max_norm_arg;
     const float* xp = (const float*)x->data; /* [numel] */
     const int64_t n = vp_tensor_numel(x);
     /* global L2 norm, accumulated in double */

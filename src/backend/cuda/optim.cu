@@ -14,10 +14,13 @@ __device__ __forceinline__ void adamw_one(float& p, float g, float& m, float& v,
     p -= step_size * m / (sqrtf(v) / bc2_sqrt + eps);
 }
 
-/* param, grad, m, v [n]; step [1] i32, grad_scale [1] f32 or NULL, both on the device. */
+/* param, grad, m, v [n]; step [1] i32, grad_scale [1] f32 or NULL, lr_p [1] f32 or NULL (then
+ * lr_arg), all on the device. */
 __global__ void adamw_kernel(float* p, const float* __restrict__ g, float* m, float* v, int64_t n,
-                             const int32_t* __restrict__ step, const float* __restrict__ grad_scale, float lr,
-                             float b1, float b2, float eps, float wd, int vec) {
+                             const int32_t* __restrict__ step, const float* __restrict__ grad_scale,
+                             const float* __restrict__ lr_p, float lr_arg, float b1, float b2, float eps, float wd,
+                             int vec) {
+    const float lr = lr_p ? lr_p[0] : lr_arg;
     /* bias corrections from the 1-based step, in double as PyTorch computes them */
     const double t = (double)step[0];
     const float scale = grad_scale ? grad_scale[0] : 1.0f;
@@ -41,6 +44,13 @@ __global__ void adamw_kernel(float* p, const float* __restrict__ g, float* m, fl
         adamw_one(p[i], g[i] * scale, m[i], v[i], lr, b1, b2, eps, wd, step_size, bc2_sqrt);
 }
 
+/* coef[0] = min(1, max_norm[0] / (norm[0] + 1e-6)): the clip's finish with a threshold in
+ * memory (the same float arithmetic as the reduction's own finish; NaN gives NaN). */
+__global__ void clip_finish_kernel(const float* __restrict__ max_norm, const float* __restrict__ norm, float* coef) {
+    const float c = max_norm[0] / (norm[0] + 1e-6f);
+    coef[0] = (c < 1.0f || c != c) ? c : 1.0f;
+}
+
 /* Held at INT32_MAX (the bias corrections are 1 long before), as on the CPU. */
 __global__ void step_increment_kernel(int32_t* c) {
     if (c[0] < INT32_MAX) c[0] += 1;
@@ -48,15 +58,16 @@ __global__ void step_increment_kernel(int32_t* c) {
 
 /* ---- launchers ------------------------------------------------------------------------------ */
 
-vp_status vp_cuda_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param, const vp_tensor* grad,
-                        vp_tensor* m, vp_tensor* v, const vp_tensor* step, const vp_tensor* grad_scale) {
+vp_status vp_cuda_adamw(vp_backend* b, const vp_adamw_cfg* cfg, const vp_tensor* lr, vp_tensor* param,
+                        const vp_tensor* grad, vp_tensor* m, vp_tensor* v, const vp_tensor* step,
+                        const vp_tensor* grad_scale) {
     const int64_t n = vp_tensor_numel(param);
     VP_REQUIRE(vp_tensor_numel(grad) == n && vp_tensor_numel(m) == n && vp_tensor_numel(v) == n, VP_ERR_SHAPE,
                "cuda adamw: param, grad, m and v differ in size");
     const int vec = vp_cuda_aligned16(param->data, grad->data, m->data) && vp_cuda_aligned16(v->data, NULL, NULL);
     adamw_kernel<<<vp_cuda_grid(vec ? (n + 3) / 4 : n, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, vp_cuda_of(b)->stream>>>(
         (float*)param->data, (const float*)grad->data, (float*)m->data, (float*)v->data, n,
-        (const int32_t*)step->data, grad_scale ? (const float*)grad_scale->data : NULL, cfg->lr, cfg->beta1,
+        (const int32_t*)step->data, grad_scale ? (const float*)grad_scale->data : NULL, lr ? (const float*)lr->data : NULL, cfg->lr, cfg->beta1,
         cfg->beta2, cfg->eps, cfg->weight_decay, vec);
     VP_CUDA_CHECK_LAUNCH("adamw_kernel");
     return VP_OK;
@@ -68,7 +79,14 @@ vp_status vp_cuda_step_increment(vp_backend* b, vp_tensor* counter) {
     return VP_OK;
 }
 
-vp_status vp_cuda_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, vp_tensor* norm, vp_tensor* coef) {
-    return vp_cuda_norm_and_clip(b, (const float*)x->data, vp_tensor_numel(x), max_norm, (float*)norm->data,
-                                 (float*)coef->data);
+vp_status vp_cuda_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, const vp_tensor* max_norm_t,
+                            vp_tensor* norm, vp_tensor* coef) {
+    VP_TRY(vp_cuda_norm_and_clip(b, (const float*)x->data, vp_tensor_numel(x), max_norm, (float*)norm->data,
+                                 (float*)coef->data));
+    if (!max_norm_t) return VP_OK;
+    // the threshold in memory: the coefficient again from the norm just written
+    clip_finish_kernel<<<1, 1, 0, vp_cuda_of(b)->stream>>>((const float*)max_norm_t->data, (const float*)norm->data,
+                                                          (float*)coef->data);
+    VP_CUDA_CHECK_LAUNCH("clip_finish_kernel");
+    return VP_OK;
 }
