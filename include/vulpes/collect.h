@@ -94,6 +94,8 @@ typedef struct vp_collector {
     vp_tensor reward;          /* [E] f32 reward of the last step */
     vp_tensor done;            /* [E] f32 1 where the last step ended an episode */
     vp_tensor step;            /* [2] i32: one int64, policy collection steps taken */
+    struct vp_curiosity* curiosity; /* intrinsic rewards of policy steps, pushed beside the reward (NULL: none;
+                                       caller-owned, set after init; vulpes/curiosity.h) */
     /* the encode-once path (vp_collector_collect); zero when it does not apply */
     int encode_once;           /* 1: collect encodes the span once, then runs S head-only steps */
     int64_t span_begin;        /* first bar with an encoding row: the market's begin */

@@ -38,6 +38,7 @@
 #include "vulpes/replay.h"
 #include "vulpes/learner.h"
 #include "vulpes/collect.h"
+#include "vulpes/curiosity.h"
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
 #include "vulpes/train.h"

@@ -104,6 +104,10 @@ static vp_status dqn_stats(vp_algo* a, vp_kv_list* out) {
     const int whole = nan_steps >= 0.0f && nan_steps < 9.2e18f;
     vp_kv_add(out, "nan_steps", whole ? (double)(int64_t)nan_steps : (double)nan_steps, whole);
     vp_kv_add(out, "replay_size", (double)st.replay_size, 1);
+    if (st.curious) {
+        vp_kv_add(out, "curiosity_reward", st.curiosity[VP_CUR_STAT_REWARD], 0);
+        vp_kv_add(out, "curiosity_loss", st.curiosity[VP_CUR_STAT_LOSS], 0);
+    }
     return vp_learner_selection_stats(&state(a)->t.learner, state(a)->t.count.learner_steps, out);
 }
 

@@ -1,6 +1,6 @@
 /* The training iteration: collection (vp_collector_collect: the span encoded once where that
- * is fewer rows, then head-only steps), then learner steps (sample, taus, step,
- * priorities), issued as ops only and replayed as one graph; the warm-up; statistics. */
+ * is fewer rows, then head-only steps), then learner steps (sample, curiosity's forward-model
+ * step when on, taus, step, priorities), issued as ops only and replayed as one graph; the warm-up; statistics. */
 #include <math.h>
 #include <string.h>
 
@@ -15,6 +15,7 @@ vp_status vp_trainer_iteration_body(vp_backend* b, void* ctx) {
     // Learning: sample, fresh taus, one step (Polyak included), new priorities.
     for (int64_t k = 0; k < t->cfg.train.train_steps; ++k) {
         VP_TRY(vp_replay_sample(t->replay, &t->rbatch));
+        if (t->curiosity) VP_TRY(vp_curiosity_learn(t->curiosity, &t->batch, k == 0));
         VP_TRY(vp_learner_draw_taus(&t->learner, &t->batch));
         VP_TRY(vp_learner_step(&t->learner, &t->batch, per ? &t->priorities : NULL));
         if (per) VP_TRY(vp_replay_update_priorities(t->replay, &t->indices, &t->priorities));
@@ -88,6 +89,8 @@ vp_status vp_trainer_stats(vp_trainer* t, vp_train_stats* out) {
     out->beta = rs.beta;
     out->replay_size = rs.size;
     out->epsilon = vp_collect_epsilon(&t->parts.collect, t->count.collect_steps);
+    out->curious = t->curiosity != NULL;
+    if (t->curiosity) VP_TRY(vp_curiosity_stats_read(t->curiosity, out->curiosity));
     return VP_OK;
 }
 
