@@ -109,8 +109,12 @@ vp_status vp_curiosity_reward(vp_curiosity* c, const vp_tensor* enc, const vp_te
 vp_status vp_curiosity_train(vp_curiosity* c, const vp_tensor* enc, const vp_tensor* port, const vp_tensor* act,
                              const vp_tensor* next_port, const vp_tensor* done);
 
-/* The learner-side hook: when `first` (the iteration's first learner step) the reward
- * statistic becomes the mean of the r_int summed since (over E x S) and the sum restarts;
+/* Closes an iteration's statistics: the reward statistic becomes the sum of r_int since the
+ * last close over E x S (unchanged when S is 0), and the sum restarts at 0. */
+vp_status vp_curiosity_close_iteration(vp_curiosity* c);
+
+/* The learner-side hook: when `first` (the iteration's first learner step) the iteration's
+ * statistics are closed (vp_curiosity_close_iteration);
  * then the batch's states s_t are encoded with the policy and the model trains one step
  * (vp_curiosity_train on the encodings, batch->portfolio, batch->actions, c->port1 and c->done1,
  * which the replay's sample wrote: the target is one step after s_t, not the n-step next state). */

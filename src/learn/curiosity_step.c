@@ -159,18 +159,23 @@ vp_status vp_curiosity_train(vp_curiosity* c, const vp_tensor* enc, const vp_ten
     return vp_adamw(b, &c->cfg.adamw, &c->params, &c->grads, &c->adam_m, &c->adam_v, &c->step, NULL);
 }
 
+vp_status vp_curiosity_close_iteration(vp_curiosity* c) {
+    VP_REQUIRE(c != NULL && c->acc.data != NULL, VP_ERR_INVALID_ARG,
+               "vp_curiosity_close_iteration: curiosity is not initialised");
+    // the iteration's mean r_int over its E x S collection steps, then a fresh sum
+    const int64_t ES = c->cfg.n_envs * c->cfg.steps_per_iter;
+    if (ES > 0) {
+        vp_tensor mean = stat_at(c, VP_CUR_STAT_REWARD);
+        VP_TRY(vp_axpby(c->backend, (float)(1.0 / (double)ES), &c->acc, 0.0f, &mean));
+    }
+    return vp_fill(c->backend, &c->acc, 0.0f);
+}
+
 vp_status vp_curiosity_learn(vp_curiosity* c, const vp_batch* batch, int first) {
     static const char* fn = "vp_curiosity_learn";
     VP_REQUIRE(c != NULL && c->work != NULL && batch != NULL, VP_ERR_INVALID_ARG,
                "%s: curiosity has no policy to encode with, or batch is NULL", fn);
-    vp_backend* b = c->backend;
-    // the iteration's mean r_int over its E x S collection steps, then a fresh sum
-    const int64_t ES = c->cfg.n_envs * c->cfg.steps_per_iter;
-    if (first && ES > 0) {
-        vp_tensor mean = stat_at(c, VP_CUR_STAT_REWARD);
-        VP_TRY(vp_axpby(b, (float)(1.0 / (double)ES), &c->acc, 0.0f, &mean));
-        VP_TRY(vp_fill(b, &c->acc, 0.0f));
-    }
+    if (first) VP_TRY(vp_curiosity_close_iteration(c));
     // the states' encodings (detached: nothing flows back into the encoder), one step
     vp_tensor enc;
     VP_TRY(vp_policy_encode(&c->policy, c->work, &batch->features, &batch->bar_idx, c->cfg.batch, &enc));
