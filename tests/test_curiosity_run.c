@@ -2,7 +2,7 @@
  * lines; 23 iterations + a stop + a resume equal 40 straight (train and eval lines, last and
  * best checkpoints, which hold the forward model's state); every train line reports a
  * positive finite mean intrinsic reward and forward-model loss; a resume that turns curiosity
- * off is refused naming the key. */
+ * off is refused naming the key; curiosity's keys are ablation switches. */
 #include <math.h>
 
 #include "test_train_util.h"
@@ -76,9 +76,21 @@ static void test_resume_refuses_switch(void) {
     vpt_rm_run(dir);
 }
 
+static void test_ablation_switch(void) {
+    vp_config base;
+    if (!vpt_train_cfg(&base, 0, NULL)) return;
+    vp_ablate_variant v;
+    CHECK_OK(vp_ablate_parse_switch(&base, "curiosity.enabled", &v));
+    CHECK(strcmp(v.value, "true") == 0 && v.key && strcmp(v.key->name, "curiosity.enabled") == 0, "variant %s = %s",
+          v.key ? v.key->name : "(none)", v.value);
+    CHECK_OK(vp_ablate_parse_switch(&base, "curiosity.eta=0.1", &v));
+    CHECK_STATUS(vp_ablate_parse_switch(&base, "curiosity.hidden", &v), VP_ERR_INVALID_ARG, "not a bool key");
+}
+
 int main(void) {
     RUN_TEST(test_stepwise);
     RUN_TEST(test_encode_once);
     RUN_TEST(test_resume_refuses_switch);
+    RUN_TEST(test_ablation_switch);
     return vpt_finish();
 }
