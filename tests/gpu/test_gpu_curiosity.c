@@ -10,11 +10,14 @@
  *   the parameters within 1e-4 after the fifth (AdamW divides by sqrt(v), which magnifies
  *   rounding where a gradient is small), the step counters equal;
  * - a collection step's reward and a training step captured as a graph: 20 launches copy,
- *   allocate and synchronise nothing, and the AdamW step moves by 20.
+ *   allocate and synchronise nothing, and the AdamW step moves by 20;
+ * - an intrinsic replay ring of 4099 envs (n 3) on both backends, 40 pushes with intrinsic
+ *   rewards, PER samples of 1000 rows: every column (the intrinsic return, the one-step
+ *   portfolio and done flag included) and every batch output bit for bit.
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
 #include <math.h>
 
-#include "gpu_twin.h"
+#include "gpu_replay_pair.h"
 #include "vulpes/curiosity.h"
 
 enum { NE = 1031, NB = 777, H = 37, P = 8, HD = 64 };
@@ -163,9 +166,63 @@ static void test_against_cpu(void) {
     vp_curiosity_free(&cc), vp_curiosity_free(&cg);
 }
 
+/* Compares one optional f32 column of both rings bit for bit. */
+static void compare_opt(const char* cas, const char* name, const vp_tensor* c, const vp_tensor* g) {
+    CHECK(c->data != NULL && g->data != NULL, "%s %s: column missing", cas, name);
+    if (c->data && g->data) compare_field(cas, name, c, g);
+}
+
+static void test_intrinsic_ring(void) {
+    vp_replay_cfg cfg = vp_replay_cfg_default();
+    cfg.capacity = 100003;
+    cfg.n_envs = 4099;
+    cfg.seed = 12;
+    cfg.intrinsic = 1;
+    rpair p;
+    if (!pair_init(&p, &cfg, 1000, 1)) {
+        pair_free(&p);
+        return;
+    }
+    twin ri, oint, op1, od1;
+    twin_1d(&ri, VP_F32, cfg.n_envs);
+    twin_1d(&oint, VP_F32, p.B), twin_2d(&op1, VP_F32, p.B, cfg.n_portfolio), twin_1d(&od1, VP_F32, p.B);
+    for (int t = 0; t < 40; ++t) {
+        fill_step(&p, t);
+        twin_rand(&ri, 0.0f, 0.5f);
+        vp_replay_step sc = step_view(&p, 0), sg = step_view(&p, 1);
+        sc.reward_int = ri.h, sg.reward_int = ri.d;
+        CHECK_OK(vp_replay_push(p.c, &sc));
+        CHECK_OK(vp_replay_push(p.g, &sg));
+    }
+    compare_rings("intrinsic ring, 40 pushes", &p);
+    vp_replay_fields fc, fg;
+    CHECK_OK(vp_replay_fields_get(p.c, &fc));
+    CHECK_OK(vp_replay_fields_get(p.g, &fg));
+    compare_opt("intrinsic ring, 40 pushes", "reward_int", &fc.reward_int, &fg.reward_int);
+    compare_opt("intrinsic ring, 40 pushes", "portfolio_1", &fc.portfolio_1, &fg.portfolio_1);
+    compare_opt("intrinsic ring, 40 pushes", "done_1", &fc.done_1, &fg.done_1);
+    for (int k = 0; k < 3; ++k) {
+        vp_replay_batch oc = batch_view(&p, 0), og = batch_view(&p, 1);
+        oc.reward_int = oint.h, og.reward_int = oint.d;
+        oc.portfolio_1 = op1.h, og.portfolio_1 = op1.d;
+        oc.done_1 = od1.h, og.done_1 = od1.d;
+        CHECK_OK(vp_replay_sample(p.c, &oc));
+        CHECK_OK(vp_replay_sample(p.g, &og));
+        twin_check_bits("replay sample idx", "intrinsic ring", &p.idx);
+        twin_check_bits("replay sample reward", "extrinsic + intrinsic", &p.orew);
+        twin_check_bits("replay sample reward_int", "intrinsic ring", &oint);
+        twin_check_bits("replay sample portfolio_1", "intrinsic ring", &op1);
+        twin_check_bits("replay sample done_1", "intrinsic ring", &od1);
+        twin_check_bits("replay sample is_weight", "intrinsic ring", &p.ow);
+    }
+    twin_free(&ri), twin_free(&oint), twin_free(&op1), twin_free(&od1);
+    pair_free(&p);
+}
+
 int main(void) {
     gpu_setup("test_gpu_curiosity");
     RUN_TEST(test_against_cpu);
+    RUN_TEST(test_intrinsic_ring);
     gpu_teardown();
     return vpt_finish();
 }
