@@ -120,6 +120,12 @@ vp_status vp_curiosity_close_iteration(vp_curiosity* c);
  * which the replay's sample wrote: the target is one step after s_t, not the n-step next state). */
 vp_status vp_curiosity_learn(vp_curiosity* c, const vp_batch* batch, int first);
 
+/* Runs, once and eagerly, every op shape of the collection and learner hooks whose outputs are
+ * scratch only (the batch's encoding, both forwards' GEMMs at E and B rows, the backward's
+ * GEMMs), so that first-use set-up (GEMM plans) happens before a graph capture; the state,
+ * the sum and the statistics are left as they were. */
+vp_status vp_curiosity_prime(vp_curiosity* c, const vp_batch* batch);
+
 /* Checks a restored state block (a checkpoint's): every parameter and moment finite, the second
  * moments >= 0, the step = min(learner_steps, 2^31 - 1); the message names `path`, the array and
  * the element (VP_ERR_PARSE). A download and a wait. */

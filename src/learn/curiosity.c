@@ -95,6 +95,10 @@ static vp_status scratch_init(vp_curiosity* c) {
     VP_TRY(take(c, "curiosity.port1", B, P, &c->port1));
     VP_TRY(take(c, "curiosity.done1", B, 0, &c->done1));
     VP_TRY(vp_fill(c->backend, &c->done1, 0.0f));
+    // activations start at 0 (a prime reads them before any forward wrote them)
+    VP_TRY(vp_fill(c->backend, &c->x, 0.0f));
+    VP_TRY(vp_fill(c->backend, &c->h, 0.0f));
+    VP_TRY(vp_fill(c->backend, &c->f, 0.0f));
     VP_TRY(vp_fill(c->backend, &c->acc, 0.0f));
     VP_TRY(vp_fill(c->backend, &c->stats, 0.0f));
     return vp_fill(c->backend, &c->port1, 0.0f);

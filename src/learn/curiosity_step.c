@@ -181,3 +181,26 @@ vp_status vp_curiosity_learn(vp_curiosity* c, const vp_batch* batch, int first) 
     VP_TRY(vp_policy_encode(&c->policy, c->work, &batch->features, &batch->bar_idx, c->cfg.batch, &enc));
     return vp_curiosity_train(c, &enc, &batch->portfolio, &batch->actions, &c->port1, &c->done1);
 }
+
+vp_status vp_curiosity_prime(vp_curiosity* c, const vp_batch* batch) {
+    VP_REQUIRE(c != NULL && c->work != NULL && batch != NULL, VP_ERR_INVALID_ARG,
+               "vp_curiosity_prime: curiosity has no policy to encode with, or batch is NULL");
+    const int64_t E = c->cfg.n_envs, B = c->cfg.batch, D = c->in_dim, Hd = c->cfg.hidden, P = c->cfg.n_portfolio;
+    vp_tensor enc;
+    VP_TRY(vp_policy_encode(&c->policy, c->work, &batch->features, &batch->bar_idx, B, &enc));
+    // the forward's two products at E and B rows, on scratch
+    const cur_layers l = layers_of(c, &c->params);
+    cur_layers g = layers_of(c, &c->grads);
+    const int64_t rows[2] = {E, B};
+    for (int k = 0; k < 2; ++k) {
+        vp_tensor x = rows_of(&c->x, rows[k], D), h = rows_of(&c->h, rows[k], Hd), f = rows_of(&c->f, rows[k], P);
+        VP_TRY(gemm(c, 0, 1, rows[k], Hd, D, &x, &l.w1, &l.b1, VP_EPI_BIAS_RELU, &h));
+        VP_TRY(gemm(c, 0, 1, rows[k], P, Hd, &h, &l.w2, &l.b2, VP_EPI_BIAS, &f));
+    }
+    // the backward's three products, into the gradient (scratch until a training step)
+    vp_tensor x = rows_of(&c->x, B, D), h = rows_of(&c->h, B, Hd), f = rows_of(&c->f, B, P);
+    vp_tensor dh = rows_of(&c->dh, B, Hd);
+    VP_TRY(gemm(c, 1, 0, P, Hd, B, &f, &h, NULL, VP_EPI_NONE, &g.w2));
+    VP_TRY(gemm(c, 0, 0, B, Hd, P, &f, &l.w2, NULL, VP_EPI_NONE, &dh));
+    return gemm(c, 1, 0, Hd, D, B, &dh, &x, NULL, VP_EPI_NONE, &g.w1);
+}

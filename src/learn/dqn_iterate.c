@@ -37,12 +37,14 @@ vp_status vp_trainer_warmup(vp_trainer* t) {
 }
 
 /* Runs, once and eagerly, every op shape of an iteration whose outputs are scratch only
- * (the policy's forward, the span encoding on the encode-once path; the learner's forward, loss and backward, which write activations,
+ * (the policy's forward, the span encoding on the encode-once path; curiosity's GEMMs and
+ * batch encoding; the learner's forward, loss and backward, which write activations,
  * loss buffers and gradients that the next step overwrites), so that first-use set-up (GEMM
  * plans) happens before the capture. The trained state is left as it was. */
 static vp_status prime(vp_trainer* t) {
     vp_collector* c = &t->collector;
     VP_TRY(vp_collector_score(c));
+    if (t->curiosity) VP_TRY(vp_curiosity_prime(t->curiosity, &t->batch));
     if (t->cfg.train.train_steps == 0) return VP_OK;
     VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_FORWARD, &t->batch, NULL));
     VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_LOSS, &t->batch, NULL));
