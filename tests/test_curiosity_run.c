@@ -2,7 +2,9 @@
  * lines; 23 iterations + a stop + a resume equal 40 straight (train and eval lines, last and
  * best checkpoints, which hold the forward model's state); every train line reports a
  * positive finite mean intrinsic reward and forward-model loss; a resume that turns curiosity
- * off is refused naming the key; curiosity's keys are ablation switches. */
+ * off is refused naming the key; with n_step 1 the ring's slots of a collection step hold the
+ * env's rewards and the forward model's r_int of that step bit for bit (the warm-up's none);
+ * curiosity's keys are ablation switches. */
 #include <math.h>
 
 #include "test_train_util.h"
@@ -76,6 +78,63 @@ static void test_resume_refuses_switch(void) {
     vpt_rm_run(dir);
 }
 
+/* A trainer of the test config with n_step 1 (each push writes one transition per env, in env
+ * order) and curiosity on, plus `over` [n]; after the warm-up and one collection, the last push's
+ * slots hold the env's rewards and the forward model's r_int of that step, bit for bit. */
+static void pushed_rewards(const char* tag, int n, const char* const* over) {
+    const char* base[8] = {"curiosity.enabled=true", "learn.n_step=1", "curiosity.eta=0.5"};
+    for (int i = 0; i < n; ++i) base[3 + i] = over[i];
+    vp_config cfg;
+    vp_train_data d;
+    vp_trainer t;
+    vp_backend* b = NULL;
+    memset(&d, 0, sizeof d);
+    if (!vpt_train_cfg(&cfg, 3 + n, base) || vp_backend_cpu_init(&b) != VP_OK) return;
+    CHECK_OK(vp_train_data_load(&d, &cfg));
+    vp_status s = vp_trainer_init(&t, b, &cfg, &d);
+    CHECK(s == VP_OK, "%s: trainer: %s", tag, vp_last_error());
+    if (s != VP_OK) {
+        vp_train_data_free(&d), vp_backend_free(b);
+        return;
+    }
+    const int64_t E = cfg.env.n_envs, C = cfg.replay.capacity;
+    vp_replay_fields f;
+    vp_replay_stats st;
+    CHECK_OK(vp_trainer_warmup(&t));
+    CHECK_OK(vp_replay_fields_get(t.replay, &f));
+    CHECK_OK(vp_replay_stats_read(t.replay, &st));
+    const float* rin = (const float*)f.reward_int.data;
+    const float* rex = (const float*)f.reward.data;
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < st.size; ++i) nonzero += rin[i] != 0.0f;
+    CHECK(st.size == t.count.warmup_steps * E && nonzero == 0, "%s: %lld warm-up slots, %lld with an intrinsic reward",
+          tag, (long long)st.size, (long long)nonzero);
+    CHECK_OK(vp_collector_collect(&t.collector));
+    CHECK_OK(vp_replay_stats_read(t.replay, &st));
+    const float* r_int = (const float*)t.curiosity->reward.data;
+    const float* r_env = (const float*)t.collector.reward.data;
+    const float* done = (const float*)t.collector.done.data;
+    int64_t positive = 0;
+    for (int64_t e = 0; e < E; ++e) {
+        const int64_t i = ((st.head - E + e) % C + C) % C;
+        CHECK(rin[i] == r_int[e] && rex[i] == r_env[e], "%s: env %lld's slot %lld holds %g, %g; the step gave %g, %g",
+              tag, (long long)e, (long long)i, (double)rex[i], (double)rin[i], (double)r_env[e], (double)r_int[e]);
+        CHECK(done[e] == 0.0f || r_int[e] == 0.0f, "%s: env %lld ended its episode with r_int %g", tag, (long long)e,
+              (double)r_int[e]);
+        positive += r_int[e] > 0.0f;
+    }
+    CHECK(positive > 0, "%s: no env has an intrinsic reward", tag);
+    vp_trainer_free(&t);
+    vp_train_data_free(&d);
+    vp_backend_free(b);
+}
+
+static void test_pushed_rewards(void) {
+    pushed_rewards("stepwise", 0, NULL);
+    const char* once[] = {"env.n_envs=40", "train.collect_steps=24", "env.episode_bars=7", "replay.warmup=120"};
+    pushed_rewards("encode once", 4, once);
+}
+
 static void test_ablation_switch(void) {
     vp_config base;
     if (!vpt_train_cfg(&base, 0, NULL)) return;
@@ -91,6 +150,7 @@ int main(void) {
     RUN_TEST(test_stepwise);
     RUN_TEST(test_encode_once);
     RUN_TEST(test_resume_refuses_switch);
+    RUN_TEST(test_pushed_rewards);
     RUN_TEST(test_ablation_switch);
     return vpt_finish();
 }
