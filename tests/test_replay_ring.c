@@ -145,6 +145,7 @@ static void test_many_envs(void) {
         return;
     }
     vp_replay_step v;
+    memset(&v, 0, sizeof v); /* optional fields (the intrinsic ones) absent */
     v.bar_idx = vp_tensor_1d(i32, VP_I32, VP_MEM_HOST, E);
     v.window_end = vp_tensor_1d(i32 + E, VP_I32, VP_MEM_HOST, E);
     v.done = vp_tensor_1d(i32 + 2 * E, VP_I32, VP_MEM_HOST, E);

@@ -22,6 +22,7 @@ typedef struct rt_step {
 /* The push tensors over a host step. */
 static inline vp_replay_step rt_step_view(rt_step* s) {
     vp_replay_step v;
+    memset(&v, 0, sizeof v); /* optional fields (the intrinsic ones) absent */
     v.bar_idx = vp_tensor_1d(s->bar, VP_I32, VP_MEM_HOST, s->E);
     v.window_end = vp_tensor_1d(s->wend, VP_I32, VP_MEM_HOST, s->E);
     v.portfolio = vp_tensor_2d(s->port, VP_F32, VP_MEM_HOST, s->E, s->P);
@@ -43,6 +44,7 @@ typedef struct rt_batch {
 /* The batch tensors over a host batch. */
 static inline vp_replay_batch rt_batch_view(rt_batch* o) {
     vp_replay_batch v;
+    memset(&v, 0, sizeof v); /* optional fields (the intrinsic ones) absent */
     v.indices = vp_tensor_1d(o->idx, VP_I32, VP_MEM_HOST, o->B);
     v.bar_idx = vp_tensor_1d(o->bar, VP_I32, VP_MEM_HOST, o->B);
     v.next_bar_idx = vp_tensor_1d(o->next_bar, VP_I32, VP_MEM_HOST, o->B);

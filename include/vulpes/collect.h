@@ -101,6 +101,8 @@ typedef struct vp_collector {
     vp_tensor done;            /* [E] f32 1 where the last step ended an episode */
     vp_tensor step;            /* [2] i32: one int64, policy collection steps taken */
     vp_tensor eps_scale;       /* [1] f32 backend memory, set by the caller: factor on epsilon (data NULL: 1) */
+    struct vp_curiosity* curiosity; /* intrinsic rewards of policy steps, pushed beside the reward (NULL: none;
+                                       caller-owned, set after init; vulpes/curiosity.h) */
     /* the encode-once path (vp_collector_collect); zero when it does not apply */
     int encode_once;           /* 1: collect encodes the span once, then runs S head-only steps */
     int64_t span_begin;        /* first bar with an encoding row: the market's begin */

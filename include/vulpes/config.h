@@ -249,6 +249,16 @@ typedef enum vp_run_precision {
     X(collect, epsilon_steps, INT, 10000, 0, VP_CFG_INF, "[)", NULL,                       \
       "collection steps (each steps all n_envs envs) over which epsilon anneals linearly")
 
+/* [curiosity] the forward-model intrinsic reward (ICM, docs/modules.md "Curiosity"). */
+#define VP_CFG_KEYS_curiosity(X)                                                            \
+    X(curiosity, enabled, BOOL, false, 0, 1, "[]", NULL,                                   \
+      "add eta x the forward model's error on the next portfolio vector to each collected reward") \
+    X(curiosity, eta, FLOAT, 0.01, 0, VP_CFG_INF, "[)", NULL,                              \
+      "scale of the intrinsic reward eta x 0.5 ||f - p'||^2")                              \
+    X(curiosity, hidden, INT, 128, 1, 65536, "[]", NULL, "hidden width of the forward model's MLP") \
+    X(curiosity, lr, FLOAT, 1e-3, 0, VP_CFG_INF, "()", NULL,                               \
+      "AdamW learning rate of the forward model (one step per learner step)")
+
 /* [train] the training loop. */
 #define VP_CFG_KEYS_train(X)                                                                \
     X(train, algo, STRING, "dqn", 0, 0, "[]", NULL,                                        \
@@ -307,7 +317,7 @@ typedef enum vp_run_precision {
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \
     S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(signals) S(replay) \
-    S(collect) S(train) S(walkforward) S(metrics) S(run)
+    S(collect) S(curiosity) S(train) S(walkforward) S(metrics) S(run)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
 

@@ -8,11 +8,12 @@
  * once as a graph and replayed, on the CPU the same body runs each time; nothing is
  * copied, allocated or synchronised inside it (vp_backend_counters proves it). Epsilon
  * and beta follow counters kept in backend memory that the ops themselves advance.
- * last.safetensors holds parameters, target, AdamW moments, counters, the env state and the
- * replay ring. */
+ * last.safetensors holds parameters, target, AdamW moments, counters, the env state, the
+ * replay ring and, with curiosity, the forward model's state. */
 #ifndef VULPES_DQN_H
 #define VULPES_DQN_H
 
+#include "vulpes/curiosity.h"
 #include "vulpes/train.h"
 
 #ifdef __cplusplus
@@ -25,6 +26,8 @@ typedef struct vp_train_stats {
     float epsilon;                /* exploration rate of the next collection step */
     float beta;                   /* PER beta of the last sample */
     int64_t replay_size;          /* transitions in the ring */
+    int curious;                  /* 1 when the run has curiosity (the next field is set) */
+    float curiosity[VP_CUR_STAT_COUNT]; /* its statistics block (vp_curiosity_stat) */
 } vp_train_stats;
 
 /* Everything one DQN run trains with. */
@@ -40,6 +43,7 @@ typedef struct vp_trainer {
     vp_replay* replay;           /* the ring */
     vp_learner learner;          /* online, target, optimiser */
     vp_collector collector;      /* envs <-> network */
+    vp_curiosity* curiosity;     /* the forward model of the intrinsic reward (NULL: curiosity.enabled false) */
     vp_batch batch;              /* the learner's batch tensors */
     vp_replay_batch rbatch;      /* the same tensors as the replay writes them, plus indices */
     vp_arena arena;              /* indices, priorities, best parameters */

@@ -57,10 +57,14 @@ typedef struct vp_replay_cfg {
     int64_t beta_steps;  /* sampling steps over which beta reaches 1 (>= 1) */
     uint64_t seed;       /* Philox key of the sampler */
     uint64_t rng_stream; /* Philox stream id of the sampler (distinct from env streams) */
+    int intrinsic;       /* 1: each transition also keeps an n-step intrinsic return (pushes may carry
+                            reward_int, a sample's reward is extrinsic + intrinsic) and the portfolio
+                            vector one step after s_t (the forward model's target); 0: none (default) */
 } vp_replay_cfg;
 
 /* SPEC defaults: capacity 1M, 1 env, P 8, 4 branches, n 3, gamma 0.99, PER with alpha
- * 0.6, eps 1e-6, beta 0.4 -> 1 over 100000 sampling steps, seed 0, stream 0x5245504C. */
+ * 0.6, eps 1e-6, beta 0.4 -> 1 over 100000 sampling steps, seed 0, stream 0x5245504C, no
+ * intrinsic return. */
 vp_replay_cfg vp_replay_cfg_default(void);
 
 /* Checks a configuration; the message names the bad field. */
@@ -98,6 +102,8 @@ typedef struct vp_replay_step {
                                  (0 running, 2 truncated, any other value terminal) */
     vp_tensor next_bar_idx;   /* [E] i32 bar index of s_{t+1} */
     vp_tensor next_portfolio; /* [E, P] f32 portfolio vector of s_{t+1} */
+    vp_tensor reward_int;     /* [E] f32 intrinsic reward of the step (curiosity); data NULL: none, counted 0.
+                                 Only for a ring made with cfg.intrinsic = 1 */
 } vp_replay_step;
 
 /* Appends one step to every env's pending window and writes the transitions that
@@ -114,9 +120,15 @@ typedef struct vp_replay_batch {
     vp_tensor portfolio;      /* [B, P] f32 */
     vp_tensor next_portfolio; /* [B, P] f32 */
     vp_tensor actions;        /* [B, NB] i32 */
-    vp_tensor reward;         /* [B] f32 n-step return */
+    vp_tensor reward;         /* [B] f32 n-step return: extrinsic + intrinsic (intrinsic rings) */
     vp_tensor discount;       /* [B] f32 gamma^k, 0 after a terminal */
     vp_tensor is_weight;      /* [B] f32 importance weights, batch max 1 (all 1: uniform) */
+    vp_tensor reward_int;     /* [B] f32 the intrinsic part of `reward` (0 without an intrinsic return);
+                                 data NULL: not written */
+    vp_tensor portfolio_1;    /* [B, P] f32 portfolio vector of s_{t+1}, one step after s_t (intrinsic rings
+                                 only); data NULL: not written */
+    vp_tensor done_1;         /* [B] f32 1 where step t itself ended its episode (portfolio_1 is then the next
+                                 episode's start), else 0 (intrinsic rings only); data NULL: not written */
 } vp_replay_batch;
 
 /* Draws B transitions (B = numel of out->indices) and gathers them. PER: stratified
@@ -140,7 +152,10 @@ typedef struct vp_replay_fields {
     vp_tensor portfolio;      /* [C, P] f32 */
     vp_tensor next_portfolio; /* [C, P] f32 */
     vp_tensor action;         /* [C, NB] i32 */
-    vp_tensor reward;         /* [C] f32 n-step return */
+    vp_tensor reward;         /* [C] f32 n-step extrinsic return */
+    vp_tensor reward_int;     /* [C] f32 n-step intrinsic return (cfg.intrinsic 1; else data NULL) */
+    vp_tensor portfolio_1;    /* [C, P] f32 portfolio vector of s_{t+1} (cfg.intrinsic 1; else data NULL) */
+    vp_tensor done_1;         /* [C] f32 1 where step t ended its episode, else 0 (cfg.intrinsic 1; else NULL) */
     vp_tensor discount;       /* [C] f32 */
     vp_tensor done;           /* [C] i32 done code of the window's last step (0: none) */
     vp_tensor priority;       /* [C] f32 stored p (already ^alpha); 0 for empty slots */

@@ -39,6 +39,7 @@
 #include "vulpes/signals.h"
 #include "vulpes/learner.h"
 #include "vulpes/collect.h"
+#include "vulpes/curiosity.h"
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
 #include "vulpes/train.h"

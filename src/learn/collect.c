@@ -5,6 +5,7 @@
 
 #include "backend/kit.h"
 #include "learn/collect_impl.h"
+#include "vulpes/curiosity.h"
 #include "vulpes/ops.h"
 
 /* Takes an i32 or f32 tensor [rows] or [rows, cols] from the collector's arena. */
@@ -103,39 +104,42 @@ vp_status vp_collector_get_step(vp_collector* c, int64_t* step) {
     return vp_download(c->backend, step, &c->step, sizeof *step);
 }
 
-vp_status vp_collector_env_push(vp_collector* c) {
+vp_status vp_collector_env_push(vp_collector* c, const vp_tensor* enc) {
     VP_TRY(vp_env_step(c->env, &c->actions, &c->reward, &c->done, &c->next_bar, &c->next_portfolio));
     if (!c->replay) return VP_OK;
-    // (s_t, a, r, done, s_t+1) into the replay's pending windows.
-    vp_replay_step rs = {c->obs_bar, c->window_end, c->portfolio, c->actions,
-                         c->reward,  c->done,       c->next_bar, c->next_portfolio};
+    // (s_t, a, r, done, s_t+1) into the replay's pending windows, with curiosity's r_int of a policy step.
+    vp_replay_step rs = {c->obs_bar, c->window_end, c->portfolio, c->actions,      c->reward,
+                         c->done,    c->next_bar,   c->next_portfolio, {0}};
+    if (c->curiosity && enc)
+        VP_TRY(vp_curiosity_reward(c->curiosity, enc, &c->portfolio, &c->actions, &c->next_portfolio, &c->done,
+                                   &rs.reward_int));
     return vp_replay_push(c->replay, &rs);
 }
 
-vp_status vp_collector_step_env(vp_collector* c) {
+vp_status vp_collector_step_env(vp_collector* c, const vp_tensor* enc) {
     vp_backend* b = c->backend;
     vp_env* e = c->env;
     // The window end of s_t, before an auto-reset can change it.
     vp_tensor wend = vp_tensor_1d(e->state.window_end, VP_I32, e->storage.mem, c->n_envs);
     VP_TRY(vp_copy(b, &wend, &c->window_end));
-    VP_TRY(vp_collector_env_push(c));
+    VP_TRY(vp_collector_env_push(c, enc));
     // The next observation becomes the current one.
     VP_TRY(vp_copy(b, &c->next_bar, &c->obs_bar));
     return vp_copy(b, &c->next_portfolio, &c->portfolio);
 }
 
-/* The policy's scores of every env's current observation into *q ([E, A] view). */
-static vp_status score(vp_collector* c, vp_tensor* q) {
+/* The policy's scores of every env's current observation into *q ([E, A] view), their
+ * encodings into *enc ([E, H] view of the workspace). */
+static vp_status score(vp_collector* c, vp_tensor* q, vp_tensor* enc) {
     // market encoding of each env's window, then the decision part with its portfolio
-    vp_tensor enc;
-    VP_TRY(vp_policy_encode(&c->policy, c->work, &c->features, &c->obs_bar, c->n_envs, &enc));
-    return vp_policy_score(&c->policy, c->work, &enc, &c->portfolio, c->n_envs, q);
+    VP_TRY(vp_policy_encode(&c->policy, c->work, &c->features, &c->obs_bar, c->n_envs, enc));
+    return vp_policy_score(&c->policy, c->work, enc, &c->portfolio, c->n_envs, q);
 }
 
 vp_status vp_collector_score(vp_collector* c) {
     VP_REQUIRE(c != NULL && c->work != NULL, VP_ERR_INVALID_ARG, "vp_collector_score: collector is not initialised");
-    vp_tensor q;
-    if (!c->encode_once) return score(c, &q);
+    vp_tensor q, enc;
+    if (!c->encode_once) return score(c, &q, &enc);
     // the encode-once forward: the span's encoding, each env's row, the heads
     VP_TRY(vp_collector_encode_span(c));
     VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, NULL, NULL));
@@ -144,12 +148,12 @@ vp_status vp_collector_score(vp_collector* c) {
 
 vp_status vp_collector_step(vp_collector* c) {
     VP_REQUIRE(c != NULL && c->work != NULL, VP_ERR_INVALID_ARG, "vp_collector_step: collector is not initialised");
-    vp_tensor q;
-    VP_TRY(score(c, &q));
+    vp_tensor q, enc;
+    VP_TRY(score(c, &q, &enc));
     // Epsilon-greedy choices straight into the env's action buffer.
     VP_TRY(vp_collect_act_scaled(c->backend, &c->cfg, &c->policy.layout, &q, &c->step,
                                  c->eps_scale.data ? &c->eps_scale : NULL, &c->actions));
-    VP_TRY(vp_collector_step_env(c));
+    VP_TRY(vp_collector_step_env(c, &enc));
     return vp_collect_tick(c->backend, &c->step);
 }
 
@@ -157,5 +161,5 @@ vp_status vp_collector_random_step(vp_collector* c, uint64_t counter) {
     VP_REQUIRE(c != NULL && c->work != NULL, VP_ERR_INVALID_ARG,
                "vp_collector_random_step: collector is not initialised");
     VP_TRY(vp_env_random_actions(c->backend, c->cfg.seed, counter, &c->actions));
-    return vp_collector_step_env(c);
+    return vp_collector_step_env(c, NULL);
 }

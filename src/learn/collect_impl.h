@@ -63,12 +63,14 @@ vp_status vp_collector_span_init(vp_collector* c);
 /* Frees what vp_collector_span_init made (none made is a no-op). */
 void vp_collector_span_free(vp_collector* c);
 
-/* The env step under the actions in c->actions and the replay push (collect.c). */
-vp_status vp_collector_env_push(vp_collector* c);
+/* The env step under the actions in c->actions and the replay push, with curiosity's intrinsic
+ * reward from enc ([E, enc_dim], the encodings of s_t; NULL: none, the random step) when the
+ * collector has curiosity (collect.c). */
+vp_status vp_collector_env_push(vp_collector* c, const vp_tensor* enc);
 
 /* The window end of s_t saved, vp_collector_env_push, and the observation hand-over as
  * copies (collect.c; the single policy step and the random step). */
-vp_status vp_collector_step_env(vp_collector* c);
+vp_status vp_collector_step_env(vp_collector* c, const vp_tensor* enc);
 
 /* The CPU loops, vp_collect_cpu_<kernel>, and their table (collect_cpu.c). */
 VP_KERNEL_DECLARE(VP_COLLECT_KERNELS, vp_collect, vp_collect_cpu)

@@ -88,7 +88,7 @@ vp_status vp_collector_head_step(vp_collector* c) {
                                  c->eps_scale.data ? &c->eps_scale : NULL, &c->actions));
     // env step and push, then the next observation becomes the current one and the counter
     // moves on (one kernel)
-    VP_TRY(vp_collector_env_push(c));
+    VP_TRY(vp_collector_env_push(c, &c->enc));
     return vp_collect_handover(c->backend, &c->next_bar, &c->next_portfolio, &c->obs_bar, &c->portfolio, &c->step);
 }
 

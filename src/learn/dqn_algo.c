@@ -106,6 +106,10 @@ static vp_status dqn_stats(vp_algo* a, vp_kv_list* out) {
     vp_kv_add(out, "nan_steps", whole ? (double)(int64_t)nan_steps : (double)nan_steps, whole);
     vp_kv_add(out, "replay_size", (double)st.replay_size, 1);
     vp_learner_signal_stats(&state(a)->t.learner, state(a)->t.count.learner_steps, out);
+    if (st.curious) {
+        vp_kv_add(out, "curiosity_reward", st.curiosity[VP_CUR_STAT_REWARD], 0);
+        vp_kv_add(out, "curiosity_loss", st.curiosity[VP_CUR_STAT_LOSS], 0);
+    }
     return vp_learner_selection_stats(&state(a)->t.learner, state(a)->t.count.learner_steps, out);
 }
 

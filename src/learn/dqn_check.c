@@ -179,6 +179,7 @@ vp_status vp_dqn_check_restored(vp_trainer* t, const char* path, const vp_train_
     VP_TRY(check_steps(t, path, c));
     vp_status s = check_env_replay(t, c);
     if (s != VP_OK) return vp_error_context(s, "checkpoint %s", path);
+    if (t->curiosity) VP_TRY(vp_curiosity_check_state(t->curiosity, c->learner_steps, path));
     return check_params(t, path);
 }
 

@@ -1,9 +1,9 @@
 /* Checkpoints of a training run. last.safetensors (VP_CKPT_RESUME) holds every parameter
  * by name, the target parameters ("target."), the AdamW moments ("adam.m.", "adam.v.") and
  * step, the learner's statistics (and, with the signal bus on, its controls and signals), the
- * collection-step counter, the env state and the
- * replay ring as raw blocks, and the host counters, seeds and config as metadata: enough
- * to continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best parameters. Both
+ * collection-step counter, the env state, the replay ring and (curiosity on) the forward
+ * model's state as raw blocks, and the host counters, seeds and config as metadata: enough to
+ * continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best parameters. Both
  * record the data trained on (vulpes.data.*: source, identity, bar interval, price scale). */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
@@ -101,6 +101,8 @@ static vp_status resume_items(vp_trainer* t, item_list* l) {
     vp_tensor rb;
     VP_TRY(replay_block(t, &rb));
     list_add(l, "", "replay.state", rb);
+    // The forward model of curiosity: parameters, moments and step in one block, as raw words.
+    if (t->curiosity) list_add(l, "", "curiosity.state", t->curiosity->state_words);
     return VP_OK;
 }
 

@@ -1,6 +1,6 @@
 /* The training iteration: collection (vp_collector_collect: the span encoded once where that
- * is fewer rows, then head-only steps), then learner steps (sample, taus, step,
- * priorities), issued as ops only and replayed as one graph; the warm-up; statistics. */
+ * is fewer rows, then head-only steps), then learner steps (sample, curiosity's forward-model
+ * step when on, taus, step, priorities), issued as ops only and replayed as one graph; the warm-up; statistics. */
 #include <math.h>
 #include <string.h>
 
@@ -16,6 +16,7 @@ vp_status vp_trainer_iteration_body(vp_backend* b, void* ctx) {
     // Learning: sample, fresh taus, one step (Polyak included), new priorities.
     for (int64_t k = 0; k < t->cfg.train.train_steps; ++k) {
         VP_TRY(vp_replay_sample(t->replay, &t->rbatch));
+        if (t->curiosity) VP_TRY(vp_curiosity_learn(t->curiosity, &t->batch, k == 0));
         VP_TRY(vp_learner_draw_taus(&t->learner, &t->batch));
         VP_TRY(vp_learner_step(&t->learner, &t->batch, per ? &t->priorities : NULL));
         if (per) VP_TRY(vp_replay_update_priorities(t->replay, &t->indices, &t->priorities));
@@ -37,12 +38,14 @@ vp_status vp_trainer_warmup(vp_trainer* t) {
 }
 
 /* Runs, once and eagerly, every op shape of an iteration whose outputs are scratch only
- * (the policy's forward, the span encoding on the encode-once path; the learner's forward, loss and backward, which write activations,
+ * (the policy's forward, the span encoding on the encode-once path; curiosity's GEMMs and
+ * batch encoding; the learner's forward, loss and backward, which write activations,
  * loss buffers and gradients that the next step overwrites), so that first-use set-up (GEMM
  * plans) happens before the capture. The trained state is left as it was. */
 static vp_status prime(vp_trainer* t) {
     vp_collector* c = &t->collector;
     VP_TRY(vp_collector_score(c));
+    if (t->curiosity) VP_TRY(vp_curiosity_prime(t->curiosity, &t->batch));
     if (t->cfg.train.train_steps == 0) return VP_OK;
     VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_FORWARD, &t->batch, NULL));
     VP_TRY(vp_learner_run_phase(&t->learner, VP_PHASE_LOSS, &t->batch, NULL));
@@ -92,6 +95,8 @@ vp_status vp_trainer_stats(vp_trainer* t, vp_train_stats* out) {
     // the epsilon rule's factor, as the act kernel applies it (the bus mirrors the control)
     if (t->collector.eps_scale.data)
         out->epsilon = vp_collect_eps_scaled(out->epsilon, t->learner.signals_host[VP_SIG_EPS_SCALE]);
+    out->curious = t->curiosity != NULL;
+    if (t->curiosity) VP_TRY(vp_curiosity_stats_read(t->curiosity, out->curiosity));
     return VP_OK;
 }
 

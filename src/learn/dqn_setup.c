@@ -1,6 +1,7 @@
 /* The DQN trainer's set-up: the feature matrix on the backend, the training market and envs,
  * the replay ring, the learner, the collector, the batch and the validation backtest. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vulpes/algo.h"
@@ -43,6 +44,43 @@ static vp_status batch_init(vp_trainer* t) {
     r->reward = t->batch.reward;
     r->discount = t->batch.discount;
     r->is_weight = t->batch.is_weight;
+    // curiosity's target: the portfolio vector one step after s_t and whether that step ended the episode
+    if (t->curiosity) {
+        r->portfolio_1 = t->curiosity->port1;
+        r->done_1 = t->curiosity->done1;
+    }
+    return VP_OK;
+}
+
+/* The forward model of curiosity (curiosity.enabled), fed by the collector's policy steps. */
+static vp_status curiosity_init(vp_trainer* t) {
+    const vp_config* cfg = &t->cfg;
+    const vp_learner* l = &t->learner;
+    vp_curiosity_cfg cc;
+    memset(&cc, 0, sizeof cc);
+    cc.n_envs = cfg->env.n_envs;
+    cc.batch = l->cfg.batch;
+    cc.steps_per_iter = cfg->train.collect_steps;
+    cc.enc_dim = t->collector.policy.enc_dim;
+    cc.n_portfolio = VP_ENV_PORTFOLIO;
+    cc.layout = vp_action_layout_env();
+    cc.hidden = (int)cfg->curiosity.hidden;
+    cc.eta = (float)cfg->curiosity.eta;
+    cc.adamw = l->cfg.adamw;
+    cc.adamw.lr = (float)cfg->curiosity.lr;
+    cc.adamw.weight_decay = 0.0f;
+    // the network's GEMM arithmetic, TF32 where it trains in BF16 (the model's tensors are f32)
+    cc.precision = t->parts.precision == VP_PREC_BF16 ? VP_PREC_TF32 : t->parts.precision;
+    cc.seed = l->cfg.seed;
+    t->curiosity = (vp_curiosity*)calloc(1, sizeof *t->curiosity);
+    VP_REQUIRE(t->curiosity != NULL, VP_ERR_OOM, "curiosity: out of host memory");
+    vp_status s = vp_curiosity_init(t->curiosity, t->backend, &cc, &t->collector.policy);
+    if (s != VP_OK) {
+        free(t->curiosity);
+        t->curiosity = NULL;
+        return s;
+    }
+    t->collector.curiosity = t->curiosity;
     return VP_OK;
 }
 
@@ -56,6 +94,7 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
     t->best_val_sharpe = NAN;
     t->best_iteration = -1;
     VP_TRY(vp_train_parts_make(cfg, d->n_features, &t->parts));
+    t->parts.replay.intrinsic = cfg->curiosity.enabled ? 1 : 0;
 
     // Data and envs, replay, learner, collector, batch, validation: each on the backend.
     vp_status s = vp_algo_features_upload(b, d, &t->feat_buf, &t->features);
@@ -72,6 +111,7 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
         t->collector.eps_scale = vp_learner_control(&t->learner, VP_CTL_EPS_SCALE);
     if (s == VP_OK && t->parts.learner.signals.kelly)
         t->env.size_cap = (const float*)vp_learner_control(&t->learner, VP_CTL_KELLY_CAP).data;
+    if (s == VP_OK && cfg->curiosity.enabled) s = curiosity_init(t);
     if (s == VP_OK) s = batch_init(t);
     if (s == VP_OK)
         s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars,
@@ -89,6 +129,8 @@ void vp_trainer_free(vp_trainer* t) {
     if (!t) return;
     vp_graph_free(t->graph);
     vp_validator_free(t->val);
+    vp_curiosity_free(t->curiosity);
+    free(t->curiosity);
     vp_collector_free(&t->collector);
     if (t->backend) vp_arena_free(&t->arena);
     vp_learner_free(&t->learner);

@@ -111,6 +111,15 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
     off[k++] = take(&used, E * i4);          /* emit_off */
     off[k++] = take(&used, tiles * i4);      /* tile_off */
     off[k++] = take(&used, sizeof(vp_replay_ctrl)); /* ctrl */
+    /* the intrinsic columns, behind everything else (a ring without them keeps its layout) */
+    size_t off_int[5] = {0, 0, 0, 0, 0};
+    if (c->intrinsic) {
+        off_int[0] = take(&used, C * f);         /* rew_int */
+        off_int[1] = take(&used, C * P * f);     /* port1 */
+        off_int[2] = take(&used, C * f);         /* done1 */
+        off_int[3] = take(&used, n * E * f);     /* p_rew_int */
+        off_int[4] = take(&used, n * E * P * f); /* p_port1 */
+    }
 
     /* sizes and hyper-parameters */
     d->cap = c->capacity;
@@ -120,6 +129,7 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
     d->n_step = c->n_step;
     d->gamma = c->gamma;
     d->prioritized = c->prioritized ? 1 : 0;
+    d->intrinsic = c->intrinsic ? 1 : 0;
     d->alpha = c->alpha;
     d->eps = c->priority_eps;
     d->beta0 = c->beta0;
@@ -152,6 +162,13 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
     d->emit_off = (int32_t*)(base + off[k++]);
     d->tile_off = (int32_t*)(base + off[k++]);
     d->ctrl = (vp_replay_ctrl*)(base + off[k++]);
+    if (c->intrinsic) {
+        d->rew_int = (float*)(base + off_int[0]);
+        d->port1 = (float*)(base + off_int[1]);
+        d->done1 = (float*)(base + off_int[2]);
+        d->p_rew_int = (float*)(base + off_int[3]);
+        d->p_port1 = (float*)(base + off_int[4]);
+    }
     return used;
 }
 
@@ -237,6 +254,14 @@ vp_status vp_replay_fields_get(const vp_replay* r, vp_replay_fields* out) {
     out->next_portfolio = vp_tensor_2d(d->next_port, VP_F32, m, d->cap, d->n_port);
     out->action = vp_tensor_2d(d->act, VP_I32, m, d->cap, d->n_branch);
     out->reward = view(r, d->rew, VP_F32, d->cap);
+    memset(&out->reward_int, 0, sizeof out->reward_int);
+    memset(&out->portfolio_1, 0, sizeof out->portfolio_1);
+    memset(&out->done_1, 0, sizeof out->done_1);
+    if (d->intrinsic) {
+        out->reward_int = view(r, d->rew_int, VP_F32, d->cap);
+        out->portfolio_1 = vp_tensor_2d(d->port1, VP_F32, m, d->cap, d->n_port);
+        out->done_1 = view(r, d->done1, VP_F32, d->cap);
+    }
     out->discount = view(r, d->disc, VP_F32, d->cap);
     out->done = view(r, d->done, VP_I32, d->cap);
     out->priority = view(r, d->prio, VP_F32, d->cap);
@@ -274,11 +299,17 @@ vp_status vp_replay_push(vp_replay* r, const vp_replay_step* s) {
     VP_TRY(vp_tensor_check_rows(fn, "done", r->backend, &s->done, done_f32 ? VP_F32 : VP_I32, E, 1));
     VP_TRY(vp_tensor_check_rows(fn, "next_bar_idx", r->backend, &s->next_bar_idx, VP_I32, E, 1));
     VP_TRY(vp_tensor_check_rows(fn, "next_portfolio", r->backend, &s->next_portfolio, VP_F32, E, P));
+    // an intrinsic reward only into a ring that keeps the intrinsic return
+    if (s->reward_int.data) {
+        VP_REQUIRE(r->cfg.intrinsic, VP_ERR_INVALID_ARG,
+                   "%s: the step carries reward_int but the ring keeps no intrinsic return (made with intrinsic 0)", fn);
+        VP_TRY(vp_tensor_check_rows(fn, "reward_int", r->backend, &s->reward_int, VP_F32, E, 1));
+    }
     vp_replay_step_dev sd = {(const int32_t*)s->bar_idx.data,  (const int32_t*)s->window_end.data,
                              (const float*)s->portfolio.data,  (const int32_t*)s->action.data,
                              (const float*)s->reward.data,     s->done.data,
                              (const int32_t*)s->next_bar_idx.data, (const float*)s->next_portfolio.data,
-                             done_f32};
+                             (const float*)s->reward_int.data, done_f32};
     return r->kernels->push(r->backend, &r->dev, &sd);
 }
 
@@ -296,6 +327,10 @@ vp_status vp_replay_sample(vp_replay* r, vp_replay_batch* out) {
     VP_TRY(vp_tensor_check_rows(fn, "reward", r->backend, &out->reward, VP_F32, B, 1));
     VP_TRY(vp_tensor_check_rows(fn, "discount", r->backend, &out->discount, VP_F32, B, 1));
     VP_TRY(vp_tensor_check_rows(fn, "is_weight", r->backend, &out->is_weight, VP_F32, B, 1));
+    if (out->reward_int.data) VP_TRY(vp_tensor_check_rows(fn, "reward_int", r->backend, &out->reward_int, VP_F32, B, 1));
+    if (out->portfolio_1.data)
+        VP_TRY(vp_tensor_check_rows(fn, "portfolio_1", r->backend, &out->portfolio_1, VP_F32, B, P));
+    if (out->done_1.data) VP_TRY(vp_tensor_check_rows(fn, "done_1", r->backend, &out->done_1, VP_F32, B, 1));
     vp_replay_batch_dev o = {B,
                              (int32_t*)out->indices.data,
                              (int32_t*)out->bar_idx.data,
@@ -305,7 +340,10 @@ vp_status vp_replay_sample(vp_replay* r, vp_replay_batch* out) {
                              (int32_t*)out->actions.data,
                              (float*)out->reward.data,
                              (float*)out->discount.data,
-                             (float*)out->is_weight.data};
+                             (float*)out->is_weight.data,
+                             (float*)out->reward_int.data,
+                             (float*)out->portfolio_1.data,
+                             (float*)out->done_1.data};
     return r->kernels->sample(r->backend, &r->dev, &o);
 }
 

@@ -83,6 +83,10 @@ static vp_status check_pending(const vp_replay_dev* h, const vp_replay_expect* x
                     (int)x->env_wend[e], (int)(x->env_t[e] - c + j));
         VP_TRY(check_finite("portfolio", "pending step of env", e, h->p_port + at * P, P));
         VP_TRY(check_finite("reward", "pending step of env", e, h->p_rew + at, 1));
+        if (h->intrinsic) {
+            VP_TRY(check_finite("reward_int", "pending step of env", e, h->p_rew_int + at, 1));
+            VP_TRY(check_finite("portfolio_1", "pending step of env", e, h->p_port1 + at * P, P));
+        }
         VP_TRY(check_action("pending step of env", e, h->p_act + at * NB, NB, x->action_size));
     }
     *pending += c;
@@ -100,6 +104,12 @@ static vp_status check_slot(const vp_replay_dev* h, const vp_replay_expect* x, i
     VP_TRY(check_finite("next_portfolio", "slot", i, h->next_port + i * P, P));
     VP_TRY(check_action("slot", i, h->act + i * NB, NB, x->action_size));
     VP_TRY(check_finite("reward", "slot", i, h->rew + i, 1));
+    if (h->intrinsic) {
+        VP_TRY(check_finite("reward_int", "slot", i, h->rew_int + i, 1));
+        VP_TRY(check_finite("portfolio_1", "slot", i, h->port1 + i * P, P));
+        if (h->done1[i] != 0.0f && h->done1[i] != 1.0f)
+            RS_FAIL("slot %lld has done_1 %g (allowed 0 or 1)", (long long)i, (double)h->done1[i]);
+    }
     if (!(h->disc[i] >= 0.0f && h->disc[i] <= 1.0f))
         RS_FAIL("slot %lld has discount %g (allowed 0 .. 1)", (long long)i, (double)h->disc[i]);
     if (h->done[i] < 0 || h->done[i] > 2) RS_FAIL("slot %lld has done code %d (allowed 0 .. 2)", (long long)i, (int)h->done[i]);

@@ -42,6 +42,7 @@ typedef struct vp_replay_dev {
     int n_step;          /* n */
     float gamma;         /* per-step discount */
     int prioritized;     /* PER on */
+    int intrinsic;       /* transitions keep an n-step intrinsic return (rew_int, p_rew_int) */
     float alpha;         /* priority exponent */
     float eps;           /* priority epsilon */
     float beta0;         /* IS exponent at step 0 */
@@ -58,7 +59,10 @@ typedef struct vp_replay_dev {
     float* port;         /* [C, P] */
     float* next_port;    /* [C, P] */
     int32_t* act;        /* [C, NB] */
-    float* rew;          /* [C] */
+    float* rew;          /* [C] n-step extrinsic return */
+    float* rew_int;      /* [C] n-step intrinsic return (NULL unless intrinsic) */
+    float* port1;        /* [C, P] portfolio vector of s_{t+1} (NULL unless intrinsic) */
+    float* done1;        /* [C] 1 where step t itself ended the episode, else 0 (NULL unless intrinsic) */
     float* disc;         /* [C] */
     int32_t* done;       /* [C] */
     float* prio;         /* [C] sum-tree leaves */
@@ -73,6 +77,8 @@ typedef struct vp_replay_dev {
     float* p_port;       /* [n, E, P] */
     int32_t* p_act;      /* [n, E, NB] */
     float* p_rew;        /* [n, E] */
+    float* p_rew_int;    /* [n, E] intrinsic rewards of the pending steps (NULL unless intrinsic) */
+    float* p_port1;      /* [n, E, P] next portfolio vector of each pending step (NULL unless intrinsic) */
     int32_t* emit_off;   /* [E] ring offset of env e's first transition within its tile */
     int32_t* tile_off;   /* [ceil(E / VP_REPLAY_SCAN_TILE)] ring offset (from base) of each tile */
 
@@ -89,6 +95,7 @@ typedef struct vp_replay_step_dev {
     const void* done;         /* [E] i32 codes or f32 (done_f32) */
     const int32_t* next_bar;  /* [E] */
     const float* next_port;   /* [E, P] */
+    const float* rew_int;     /* [E] intrinsic rewards (NULL: 0) */
     int done_f32;             /* `done` holds floats */
 } vp_replay_step_dev;
 
@@ -104,6 +111,9 @@ typedef struct vp_replay_batch_dev {
     float* rew;               /* [B] */
     float* disc;              /* [B] */
     float* w;                 /* [B] */
+    float* rew_int;           /* [B] intrinsic part of rew (NULL: not written) */
+    float* port1;             /* [B, P] portfolio vector of s_{t+1} (NULL: not written) */
+    float* done1;             /* [B] 1 where step t ended its episode (NULL: not written) */
 } vp_replay_batch_dev;
 
 /* ---- a restored ring's checks ----------------------------------------------------------------- */

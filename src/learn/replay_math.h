@@ -205,7 +205,13 @@ VP_HD void vp_replay_gather(const vp_replay_dev* d, const vp_replay_batch_dev* o
         o->next_port[j * P + k] = d->next_port[i * P + k];
     }
     for (int k = 0; k < NB; ++k) o->act[j * NB + k] = d->act[i * NB + k];
-    o->rew[j] = d->rew[i];
+    /* the learner's reward: the extrinsic return plus, on an intrinsic ring, the intrinsic one */
+    const float ri = d->intrinsic ? d->rew_int[i] : 0.0f;
+    o->rew[j] = d->intrinsic ? d->rew[i] + ri : d->rew[i];
+    if (o->rew_int) o->rew_int[j] = ri;
+    if (o->port1)
+        for (int k = 0; k < P; ++k) o->port1[j * P + k] = d->intrinsic ? d->port1[i * P + k] : 0.0f;
+    if (o->done1) o->done1[j] = d->intrinsic ? d->done1[i] : 0.0f;
     o->disc[j] = d->disc[i];
 }
 
@@ -244,14 +250,20 @@ VP_HD void vp_replay_env_push(const vp_replay_dev* d, const vp_replay_step_dev* 
     for (int k = 0; k < P; ++k) d->p_port[(q * E + e) * P + k] = s->port[e * P + k];
     for (int k = 0; k < NB; ++k) d->p_act[(q * E + e) * NB + k] = s->act[e * NB + k];
     d->p_rew[q * E + e] = s->rew[e];
+    if (d->intrinsic) {
+        d->p_rew_int[q * E + e] = s->rew_int ? s->rew_int[e] : 0.0f;
+        for (int k = 0; k < P; ++k) d->p_port1[(q * E + e) * P + k] = s->next_port[e * P + k];
+    }
     c += 1;
 
     /* write the completed transitions, oldest first */
     const int code = vp_replay_done_code(s, e);
     const int emit = code != 0 ? c : (c == n ? 1 : 0);
     if (emit > 0) {
-        float rw[VP_REPLAY_MAX_NSTEP];
+        float rw[VP_REPLAY_MAX_NSTEP], ri[VP_REPLAY_MAX_NSTEP];
         for (int i = 0; i < c; ++i) rw[i] = d->p_rew[((st + i) % n) * E + e];
+        if (d->intrinsic)
+            for (int i = 0; i < c; ++i) ri[i] = d->p_rew_int[((st + i) % n) * E + e];
         const float max_p = d->ctrl->max_priority;
         for (int m = 0; m < emit; ++m) {
             int64_t pq = (st + m) % n;
@@ -265,6 +277,12 @@ VP_HD void vp_replay_env_push(const vp_replay_dev* d, const vp_replay_step_dev* 
             }
             for (int k = 0; k < NB; ++k) d->act[slot * NB + k] = d->p_act[(pq * E + e) * NB + k];
             d->rew[slot] = vp_replay_nstep_return(rw, m, c, d->gamma);
+            if (d->intrinsic) {
+                d->rew_int[slot] = vp_replay_nstep_return(ri, m, c, d->gamma);
+                for (int k = 0; k < P; ++k) d->port1[slot * P + k] = d->p_port1[(pq * E + e) * P + k];
+                /* pending steps before the last all went on; the last one ends the episode when code != 0 */
+                d->done1[slot] = code != 0 && m == c - 1 ? 1.0f : 0.0f;
+            }
             d->disc[slot] = code == 1 ? 0.0f : vp_replay_gamma_pow(d->gamma, c - m);
             d->done[slot] = code;
             d->prio[slot] = max_p;

@@ -49,6 +49,7 @@ static inline void pair_free(rpair* p) {
 /* The step tensors of one side (dev 0: CPU, 1: CUDA). */
 static inline vp_replay_step step_view(rpair* p, int dev) {
     vp_replay_step s;
+    memset(&s, 0, sizeof s); /* optional fields (the intrinsic ones) absent */
     s.bar_idx = dev ? p->bar.d : p->bar.h, s.window_end = dev ? p->wend.d : p->wend.h;
     s.portfolio = dev ? p->port.d : p->port.h, s.action = dev ? p->act.d : p->act.h;
     s.reward = dev ? p->rew.d : p->rew.h, s.done = dev ? p->done.d : p->done.h;
@@ -59,6 +60,7 @@ static inline vp_replay_step step_view(rpair* p, int dev) {
 /* The batch tensors of one side. */
 static inline vp_replay_batch batch_view(rpair* p, int dev) {
     vp_replay_batch o;
+    memset(&o, 0, sizeof o); /* optional fields (the intrinsic ones) absent */
     o.indices = dev ? p->idx.d : p->idx.h, o.bar_idx = dev ? p->obar.d : p->obar.h;
     o.next_bar_idx = dev ? p->onbar.d : p->onbar.h, o.portfolio = dev ? p->oport.d : p->oport.h;
     o.next_portfolio = dev ? p->onport.d : p->onport.h, o.actions = dev ? p->oact.d : p->oact.h;
