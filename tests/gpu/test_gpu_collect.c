@@ -13,11 +13,11 @@
  * - two training runs with train.collect_steps=64 (the encode-once path) give identical
  *   metrics.jsonl (timing lines aside).
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include "gpu_twin.h"
 #include "learn/collect_impl.h"
+#include "test_train_util.h"
 #include "vulpes/collect.h"
 
 enum { NE = 4099, NS = 16 };

@@ -65,28 +65,38 @@ static void test_bus_parity(void) {
         twin_rand(&qt, -2.0f, 2.0f), twin_rand(&act, 0.0f, 3.0f), twin_rand(&ast, 0.0f, 3.0f);
         twin_rand(&rw, -1.0f, 1.0f), twin_rand(&dc, 0.0f, 1.0f), twin_rand(&st, 1.0f, 2.0f);
         twin_rand(&ctl, 0.5f, 1.0f), twin_poison_with(&sig, 0.0f);
+        // the last size on a learned support (adaptive atoms): branch br's atoms on a curve of its own
+        twin sup;
+        twin_2d(&sup, VP_F32, lay.n_branches, Z);
+        for (int br = 0; br < lay.n_branches; ++br)
+            for (int j = 0; j < Z; ++j) {
+                const double u = (double)j / (double)(Z - 1);
+                ((float*)sup.h.data)[br * Z + j] = (float)(-10.0 + 20.0 * pow(u, 1.0 + 0.25 * br));
+            }
+        twin_push(&sup);
+        const int learned = c == 2;
         // two steps: the first starts the EMAs, the second (other loss and rewards) runs the rules
         for (int step = 0; step < 2; ++step) {
             if (step == 1) twin_rand(&st, 2.0f, 3.0f), twin_rand(&rw, -1.0f, 1.0f);
             vp_sig_inputs hi = {(const float*)lp.h.data,  (const float*)dlp.h.data, (const float*)q.h.data,
                                 (const float*)qn.h.data,  (const float*)qt.h.data,  (const int32_t*)act.h.data,
                                 (const int32_t*)ast.h.data, (const float*)rw.h.data, (const float*)dc.h.data,
-                                (const float*)st.h.data};
+                                (const float*)st.h.data, learned ? (const float*)sup.h.data : NULL};
             vp_sig_inputs di = {(const float*)lp.d.data,  (const float*)dlp.d.data, (const float*)q.d.data,
                                 (const float*)qn.d.data,  (const float*)qt.d.data,  (const int32_t*)act.d.data,
                                 (const int32_t*)ast.d.data, (const float*)rw.d.data, (const float*)dc.d.data,
-                                (const float*)st.d.data};
+                                (const float*)st.d.data, learned ? (const float*)sup.d.data : NULL};
             CHECK_OK(vp_sig_cpu.bus(g_cpu, &p, &hi, (float*)ctl.h.data, (float*)sig.h.data, NULL));
             CHECK_OK(vp_sig_cuda.bus(g_gpu, &p, &di, (float*)ctl.d.data, (float*)sig.d.data, (double*)part.d.data));
         }
         char cas[64];
-        snprintf(cas, sizeof cas, "B %lld, 2 steps, 4 rules", (long long)B);
+        snprintf(cas, sizeof cas, "B %lld, 2 steps, 4 rules%s", (long long)B, learned ? ", learned support" : "");
         twin_check("signal bus", cas, &sig, TOL_BUS);
         twin_check("signal controls", cas, &ctl, TOL_BUS);
         CHECK(((const float*)sig.h.data)[VP_SIG_RULE_RUNS] == 1.0f, "rule runs on the CPU");
         twin_free(&lp), twin_free(&dlp), twin_free(&q), twin_free(&qn), twin_free(&qt), twin_free(&act);
         twin_free(&ast), twin_free(&rw), twin_free(&dc), twin_free(&st), twin_free(&ctl), twin_free(&sig);
-        twin_free(&part);
+        twin_free(&part), twin_free(&sup);
     }
     // the schedule kernel against the host formula, through the warm-up and the cosine
     twin stp, lr;

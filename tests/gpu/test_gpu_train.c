@@ -7,10 +7,10 @@
  * - two runs of one config give identical metrics.jsonl (timing lines aside) and
  *   byte-identical checkpoints; 23 iterations + a stop + a resume equal 40 straight.
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include "gpu_twin.h"
+#include "test_train_util.h"
 #include "vulpes/collect.h"
 
 static void test_act_parity(void) {
