@@ -206,10 +206,7 @@ static vp_status job_run(void* ctx, vp_backend* b, int64_t k, int* stopped) {
 }
 
 static void job_note(void* ctx, const char* msg) {
-    char line[512];
-    snprintf(line, sizeof line, "ablation: %s", msg);
-    vp_log(VP_LOG_INFO, "%s", line);
-    vp_ablate_note((vp_ablate_ctx*)ctx, line);
+    vp_pool_runs_pool_note(&((vp_ablate_ctx*)ctx)->pool, "ablation", msg);
 }
 
 /* The runs through the job pool (each variant's config measured for device memory), then an
@@ -220,23 +217,21 @@ static vp_status run_all(vp_ablate_ctx* c, vp_backend* b, const vp_config* var, 
     VP_REQUIRE(probe_cfg != NULL, VP_ERR_OOM, "ablation: %d variants", r->n_variants);
     for (int v = 0; v < r->n_variants; ++v) probe_cfg[v] = &var[v];
     vp_job_pool p = {"ablation", "run", "runs", r->n_runs, c->opts->parallel, c->opts->stop_after_runs, c,
-                     job_is_done, job_run, job_note, &c->halt, probe_cfg, c->data, r->n_variants};
+                     job_is_done, job_run, job_note, &c->pool.halt, probe_cfg, c->data, r->n_variants};
     // the progress over the runs this call runs (a continued run counts from its checkpoint's iteration)
-    c->iters = (int64_t*)calloc(2 * (size_t)r->n_runs, sizeof(int64_t));
-    if (!c->iters) {
+    vp_pool_runs* pr = &c->pool;
+    pr->iters = (int64_t*)calloc(2 * (size_t)r->n_runs, sizeof(int64_t));
+    if (!pr->iters) {
         free(probe_cfg);
         VP_FAIL(VP_ERR_OOM, "ablation: %lld runs", (long long)r->n_runs);
     }
-    c->iter0 = c->iters + r->n_runs;
-    for (int64_t k = 0; k < r->n_runs; ++k) c->iter0[k] = -1;
-    c->work_total = vp_job_pool_left(&p) * var[0].train.iterations;
-    c->interval_s = 10.0;
-    c->t0 = vp_clock_s();
-    c->last_line = c->t0 - c->interval_s; // the first report prints at once
+    pr->n_slots = r->n_runs, pr->iter0 = pr->iters + r->n_runs;
+    pr->interval_s = 10.0;
+    vp_pool_runs_begin(pr, "runs", 0, r->n_runs, vp_job_pool_left(&p) * var[0].train.iterations);
     vp_status s = vp_job_pool_run(&p, b);
     free(probe_cfg);
-    free(c->iters);
-    c->iters = NULL;
+    free(pr->iters);
+    pr->iters = pr->iter0 = NULL;
     for (int64_t k = 0; k < r->n_runs && s == VP_OK; ++k) {
         if (!c->finished_now[k]) continue;
         vp_metrics_log* m = &run->metrics;
@@ -264,7 +259,8 @@ vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opt
     vp_ablate_ctx c;
     memset(&c, 0, sizeof c);
     c.opts = opts, c.r = out, c.resume = opts->mode == VP_RUN_RESUME;
-    VP_REQUIRE(pthread_mutex_init(&c.mu, NULL) == 0, VP_ERR_STATE, "ablation: pthread_mutex_init failed");
+    c.pool.progress = opts->progress, c.pool.stop = opts->stop, c.pool.fused = opts->fused;
+    VP_REQUIRE(pthread_mutex_init(&c.pool.mu, NULL) == 0, VP_ERR_STATE, "ablation: pthread_mutex_init failed");
 
     // the plan: the switches and seeds given, or the resumed folder's
     cJSON* plan = NULL;
@@ -307,7 +303,7 @@ vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opt
     free(var);
     free(c.run_cfg);
     free(c.finished_now);
-    pthread_mutex_destroy(&c.mu);
+    pthread_mutex_destroy(&c.pool.mu);
     if (s != VP_OK) {
         vp_ablate_result_free(out); // a refused or failed ablation returns nothing to free
         return vp_error_context(s, "ablation in %s", opts->dir);
