@@ -10,6 +10,8 @@
 
 #include "eval/ablate_impl.h"
 #include "eval/job_pool.h"
+#include "eval/job_read.h"
+#include "eval/job_write.h"
 #include "vulpes/model.h"
 #include "vulpes/train.h"
 
@@ -23,17 +25,16 @@ void vp_ablate_result_free(vp_ablate_result* r) {
 
 /* ---- the plan ------------------------------------------------------------------------------- */
 
-/* ablate_plan.json's text: the switches as given, the seeds and the base seed. */
-static vp_status plan_text(const vp_ablate_result* r, char** out) {
+/* ablate_plan.json's document: the switches as given, the seeds and the base seed (caller deletes). */
+static vp_status plan_json(const vp_ablate_result* r, cJSON** out) {
     cJSON* root = cJSON_CreateObject();
     cJSON* sw = root ? cJSON_AddArrayToObject(root, "switches") : NULL;
+    if (!sw) cJSON_Delete(root);
     VP_REQUIRE(sw != NULL, VP_ERR_OOM, "ablate_plan.json: out of memory");
     for (int v = 1; v < r->n_variants; ++v) cJSON_AddItemToArray(sw, cJSON_CreateString(r->variants[v].name));
     cJSON_AddNumberToObject(root, "seeds", (double)r->seeds);
     cJSON_AddNumberToObject(root, "base_seed", (double)r->base_seed);
-    *out = cJSON_Print(root);
-    cJSON_Delete(root);
-    VP_REQUIRE(*out != NULL, VP_ERR_OOM, "ablate_plan.json: out of memory");
+    *out = root;
     return VP_OK;
 }
 
@@ -120,20 +121,6 @@ static vp_status check_variants(vp_ablate_ctx* c, const vp_config* base, vp_conf
     return VP_OK;
 }
 
-/* A resume's check: the folder's config.yaml is the base (run.* aside). */
-static vp_status check_resume(const char* dir, const vp_config* base) {
-    char path[VP_RUN_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/config.yaml", dir);
-    vp_config old;
-    vp_config_defaults(&old);
-    VP_TRY(vp_config_load_file(&old, path));
-    old.run = base->run;
-    const vp_config_key* k = vp_config_diff(&old, base);
-    VP_REQUIRE(k == NULL, VP_ERR_INVALID_ARG, "cannot resume the ablation in %s: %s differs from its config.yaml", dir,
-               k ? k->name : "");
-    return VP_OK;
-}
-
 /* ---- the folder and the runs ---------------------------------------------------------------------- */
 
 /* Makes folder p when absent. */
@@ -149,18 +136,13 @@ static vp_status make_dir(const char* p) {
 static vp_status open_dir(vp_ablate_ctx* c, const vp_config* base, vp_run* run) {
     const char* dir = c->opts->dir;
     vp_status s = vp_run_claim(run, dir, c->resume ? VP_RUN_RESUME : c->opts->mode);
-    if (s == VP_OK && c->resume) s = check_resume(dir, base);
+    if (s == VP_OK && c->resume) s = vp_job_check_base(dir, base, "ablation");
     if (s == VP_OK) s = vp_run_begin(run, base);
     if (s == VP_OK && !c->resume) {
-        char* plan = NULL, path[VP_RUN_PATH_MAX + 32];
-        s = plan_text(c->r, &plan);
-        snprintf(path, sizeof path, "%s/ablate_plan.json", dir);
-        if (s == VP_OK) {
-            const size_t n = strlen(plan);
-            plan[n] = '\n';
-            s = vp_file_write_atomic(path, plan, n + 1);
-        }
-        free(plan);
+        cJSON* plan = NULL;
+        s = plan_json(c->r, &plan);
+        if (s == VP_OK) s = vp_job_json_save(dir, "ablate_plan.json", plan);
+        cJSON_Delete(plan);
     }
     char p[VP_RUN_PATH_MAX + VP_ABLATE_NAME_MAX + 16];
     snprintf(p, sizeof p, "%s/runs", dir);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eval/job_pool.h"
+#include "eval/job_read.h"
 #include "eval/search_impl.h"
 #include "vulpes/model.h"
 #include "vulpes/train.h"
@@ -91,26 +92,12 @@ static vp_status make_trials(vp_search_ctx* c, vp_train_data* data) {
 
 /* ---- the folder ---------------------------------------------------------------------------- */
 
-/* A resume's check: the folder's config.yaml is the base (run.* aside). */
-static vp_status check_resume(const char* dir, const vp_config* base) {
-    char path[VP_RUN_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/config.yaml", dir);
-    vp_config old;
-    vp_config_defaults(&old);
-    VP_TRY(vp_config_load_file(&old, path));
-    old.run = base->run;
-    const vp_config_key* k = vp_config_diff(&old, base);
-    VP_REQUIRE(k == NULL, VP_ERR_INVALID_ARG, "cannot resume the search in %s: %s differs from its config.yaml", dir,
-               k ? k->name : "");
-    return VP_OK;
-}
-
 /* Claims the folder per the mode (locked until the caller closes it); a new search writes its
  * plan and an empty rungs.json, a resume reads its finished rungs. */
 static vp_status open_dir(vp_search_ctx* c, vp_run* run) {
     vp_search_result* r = c->r;
     vp_status s = vp_run_claim(run, r->dir, c->resume ? VP_RUN_RESUME : c->opts->mode);
-    if (s == VP_OK && c->resume) s = check_resume(r->dir, &r->base);
+    if (s == VP_OK && c->resume) s = vp_job_check_base(r->dir, &r->base, "search");
     if (s == VP_OK) s = vp_run_begin(run, &r->base);
     if (s == VP_OK && !c->resume) s = vp_search_plan_write(r);
     if (s == VP_OK) s = c->resume ? vp_search_rungs_read(r) : vp_search_rungs_write(r);

@@ -30,9 +30,6 @@ typedef struct vp_search_ctx {
 
 /* ---- search_plan.c ------------------------------------------------------------------------ */
 
-/* The whole file dir/file, NUL-terminated (caller frees); NULL when unreadable. */
-char* vp_search_read_text(const char* dir, const char* file);
-
 /* Writes DIR/search.json (the plan of r) and DIR/space.yaml (its space), each atomically. */
 vp_status vp_search_plan_write(const vp_search_result* r);
 
