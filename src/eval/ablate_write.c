@@ -101,7 +101,8 @@ static vp_status write_csv(FILE* out, const void* ctx) {
 }
 
 /* The table as JSON: the deflation, a row per variant and a row per run. */
-static vp_status json_of(const vp_ablate_result* r, cJSON** out) {
+static vp_status write_json(FILE* out, const void* ctx) {
+    const vp_ablate_result* r = (const vp_ablate_result*)ctx;
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "ablate.json: out of memory");
     cJSON_AddStringToObject(root, "vulpes_version", VP_VERSION_STRING);
@@ -152,18 +153,7 @@ static vp_status json_of(const vp_ablate_result* r, cJSON** out) {
         if (s == VP_OK) s = vp_metric_json_add(o, "learner_step_ms", x->step_ms);
         if (s == VP_OK) s = vp_metric_json_add(o, "parameters", x->parameters >= 0 ? (double)x->parameters : NAN);
     }
-    if (s != VP_OK) {
-        cJSON_Delete(root);
-        return s;
-    }
-    *out = root;
-    return VP_OK;
-}
-
-static vp_status write_json(FILE* out, const void* ctx) {
-    cJSON* root = NULL;
-    VP_TRY(json_of((const vp_ablate_result*)ctx, &root));
-    return vp_job_json_write(out, root, "ablate.json");
+    return vp_job_json_write(out, root, s, "ablate.json");
 }
 
 /* A cell of escaped text. */

@@ -14,7 +14,11 @@ void vp_job_csv_num(FILE* out, double v) {
     else fprintf(out, "%.17g", v);
 }
 
-vp_status vp_job_json_write(FILE* out, cJSON* root, const char* file) {
+vp_status vp_job_json_write(FILE* out, cJSON* root, vp_status s, const char* file) {
+    if (s != VP_OK) {
+        cJSON_Delete(root);
+        return s;
+    }
     char* text = cJSON_Print(root);
     cJSON_Delete(root);
     VP_REQUIRE(text != NULL, VP_ERR_OOM, "%s: out of memory", file);

@@ -16,9 +16,10 @@ typedef vp_status (*vp_job_writer)(FILE* out, const void* ctx);
 /* v for a CSV file: full precision (%.17g), "inf" / "-inf", nothing for NaN. */
 void vp_job_csv_num(FILE* out, double v);
 
-/* Writes root as indented JSON and a newline to out, then deletes root; `file` names the file
- * in the errors ("FILE: out of memory", "writing FILE failed: ..."). */
-vp_status vp_job_json_write(FILE* out, struct cJSON* root, const char* file);
+/* The end of a JSON file's writer: when s (how building root went) is VP_OK, writes root as
+ * indented JSON and a newline to out; deletes root either way; returns s, else the write's
+ * status. `file` names the file in the errors ("FILE: out of memory", "writing FILE failed"). */
+vp_status vp_job_json_write(FILE* out, struct cJSON* root, vp_status s, const char* file);
 
 /* Saves root as indented JSON and a newline in dir/file, atomically; root stays the caller's. */
 vp_status vp_job_json_save(const char* dir, const char* file, const struct cJSON* root);

@@ -100,7 +100,8 @@ static vp_status add_params(cJSON* o, const vp_search_result* r, const vp_search
 }
 
 /* The table as JSON: the plan, the winner and its deflation, a row per trial. */
-static vp_status json_of(const vp_search_result* r, cJSON** out) {
+static vp_status write_json(FILE* out, const void* ctx) {
+    const vp_search_result* r = (const vp_search_result*)ctx;
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "results.json: out of memory");
     cJSON_AddStringToObject(root, "vulpes_version", VP_VERSION_STRING);
@@ -150,18 +151,7 @@ static vp_status json_of(const vp_search_result* r, cJSON** out) {
         for (int g = 0; sc && g < r->rungs_done && g <= t->rung; ++g)
             cJSON_AddItemToArray(sc, isfinite(t->score[g]) ? cJSON_CreateNumber(t->score[g]) : cJSON_CreateNull());
     }
-    if (s != VP_OK) {
-        cJSON_Delete(root);
-        return s;
-    }
-    *out = root;
-    return VP_OK;
-}
-
-static vp_status write_json(FILE* out, const void* ctx) {
-    cJSON* root = NULL;
-    VP_TRY(json_of((const vp_search_result*)ctx, &root));
-    return vp_job_json_write(out, root, "results.json");
+    return vp_job_json_write(out, root, s, "results.json");
 }
 
 static vp_status write_html(FILE* out, const void* ctx) {
