@@ -111,27 +111,25 @@ int vp_cmd_ablate(int argc, char** argv) {
     }
 
     // the base config (the folder's on a resume) with the overrides
-    char cfg_path[1100], dir[1100];
-    vp_config cfg;
-    rc = vp_cli_job_config(&cfg, cfg_path, sizeof cfg_path, a.config, a.resume, &a.cl);
+    vp_cli_job j;
+    rc = vp_cli_job_config(&j, "ablate", a.config, a.resume, &a.cl);
     if (rc != 0) return rc;
     // the folder, the backend; Ctrl-C, SIGTERM, SIGHUP stop the runs in progress (each checkpoints)
-    vp_backend* b = vp_cli_job_open(dir, sizeof dir, "ablate", a.resume, a.out, cfg_path, &cfg);
+    vp_backend* b = vp_cli_job_open(&j, a.resume, a.out, a.force);
     if (!b) return 1;
-    vp_ablate_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), sw, n_sw, a.seeds,
-                        a.parallel, stderr, &vp_cli_stop, 0, 1};
+    vp_ablate_opts o = {j.dir, j.mode, sw, n_sw, a.seeds, a.parallel, stderr, &vp_cli_stop, 0, 1};
     vp_ablate_result r;
-    vp_status s = vp_ablate_run(&cfg, b, &o, &r);
+    vp_status s = vp_ablate_run(&j.cfg, b, &o, &r);
     vp_backend_free(b);
     if (s != VP_OK) {
         vp_ablate_result_free(&r);
         return vp_cli_fail("in the ablation");
     }
     vp_ablate_print(&r, stdout);
-    printf("\nablation folder: %s (report.html)\n", dir);
+    printf("\nablation folder: %s (report.html)\n", j.dir);
     char done[64];
     snprintf(done, sizeof done, "%lld of %lld runs", (long long)r.n_done, (long long)r.n_runs);
     const int interrupted = r.interrupted;
     vp_ablate_result_free(&r);
-    return vp_cli_job_end("ablate", interrupted, done, dir);
+    return vp_cli_job_end(&j, interrupted, done);
 }

@@ -99,30 +99,29 @@ int vp_cmd_search(int argc, char** argv) {
     int rc = parse(argc, argv, &a);
     if (rc != 0) return rc < 0 ? 0 : rc;
 
-    // the base config (the folder's on a resume) with the overrides, the space, the folder
-    char cfg_path[1100], dir[1100];
-    vp_config cfg;
-    rc = vp_cli_job_config(&cfg, cfg_path, sizeof cfg_path, a.config, a.resume, &a.cl);
+    // the base config (the folder's on a resume) with the overrides, the space
+    vp_cli_job j;
+    rc = vp_cli_job_config(&j, "search", a.config, a.resume, &a.cl);
     if (rc != 0) return rc;
     vp_search_space* space = a.space ? (vp_search_space*)calloc(1, sizeof *space) : NULL;
     if (a.space && !space) {
         fprintf(stderr, "vulpes search: out of memory\n");
         return 1;
     }
-    if (space && vp_search_space_load(a.space, &cfg, space) != VP_OK) {
+    if (space && vp_search_space_load(a.space, &j.cfg, space) != VP_OK) {
         free(space);
         return vp_cli_fail("in the search space");
     }
     // the folder, the backend; Ctrl-C, SIGTERM, SIGHUP stop the trials in progress (each checkpoints)
-    vp_backend* b = vp_cli_job_open(dir, sizeof dir, "search", a.resume, a.out, cfg_path, &cfg);
+    vp_backend* b = vp_cli_job_open(&j, a.resume, a.out, a.force);
     if (!b) {
         free(space);
         return 1;
     }
-    vp_search_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), space, a.trials,
-                        a.eta, a.min_iterations, a.seed, a.parallel, stderr, &vp_cli_stop, 0, 1};
+    vp_search_opts o = {j.dir, j.mode, space, a.trials, a.eta, a.min_iterations, a.seed, a.parallel, stderr,
+                        &vp_cli_stop, 0, 1};
     vp_search_result* r = (vp_search_result*)calloc(1, sizeof *r);
-    vp_status s = r ? vp_search_run(&cfg, b, &o, r) : VP_ERR_OOM;
+    vp_status s = r ? vp_search_run(&j.cfg, b, &o, r) : VP_ERR_OOM;
     vp_backend_free(b);
     free(space);
     if (s != VP_OK) {
@@ -134,11 +133,11 @@ int vp_cmd_search(int argc, char** argv) {
         return vp_cli_fail("in the search");
     }
     vp_search_print(r, stdout);
-    printf("\nsearch folder: %s (report.html, results.csv, results.json%s)\n", dir, r->best >= 0 ? ", best.yaml" : "");
+    printf("\nsearch folder: %s (report.html, results.csv, results.json%s)\n", j.dir, r->best >= 0 ? ", best.yaml" : "");
     char done[64];
     snprintf(done, sizeof done, "%d of %d rungs", r->rungs_done, r->n_rungs);
     const int interrupted = r->interrupted;
     vp_search_result_free(r);
     free(r);
-    return vp_cli_job_end("search", interrupted, done, dir);
+    return vp_cli_job_end(&j, interrupted, done);
 }
