@@ -12,31 +12,9 @@
 #include <sys/stat.h>
 
 #include "test_data_util.h"
+#include "test_job_util.h"
 #include "vp_test.h"
 #include "vulpes/ablate.h"
-
-/* A tiny, fast training setup on a synthetic mean-reverting market. */
-static void tiny_config(vp_config* c) {
-    vpt_tiny_train_config(c, "synth:ou:bars=900,seed=7,sigma=0.004");
-    c->instrument.max_position = 3.0;
-    c->env.n_envs = 3, c->env.episode_bars = 29;
-    c->replay.capacity = 256, c->replay.warmup = 32;
-    c->run.seed = 11;
-}
-
-/* File `file` of folder d as JSON (NULL when missing or not JSON). */
-static cJSON* json_file(const char* d, const char* file) {
-    char* text = vpt_read_file(d, file, NULL);
-    cJSON* j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
-/* A number of a JSON object (NaN when absent or null). */
-static double num(const cJSON* o, const char* key) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
 
 /* What a run's own files say. */
 typedef struct run_files {
@@ -46,11 +24,11 @@ typedef struct run_files {
 } run_files;
 
 static void read_run(const char* dir, run_files* f) {
-    cJSON* s = json_file(dir, "summary.json");
+    cJSON* s = vpt_json_file(dir, "summary.json");
     CHECK(s && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "finished")), "%s: no finished summary.json", dir);
     const cJSON* st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "test"), "strategy");
-    f->sharpe = num(st, "sharpe_ratio"), f->ppy = num(st, "periods_per_year");
-    f->skew = num(st, "skewness_ratio"), f->kurt = num(st, "kurtosis_ratio"), f->n = num(st, "n_valid_returns");
+    f->sharpe = vpt_json_num(st, "sharpe_ratio"), f->ppy = vpt_json_num(st, "periods_per_year");
+    f->skew = vpt_json_num(st, "skewness_ratio"), f->kurt = vpt_json_num(st, "kurtosis_ratio"), f->n = vpt_json_num(st, "n_valid_returns");
     cJSON_Delete(s);
     char* m = vpt_read_file(dir, "metrics.jsonl", NULL);
     CHECK(m != NULL, "%s: no metrics.jsonl", dir);
@@ -61,9 +39,9 @@ static void read_run(const char* dir, run_files* f) {
         if (next) *next++ = '\0';
         cJSON* e = cJSON_Parse(line);
         const char* ev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "event"));
-        if (ev && strcmp(ev, "run") == 0) f->params = num(e, "parameters");
+        if (ev && strcmp(ev, "run") == 0) f->params = vpt_json_num(e, "parameters");
         if (ev && strcmp(ev, "timing") == 0) {
-            const double w = num(e, "wall_s"), rate = num(e, "learner_steps_per_s");
+            const double w = vpt_json_num(e, "wall_s"), rate = vpt_json_num(e, "learner_steps_per_s");
             if (isfinite(rate) && w > prev) f->wall += w - prev, f->steps += rate * (w - prev);
             prev = w;
         }
@@ -141,20 +119,20 @@ static void check_table(const char* root, const vp_ablate_result* r) {
 
 /* ablate.json, ablate.csv and report.html hold the table's figures. */
 static void check_files(const char* root, const vp_ablate_result* r) {
-    cJSON* j = json_file(root, "ablate.json");
+    cJSON* j = vpt_json_file(root, "ablate.json");
     const cJSON* vars = cJSON_GetObjectItemCaseSensitive(j, "variants");
-    CHECK(cJSON_GetArraySize(vars) == 2 && num(j, "runs_finished") == 4, "ablate.json: %d variants",
+    CHECK(cJSON_GetArraySize(vars) == 2 && vpt_json_num(j, "runs_finished") == 4, "ablate.json: %d variants",
           cJSON_GetArraySize(vars));
     for (int v = 0; v < 2 && v < cJSON_GetArraySize(vars); ++v) {
         const cJSON* o = cJSON_GetArrayItem(vars, v);
         CHECK(strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "variant")), r->variants[v].name) == 0,
               "ablate.json: variant %d's name", v);
-        CHECK(num(o, "sharpe_mean_ratio") == r->rows[v].sharpe_mean && num(o, "sharpe_se_ratio") == r->rows[v].sharpe_se &&
-                  num(o, "deflated_sharpe_frac") == r->rows[v].deflated_sharpe &&
-                  num(o, "parameters") == (double)r->rows[v].parameters && num(o, "seeds") == 2,
+        CHECK(vpt_json_num(o, "sharpe_mean_ratio") == r->rows[v].sharpe_mean && vpt_json_num(o, "sharpe_se_ratio") == r->rows[v].sharpe_se &&
+                  vpt_json_num(o, "deflated_sharpe_frac") == r->rows[v].deflated_sharpe &&
+                  vpt_json_num(o, "parameters") == (double)r->rows[v].parameters && vpt_json_num(o, "seeds") == 2,
               "ablate.json: variant %d's figures", v);
     }
-    CHECK(num(cJSON_GetObjectItemCaseSensitive(j, "deflation"), "trials") == 4, "ablate.json: trials");
+    CHECK(vpt_json_num(cJSON_GetObjectItemCaseSensitive(j, "deflation"), "trials") == 4, "ablate.json: trials");
     cJSON_Delete(j);
     char* csv = vpt_read_file(root, "ablate.csv", NULL);
     char want[400];
@@ -182,7 +160,7 @@ static void test_ablate_table(void) {
     vp_backend* be = NULL;
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
-    tiny_config(&cfg);
+    vpt_job_tiny_config(&cfg);
     const char* sw[1] = {"model.use_mamba=false"};
     snprintf(dir, sizeof dir, "%s/ab", root);
     vp_ablate_opts o = {dir, VP_RUN_CREATE, sw, 1, 2, 2, NULL, NULL, 0, 1};
@@ -259,7 +237,7 @@ static void test_ablate_refused(void) {
     vp_backend* be = NULL;
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
-    tiny_config(&cfg);
+    vpt_job_tiny_config(&cfg);
     const char* unknown[2] = {"model.use_mamba=false", "model.use_mambo"};
     refused(&cfg, be, root, unknown, 2, 2, "switch 'model.use_mambo': unknown key 'model.use_mambo'; did you mean 'model.use_mamba'?");
     const char* seed[1] = {"run.seed=3"};

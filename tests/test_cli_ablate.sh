@@ -6,12 +6,8 @@
 # refuses a key that does not exist.
 #   usage: tests/test_cli_ablate.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
-build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
-cd "$src"
-v="$build/vulpes"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=tests/cli_util.sh
+. "${BASH_SOURCE[0]%/*}/cli_util.sh" "$@"
 tiny="train.iterations=4 train.eval_every=2 train.log_every=2 learn.batch=16 replay.warmup=64 model.hidden=16
       model.mamba_head_dim=8 model.head_hidden=16 model.iqn_taus=4 model.iqn_target_taus=4 env.n_envs=4"
 

@@ -12,31 +12,17 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
+#include "test_job_util.h"
 #include "test_train_util.h"
 #include "vp_test.h"
 #include "vulpes/search.h"
 
 static const char* SPACE = "learn.lr: {log_uniform: [1e-4, 1e-2]}\nlearn.gamma: {uniform: [0.9, 0.99]}\n";
 
+/* The tiny job setup (vpt_job_tiny_config), trained 8 iterations (rungs of 2, 4 and 8 at eta 2). */
 static void tiny_config(vp_config* c) {
-    vpt_tiny_train_config(c, "synth:ou:bars=900,seed=7,sigma=0.004");
-    c->instrument.max_position = 3.0;
-    c->env.n_envs = 3, c->env.episode_bars = 29;
-    c->replay.capacity = 256, c->replay.warmup = 32;
+    vpt_job_tiny_config(c);
     c->train.iterations = 8;
-    c->run.seed = 11;
-}
-
-static cJSON* json_file(const char* d, const char* file) {
-    char* text = vpt_read_file(d, file, NULL);
-    cJSON* j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
-static double num(const cJSON* o, const char* key) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 /* The best val_sharpe of the eval events of dir/metrics.jsonl up to iteration `upto`. */
@@ -47,7 +33,7 @@ static double best_val_upto(const char* dir, int64_t upto) {
         next = strchr(line, '\n');
         if (next) *next++ = '\0';
         cJSON* e = cJSON_Parse(line);
-        const double it = num(e, "iteration"), v = num(e, "val_sharpe");
+        const double it = vpt_json_num(e, "iteration"), v = vpt_json_num(e, "val_sharpe");
         if (it <= (double)upto && isfinite(v) && (isnan(best) || v > best)) best = v;
         cJSON_Delete(e);
     }
@@ -103,10 +89,10 @@ static void check_finished(const vp_search_result* r, const vp_config* base, con
         CHECK_OK(vp_config_load_file(&got, p));
         const vp_config_key* k = vp_config_diff(&got, &want);
         CHECK(k == NULL, "trial %lld's config.yaml differs at %s", (long long)i, k ? k->name : "");
-        cJSON* s = json_file(t->dir, "summary.json");
+        cJSON* s = vpt_json_file(t->dir, "summary.json");
         const cJSON* st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "test"), "strategy");
-        CHECK(num(s, "iterations") == (double)t->iterations, "trial %lld's summary iterations", (long long)i);
-        CHECK(t->test_sharpe == num(st, "sharpe_ratio") || (isnan(t->test_sharpe) && isnan(num(st, "sharpe_ratio"))),
+        CHECK(vpt_json_num(s, "iterations") == (double)t->iterations, "trial %lld's summary iterations", (long long)i);
+        CHECK(t->test_sharpe == vpt_json_num(st, "sharpe_ratio") || (isnan(t->test_sharpe) && isnan(vpt_json_num(st, "sharpe_ratio"))),
               "trial %lld's test Sharpe %g", (long long)i, t->test_sharpe);
         cJSON_Delete(s);
     }
@@ -151,15 +137,15 @@ static void check_finished(const vp_search_result* r, const vp_config* base, con
     snprintf(row, sizeof row, "\n%lld,2,8,1,%s,%s,", (long long)r->best, w->draw.values[0], w->draw.values[1]);
     CHECK(csv && strstr(csv, row), "results.csv has no row %s", row);
     free(csv);
-    cJSON* j = json_file(r->dir, "results.json");
+    cJSON* j = vpt_json_file(r->dir, "results.json");
     const cJSON* rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
     const cJSON* best = cJSON_GetObjectItemCaseSensitive(j, "best");
-    CHECK(cJSON_GetArraySize(rows) == 4 && num(best, "trial") == (double)r->best, "results.json rows and best");
+    CHECK(cJSON_GetArraySize(rows) == 4 && vpt_json_num(best, "trial") == (double)r->best, "results.json rows and best");
     for (int i = 0; i < 4 && i < cJSON_GetArraySize(rows); ++i) {
         const cJSON* o = cJSON_GetArrayItem(rows, i);
         const cJSON* pr = cJSON_GetObjectItemCaseSensitive(o, "params");
-        CHECK(num(pr, "learn.lr") == strtod(r->trials[i].draw.values[0], NULL), "results.json row %d's learn.lr", i);
-        CHECK(num(o, "rung") == r->trials[i].rung && num(o, "iterations") == (double)r->trials[i].iterations,
+        CHECK(vpt_json_num(pr, "learn.lr") == strtod(r->trials[i].draw.values[0], NULL), "results.json row %d's learn.lr", i);
+        CHECK(vpt_json_num(o, "rung") == r->trials[i].rung && vpt_json_num(o, "iterations") == (double)r->trials[i].iterations,
               "results.json row %d", i);
     }
     cJSON_Delete(j);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli_job.h"
 #include "cli/commands.h"
 #include "vulpes/ablate.h"
 
@@ -109,35 +110,26 @@ int vp_cmd_ablate(int argc, char** argv) {
         return 2;
     }
 
-    // the base config (the folder's on a resume) with the overrides; the folder
-    char cfg_path[1100], dir[1100];
-    if (a.config) snprintf(cfg_path, sizeof cfg_path, "%s", a.config);
-    else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
-    vp_config cfg;
-    if (vp_config_resolve(&cfg, cfg_path, a.cl.n_over, a.cl.over) != VP_OK) return vp_cli_fail("in the configuration");
-    if (vp_cli_job_dir(dir, sizeof dir, a.resume, a.out, "ablate", cfg_path) != VP_OK)
-        return vp_cli_fail("naming the folder");
-    vp_backend* b = vp_cli_backend_for(&cfg);
+    // the base config (the folder's on a resume) with the overrides
+    vp_cli_job j;
+    rc = vp_cli_job_config(&j, "ablate", a.config, a.resume, &a.cl);
+    if (rc != 0) return rc;
+    // the folder, the backend; Ctrl-C, SIGTERM, SIGHUP stop the runs in progress (each checkpoints)
+    vp_backend* b = vp_cli_job_open(&j, a.resume, a.out, a.force);
     if (!b) return 1;
-
-    // Ctrl-C, SIGTERM, SIGHUP: the runs in progress checkpoint and stop; a second one ends the process
-    vp_cli_trap_signals();
-    vp_ablate_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), sw, n_sw, a.seeds,
-                        a.parallel, stderr, &vp_cli_stop, 0, 1};
-    fprintf(stderr, "vulpes ablate: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
+    vp_ablate_opts o = {j.dir, j.mode, sw, n_sw, a.seeds, a.parallel, stderr, &vp_cli_stop, 0, 1};
     vp_ablate_result r;
-    vp_status s = vp_ablate_run(&cfg, b, &o, &r);
+    vp_status s = vp_ablate_run(&j.cfg, b, &o, &r);
     vp_backend_free(b);
     if (s != VP_OK) {
         vp_ablate_result_free(&r);
         return vp_cli_fail("in the ablation");
     }
     vp_ablate_print(&r, stdout);
-    printf("\nablation folder: %s (report.html)\n", dir);
+    printf("\nablation folder: %s (report.html)\n", j.dir);
+    char done[64];
+    snprintf(done, sizeof done, "%lld of %lld runs", (long long)r.n_done, (long long)r.n_runs);
     const int interrupted = r.interrupted;
-    if (interrupted)
-        fprintf(stderr, "vulpes ablate: stopped by %s after %lld of %lld runs; continue with: vulpes ablate --resume %s\n",
-                vp_cli_stop_name(), (long long)r.n_done, (long long)r.n_runs, dir);
     vp_ablate_result_free(&r);
-    return interrupted ? vp_cli_stop_status() : 0;
+    return vp_cli_job_end(&j, interrupted, done);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_job.h"
 #include "cli/commands.h"
 #include "vulpes/search.h"
 
@@ -98,38 +99,29 @@ int vp_cmd_search(int argc, char** argv) {
     int rc = parse(argc, argv, &a);
     if (rc != 0) return rc < 0 ? 0 : rc;
 
-    // the base config (the folder's on a resume) with the overrides, the space, the folder
-    char cfg_path[1100], dir[1100];
-    if (a.config) snprintf(cfg_path, sizeof cfg_path, "%s", a.config);
-    else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
-    vp_config cfg;
-    if (vp_config_resolve(&cfg, cfg_path, a.cl.n_over, a.cl.over) != VP_OK) return vp_cli_fail("in the configuration");
+    // the base config (the folder's on a resume) with the overrides, the space
+    vp_cli_job j;
+    rc = vp_cli_job_config(&j, "search", a.config, a.resume, &a.cl);
+    if (rc != 0) return rc;
     vp_search_space* space = a.space ? (vp_search_space*)calloc(1, sizeof *space) : NULL;
     if (a.space && !space) {
         fprintf(stderr, "vulpes search: out of memory\n");
         return 1;
     }
-    if (space && vp_search_space_load(a.space, &cfg, space) != VP_OK) {
+    if (space && vp_search_space_load(a.space, &j.cfg, space) != VP_OK) {
         free(space);
         return vp_cli_fail("in the search space");
     }
-    if (vp_cli_job_dir(dir, sizeof dir, a.resume, a.out, "search", cfg_path) != VP_OK) {
-        free(space);
-        return vp_cli_fail("naming the folder");
-    }
-    vp_backend* b = vp_cli_backend_for(&cfg);
+    // the folder, the backend; Ctrl-C, SIGTERM, SIGHUP stop the trials in progress (each checkpoints)
+    vp_backend* b = vp_cli_job_open(&j, a.resume, a.out, a.force);
     if (!b) {
         free(space);
         return 1;
     }
-
-    // Ctrl-C, SIGTERM, SIGHUP: the trials in progress checkpoint and stop; a second one ends the process
-    vp_cli_trap_signals();
-    vp_search_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), space, a.trials,
-                        a.eta, a.min_iterations, a.seed, a.parallel, stderr, &vp_cli_stop, 0, 1};
-    fprintf(stderr, "vulpes search: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
+    vp_search_opts o = {j.dir, j.mode, space, a.trials, a.eta, a.min_iterations, a.seed, a.parallel, stderr,
+                        &vp_cli_stop, 0, 1};
     vp_search_result* r = (vp_search_result*)calloc(1, sizeof *r);
-    vp_status s = r ? vp_search_run(&cfg, b, &o, r) : VP_ERR_OOM;
+    vp_status s = r ? vp_search_run(&j.cfg, b, &o, r) : VP_ERR_OOM;
     vp_backend_free(b);
     free(space);
     if (s != VP_OK) {
@@ -141,12 +133,11 @@ int vp_cmd_search(int argc, char** argv) {
         return vp_cli_fail("in the search");
     }
     vp_search_print(r, stdout);
-    printf("\nsearch folder: %s (report.html, results.csv, results.json%s)\n", dir, r->best >= 0 ? ", best.yaml" : "");
+    printf("\nsearch folder: %s (report.html, results.csv, results.json%s)\n", j.dir, r->best >= 0 ? ", best.yaml" : "");
+    char done[64];
+    snprintf(done, sizeof done, "%d of %d rungs", r->rungs_done, r->n_rungs);
     const int interrupted = r->interrupted;
-    if (interrupted)
-        fprintf(stderr, "vulpes search: stopped by %s after %d of %d rungs; continue with: vulpes search --resume %s\n",
-                vp_cli_stop_name(), r->rungs_done, r->n_rungs, dir);
     vp_search_result_free(r);
     free(r);
-    return interrupted ? vp_cli_stop_status() : 0;
+    return vp_cli_job_end(&j, interrupted, done);
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli_job.h"
 #include "cli/commands.h"
 #include "vulpes/walkforward.h"
 
@@ -111,44 +112,33 @@ int vp_cmd_walkforward(int argc, char** argv) {
     int rc = parse(argc, argv, &a);
     if (rc != 0) return rc < 0 ? 0 : rc;
 
-    // config (the folder's on a resume, which holds its fold settings) with the overrides; the folder
-    char cfg_path[1100], dir[1100];
-    if (a.config) snprintf(cfg_path, sizeof cfg_path, "%s", a.config);
-    else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
-    vp_config cfg;
-    if (vp_config_resolve(&cfg, cfg_path, a.cl.n_over, a.cl.over) != VP_OK) return vp_cli_fail("in the configuration");
-    const vp_config_walkforward* w = &cfg.walkforward;
+    // config (the folder's on a resume, which holds its fold settings) with the overrides
+    vp_cli_job j;
+    rc = vp_cli_job_config(&j, "walkforward", a.config, a.resume, &a.cl);
+    if (rc != 0) return rc;
+    const vp_config_walkforward* w = &j.cfg.walkforward;
     if (w->train_bars <= 0 || w->val_bars <= 0 || w->test_bars <= 0) {
         fprintf(stderr, "vulpes walkforward: the fold lengths are missing: set walkforward.train_bars, val_bars "
-                "and test_bars in %s (or --train-bars, --val-bars, --test-bars)\n", cfg_path);
+                "and test_bars in %s (or --train-bars, --val-bars, --test-bars)\n", j.cfg_path);
         return 2;
     }
-    if (vp_cli_job_dir(dir, sizeof dir, a.resume, a.out, "walkforward", cfg_path) != VP_OK)
-        return vp_cli_fail("naming the folder");
-    vp_backend* b = vp_cli_backend_for(&cfg);
+    // the folder, the backend; Ctrl-C, SIGTERM, SIGHUP stop the fold in progress between iterations
+    vp_backend* b = vp_cli_job_open(&j, a.resume, a.out, a.force);
     if (!b) return 1;
-
-    // Ctrl-C, SIGTERM, SIGHUP: the fold in progress stops between iterations; a second one
-    // ends the process
-    vp_cli_trap_signals();
-
-    vp_wf_opts o = {dir, a.resume ? VP_RUN_RESUME : (a.force ? VP_RUN_FORCE : VP_RUN_CREATE), stderr, &vp_cli_stop, 0,
-                    !a.no_fused, isatty(fileno(stderr)), 0.0};
-    fprintf(stderr, "vulpes walkforward: %s on %s into %s\n", cfg.data.path, vp_backend_name(b), dir);
+    vp_wf_opts o = {j.dir, j.mode, stderr, &vp_cli_stop, 0, !a.no_fused, isatty(fileno(stderr)), 0.0};
     vp_wf_result r;
-    vp_status s = vp_walkforward_run(&cfg, b, &o, &r);
+    vp_status s = vp_walkforward_run(&j.cfg, b, &o, &r);
     vp_backend_free(b);
     if (s != VP_OK) {
         vp_wf_result_free(&r);
         return vp_cli_fail("in the walk-forward");
     }
     if (r.n_done > 0) vp_wf_print(&r, stdout);
-    printf("\nwalk-forward folder: %s\n", dir);
+    printf("\nwalk-forward folder: %s\n", j.dir);
+    char done[64];
+    snprintf(done, sizeof done, "%lld of %lld %s", (long long)r.n_done, (long long)r.n_folds,
+             vp_plural(r.n_folds, "fold", "folds"));
     const int interrupted = r.interrupted;
-    if (interrupted)
-        fprintf(stderr, "vulpes walkforward: stopped by %s after %lld of %lld %s; continue with: vulpes "
-                "walkforward --resume %s\n", vp_cli_stop_name(), (long long)r.n_done, (long long)r.n_folds,
-                vp_plural(r.n_folds, "fold", "folds"), dir);
     vp_wf_result_free(&r);
-    return interrupted ? vp_cli_stop_status() : 0;
+    return vp_cli_job_end(&j, interrupted, done);
 }

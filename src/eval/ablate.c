@@ -10,6 +10,8 @@
 
 #include "eval/ablate_impl.h"
 #include "eval/job_pool.h"
+#include "eval/job_read.h"
+#include "eval/job_write.h"
 #include "vulpes/model.h"
 #include "vulpes/train.h"
 
@@ -23,17 +25,16 @@ void vp_ablate_result_free(vp_ablate_result* r) {
 
 /* ---- the plan ------------------------------------------------------------------------------- */
 
-/* ablate_plan.json's text: the switches as given, the seeds and the base seed. */
-static vp_status plan_text(const vp_ablate_result* r, char** out) {
+/* ablate_plan.json's document: the switches as given, the seeds and the base seed (caller deletes). */
+static vp_status plan_json(const vp_ablate_result* r, cJSON** out) {
     cJSON* root = cJSON_CreateObject();
     cJSON* sw = root ? cJSON_AddArrayToObject(root, "switches") : NULL;
+    if (!sw) cJSON_Delete(root);
     VP_REQUIRE(sw != NULL, VP_ERR_OOM, "ablate_plan.json: out of memory");
     for (int v = 1; v < r->n_variants; ++v) cJSON_AddItemToArray(sw, cJSON_CreateString(r->variants[v].name));
     cJSON_AddNumberToObject(root, "seeds", (double)r->seeds);
     cJSON_AddNumberToObject(root, "base_seed", (double)r->base_seed);
-    *out = cJSON_Print(root);
-    cJSON_Delete(root);
-    VP_REQUIRE(*out != NULL, VP_ERR_OOM, "ablate_plan.json: out of memory");
+    *out = root;
     return VP_OK;
 }
 
@@ -120,20 +121,6 @@ static vp_status check_variants(vp_ablate_ctx* c, const vp_config* base, vp_conf
     return VP_OK;
 }
 
-/* A resume's check: the folder's config.yaml is the base (run.* aside). */
-static vp_status check_resume(const char* dir, const vp_config* base) {
-    char path[VP_RUN_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/config.yaml", dir);
-    vp_config old;
-    vp_config_defaults(&old);
-    VP_TRY(vp_config_load_file(&old, path));
-    old.run = base->run;
-    const vp_config_key* k = vp_config_diff(&old, base);
-    VP_REQUIRE(k == NULL, VP_ERR_INVALID_ARG, "cannot resume the ablation in %s: %s differs from its config.yaml", dir,
-               k ? k->name : "");
-    return VP_OK;
-}
-
 /* ---- the folder and the runs ---------------------------------------------------------------------- */
 
 /* Makes folder p when absent. */
@@ -149,18 +136,13 @@ static vp_status make_dir(const char* p) {
 static vp_status open_dir(vp_ablate_ctx* c, const vp_config* base, vp_run* run) {
     const char* dir = c->opts->dir;
     vp_status s = vp_run_claim(run, dir, c->resume ? VP_RUN_RESUME : c->opts->mode);
-    if (s == VP_OK && c->resume) s = check_resume(dir, base);
+    if (s == VP_OK && c->resume) s = vp_job_check_base(dir, base, "ablation");
     if (s == VP_OK) s = vp_run_begin(run, base);
     if (s == VP_OK && !c->resume) {
-        char* plan = NULL, path[VP_RUN_PATH_MAX + 32];
-        s = plan_text(c->r, &plan);
-        snprintf(path, sizeof path, "%s/ablate_plan.json", dir);
-        if (s == VP_OK) {
-            const size_t n = strlen(plan);
-            plan[n] = '\n';
-            s = vp_file_write_atomic(path, plan, n + 1);
-        }
-        free(plan);
+        cJSON* plan = NULL;
+        s = plan_json(c->r, &plan);
+        if (s == VP_OK) s = vp_job_json_save(dir, "ablate_plan.json", plan);
+        cJSON_Delete(plan);
     }
     char p[VP_RUN_PATH_MAX + VP_ABLATE_NAME_MAX + 16];
     snprintf(p, sizeof p, "%s/runs", dir);
@@ -206,10 +188,7 @@ static vp_status job_run(void* ctx, vp_backend* b, int64_t k, int* stopped) {
 }
 
 static void job_note(void* ctx, const char* msg) {
-    char line[512];
-    snprintf(line, sizeof line, "ablation: %s", msg);
-    vp_log(VP_LOG_INFO, "%s", line);
-    vp_ablate_note((vp_ablate_ctx*)ctx, line);
+    vp_pool_runs_pool_note(&((vp_ablate_ctx*)ctx)->pool, "ablation", msg);
 }
 
 /* The runs through the job pool (each variant's config measured for device memory), then an
@@ -220,23 +199,21 @@ static vp_status run_all(vp_ablate_ctx* c, vp_backend* b, const vp_config* var, 
     VP_REQUIRE(probe_cfg != NULL, VP_ERR_OOM, "ablation: %d variants", r->n_variants);
     for (int v = 0; v < r->n_variants; ++v) probe_cfg[v] = &var[v];
     vp_job_pool p = {"ablation", "run", "runs", r->n_runs, c->opts->parallel, c->opts->stop_after_runs, c,
-                     job_is_done, job_run, job_note, &c->halt, probe_cfg, c->data, r->n_variants};
+                     job_is_done, job_run, job_note, &c->pool.halt, probe_cfg, c->data, r->n_variants};
     // the progress over the runs this call runs (a continued run counts from its checkpoint's iteration)
-    c->iters = (int64_t*)calloc(2 * (size_t)r->n_runs, sizeof(int64_t));
-    if (!c->iters) {
+    vp_pool_runs* pr = &c->pool;
+    pr->iters = (int64_t*)calloc(2 * (size_t)r->n_runs, sizeof(int64_t));
+    if (!pr->iters) {
         free(probe_cfg);
         VP_FAIL(VP_ERR_OOM, "ablation: %lld runs", (long long)r->n_runs);
     }
-    c->iter0 = c->iters + r->n_runs;
-    for (int64_t k = 0; k < r->n_runs; ++k) c->iter0[k] = -1;
-    c->work_total = vp_job_pool_left(&p) * var[0].train.iterations;
-    c->interval_s = 10.0;
-    c->t0 = vp_clock_s();
-    c->last_line = c->t0 - c->interval_s; // the first report prints at once
+    pr->n_slots = r->n_runs, pr->iter0 = pr->iters + r->n_runs;
+    pr->interval_s = 10.0;
+    vp_pool_runs_begin(pr, "runs", 0, r->n_runs, vp_job_pool_left(&p) * var[0].train.iterations);
     vp_status s = vp_job_pool_run(&p, b);
     free(probe_cfg);
-    free(c->iters);
-    c->iters = NULL;
+    free(pr->iters);
+    pr->iters = pr->iter0 = NULL;
     for (int64_t k = 0; k < r->n_runs && s == VP_OK; ++k) {
         if (!c->finished_now[k]) continue;
         vp_metrics_log* m = &run->metrics;
@@ -264,7 +241,8 @@ vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opt
     vp_ablate_ctx c;
     memset(&c, 0, sizeof c);
     c.opts = opts, c.r = out, c.resume = opts->mode == VP_RUN_RESUME;
-    VP_REQUIRE(pthread_mutex_init(&c.mu, NULL) == 0, VP_ERR_STATE, "ablation: pthread_mutex_init failed");
+    c.pool.progress = opts->progress, c.pool.stop = opts->stop, c.pool.fused = opts->fused;
+    VP_REQUIRE(pthread_mutex_init(&c.pool.mu, NULL) == 0, VP_ERR_STATE, "ablation: pthread_mutex_init failed");
 
     // the plan: the switches and seeds given, or the resumed folder's
     cJSON* plan = NULL;
@@ -307,7 +285,7 @@ vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opt
     free(var);
     free(c.run_cfg);
     free(c.finished_now);
-    pthread_mutex_destroy(&c.mu);
+    pthread_mutex_destroy(&c.pool.mu);
     if (s != VP_OK) {
         vp_ablate_result_free(out); // a refused or failed ablation returns nothing to free
         return vp_error_context(s, "ablation in %s", opts->dir);

@@ -9,47 +9,11 @@
 #include <string.h>
 
 #include "eval/ablate_impl.h"
+#include "eval/job_read.h"
 #include "vulpes/metrics.h"
 
-/* The whole file at path, NUL-terminated (caller frees); NULL when unreadable. */
-static char* read_text(const char* dir, const char* file) {
-    char path[VP_RUN_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    const long n = ftell(f);
-    rewind(f);
-    char* buf = n >= 0 ? (char*)malloc((size_t)n + 1) : NULL;
-    const size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (buf && got != (size_t)n) {
-        free(buf);
-        return NULL;
-    }
-    if (buf) buf[got] = '\0';
-    return buf;
-}
-
-/* A figure as summary.json writes it: a number, "inf" / "-inf", or null (NaN). */
-static double num_at(const cJSON* obj, const char* key) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (cJSON_IsNumber(v)) return v->valuedouble;
-    if (cJSON_IsString(v) && strcmp(v->valuestring, "inf") == 0) return INFINITY;
-    if (cJSON_IsString(v) && strcmp(v->valuestring, "-inf") == 0) return -INFINITY;
-    return NAN;
-}
-
-/* summary.json of dir (NULL: missing or not JSON). */
-static cJSON* summary_of(const char* dir) {
-    char* text = read_text(dir, "summary.json");
-    cJSON* j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
 int vp_ablate_run_is_finished(const char* dir) {
-    cJSON* j = summary_of(dir);
+    cJSON* j = vp_job_summary(dir);
     const int done = j && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "finished"));
     cJSON_Delete(j);
     return done;
@@ -57,7 +21,7 @@ int vp_ablate_run_is_finished(const char* dir) {
 
 /* The test-span figures of a finished run's summary.json; VP_ERR_PARSE when they are missing. */
 static vp_status read_summary(vp_ablate_trial* run) {
-    cJSON* j = summary_of(run->dir);
+    cJSON* j = vp_job_summary(run->dir);
     run->finished = j && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "finished"));
     if (!run->finished) {
         cJSON_Delete(j);
@@ -65,15 +29,15 @@ static vp_status read_summary(vp_ablate_trial* run) {
     }
     const cJSON* test = cJSON_GetObjectItemCaseSensitive(j, "test");
     const cJSON* st = cJSON_GetObjectItemCaseSensitive(test, "strategy");
-    const double n = num_at(st, "n_valid_returns"), ppy = num_at(st, "periods_per_year");
+    const double n = vp_job_figure(st, "n_valid_returns"), ppy = vp_job_figure(st, "periods_per_year");
     if (!cJSON_IsObject(st) || !isfinite(n) || !(ppy > 0)) {
         cJSON_Delete(j);
         VP_FAIL(VP_ERR_PARSE, "ablation: %s/summary.json has no test-span figures (test.strategy)", run->dir);
     }
-    run->sharpe = num_at(st, "sharpe_ratio");
+    run->sharpe = vp_job_figure(st, "sharpe_ratio");
     run->periods_per_year = ppy;
-    run->skewness = num_at(st, "skewness_ratio");
-    run->kurtosis = num_at(st, "kurtosis_ratio");
+    run->skewness = vp_job_figure(st, "skewness_ratio");
+    run->kurtosis = vp_job_figure(st, "kurtosis_ratio");
     run->n_returns = (int64_t)n;
     cJSON_Delete(j);
     return VP_OK;
@@ -85,7 +49,7 @@ static vp_status read_summary(vp_ablate_trial* run) {
 static void read_metrics(vp_ablate_trial* run) {
     run->parameters = -1;
     run->step_ms = NAN;
-    char* text = read_text(run->dir, "metrics.jsonl");
+    char* text = vp_job_read_text(run->dir, "metrics.jsonl");
     if (!text) return;
     double prev = 0.0, wall = 0.0, steps = 0.0;
     for (char *line = text, *next; line && *line; line = next) {
@@ -94,11 +58,11 @@ static void read_metrics(vp_ablate_trial* run) {
         cJSON* e = cJSON_Parse(line);
         const cJSON* ev = cJSON_GetObjectItemCaseSensitive(e, "event");
         if (cJSON_IsString(ev) && strcmp(ev->valuestring, "run") == 0) {
-            const double p = num_at(e, "parameters");
+            const double p = vp_job_figure(e, "parameters");
             if (isfinite(p)) run->parameters = (int64_t)p;
             prev = 0.0; // a resumed process's loop clock starts again
         } else if (cJSON_IsString(ev) && strcmp(ev->valuestring, "timing") == 0) {
-            const double w = num_at(e, "wall_s"), rate = num_at(e, "learner_steps_per_s");
+            const double w = vp_job_figure(e, "wall_s"), rate = vp_job_figure(e, "learner_steps_per_s");
             if (isfinite(w) && isfinite(rate) && w > prev) {
                 wall += w - prev;
                 steps += rate * (w - prev);

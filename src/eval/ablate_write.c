@@ -8,6 +8,7 @@
 
 #include "eval/eval_impl.h"
 #include "eval/ablate_impl.h"
+#include "eval/job_write.h"
 #include "eval/report_internal.h"
 #include "vulpes/metrics.h"
 #include "vulpes/version.h"
@@ -69,14 +70,8 @@ vp_status vp_ablate_print(const vp_ablate_result* r, FILE* out) {
     return VP_OK;
 }
 
-/* A number for a file: full precision, empty (CSV) for none. */
-static void csv_num(FILE* out, double v) {
-    if (isnan(v)) return;
-    if (isinf(v)) fputs(v > 0 ? "inf" : "-inf", out);
-    else fprintf(out, "%.17g", v);
-}
-
-static vp_status write_csv(FILE* out, const vp_ablate_result* r) {
+static vp_status write_csv(FILE* out, const void* ctx) {
+    const vp_ablate_result* r = (const vp_ablate_result*)ctx;
     fputs("variant,key,value,seeds,defined,sharpe_mean,sharpe_se,deflated_sharpe_best_seed,best_seed,"
           "learner_step_ms,parameters\n", out);
     for (int v = 0; v < r->n_variants; ++v) {
@@ -88,15 +83,15 @@ static vp_status write_csv(FILE* out, const vp_ablate_result* r) {
         fputc(',', out);
         vp_csv_write_field(out, x->value);
         fprintf(out, ",%lld,%lld,", (long long)w->seeds, (long long)w->defined);
-        csv_num(out, w->sharpe_mean);
+        vp_job_csv_num(out, w->sharpe_mean);
         fputc(',', out);
-        csv_num(out, w->sharpe_se);
+        vp_job_csv_num(out, w->sharpe_se);
         fputc(',', out);
-        csv_num(out, w->deflated_sharpe);
+        vp_job_csv_num(out, w->deflated_sharpe);
         fputc(',', out);
         if (w->best_seed >= 0) fprintf(out, "%lld", (long long)w->best_seed);
         fputc(',', out);
-        csv_num(out, w->step_ms);
+        vp_job_csv_num(out, w->step_ms);
         fputc(',', out);
         if (w->parameters >= 0) fprintf(out, "%lld", (long long)w->parameters);
         fputc('\n', out);
@@ -106,7 +101,8 @@ static vp_status write_csv(FILE* out, const vp_ablate_result* r) {
 }
 
 /* The table as JSON: the deflation, a row per variant and a row per run. */
-static vp_status json_of(const vp_ablate_result* r, cJSON** out) {
+static vp_status write_json(FILE* out, const void* ctx) {
+    const vp_ablate_result* r = (const vp_ablate_result*)ctx;
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "ablate.json: out of memory");
     cJSON_AddStringToObject(root, "vulpes_version", VP_VERSION_STRING);
@@ -157,25 +153,7 @@ static vp_status json_of(const vp_ablate_result* r, cJSON** out) {
         if (s == VP_OK) s = vp_metric_json_add(o, "learner_step_ms", x->step_ms);
         if (s == VP_OK) s = vp_metric_json_add(o, "parameters", x->parameters >= 0 ? (double)x->parameters : NAN);
     }
-    if (s != VP_OK) {
-        cJSON_Delete(root);
-        return s;
-    }
-    *out = root;
-    return VP_OK;
-}
-
-static vp_status write_json(FILE* out, const vp_ablate_result* r) {
-    cJSON* root = NULL;
-    VP_TRY(json_of(r, &root));
-    char* text = cJSON_Print(root);
-    cJSON_Delete(root);
-    VP_REQUIRE(text != NULL, VP_ERR_OOM, "ablate.json: out of memory");
-    fputs(text, out);
-    fputc('\n', out);
-    free(text);
-    VP_REQUIRE(!ferror(out), VP_ERR_IO, "writing ablate.json failed: %s", strerror(errno));
-    return VP_OK;
+    return vp_job_json_write(out, root, s, "ablate.json");
 }
 
 /* A cell of escaped text. */
@@ -185,7 +163,8 @@ static void cell(FILE* out, const char* cls, const char* text) {
     fputs("</td>", out);
 }
 
-static vp_status write_html(FILE* out, const vp_ablate_result* r) {
+static vp_status write_html(FILE* out, const void* ctx) {
+    const vp_ablate_result* r = (const vp_ablate_result*)ctx;
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
           "<title>vulpes ablation</title>\n<style>body{font-family:'DejaVu Sans',Arial,sans-serif;margin:24px;"
@@ -259,19 +238,7 @@ static vp_status write_html(FILE* out, const vp_ablate_result* r) {
 
 vp_status vp_ablate_write(const vp_ablate_result* r) {
     VP_REQUIRE(r != NULL, VP_ERR_INVALID_ARG, "vp_ablate_write: NULL argument");
-    static const char* names[3] = {"ablate.csv", "ablate.json", "report.html"};
-    vp_status (*writers[3])(FILE*, const vp_ablate_result*) = {write_csv, write_json, write_html};
-    for (int i = 0; i < 3; ++i) {
-        char path[VP_RUN_PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/%s", r->dir, names[i]);
-        vp_atomic_file af;
-        VP_TRY(vp_atomic_file_open(&af, path));
-        vp_status s = writers[i](af.f, r);
-        if (s != VP_OK) {
-            vp_atomic_file_abort(&af);
-            return vp_error_context(s, "writing %s", path);
-        }
-        VP_TRY(vp_atomic_file_commit(&af));
-    }
-    return VP_OK;
+    static const char* const names[3] = {"ablate.csv", "ablate.json", "report.html"};
+    static const vp_job_writer writers[3] = {write_csv, write_json, write_html};
+    return vp_job_write_files(r->dir, names, writers, 3, r);
 }

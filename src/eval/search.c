@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eval/job_pool.h"
+#include "eval/job_read.h"
 #include "eval/search_impl.h"
 #include "vulpes/model.h"
 #include "vulpes/train.h"
@@ -91,26 +92,12 @@ static vp_status make_trials(vp_search_ctx* c, vp_train_data* data) {
 
 /* ---- the folder ---------------------------------------------------------------------------- */
 
-/* A resume's check: the folder's config.yaml is the base (run.* aside). */
-static vp_status check_resume(const char* dir, const vp_config* base) {
-    char path[VP_RUN_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/config.yaml", dir);
-    vp_config old;
-    vp_config_defaults(&old);
-    VP_TRY(vp_config_load_file(&old, path));
-    old.run = base->run;
-    const vp_config_key* k = vp_config_diff(&old, base);
-    VP_REQUIRE(k == NULL, VP_ERR_INVALID_ARG, "cannot resume the search in %s: %s differs from its config.yaml", dir,
-               k ? k->name : "");
-    return VP_OK;
-}
-
 /* Claims the folder per the mode (locked until the caller closes it); a new search writes its
  * plan and an empty rungs.json, a resume reads its finished rungs. */
 static vp_status open_dir(vp_search_ctx* c, vp_run* run) {
     vp_search_result* r = c->r;
     vp_status s = vp_run_claim(run, r->dir, c->resume ? VP_RUN_RESUME : c->opts->mode);
-    if (s == VP_OK && c->resume) s = check_resume(r->dir, &r->base);
+    if (s == VP_OK && c->resume) s = vp_job_check_base(r->dir, &r->base, "search");
     if (s == VP_OK) s = vp_run_begin(run, &r->base);
     if (s == VP_OK && !c->resume) s = vp_search_plan_write(r);
     if (s == VP_OK) s = c->resume ? vp_search_rungs_read(r) : vp_search_rungs_write(r);
@@ -131,10 +118,7 @@ static vp_status job_run(void* ctx, vp_backend* b, int64_t k, int* stopped) {
 }
 
 static void job_note(void* ctx, const char* msg) {
-    char line[512];
-    snprintf(line, sizeof line, "search: %s", msg);
-    vp_log(VP_LOG_INFO, "%s", line);
-    vp_search_note((vp_search_ctx*)ctx, line);
+    vp_pool_runs_pool_note(&((vp_search_ctx*)ctx)->pool, "search", msg);
 }
 
 /* Rung g's trials m[n] through the job pool (each trial's config measured for device memory);
@@ -144,7 +128,7 @@ static vp_status run_rung(vp_search_ctx* c, vp_backend* b, int g, const int64_t*
     *complete = 0;
     int64_t cap = 0;
     if (c->opts->stop_after_runs > 0) {
-        cap = c->opts->stop_after_runs - c->started;
+        cap = c->opts->stop_after_runs - c->pool.started;
         if (cap <= 0) return VP_OK;
     }
     const vp_config** probe_cfg = (const vp_config**)calloc((size_t)n, sizeof(vp_config*));
@@ -155,20 +139,20 @@ static vp_status run_rung(vp_search_ctx* c, vp_backend* b, int g, const int64_t*
         VP_FAIL(VP_ERR_OOM, "search: %lld trials", (long long)n);
     }
     for (int64_t i = 0; i < n; ++i) probe_cfg[i] = &c->cfg[m[i]], probe_data[i] = c->data[m[i]];
-    c->rung = g, c->members = m, c->n_members = n;
+    c->rung = g, c->members = m;
     char line[256];
     snprintf(line, sizeof line, "search: rung %d of %d: %lld %s, %lld iterations each", g, r->n_rungs,
              (long long)n, n == 1 ? "trial" : "trials", (long long)r->budgets[g]);
-    vp_search_note(c, line);
+    vp_pool_runs_note(&c->pool, line);
     vp_job_pool p = {"search", "trial", "trials", n, c->opts->parallel, cap, c, job_is_done, job_run, job_note,
-                     &c->halt, probe_cfg, probe_data, (int)n};
+                     &c->pool.halt, probe_cfg, probe_data, (int)n};
     // the rung's progress: the trial runs left, each at most the iterations this rung adds
-    c->rung_done = 0;
-    for (int64_t k = 0; k < n; ++k) c->rung_done += job_is_done(c, k);
-    c->work_total = vp_job_pool_left(&p) * (r->budgets[g] - (g > 0 ? r->budgets[g - 1] : 0));
-    for (int64_t i = 0; i < r->n_trials; ++i) c->iter0[i] = -1;
-    c->t0 = vp_clock_s();
-    c->last_line = c->t0 - c->interval_s; // the first report prints at once
+    int64_t skipped = 0;
+    for (int64_t k = 0; k < n; ++k) skipped += job_is_done(c, k);
+    char what[64];
+    snprintf(what, sizeof what, "rung %d: trials", g);
+    vp_pool_runs_begin(&c->pool, what, skipped, n,
+                       vp_job_pool_left(&p) * (r->budgets[g] - (g > 0 ? r->budgets[g - 1] : 0)));
     vp_status s = vp_job_pool_run(&p, b);
     free(probe_cfg);
     free(probe_data);
@@ -187,16 +171,17 @@ static vp_status run_rung(vp_search_ctx* c, vp_backend* b, int g, const int64_t*
  * "search_rung" event) and the next rung's trials follow from them. */
 static vp_status run_rungs(vp_search_ctx* c, vp_backend* b, vp_run* run) {
     vp_search_result* r = c->r;
+    vp_pool_runs* pr = &c->pool;
     int64_t* m = (int64_t*)malloc(2 * (size_t)r->n_trials * sizeof *m);
-    c->iters = (int64_t*)calloc(2 * (size_t)r->n_trials, sizeof(int64_t));
-    if (!m || !c->iters) {
+    pr->iters = (int64_t*)calloc(2 * (size_t)r->n_trials, sizeof(int64_t));
+    if (!m || !pr->iters) {
         free(m);
-        free(c->iters);
-        c->iters = NULL;
+        free(pr->iters);
+        pr->iters = NULL;
         VP_FAIL(VP_ERR_OOM, "search: %lld trials", (long long)r->n_trials);
     }
-    c->iter0 = c->iters + r->n_trials;
-    c->interval_s = 10.0;
+    pr->n_slots = r->n_trials, pr->iter0 = pr->iters + r->n_trials;
+    pr->interval_s = 10.0;
     vp_status s = VP_OK;
     for (int g = r->rungs_done; s == VP_OK && g < r->n_rungs; ++g) {
         const int64_t n = vp_search_rung_members(r, g, m);
@@ -225,11 +210,11 @@ static vp_status run_rungs(vp_search_ctx* c, vp_backend* b, vp_run* run) {
                      (long long)k, (long long)n, (long long)r->budgets[g + 1]);
         else
             snprintf(line, sizeof line, "search: rung %d done: every rung finished", g);
-        vp_search_note(c, line);
+        vp_pool_runs_note(&c->pool, line);
     }
     free(m);
-    free(c->iters);
-    c->iters = c->iter0 = NULL;
+    free(pr->iters);
+    pr->iters = pr->iter0 = NULL;
     return s;
 }
 
@@ -249,7 +234,8 @@ vp_status vp_search_run(const vp_config* cfg, vp_backend* b, const vp_search_opt
     vp_search_ctx c;
     memset(&c, 0, sizeof c);
     c.opts = opts, c.r = out, c.resume = opts->mode == VP_RUN_RESUME;
-    VP_REQUIRE(pthread_mutex_init(&c.mu, NULL) == 0, VP_ERR_STATE, "search: pthread_mutex_init failed");
+    c.pool.progress = opts->progress, c.pool.stop = opts->stop, c.pool.fused = opts->fused;
+    VP_REQUIRE(pthread_mutex_init(&c.pool.mu, NULL) == 0, VP_ERR_STATE, "search: pthread_mutex_init failed");
 
     // the plan, every trial checked, then the folder, the rungs and the table
     vp_status s = c.resume ? plan_resume(opts, out) : plan_new(opts, out);
@@ -272,7 +258,7 @@ vp_status vp_search_run(const vp_config* cfg, vp_backend* b, const vp_search_opt
     free(data);
     free(c.data);
     free(c.cfg);
-    pthread_mutex_destroy(&c.mu);
+    pthread_mutex_destroy(&c.pool.mu);
     if (s != VP_OK) {
         vp_search_result_free(out); // a refused or failed search returns nothing to free
         return vp_error_context(s, "search in %s", opts->dir);

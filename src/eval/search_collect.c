@@ -7,37 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/job_read.h"
 #include "eval/search_impl.h"
 #include "vulpes/metrics.h"
 
-/* A figure as summary.json writes it: a number, "inf" / "-inf", or null (NaN). */
-static double num_at(const cJSON* obj, const char* key) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (cJSON_IsNumber(v)) return v->valuedouble;
-    if (cJSON_IsString(v) && strcmp(v->valuestring, "inf") == 0) return INFINITY;
-    if (cJSON_IsString(v) && strcmp(v->valuestring, "-inf") == 0) return -INFINITY;
-    return NAN;
-}
-
-/* summary.json of dir (NULL: missing or not JSON). */
-static cJSON* summary_of(const char* dir) {
-    char* text = vp_search_read_text(dir, "summary.json");
-    cJSON* j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
 int vp_search_run_done(const char* dir, int64_t iterations) {
-    cJSON* j = summary_of(dir);
+    cJSON* j = vp_job_summary(dir);
     const int done = j && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "finished")) &&
-                     num_at(j, "iterations") >= (double)iterations;
+                     vp_job_figure(j, "iterations") >= (double)iterations;
     cJSON_Delete(j);
     return done;
 }
 
 double vp_search_run_score(const char* dir) {
-    cJSON* j = summary_of(dir);
-    const double v = num_at(cJSON_GetObjectItemCaseSensitive(j, "best_validation"), "sharpe");
+    cJSON* j = vp_job_summary(dir);
+    const double v = vp_job_figure(cJSON_GetObjectItemCaseSensitive(j, "best_validation"), "sharpe");
     cJSON_Delete(j);
     return v;
 }
@@ -47,19 +31,19 @@ static void read_trial(vp_search_trial* t) {
     t->finished = 0, t->iterations = 0;
     t->val_sharpe = t->test_sharpe = t->periods_per_year = t->skewness = t->kurtosis = NAN;
     t->n_returns = 0;
-    cJSON* j = summary_of(t->dir);
+    cJSON* j = vp_job_summary(t->dir);
     if (!j) return;
-    const double it = num_at(j, "iterations");
+    const double it = vp_job_figure(j, "iterations");
     t->iterations = isfinite(it) && it >= 0 ? (int64_t)it : 0;
-    t->val_sharpe = num_at(cJSON_GetObjectItemCaseSensitive(j, "best_validation"), "sharpe");
+    t->val_sharpe = vp_job_figure(cJSON_GetObjectItemCaseSensitive(j, "best_validation"), "sharpe");
     t->finished = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "finished"));
     const cJSON* st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "test"), "strategy");
     if (t->finished && cJSON_IsObject(st)) {
-        t->test_sharpe = num_at(st, "sharpe_ratio");
-        t->periods_per_year = num_at(st, "periods_per_year");
-        t->skewness = num_at(st, "skewness_ratio");
-        t->kurtosis = num_at(st, "kurtosis_ratio");
-        const double n = num_at(st, "n_valid_returns");
+        t->test_sharpe = vp_job_figure(st, "sharpe_ratio");
+        t->periods_per_year = vp_job_figure(st, "periods_per_year");
+        t->skewness = vp_job_figure(st, "skewness_ratio");
+        t->kurtosis = vp_job_figure(st, "kurtosis_ratio");
+        const double n = vp_job_figure(st, "n_valid_returns");
         t->n_returns = isfinite(n) && n >= 0 ? (int64_t)n : 0;
     }
     cJSON_Delete(j);

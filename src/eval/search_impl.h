@@ -6,13 +6,12 @@
  *   search_collect.c  the trials read back from their folders, the winner and its deflation
  *   search_write.c    the table as text, results.csv, results.json and best.yaml
  *   search_report.c   report.html: the scores, a scatter per key, the winner
- *   search_job.c      one trial trained to its rung's iterations (vp_train_run_data) in its folder
+ *   search_job.c      one trial trained to its rung's iterations in its folder as a pool job (pool_runs.h)
  *   search.c          the driver: the plan, the checks, the folder, the rungs through the job pool. */
 #ifndef VP_EVAL_SEARCH_IMPL_H
 #define VP_EVAL_SEARCH_IMPL_H
 
-#include <pthread.h>
-
+#include "eval/pool_runs.h"
 #include "vulpes/dataset.h"
 #include "vulpes/search.h"
 
@@ -24,25 +23,12 @@ typedef struct vp_search_ctx {
     const vp_train_data** data;   /* [n_trials] the data each trains on (shared where the warm-up is the same) */
     int resume;                   /* 1: finished trial runs are skipped, interrupted ones continued */
     int rung;                     /* the rung running */
-    const int64_t* members;       /* [n_members] its trials */
-    int64_t n_members;            /* how many */
-    _Atomic int halt;             /* set when a trial failed: the trials in progress stop */
-    pthread_mutex_t mu;           /* guards the progress stream and the counters below */
-    int64_t started;              /* trial runs started by this call */
-    int64_t done;                 /* trial runs finished by this call */
-    int64_t rung_done;            /* trial runs of the running rung finished (or skipped as finished) */
-    int64_t* iters;               /* [n_trials] each trial's iteration at its loop's last report */
-    int64_t* iter0;               /* [n_trials] its iteration at its first report in this rung (-1: none yet) */
-    int64_t work_total;           /* iterations the running rung has to run, at most */
-    double t0;                    /* clock at the start of the rung */
-    double last_line;             /* clock at the last progress line */
-    double interval_s;            /* least seconds between progress lines */
+    const int64_t* members;       /* its trials (pool.line_total of them) */
+    vp_pool_runs pool;            /* the trial runs through the job pool: the progress stream, the stop, the
+                                     counters (its line over the running rung) */
 } vp_search_ctx;
 
 /* ---- search_plan.c ------------------------------------------------------------------------ */
-
-/* The whole file dir/file, NUL-terminated (caller frees); NULL when unreadable. */
-char* vp_search_read_text(const char* dir, const char* file);
 
 /* Writes DIR/search.json (the plan of r) and DIR/space.yaml (its space), each atomically. */
 vp_status vp_search_plan_write(const vp_search_result* r);
@@ -100,14 +86,6 @@ vp_status vp_search_write(const vp_search_result* r);
 vp_status vp_search_report_write(FILE* out, const vp_search_result* r);
 
 /* ---- search_job.c ------------------------------------------------------------------------- */
-
-/* A line on the progress stream (when there is one), whole even with trials in parallel. */
-void vp_search_note(vp_search_ctx* c, const char* msg);
-
-/* Trial `trial`'s loop reached `iteration`: a progress line over the running rung when
- * interval_s has passed since the last ("[ELAPSED] rung G: trials D/N done, R running |
- * iterations W/T (P %) | ETA S"). */
-void vp_search_progress(vp_search_ctx* c, int64_t trial, int64_t iteration);
 
 /* Trains trial `trial` on backend b to its rung's iterations in its folder: from its start (rung
  * 0, no checkpoint), else from its last.safetensors; *stopped set when a stop request left it

@@ -9,45 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/job_read.h"
+#include "eval/job_write.h"
 #include "eval/search_impl.h"
 #include "vulpes/version.h"
-
-char* vp_search_read_text(const char* dir, const char* file) {
-    char path[VP_RUN_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE* f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    const long n = ftell(f);
-    rewind(f);
-    char* buf = n >= 0 ? (char*)malloc((size_t)n + 1) : NULL;
-    const size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (buf && got != (size_t)n) {
-        free(buf);
-        return NULL;
-    }
-    if (buf) buf[got] = '\0';
-    return buf;
-}
-
-/* A JSON text written atomically to dir/file, with a final newline. */
-static vp_status write_json(const char* dir, const char* file, cJSON* root) {
-    char* text = cJSON_Print(root);
-    VP_REQUIRE(text != NULL, VP_ERR_OOM, "%s: out of memory", file);
-    char path[VP_RUN_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    const size_t n = strlen(text);
-    char* line = (char*)realloc(text, n + 2);
-    if (!line) {
-        free(text);
-        VP_FAIL(VP_ERR_OOM, "%s: out of memory", file);
-    }
-    line[n] = '\n', line[n + 1] = '\0';
-    vp_status s = vp_file_write_atomic(path, line, n + 1);
-    free(line);
-    return s;
-}
 
 /* A number for an array: null for NaN. */
 static cJSON* number(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
@@ -71,7 +36,7 @@ vp_status vp_search_plan_write(const vp_search_result* r) {
     if (s == VP_OK) {
         for (int i = 0; i < r->n_rungs; ++i) cJSON_AddItemToArray(b, cJSON_CreateNumber((double)r->budgets[i]));
         cJSON_AddStringToObject(root, "space", yaml);
-        s = write_json(r->dir, "search.json", root);
+        s = vp_job_json_save(r->dir, "search.json", root);
     }
     cJSON_Delete(root);
     free(yaml);
@@ -87,7 +52,7 @@ static int64_t whole(const cJSON* o, const char* key, double lo, double hi) {
 }
 
 vp_status vp_search_plan_read(vp_search_result* r) {
-    char* text = vp_search_read_text(r->dir, "search.json");
+    char* text = vp_job_read_text(r->dir, "search.json");
     VP_REQUIRE(text != NULL, VP_ERR_IO, "cannot resume the search in %s: it has no search.json", r->dir);
     cJSON* j = cJSON_Parse(text);
     free(text);
@@ -165,7 +130,7 @@ vp_status vp_search_rungs_write(const vp_search_result* r) {
         for (int64_t i = 0; g + 1 < r->n_rungs && i < k; ++i)
             cJSON_AddItemToArray(pr, cJSON_CreateNumber((double)m[r->n_trials + i]));
     }
-    if (s == VP_OK) s = write_json(r->dir, "rungs.json", root);
+    if (s == VP_OK) s = vp_job_json_save(r->dir, "rungs.json", root);
     cJSON_Delete(root);
     free(m);
     return s;
@@ -173,7 +138,7 @@ vp_status vp_search_rungs_write(const vp_search_result* r) {
 
 vp_status vp_search_rungs_read(vp_search_result* r) {
     r->rungs_done = 0;
-    char* text = vp_search_read_text(r->dir, "rungs.json");
+    char* text = vp_job_read_text(r->dir, "rungs.json");
     if (!text) return VP_OK;
     cJSON* j = cJSON_Parse(text);
     free(text);

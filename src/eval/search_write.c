@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eval/eval_impl.h"
+#include "eval/job_write.h"
 #include "eval/search_impl.h"
 #include "vulpes/metrics.h"
 #include "vulpes/run.h"
@@ -55,14 +56,8 @@ vp_status vp_search_print(const vp_search_result* r, FILE* out) {
     return VP_OK;
 }
 
-/* A number for a file: full precision, empty (CSV) for none. */
-static void csv_num(FILE* out, double v) {
-    if (isnan(v)) return;
-    if (isinf(v)) fputs(v > 0 ? "inf" : "-inf", out);
-    else fprintf(out, "%.17g", v);
-}
-
-static vp_status write_csv(FILE* out, const vp_search_result* r) {
+static vp_status write_csv(FILE* out, const void* ctx) {
+    const vp_search_result* r = (const vp_search_result*)ctx;
     fputs("trial,rung,iterations,finished", out);
     for (int p = 0; p < r->space.n_params; ++p) {
         fputc(',', out);
@@ -77,9 +72,9 @@ static vp_status write_csv(FILE* out, const vp_search_result* r) {
             vp_csv_write_field(out, t->draw.values[p]);
         }
         fputc(',', out);
-        csv_num(out, t->val_sharpe);
+        vp_job_csv_num(out, t->val_sharpe);
         fputc(',', out);
-        csv_num(out, t->test_sharpe);
+        vp_job_csv_num(out, t->test_sharpe);
         fprintf(out, ",%d,", i == r->best);
         vp_csv_write_field(out, t->dir);
         fputc('\n', out);
@@ -105,7 +100,8 @@ static vp_status add_params(cJSON* o, const vp_search_result* r, const vp_search
 }
 
 /* The table as JSON: the plan, the winner and its deflation, a row per trial. */
-static vp_status json_of(const vp_search_result* r, cJSON** out) {
+static vp_status write_json(FILE* out, const void* ctx) {
+    const vp_search_result* r = (const vp_search_result*)ctx;
     cJSON* root = cJSON_CreateObject();
     VP_REQUIRE(root != NULL, VP_ERR_OOM, "results.json: out of memory");
     cJSON_AddStringToObject(root, "vulpes_version", VP_VERSION_STRING);
@@ -155,43 +151,19 @@ static vp_status json_of(const vp_search_result* r, cJSON** out) {
         for (int g = 0; sc && g < r->rungs_done && g <= t->rung; ++g)
             cJSON_AddItemToArray(sc, isfinite(t->score[g]) ? cJSON_CreateNumber(t->score[g]) : cJSON_CreateNull());
     }
-    if (s != VP_OK) {
-        cJSON_Delete(root);
-        return s;
-    }
-    *out = root;
-    return VP_OK;
+    return vp_job_json_write(out, root, s, "results.json");
 }
 
-static vp_status write_json(FILE* out, const vp_search_result* r) {
-    cJSON* root = NULL;
-    VP_TRY(json_of(r, &root));
-    char* text = cJSON_Print(root);
-    cJSON_Delete(root);
-    VP_REQUIRE(text != NULL, VP_ERR_OOM, "results.json: out of memory");
-    fputs(text, out);
-    fputc('\n', out);
-    free(text);
-    VP_REQUIRE(!ferror(out), VP_ERR_IO, "writing results.json failed: %s", strerror(errno));
-    return VP_OK;
+static vp_status write_html(FILE* out, const void* ctx) {
+    return vp_search_report_write(out, (const vp_search_result*)ctx);
 }
 
 vp_status vp_search_write(const vp_search_result* r) {
     VP_REQUIRE(r != NULL, VP_ERR_INVALID_ARG, "vp_search_write: NULL argument");
-    static const char* names[3] = {"results.csv", "results.json", "report.html"};
-    vp_status (*writers[3])(FILE*, const vp_search_result*) = {write_csv, write_json, vp_search_report_write};
+    static const char* const names[3] = {"results.csv", "results.json", "report.html"};
+    static const vp_job_writer writers[3] = {write_csv, write_json, write_html};
+    VP_TRY(vp_job_write_files(r->dir, names, writers, 3, r));
     char path[VP_RUN_PATH_MAX + 32];
-    for (int i = 0; i < 3; ++i) {
-        snprintf(path, sizeof path, "%s/%s", r->dir, names[i]);
-        vp_atomic_file af;
-        VP_TRY(vp_atomic_file_open(&af, path));
-        vp_status s = writers[i](af.f, r);
-        if (s != VP_OK) {
-            vp_atomic_file_abort(&af);
-            return vp_error_context(s, "writing %s", path);
-        }
-        VP_TRY(vp_atomic_file_commit(&af));
-    }
     // the winner's whole config: the base with its values, train.iterations the last rung's
     snprintf(path, sizeof path, "%s/best.yaml", r->dir);
     if (r->best < 0) {
