@@ -40,6 +40,7 @@
 #include "vulpes/collect.h"
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
+#include "vulpes/ppo.h"
 #include "vulpes/train.h"
 
 /* evaluation: backtests, walk-forward, reports */
