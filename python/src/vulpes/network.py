@@ -48,8 +48,8 @@ def _kan(p, c, x):
 
 
 def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
-    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus); with the risk-budget
-    head, extras (a dict, when given) receives size_scale [B]."""
+    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus); extras (a dict, when
+    given) receives h [B, H], the heads' input, and with the risk-budget head size_scale [B]."""
     B, K, H = bar.shape[0], c["window"], c["hidden"]
     Z, sizes = c["n_atoms"], c["branch_sizes"]
     mb = c["use_mamba"]
@@ -105,6 +105,8 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
         e = h2[:, 0]
     # Portfolio projection and the dueling branching C51 head.
     h = e + port @ p["port.w"].T + p["port.b"]
+    if extras is not None:
+        extras["h"] = h  # the heads' input (PPO's actor-critic heads read it)
     if extras is not None and c.get("risk_budget", 0) > 0:
         # Risk-budget head (docs/modules.md): the scale of the chosen size, sigmoid(w . h + b).
         extras["size_scale"] = torch.sigmoid(h.detach() @ p["risk.w"].T + p["risk.b"])[:, 0]
