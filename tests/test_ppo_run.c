@@ -4,7 +4,10 @@
  * env steps and epochs x minibatches updates per iteration; best.safetensors holds the PPO
  * tensors and vulpes.algo; an inference instance made from the checkpoint's config (the seam
  * backtests and walk-forward use) scores the test span as the run did; with a tiny target_kl
- * every iteration stops after its first epoch; a DQN head module is refused. */
+ * every iteration stops after its first epoch; a DQN head module is refused; `vulpes backtest`
+ * (vp_backtest_job_run) and `vulpes act` (vp_backtest_job_rollout) read the PPO checkpoint
+ * through the seam: act's decision for the bar after the data is the backtest's, its scores
+ * the policy's logits, each branch's choice their argmax. */
 #include "test_train_util.h"
 
 #include <math.h>
@@ -12,6 +15,7 @@
 #include "vp_test.h"
 #include "learn/train_report.h"
 #include "vulpes/algo.h"
+#include "vulpes/backtest.h"
 #include "vulpes/checkpoint.h"
 #include "vulpes/ppo.h"
 
@@ -100,6 +104,33 @@ static void test_repeat_and_resume(void) {
           "the checkpoint's test span: return %.10g exposure %.4f, the run's %.10g %.4f", ex.strategy.total_return,
           ex.exposure, r1.test.strategy.total_return, r1.test.exposure);
     vp_rollout_result_free(&rr);
+
+    // vulpes backtest and vulpes act on the checkpoint: the same decision for the bar after the data
+    char out[700], none[700], got[700];
+    snprintf(out, sizeof out, "%s/bt", d1);
+    snprintf(none, sizeof none, "%s/act-none", d1);
+    vp_backtest_job job = {path, NULL, NULL, NULL, out, 0, 1, 1, "all", NULL, 0, NULL};
+    vp_rollout_result bt, act;
+    vp_backtest_last_bar last;
+    memset(&bt, 0, sizeof bt);
+    memset(&act, 0, sizeof act);
+    CHECK_OK(vp_backtest_job_run(be, &job, &bt, got, sizeof got));
+    job.out = none;
+    CHECK_OK(vp_backtest_job_rollout(be, &job, &act, &last));
+    const vp_action_layout l = vp_action_layout_env();
+    const int64_t o = act.n_points - 1;
+    CHECK(o >= 0 && act.n_points == bt.n_points && act.next_q && bt.next_q && act.n_heads == l.n_heads,
+          "act: %lld points, the backtest %lld", (long long)act.n_points, (long long)bt.n_points);
+    if (o >= 0 && act.next_q && bt.next_q) {
+        const int32_t* ch = act.action + VP_ENV_BRANCHES * o;
+        CHECK(ch[0] >= 0 && memcmp(ch, bt.action + VP_ENV_BRANCHES * o, sizeof(int32_t) * VP_ENV_BRANCHES) == 0 &&
+                  memcmp(act.next_q, bt.next_q, sizeof(float) * (size_t)l.n_heads) == 0,
+              "act's decision differs from the backtest's");
+        for (int br = 0; br < l.n_branches; ++br)
+            CHECK(vp_action_argmax(act.next_q + l.offset[br], l.size[br]) == ch[br], "branch %d: not the argmax", br);
+    }
+    vp_rollout_result_free(&bt);
+    vp_rollout_result_free(&act);
     vp_algo_free(&inf);
     vp_train_data_free(&d);
     vp_backend_free(be);
