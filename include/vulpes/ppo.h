@@ -10,7 +10,8 @@
  * update them all.
  *
  * One iteration collects T = ppo.rollout_steps steps of each of the n_envs envs on the
- * backend (actions sampled from the policy with Philox draws), computes GAE(lambda), then runs
+ * backend (actions sampled from the policy with Philox draws; the span encoded once where
+ * that is fewer rows, as the DQN collector does), computes GAE(lambda), then runs
  * ppo.epochs epochs of ppo.minibatches minibatch updates over a fresh permutation each (the
  * clipped surrogate, the optionally clipped value loss, the entropy bonus, the advantages
  * normalised per minibatch, the gradient clipped by norm). Nothing is copied, allocated or
@@ -189,6 +190,17 @@ struct vp_ppo_trainer {
     vp_tensor d_logits;        /* [M, A] */
     vp_tensor d_values;        /* [M] */
     vp_tensor stats;           /* [VP_PPO_STAT_COUNT] sums of the last minibatch's terms */
+    int encode_once;           /* 1: collection encodes the span once per iteration, then runs head-only steps
+                                  (chosen at set-up where the span has fewer bars than n_envs x (T + 1)
+                                  windows; 0 after set-up forces step-by-step encoding) */
+    int64_t span_begin;        /* encode-once: first bar with an encoding row (the market's begin) */
+    int64_t span_rows;         /* R: bars span_begin .. span_begin + R - 1 */
+    int64_t chunk;             /* rows per encode call */
+    vp_ppo_acts* span_acts;    /* activations for `chunk` rows (forward only) */
+    vp_arena span_arena;       /* the span's buffers below */
+    vp_tensor span_bars;       /* [R] i32 the bars span_begin, span_begin + 1, ... */
+    vp_tensor span_enc;        /* [R, H] f32 the encoding of each bar, remade per iteration */
+    vp_tensor enc;             /* [E, H] f32 each env's row of span_enc at its decision bar */
     vp_validator* val;         /* the validation span's backtest */
     vp_graph* g_all;           /* the whole iteration (target_kl 0) */
     vp_graph* g_collect;       /* collection and GAE (target_kl > 0) */
@@ -208,6 +220,21 @@ vp_status vp_ppo_trainer_iterate(vp_ppo_trainer* t, int64_t n);
 
 /* The collection of one iteration and its GAE (ops only). */
 vp_status vp_ppo_collect_body(vp_backend* b, void* trainer);
+
+/* Chooses the collection path and, for the encode-once path, makes the span's buffers
+ * (ppo_span.c; set-up: allocations and one upload). */
+vp_status vp_ppo_span_init(vp_ppo_trainer* t);
+
+/* Frees what vp_ppo_span_init made. */
+void vp_ppo_span_free(vp_ppo_trainer* t);
+
+/* The logits and values of the envs' current observations into the collection activations:
+ * from the span's encoding table on the encode-once path (vp_ppo_encode_span first), else
+ * encoding every env's window (ops only). */
+vp_status vp_ppo_observe(vp_ppo_trainer* t);
+
+/* Encodes every bar of the span into span_enc with the current parameters (ops only). */
+vp_status vp_ppo_encode_span(vp_ppo_trainer* t);
 
 /* One epoch: the permutation and every minibatch update (ops only). */
 vp_status vp_ppo_epoch_body(vp_backend* b, void* trainer);

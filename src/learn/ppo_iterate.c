@@ -1,4 +1,4 @@
-/* The PPO iteration: collection of T steps of every env (encode, heads, sample, env step),
+/* The PPO iteration: collection of T steps of every env (observation, sample, env step; ppo_span.c),
  * the bootstrap value and GAE, then epochs of minibatch updates over a fresh permutation
  * each; issued as ops only and replayed as graphs. Statistics and validation. */
 #include <math.h>
@@ -18,13 +18,6 @@ static vp_tensor part(const vp_tensor* t, int64_t off, int64_t n) {
 /* The kernels of the trainer's backend. */
 static vp_status kernels(vp_ppo_trainer* t, const vp_ppo_kernels** k) { return vp_ppo_kernels_of("ppo", t->backend, k); }
 
-/* The current observations' logits and values (collection activations). */
-static vp_status observe_heads(vp_ppo_trainer* t) {
-    const int64_t E = t->cfg.env.n_envs;
-    VP_TRY(vp_ppo_net_encode(&t->net, &t->net.params, t->col, &t->features, &t->obs_bar, E));
-    return vp_ppo_net_heads(&t->net, &t->net.params, t->col, NULL, &t->obs_port, E);
-}
-
 vp_status vp_ppo_collect_body(vp_backend* b, void* ctx) {
     (void)b;
     vp_ppo_trainer* t = (vp_ppo_trainer*)ctx;
@@ -32,9 +25,10 @@ vp_status vp_ppo_collect_body(vp_backend* b, void* ctx) {
     VP_TRY(kernels(t, &k));
     const int64_t E = t->cfg.env.n_envs, T = t->pc.rollout_steps;
     int64_t* ctr = (int64_t*)t->ctr.data;
+    if (t->encode_once) VP_TRY(vp_ppo_encode_span(t));
     for (int64_t s = 0; s < T; ++s) {
         // the policy at the current observations, a sampled action per env, stored with them
-        VP_TRY(observe_heads(t));
+        VP_TRY(vp_ppo_observe(t));
         const vp_tensor lg = vp_ppo_logits(t->col), v = vp_ppo_values(t->col);
         const int64_t r = s * E;
         vp_ppo_store_ptrs st = {(int32_t*)t->r_bar.data + r, (float*)t->r_port.data + r * VP_ENV_PORTFOLIO,
@@ -49,7 +43,7 @@ vp_status vp_ppo_collect_body(vp_backend* b, void* ctx) {
         VP_TRY(vp_env_step(&t->env, &t->actions, &rw, &dn, &t->obs_bar, &t->obs_port));
     }
     // the bootstrap value of the observation after the last step, then GAE
-    VP_TRY(observe_heads(t));
+    VP_TRY(vp_ppo_observe(t));
     const vp_tensor v = vp_ppo_values(t->col);
     VP_TRY(vp_copy(t->backend, &v, &t->last_value));
     return k->gae(t->backend, T, E, t->pc.gamma, t->pc.gae_lambda, (const float*)t->r_reward.data,
@@ -133,12 +127,13 @@ static vp_status all_body(vp_backend* b, void* ctx) {
 }
 
 /* Runs once, eagerly, every op shape of an iteration whose outputs are scratch (the
- * collection's forward, a minibatch's gather, forward, loss and backward), so that first-use
+ * collection's forward and span encoding, a minibatch's gather, forward, loss and backward), so that first-use
  * set-up (GEMM plans) happens before a capture. The trained state is left as it was. */
 static vp_status prime(vp_ppo_trainer* t) {
     const vp_ppo_kernels* k = NULL;
     VP_TRY(kernels(t, &k));
-    VP_TRY(observe_heads(t));
+    if (t->encode_once) VP_TRY(vp_ppo_encode_span(t));
+    VP_TRY(vp_ppo_observe(t));
     const int64_t M = vp_tensor_numel(&t->m_bar);
     VP_TRY(k->gather(t->backend, M, (const int32_t*)t->perm.data, rollout_rows(t), minibatch_rows(t), t->pc.norm_adv));
     VP_TRY(forward_backward(t, k));

@@ -20,6 +20,9 @@ vp_status vp_ppo_cfg_make(const vp_config* cfg, vp_ppo_cfg* out) {
     VP_REQUIRE((E * T) % p->minibatches == 0 && p->minibatches <= E * T, VP_ERR_INVALID_ARG,
                "ppo.minibatches = %lld does not divide the rollout's env.n_envs x ppo.rollout_steps = %lld x %lld = "
                "%lld rows", (long long)p->minibatches, (long long)E, (long long)T, (long long)(E * T));
+    VP_REQUIRE(p->epochs <= VP_CONFIG_INT_MAX / p->minibatches, VP_ERR_INVALID_ARG,
+               "ppo.epochs x ppo.minibatches = %lld x %lld updates per iteration: at most 10^9",
+               (long long)p->epochs, (long long)p->minibatches);
     out->rollout_steps = T;
     out->epochs = p->epochs;
     out->minibatches = p->minibatches;
@@ -129,6 +132,7 @@ vp_status vp_ppo_trainer_init(vp_ppo_trainer* t, vp_backend* b, const vp_config*
     if (s == VP_OK) s = envs_init(t);
     if (s == VP_OK) s = vp_ppo_acts_init(&t->col, &t->net, E, 0, 0);
     if (s == VP_OK) s = vp_ppo_acts_init(&t->mb, &t->net, M, 1, 0);
+    if (s == VP_OK) s = vp_ppo_span_init(t);
     if (s == VP_OK)
         s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars,
                               cfg->env.ruin_fraction);
@@ -147,6 +151,7 @@ void vp_ppo_trainer_free(vp_ppo_trainer* t) {
     vp_graph_free(t->g_collect);
     vp_graph_free(t->g_epoch);
     vp_validator_free(t->val);
+    vp_ppo_span_free(t);
     vp_ppo_acts_free(t->col);
     vp_ppo_acts_free(t->mb);
     vp_env_free(&t->env);
