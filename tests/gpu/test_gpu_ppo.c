@@ -2,8 +2,9 @@
  * - the kernels (ppo_impl.h): the sampler's choices and the permutation bit for bit, GAE, the
  *   minibatch gather with the advantage normalisation and the per-sample loss terms and
  *   gradients within 1e-5 relative, at odd sizes;
- * - one iteration of a trainer (FP32 products) on both: the same sampled actions, rewards
- *   and done flags bit for bit, the parameters after the updates within 1e-4 relative;
+ * - one iteration of a trainer (FP32 products) on both, step by step and with the span encoded
+ *   once: the same sampled actions, rewards and done flags bit for bit, the parameters after
+ *   the updates within 1e-4 relative;
  * - a captured iteration replayed 100 times makes no copy, allocation or synchronisation
  *   (vp_backend_counters), and the iterations did their work (counters read afterwards);
  * - two CUDA runs of one config give identical metrics.jsonl and checkpoints; 23 iterations
@@ -135,11 +136,14 @@ static void* fetch(const vp_tensor* t, size_t n) {
     return p;
 }
 
-static void test_iteration_parity_and_zero_copy(void) {
+/* One iteration on both backends of the config of `over` (n entries) with T steps, E envs, 3
+ * minibatches of 2 epochs, then 100 captured launches on CUDA. */
+static void iteration_parity_and_zero_copy(int n, const char* const* over, int64_t T, int encode_once) {
     vp_ppo_trainer tc, tg;
     vp_train_data dc, dg;
-    if (!make(&tc, &dc, g_cpu, 5, OVER)) return;
-    if (!make(&tg, &dg, g_gpu, 5, OVER)) {
+    if (!make(&tc, &dc, g_cpu, n, over)) return;
+    CHECK(tc.encode_once == encode_once, "the CPU trainer's collection path: encode once %d", tc.encode_once);
+    if (!make(&tg, &dg, g_gpu, n, over)) {
         vp_ppo_trainer_free(&tc), vp_train_data_free(&dc);
         return;
     }
@@ -183,12 +187,20 @@ static void test_iteration_parity_and_zero_copy(void) {
     CHECK_OK(vp_download(g_gpu, &step, &tg.adam_step, sizeof step));
     double st[VP_PPO_STAT_COUNT], gn = 0.0;
     CHECK_OK(vp_ppo_trainer_stats(&tg, st, &gn));
-    CHECK(ctr[VP_PPO_CTR_STEP] == 101 * 12 && ctr[VP_PPO_CTR_EPOCH] == 101 * 2 && step == 101 * 6 && isfinite(gn) &&
+    CHECK(ctr[VP_PPO_CTR_STEP] == 101 * T && ctr[VP_PPO_CTR_EPOCH] == 101 * 2 && step == 101 * 6 && isfinite(gn) &&
               isfinite(st[VP_PPO_STAT_PG]),
           "after 101 iterations: %lld collection steps, %lld epochs, adam step %d, grad norm %g",
           (long long)ctr[VP_PPO_CTR_STEP], (long long)ctr[VP_PPO_CTR_EPOCH], step, gn);
     vp_ppo_trainer_free(&tc), vp_ppo_trainer_free(&tg);
     vp_train_data_free(&dc), vp_train_data_free(&dg);
+}
+
+static void test_iteration_parity_and_zero_copy(void) {
+    // step by step (7 envs x 13 windows < the span's bars), then the span encoded once (40 x 25 > them)
+    static const char* const EO[] = {"train.algo=ppo", "ppo.rollout_steps=24", "ppo.minibatches=3", "ppo.epochs=2",
+                                     "run.precision=fp32", "env.n_envs=40", "env.episode_bars=7"};
+    iteration_parity_and_zero_copy(5, OVER, 12, 0);
+    iteration_parity_and_zero_copy(7, EO, 24, 1);
 }
 
 /* Runs the PPO test config on the GPU into dir (mode, stop point). */
