@@ -1,5 +1,6 @@
 /* Golden test: one PPO minibatch update of the C trainer (vp_ppo_update, CPU) against PyTorch
- * (tools/golden_ppo.py wrote tests/data/golden_ppo.safetensors: the configuration, the
+ * (tools/golden_ppo.py wrote tests/data/golden_ppo.safetensors and, without the Mamba2 mixer,
+ * golden_ppo_nomamba.safetensors: the configuration, the
  * parameters, features, one minibatch with the collection's log-probabilities and values,
  * the logits and values, the loss and its terms, every gradient before clipping, the grad
  * norm and the parameters after AdamW). Tolerance: norm-wise relative error per tensor 1e-4
@@ -14,7 +15,8 @@
 #include "learn/ppo_impl.h"
 #include "vp_test.h"
 
-#define FILE_PATH "tests/data/golden_ppo.safetensors"
+/* The golden files: the network with the Mamba2 mixer, and without it. */
+static const char* const FILES[] = {"tests/data/golden_ppo.safetensors", "tests/data/golden_ppo_nomamba.safetensors"};
 
 /* Number field of the configuration object. */
 static double num(const cJSON* c, const char* key) {
@@ -54,10 +56,10 @@ static vp_tensor zeros(vp_dtype dt, int64_t rows, int64_t cols) {
     return cols ? vp_tensor_2d(p, dt, VP_MEM_HOST, rows, cols) : vp_tensor_1d(p, dt, VP_MEM_HOST, rows);
 }
 
-static void test_golden_update(void) {
+static void golden_update(const char* path) {
     vp_st_file f;
-    vp_status s = vp_st_load(&f, FILE_PATH);
-    CHECK(s == VP_OK, "%s: %s", FILE_PATH, vp_last_error());
+    vp_status s = vp_st_load(&f, path);
+    CHECK(s == VP_OK, "%s: %s", path, vp_last_error());
     if (s != VP_OK) return;
     cJSON* j = cJSON_Parse(vp_st_meta(&f, "config"));
     CHECK(j != NULL, "metadata 'config' missing or not JSON");
@@ -130,8 +132,8 @@ static void test_golden_update(void) {
     for (int i = 0; i < 6; ++i) CHECK_OK(vp_st_read(&f, sk[i], VP_F32, 1, &want[i]));
     const double got[6] = {pg, vl, en, kl, loss, ((const float*)t.grad_norm.data)[0]};
     for (int i = 0; i < 6; ++i) CHECK_NEAR(got[i], want[i], 1e-5, 1e-5);
-    fprintf(stderr, "  loss %.6f (PyTorch %.6f), approx_kl %.6f (%.6f), grad norm %.6f (%.6f)\n", loss,
-            (double)want[4], kl, (double)want[3], got[5], (double)want[5]);
+    fprintf(stderr, "  %s (use_mamba %d): loss %.6f (PyTorch %.6f), approx_kl %.6f (%.6f), grad norm %.6f (%.6f)\n",
+            path, m.use_mamba, loss, (double)want[4], kl, (double)want[3], got[5], (double)want[5]);
     // every gradient, and every parameter after the step (and its change)
     double worst_g = 0.0, worst_p = 0.0, worst_d = 0.0;
     for (int i = 0; i < n; ++i) {
@@ -157,6 +159,10 @@ static void test_golden_update(void) {
     vp_ppo_net_free(&t.net);
     vp_backend_free(t.backend);
     vp_st_free(&f);
+}
+
+static void test_golden_update(void) {
+    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; ++i) golden_update(FILES[i]);
 }
 
 int main(void) {

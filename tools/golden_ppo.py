@@ -14,6 +14,7 @@ C update with the file: the loss and its terms, the logits and values, every gra
 parameters after the step.
 
 Usage: python3 tools/golden_ppo.py --out tests/data/golden_ppo.safetensors
+       python3 tools/golden_ppo.py --no-mamba --out tests/data/golden_ppo_nomamba.safetensors
 Needs torch, numpy and safetensors.
 """
 import argparse
@@ -144,7 +145,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output .safetensors file")
     ap.add_argument("--seed", type=int, default=3, help="first seed tried")
+    ap.add_argument("--no-mamba", action="store_true", help="the plain last-bar trunk (use_mamba 0)")
     args = ap.parse_args()
+    if args.no_mamba:
+        MODEL["use_mamba"] = 0
     for seed in range(args.seed, args.seed + 500):
         params, feats, bt = draw_case(seed)
         r = update(params, feats, bt)
