@@ -4,9 +4,6 @@
  * replay ring as raw blocks, and the host counters, seeds and config as metadata: enough
  * to continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best parameters. Both
  * record the data trained on (vulpes.data.*: source, identity, bar interval, price scale). */
-#define _XOPEN_SOURCE 700 /* realpath */
-#include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +19,8 @@
 
 /* Every parameter of `flat` ([n_weights]) by its table name under `prefix`. */
 static void add_params(vp_ckpt_list* l, const vp_model* m, const char* prefix, const vp_tensor* flat) {
-    for (int i = 0; i < m->n_params; ++i) vp_ckpt_list_add(l, prefix, m->info[i].name, vp_model_param_view(m, flat, &m->info[i]));
+    for (int i = 0; i < m->n_params; ++i)
+        vp_ckpt_list_add(l, prefix, m->info[i].name, vp_model_param_view(m, flat, &m->info[i]));
 }
 
 /* The replay ring's whole block as one i32 view: it starts at the ring's first array
@@ -57,7 +55,8 @@ static vp_status resume_items(vp_trainer* t, vp_ckpt_list* l) {
     vp_ckpt_list_add(l, "", "collect.step", t->collector.step);
     // The env state: its one allocation, as raw 32-bit words.
     const vp_env* e = &t->env;
-    vp_ckpt_list_add(l, "", "env.state", vp_tensor_1d(e->storage.dev, VP_I32, e->storage.mem, (int64_t)(e->storage.bytes / 4)));
+    vp_ckpt_list_add(l, "", "env.state",
+                     vp_tensor_1d(e->storage.dev, VP_I32, e->storage.mem, (int64_t)(e->storage.bytes / 4)));
     vp_tensor rb;
     VP_TRY(replay_block(t, &rb));
     vp_ckpt_list_add(l, "", "replay.state", rb);
@@ -94,15 +93,12 @@ vp_status vp_trainer_save(vp_trainer* t, const char* path, vp_ckpt_kind kind) {
     vp_ckpt_meta_u64(&ml, "vulpes.seed.collect", t->parts.collect.seed);
     vp_ckpt_meta_add(&ml, "vulpes.replay", kind == VP_CKPT_RESUME ? "saved (replay.state)" : "not saved");
     // The data trained on: source, identity, bar interval and price scale of the training span.
-    vp_data_record rec;
     vp_ckpt_data_meta dm;
-    vp_status s = vp_data_record_make(t->data, t->data->split.train, &rec);
-    if (s == VP_OK) s = vp_checkpoint_data_meta(&rec, &dm);
+    vp_status s = vp_ckpt_meta_data(&ml, t->data, &dm);
     if (s != VP_OK) {
         free(yaml);
         return vp_error_context(s, "writing checkpoint %s", path);
     }
-    for (int i = 0; i < dm.n; ++i) vp_ckpt_meta_add(&ml, dm.pairs[i].key, dm.pairs[i].value);
 
     // Tensors: everything for a resume, the best parameters otherwise.
     vp_ckpt_list l;
@@ -141,14 +137,7 @@ vp_status vp_trainer_load(vp_trainer* t, const char* path) {
     if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.env_steps", &c.env_steps);
     if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.learner_steps", &c.learner_steps);
     if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.best_iteration", &best_it);
-    const char* bs = vp_checkpoint_meta(ck, "vulpes.best_val_sharpe");
-    if (s == VP_OK && bs) {
-        char* end = NULL;
-        best_sh = strtod(bs, &end);
-        if (end == bs || *end != '\0')
-            s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s: metadata 'vulpes.best_val_sharpe' = '%.40s' is "
-                             "not a number", path, bs);
-    }
+    if (s == VP_OK) s = vp_ckpt_meta_read_num(ck, "vulpes.best_val_sharpe", &best_sh);
     if (s == VP_OK) s = vp_dqn_check_counters(t, path, &c, best_it, best_sh);
 
     // Tensors straight into the run's buffers, each checked before anything uses it.

@@ -125,18 +125,6 @@ static vp_status check_restored(vp_ppo_trainer* t, const char* path, const vp_tr
     return VP_OK;
 }
 
-/* Reads a number metadata value (NaN when absent). */
-static vp_status meta_read_num(const vp_checkpoint* ck, const char* key, double* out) {
-    const char* v = vp_checkpoint_meta(ck, key);
-    *out = NAN;
-    if (!v) return VP_OK;
-    char* end = NULL;
-    *out = strtod(v, &end);
-    VP_REQUIRE(end != v && *end == '\0', VP_ERR_PARSE, "checkpoint %s: metadata '%s' = '%.40s' is not a number",
-               vp_checkpoint_path(ck), key, v);
-    return VP_OK;
-}
-
 vp_status vp_ppo_trainer_load(vp_ppo_trainer* t, const char* path, double* best_val_sharpe, int64_t* best_iteration) {
     VP_REQUIRE(t != NULL && t->val != NULL && path != NULL && best_val_sharpe != NULL && best_iteration != NULL,
                VP_ERR_INVALID_ARG, "vp_ppo_trainer_load: NULL argument");
@@ -160,7 +148,7 @@ vp_status vp_ppo_trainer_load(vp_ppo_trainer* t, const char* path, double* best_
     if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.env_steps", &c.env_steps);
     if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.learner_steps", &c.learner_steps);
     if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.best_iteration", &best_it);
-    if (s == VP_OK) s = meta_read_num(ck, "vulpes.best_val_sharpe", &best_sh);
+    if (s == VP_OK) s = vp_ckpt_meta_read_num(ck, "vulpes.best_val_sharpe", &best_sh);
     if (s == VP_OK) s = check_counters(t, path, &c, best_it);
     // Tensors straight into the run's buffers, then checked; the observation from the env state.
     vp_ckpt_list l;

@@ -3,6 +3,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,5 +140,16 @@ vp_status vp_ckpt_meta_data(vp_ckpt_meta_list* ml, const vp_train_data* d, vp_ck
     VP_TRY(vp_data_record_make(d, d->split.train, &rec));
     VP_TRY(vp_checkpoint_data_meta(&rec, dm));
     for (int i = 0; i < dm->n; ++i) vp_ckpt_meta_add(ml, dm->pairs[i].key, dm->pairs[i].value);
+    return VP_OK;
+}
+
+vp_status vp_ckpt_meta_read_num(const vp_checkpoint* ck, const char* key, double* out) {
+    const char* v = vp_checkpoint_meta(ck, key);
+    *out = NAN;
+    if (!v) return VP_OK;
+    char* end = NULL;
+    *out = strtod(v, &end);
+    VP_REQUIRE(end != v && *end == '\0', VP_ERR_PARSE, "checkpoint %s: metadata '%s' = '%.40s' is not a number",
+               vp_checkpoint_path(ck), key, v);
     return VP_OK;
 }

@@ -55,6 +55,10 @@ vp_status vp_ckpt_meta_data(vp_ckpt_meta_list* ml, const vp_train_data* d, vp_ck
 /* Reads the int64 metadata value of `key` (VP_ERR_PARSE naming the file and key). */
 vp_status vp_ckpt_meta_read_int(const vp_checkpoint* ck, const char* key, int64_t* out);
 
+/* Reads the number metadata value of `key` into *out, NaN when the file has none (VP_ERR_PARSE
+ * naming the file and key when it is not a number). */
+vp_status vp_ckpt_meta_read_num(const vp_checkpoint* ck, const char* key, double* out);
+
 /* Checks that checkpoint ck continues the run of cfg on data d: its config equal to cfg but
  * for train.iterations, train.checkpoint_every, train.log_every and run.*, and the same
  * training bars; the message names the first key that differs. */
