@@ -108,7 +108,8 @@ static vp_status check_counters(vp_ppo_trainer* t, const char* path, const vp_tr
     return VP_OK;
 }
 
-/* The restored device counters and the env state against the host counters. */
+/* The restored device counters against the host counters, and the env state (its own checks,
+ * each window a training episode). */
 static vp_status check_restored(vp_ppo_trainer* t, const char* path, const vp_train_counters* c) {
     int64_t ctr[VP_PPO_CTR_COUNT];
     int32_t step = 0;
@@ -122,6 +123,11 @@ static vp_status check_restored(vp_ppo_trainer* t, const char* path, const vp_tr
                "do not match its counters (collect_steps %lld, learner_steps %lld)", path,
                (long long)ctr[VP_PPO_CTR_STEP], (long long)ctr[VP_PPO_CTR_EPOCH], (int)step,
                (long long)c->collect_steps, (long long)c->learner_steps);
+    vp_env_state h;
+    VP_TRY(vp_ckpt_env_host(t->env.n_envs, &h));
+    vp_status s = vp_ckpt_check_env(&t->env, &h);
+    free(h.cash);
+    if (s != VP_OK) return vp_error_context(s, "checkpoint %s", path);
     return VP_OK;
 }
 

@@ -153,3 +153,39 @@ vp_status vp_ckpt_meta_read_num(const vp_checkpoint* ck, const char* key, double
                vp_checkpoint_path(ck), key, v);
     return VP_OK;
 }
+
+vp_status vp_ckpt_env_host(int64_t n, vp_env_state* h) {
+    const size_t N = (size_t)n;
+    char* p = (char*)malloc(N * (4 * sizeof(int32_t) + sizeof(uint32_t) + 6 * sizeof(double) + sizeof(float)));
+    VP_REQUIRE(p != NULL, VP_ERR_OOM, "checkpoint: out of host memory for %lld env states", (long long)n);
+    // Doubles first, so every array is aligned.
+    double* d = (double*)(void*)p;
+    h->cash = d, h->equity = d + N, h->peak = d + 2 * N, h->entry = d + 3 * N, h->take_profit = d + 4 * N;
+    h->stop_loss = d + 5 * N;
+    int32_t* i = (int32_t*)(void*)(d + 6 * N);
+    h->t = i, h->window_end = i + N, h->position = i + 2 * N, h->bars_held = i + 3 * N;
+    h->episode = (uint32_t*)(void*)(i + 4 * N);
+    h->last_size = (float*)(void*)(i + 5 * N);
+    return VP_OK;
+}
+
+vp_status vp_ckpt_check_env(vp_env* e, vp_env_state* h) {
+    // The env's own checks (the same bits go back), then each window a training episode.
+    vp_status s = vp_env_state_get(e, h);
+    if (s == VP_OK) s = vp_env_state_set(e, h);
+    const int32_t eb = e->config.episode_bars;
+    for (int64_t i = 0; s == VP_OK && i < e->n_envs; ++i) {
+        const int64_t w = h->window_end[i], into = (int64_t)h->t[i] - (w - eb);
+        if (into < 0 || into >= eb || w - eb < e->market->begin)
+            s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "env %lld has t %d, window_end %d: a training window is "
+                             "episode_bars %d long and starts at or after begin %lld, with t inside it", (long long)i,
+                             (int)h->t[i], (int)w, (int)eb, (long long)e->market->begin);
+    }
+    if (s != VP_OK) {
+        // A bad checkpoint is malformed input, whichever check found it.
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", vp_last_error());
+        s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "tensor 'env.state': %s", msg);
+    }
+    return s;
+}

@@ -64,4 +64,13 @@ vp_status vp_ckpt_meta_read_num(const vp_checkpoint* ck, const char* key, double
  * training bars; the message names the first key that differs. */
 vp_status vp_ckpt_check_config(const vp_config* cfg, const vp_train_data* d, const vp_checkpoint* ck);
 
+/* Host arrays for n envs' state in one block into *h (free h->cash). */
+vp_status vp_ckpt_env_host(int64_t n, vp_env_state* h);
+
+/* The env state restored into e (a resume's raw block): the env's own checks (vp_env_state_get,
+ * then vp_env_state_set of the same bits), then each env's window a training episode
+ * (episode_bars long, starting at or after the market's begin, t inside it); VP_ERR_PARSE
+ * naming the tensor 'env.state'. On success h (from vp_ckpt_env_host) holds the state. */
+vp_status vp_ckpt_check_env(vp_env* e, vp_env_state* h);
+
 #endif /* VP_LEARN_TRAIN_CKPT_H */
