@@ -29,7 +29,8 @@ extern "C" {
 #endif
 
 /* The head parameters of the actor-critic, in buffer order after the encoder's table.
- * X(slot, name, rows, cols): cols 0 is a vector; H hidden, HH head hidden, A heads. */
+ * X(slot, name, rows, cols): cols 0 is a vector; H hidden, HH head hidden, A heads. Each
+ * weight is followed by its bias (even slots weights, odd slots biases: ppo_net.c relies on it). */
 #define VP_PPO_HEADS(X)                  \
     X(PI1_W, "ppo.pi1.w", HH, H)         \
     X(PI1_B, "ppo.pi1.b", HH, 0)         \

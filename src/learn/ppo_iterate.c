@@ -1,6 +1,6 @@
-/* The PPO iteration: collection of T steps of every env (observation, sample, env step; ppo_span.c),
- * the bootstrap value and GAE, then epochs of minibatch updates over a fresh permutation
- * each; issued as ops only and replayed as graphs. Statistics and validation. */
+/* The PPO iteration: collection of T steps of every env (observation, sample, env step; the
+ * observations in ppo_span.c), the bootstrap value and GAE, then epochs of minibatch updates
+ * over a fresh permutation each; issued as ops only and replayed as graphs. Statistics. */
 #include <math.h>
 #include <string.h>
 
