@@ -5,6 +5,7 @@
  * bonus) against central finite differences of the loss; the advantage normalisation; the
  * epoch permutation. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "learn/ppo_impl.h"
@@ -168,21 +169,33 @@ static void test_normalise_and_permute(void) {
         CHECK_NEAR(oadv[k], (adv[idx[k]] - 2.5) / sd, 1e-6, 0);
     }
     // the permutation: every index once, the same for the same epoch, another for the next
-    enum { N = 97 };
-    int32_t p0[N], p1[N], p2[N];
-    vp_ppo_permute(N, 3, 4, 0, p0);
-    vp_ppo_permute(N, 3, 4, 0, p1);
-    vp_ppo_permute(N, 3, 4, 1, p2);
-    int seen[N] = {0}, same = 1, moved = 0;
-    for (int k = 0; k < N; ++k) {
-        if (p0[k] >= 0 && p0[k] < N) seen[p0[k]]++;
-        same &= p0[k] == p1[k];
-        moved += p0[k] != p2[k];
+    const int64_t sizes[5] = {1, 2, 97, 1024, 4099};
+    for (int z = 0; z < 5; ++z) {
+        const int64_t N = sizes[z];
+        int32_t* p0 = (int32_t*)calloc((size_t)N, 4);
+        int32_t* p1 = (int32_t*)calloc((size_t)N, 4);
+        int32_t* p2 = (int32_t*)calloc((size_t)N, 4);
+        int* seen = (int*)calloc((size_t)N, sizeof(int));
+        int64_t ctr[2] = {0, 7};
+        CHECK_OK(vp_ppo_cpu_permute(NULL, N, 3, 4, ctr, p0));
+        ctr[1] = 7;
+        CHECK_OK(vp_ppo_cpu_permute(NULL, N, 3, 4, ctr, p1));
+        CHECK_OK(vp_ppo_cpu_permute(NULL, N, 3, 4, ctr, p2));
+        int same = 1, all = 1;
+        int64_t moved = 0, fixed = 0;
+        for (int64_t k = 0; k < N; ++k) {
+            if (p0[k] >= 0 && p0[k] < N) seen[p0[k]]++;
+            same &= p0[k] == p1[k];
+            moved += p0[k] != p2[k];
+            fixed += p0[k] == k;
+        }
+        for (int64_t k = 0; k < N; ++k) all &= seen[k] == 1;
+        CHECK(all && same && ctr[1] == 9, "n %lld: each index once %d, repeatable %d, epoch counter %lld", (long long)N,
+              all, same, (long long)ctr[1]);
+        CHECK(N < 97 || (moved > N / 2 && fixed < N / 10), "n %lld: %lld moved by the next epoch, %lld fixed points",
+              (long long)N, (long long)moved, (long long)fixed);
+        free(p0), free(p1), free(p2), free(seen);
     }
-    int all = 1;
-    for (int k = 0; k < N; ++k) all &= seen[k] == 1;
-    CHECK(all && same && moved > N / 2, "permutation: each index once %d, repeatable %d, %d moved by the next epoch",
-          all, same, moved);
 }
 
 int main(void) {

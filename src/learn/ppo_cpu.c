@@ -38,7 +38,8 @@ vp_status vp_ppo_cpu_gae(vp_backend* b, int64_t T, int64_t E, float gamma, float
 }
 
 vp_status vp_ppo_cpu_permute(vp_backend* b, int64_t n, uint64_t seed, uint64_t stream, int64_t* ctr, int32_t* perm) {
-    vp_ppo_permute(n, seed, stream, (uint64_t)ctr[VP_PPO_CTR_EPOCH], perm);
+    const uint64_t epoch = (uint64_t)ctr[VP_PPO_CTR_EPOCH];
+    for (int64_t k = 0; k < n; ++k) perm[k] = (int32_t)vp_ppo_perm_at(n, seed, stream, epoch, k);
     return vp_ppo_cpu_tick(b, ctr, VP_PPO_CTR_EPOCH);
 }
 

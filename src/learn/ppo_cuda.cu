@@ -1,6 +1,7 @@
 /* PPO's kernels on CUDA: kernels, then launchers. The per-sample math is ppo_math.h's, shared
- * with the CPU loops (ppo_cpu.c). The permutation and the minibatch advantage moments run in
- * one thread each (a fixed order: the CPU's bits); the rest one thread per env or sample. */
+ * with the CPU loops (ppo_cpu.c): one thread per env, row or sample; the minibatch advantage
+ * moments in one block (double sums in a fixed order, so the same numbers every run, equal to
+ * the CPU's sequential ones within double rounding). */
 #include <stdint.h>
 
 #include "backend/kit.h"
@@ -42,10 +43,12 @@ __global__ void ppo_gae_kernel(int64_t T, int64_t E, float gamma, float lambda, 
     vp_ppo_gae_env(T, E, i, reward, done, value, last_value[i], gamma, lambda, adv, ret);
 }
 
-/* One thread: the epoch's permutation, then the epoch counter. */
-__global__ void ppo_permute_kernel(int64_t n, uint64_t seed, uint64_t stream, int64_t* ctr, int32_t* perm) {
-    vp_ppo_permute(n, seed, stream, (uint64_t)ctr[VP_PPO_CTR_EPOCH], perm);
-    if (ctr[VP_PPO_CTR_EPOCH] < INT64_MAX) ctr[VP_PPO_CTR_EPOCH] += 1;
+/* One thread per row: its element of the epoch's permutation (the counter moves on in the
+ * next launch, once every thread has read it). */
+__global__ void ppo_permute_kernel(int64_t n, uint64_t seed, uint64_t stream, const int64_t* ctr, int32_t* perm) {
+    const int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n) return;
+    perm[k] = (int32_t)vp_ppo_perm_at(n, seed, stream, (uint64_t)ctr[VP_PPO_CTR_EPOCH], k);
 }
 
 /* One thread per row: the minibatch's rows. */
@@ -62,11 +65,31 @@ __global__ void ppo_gather_kernel(int64_t n, const int32_t* idx, vp_ppo_rows src
     dst.ret[k] = src.ret[r];
 }
 
-/* One thread: the advantages' moments and the normalisation, in the CPU's order. */
+/* Sum over the block of one double per thread (PPO_THREADS, a power of two), a fixed tree. */
+__device__ double ppo_block_sum(double v, double* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int o = PPO_THREADS / 2; o > 0; o >>= 1) {
+        if ((int)threadIdx.x < o) sh[threadIdx.x] += sh[threadIdx.x + o];
+        __syncthreads();
+    }
+    const double r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+/* One block: the advantages' mean and std (Bessel; vp_ppo_adv_moments' formulas in double),
+ * then every advantage normalised. */
 __global__ void ppo_norm_kernel(int64_t n, float* adv) {
-    float mean = 0.0f, den = 1.0f;
-    vp_ppo_adv_moments(adv, n, &mean, &den);
-    for (int64_t k = 0; k < n; ++k) adv[k] = (adv[k] - mean) / den;
+    __shared__ double sh[PPO_THREADS];
+    double s = 0.0;
+    for (int64_t k = threadIdx.x; k < n; k += PPO_THREADS) s += (double)adv[k];
+    const double mu = ppo_block_sum(s, sh) / (double)n;
+    double q = 0.0;
+    for (int64_t k = threadIdx.x; k < n; k += PPO_THREADS) q += ((double)adv[k] - mu) * ((double)adv[k] - mu);
+    const double sq = ppo_block_sum(q, sh);
+    const float mean = (float)mu, den = (float)((n > 1 ? sqrt(sq / (double)(n - 1)) : 0.0) + 1e-8);
+    for (int64_t k = threadIdx.x; k < n; k += PPO_THREADS) adv[k] = (adv[k] - mean) / den;
 }
 
 /* One thread per sample: its terms and gradients. */
@@ -120,8 +143,10 @@ extern "C" vp_status vp_ppo_cuda_permute(vp_backend* b, int64_t n, uint64_t seed
                                          int32_t* perm) {
     VP_REQUIRE(n >= 1, VP_ERR_SHAPE, "vp_ppo_cuda_permute: %lld rows", (long long)n);
     PPO_STREAM("vp_ppo_cuda_permute");
-    ppo_permute_kernel<<<1, 1, 0, st>>>(n, seed, stream, ctr, perm);
+    ppo_permute_kernel<<<blocks_for(n), PPO_THREADS, 0, st>>>(n, seed, stream, ctr, perm);
     VP_CUDA_CHECK_LAUNCH("ppo_permute_kernel");
+    ppo_tick_kernel<<<1, 1, 0, st>>>(ctr, VP_PPO_CTR_EPOCH);
+    VP_CUDA_CHECK_LAUNCH("ppo_tick_kernel");
     return VP_OK;
 }
 
@@ -132,7 +157,7 @@ extern "C" vp_status vp_ppo_cuda_gather(vp_backend* b, int64_t n, const int32_t*
     ppo_gather_kernel<<<blocks_for(n), PPO_THREADS, 0, st>>>(n, idx, src, dst);
     VP_CUDA_CHECK_LAUNCH("ppo_gather_kernel");
     if (!norm) return VP_OK;
-    ppo_norm_kernel<<<1, 1, 0, st>>>(n, dst.adv);
+    ppo_norm_kernel<<<1, PPO_THREADS, 0, st>>>(n, dst.adv);
     VP_CUDA_CHECK_LAUNCH("ppo_norm_kernel");
     return VP_OK;
 }

@@ -69,7 +69,8 @@ typedef vp_status vp_ppo_gae_fn(vp_backend* b, int64_t T, int64_t E, float gamma
                                 const float* done, const float* value, const float* last_value, float* adv,
                                 float* ret);
 
-/* perm [n] = the permutation of epoch ctr[VP_PPO_CTR_EPOCH] (vp_ppo_permute), then that counter += 1. */
+/* perm [n] = the permutation of epoch ctr[VP_PPO_CTR_EPOCH] (vp_ppo_perm_at of each row), then that
+ * counter += 1. */
 typedef vp_status vp_ppo_permute_fn(vp_backend* b, int64_t n, uint64_t seed, uint64_t stream, int64_t* ctr,
                                     int32_t* perm);
 

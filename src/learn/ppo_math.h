@@ -181,18 +181,40 @@ VP_HD void vp_ppo_adv_moments(const float* x, int64_t n, float* mean, float* den
     *den = (float)(sd + 1e-8);
 }
 
-/* The permutation of epoch `epoch` of 0 .. n - 1 into perm [n]: Fisher-Yates from the end,
- * the swap partner of position k a Philox word (seed, stream, epoch * 2^32 + k) scaled to
- * [0, k]. */
-VP_HD void vp_ppo_permute(int64_t n, uint64_t seed, uint64_t stream, uint64_t epoch, int32_t* perm /* [n] */) {
-    for (int64_t k = 0; k < n; ++k) perm[k] = (int32_t)k;
-    for (int64_t k = n - 1; k > 0; --k) {
-        const uint32_t w = vp_rng_draw(seed, stream, (epoch << 32) + (uint64_t)k).v[0];
-        const int64_t j = (int64_t)(((uint64_t)w * (uint64_t)(k + 1)) >> 32);
-        const int32_t tmp = perm[k];
-        perm[k] = perm[j];
-        perm[j] = tmp;
-    }
+/* The round function of the permutation's Feistel network: a murmur3 finaliser of x mixed
+ * with the round key. */
+VP_HD uint32_t vp_ppo_feistel_round(uint32_t x, uint32_t key) {
+    uint32_t z = (x * 0x9E3779B1u) ^ key;
+    z ^= z >> 15;
+    z *= 0x85EBCA77u;
+    z ^= z >> 13;
+    z *= 0xC2B2AE3Du;
+    z ^= z >> 16;
+    return z;
+}
+
+/* Element k (0 <= k < n <= 2^31) of the permutation of epoch `epoch` of 0 .. n - 1: a 4-round
+ * Feistel network over 2h bits (the least h with 4^h >= n), its round keys the Philox words
+ * (seed, stream, epoch), applied again while the value is n or more (cycle walking: the walk
+ * from k stays on k's cycle of the bijection, so it ends below n, in fewer than 4 steps on
+ * average). Each element is computed alone, so every row of a permutation in parallel. */
+VP_HD int64_t vp_ppo_perm_at(int64_t n, uint64_t seed, uint64_t stream, uint64_t epoch, int64_t k) {
+    int h = 1;
+    while (h < 16 && ((int64_t)1 << (2 * h)) < n) ++h;
+    const uint32_t mask = (uint32_t)(((uint64_t)1 << h) - 1u);
+    const vp_u32x4 key = vp_rng_draw(seed, stream, epoch);
+    uint64_t x = (uint64_t)k;
+    do {
+        uint32_t L = (uint32_t)(x >> h), R = (uint32_t)x & mask;
+        for (int r = 0; r < 4; ++r) {
+            const uint32_t f = vp_ppo_feistel_round(R, key.v[r]) & mask;
+            const uint32_t nl = R;
+            R = L ^ f;
+            L = nl;
+        }
+        x = ((uint64_t)L << h) | R;
+    } while (x >= (uint64_t)n);
+    return (int64_t)x;
 }
 
 #endif /* VP_LEARN_PPO_MATH_H */
