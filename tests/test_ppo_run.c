@@ -9,7 +9,8 @@
  * through the seam: act's decision for the bar after the data is the backtest's, its scores
  * the policy's logits, each branch's choice their argmax. With 40 envs x 24 steps against a span
  * of about 800 bars collection encodes the span once: three iterations give the same rollouts
- * and parameters, bit for bit, as step-by-step encoding. */
+ * and parameters, bit for bit, as step-by-step encoding. The network refuses a backward that
+ * does not follow its own encoding. */
 #include "test_train_util.h"
 
 #include <math.h>
@@ -207,7 +208,35 @@ static void test_encode_once(void) {
     vp_backend_free(b);
 }
 
+/* The network refuses a backward after heads on an outside encoding (the encoder's activations
+ * are not that encoding's), and a forward of more samples than its activations hold. */
+static void test_net_refusals(void) {
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    vp_model_cfg m = vp_model_cfg_default();
+    m.n_features = 5, m.window = 3, m.hidden = 16, m.mamba_state = 4, m.mamba_head_dim = 8, m.head_hidden = 8;
+    vp_ppo_net n;
+    vp_ppo_acts* a = NULL;
+    CHECK_OK(vp_ppo_net_init(&n, b, &m, 3));
+    CHECK_OK(vp_ppo_acts_init(&a, &n, 4, 1, 0));
+    float feats[10 * 5] = {0}, port[4 * 8] = {0}, enc[4 * 16] = {0}, dl[4 * 13] = {0}, dv[4] = {0};
+    int32_t bars[4] = {2, 5, 7, 9};
+    vp_tensor F = vp_tensor_2d(feats, VP_F32, VP_MEM_HOST, 10, 5), B = vp_tensor_1d(bars, VP_I32, VP_MEM_HOST, 4);
+    vp_tensor P = vp_tensor_2d(port, VP_F32, VP_MEM_HOST, 4, 8), E = vp_tensor_2d(enc, VP_F32, VP_MEM_HOST, 4, 16);
+    vp_tensor DL = vp_tensor_2d(dl, VP_F32, VP_MEM_HOST, 4, 13), DV = vp_tensor_1d(dv, VP_F32, VP_MEM_HOST, 4);
+    CHECK_OK(vp_ppo_net_encode(&n, &n.params, a, &F, &B, 4));
+    CHECK_OK(vp_ppo_net_heads(&n, &n.params, a, &E, &P, 4));
+    CHECK_STATUS(vp_ppo_net_backward(&n, &n.params, a, &DL, &DV), VP_ERR_STATE, "on their own encoding");
+    CHECK_OK(vp_ppo_net_heads(&n, &n.params, a, NULL, &P, 4));
+    CHECK_OK(vp_ppo_net_backward(&n, &n.params, a, &DL, &DV));
+    CHECK_STATUS(vp_ppo_net_encode(&n, &n.params, a, &F, &B, 5), VP_ERR_INVALID_ARG, "5 samples for activations of 4");
+    vp_ppo_acts_free(a);
+    vp_ppo_net_free(&n);
+    vp_backend_free(b);
+}
+
 int main(void) {
+    RUN_TEST(test_net_refusals);
     RUN_TEST(test_encode_once);
     RUN_TEST(test_repeat_and_resume);
     RUN_TEST(test_target_kl);

@@ -16,6 +16,7 @@ struct vp_ppo_acts {
     int64_t max_batch;           /* B */
     int64_t batch;               /* samples of the last heads */
     int for_backward;            /* backward buffers present */
+    int own_enc;                 /* the last heads read the activations' own encoding */
     const vp_tensor* portfolio;  /* [batch, P] the last heads' portfolio (caller's memory) */
     vp_arena arena;              /* the tensors below */
     vp_tensor h;                 /* [B, H] e + portfolio projection */
@@ -113,6 +114,7 @@ vp_status vp_ppo_net_heads(const vp_ppo_net* n, const vp_tensor* params, vp_ppo_
     VP_TRY(vp_model_linear(m, &v_h, &u2, &c2, VP_EPI_BIAS, 0.0f, &v));
     a->batch = batch;
     a->portfolio = portfolio;
+    a->own_enc = enc == NULL;
     return VP_OK;
 }
 
@@ -123,8 +125,9 @@ vp_tensor vp_ppo_values(const vp_ppo_acts* a) { return vp_tensor_1d(a->value.dat
 vp_status vp_ppo_net_backward(vp_ppo_net* n, const vp_tensor* params, vp_ppo_acts* a, const vp_tensor* d_logits,
                               const vp_tensor* d_values) {
     const char* fn = "vp_ppo_net_backward";
-    VP_REQUIRE(n != NULL && params != NULL && a != NULL && a->for_backward && a->portfolio != NULL,
-               VP_ERR_STATE, "%s: no forward with backward activations precedes it", fn);
+    VP_REQUIRE(n != NULL && params != NULL && a != NULL && a->for_backward && a->portfolio != NULL && a->own_enc,
+               VP_ERR_STATE, "%s: no encode and heads (on their own encoding, with backward activations) precede it",
+               fn);
     vp_model* m = &n->enc;
     vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
