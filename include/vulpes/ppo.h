@@ -80,6 +80,9 @@ vp_tensor vp_ppo_enc_view(const vp_ppo_net* n, const vp_tensor* flat);
  * NULL, writes each name (static or the table's) and its view of `flat` (up to cap). */
 int vp_ppo_net_tensors(const vp_ppo_net* n, const vp_tensor* flat, const char** names, vp_tensor* views, int cap);
 
+/* Elements of the tensors vp_ppo_net_tensors lists: the parameters PPO trains. */
+int64_t vp_ppo_net_numel(const vp_ppo_net* n);
+
 /* Activations of one batch of the actor-critic (opaque). */
 typedef struct vp_ppo_acts vp_ppo_acts;
 

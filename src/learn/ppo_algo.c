@@ -102,7 +102,7 @@ static vp_status ppo_stats(vp_algo* a, vp_kv_list* out) {
 }
 
 static void ppo_info(const vp_algo* a, vp_kv_list* out) {
-    vp_kv_add(out, "parameters", (double)net_of(a)->n_weights, 1);
+    vp_kv_add(out, "parameters", (double)vp_ppo_net_numel(net_of(a)), 1);
     if (a->use != VP_ALGO_TRAIN) return;
     const vp_ppo_trainer* t = &state(a)->t;
     vp_kv_add(out, "n_envs", (double)t->env.n_envs, 1);

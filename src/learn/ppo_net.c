@@ -129,3 +129,11 @@ int vp_ppo_net_tensors(const vp_ppo_net* n, const vp_tensor* flat, const char** 
     }
     return k;
 }
+
+int64_t vp_ppo_net_numel(const vp_ppo_net* n) {
+    int64_t total = 0;
+    for (int i = 0; i < n->enc.n_params; ++i)
+        if (!dqn_head_row(n->enc.info[i].name)) total += n->enc.info[i].numel;
+    for (int h = 0; h < VP_PPO_HEAD_COUNT; ++h) total += n->head_shape[h][0] * n->head_shape[h][1];
+    return total;
+}
