@@ -7,6 +7,7 @@
  *   the updates within 1e-4 relative;
  * - a captured iteration replayed 100 times makes no copy, allocation or synchronisation
  *   (vp_backend_counters), and the iterations did their work (counters read afterwards);
+ * - with a tiny target_kl every iteration stops after its first epoch;
  * - two CUDA runs of one config give identical metrics.jsonl and checkpoints; 23 iterations
  *   + a stop + a resume equal 40 straight.
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
@@ -203,6 +204,25 @@ static void test_iteration_parity_and_zero_copy(void) {
     iteration_parity_and_zero_copy(7, EO, 24, 1);
 }
 
+/* With a target_kl no update stays under, every CUDA iteration stops after its first epoch (the
+ * collection and epoch graphs, approx_kl read between them), as on the CPU. */
+static void test_target_kl(void) {
+    static const char* const KL[] = {"train.algo=ppo", "ppo.rollout_steps=12", "ppo.minibatches=3", "ppo.epochs=4",
+                                     "ppo.target_kl=1e-12"};
+    vp_ppo_trainer tg;
+    vp_train_data dg;
+    if (!make(&tg, &dg, g_gpu, 5, KL)) return;
+    CHECK_OK(vp_ppo_trainer_iterate(&tg, 3));
+    int64_t ctr[2] = {0, 0};
+    CHECK_OK(vp_download(g_gpu, ctr, &tg.ctr, sizeof ctr));
+    const int ok = tg.count.learner_steps == 9 && tg.epochs_run == 1 && ctr[VP_PPO_CTR_EPOCH] == 3;
+    CHECK(ok, "3 iterations: %lld updates, %lld epochs run last, %lld epochs begun", (long long)tg.count.learner_steps,
+          (long long)tg.epochs_run, (long long)ctr[VP_PPO_CTR_EPOCH]);
+    twin_row("ppo target_kl", "3 iterations stop after 1 epoch", 0.0, 0.0, ok);
+    vp_ppo_trainer_free(&tg);
+    vp_train_data_free(&dg);
+}
+
 /* Runs the PPO test config on the GPU into dir (mode, stop point). */
 static vp_status run(const char* dir, vp_run_mode mode, int64_t stop_after, vp_train_result* r) {
     vp_config cfg;
@@ -245,6 +265,7 @@ int main(void) {
     gpu_setup("test_gpu_ppo");
     RUN_TEST(test_kernel_parity);
     RUN_TEST(test_iteration_parity_and_zero_copy);
+    RUN_TEST(test_target_kl);
     RUN_TEST(test_runs_repeat_and_resume);
     gpu_teardown();
     return vpt_finish();
