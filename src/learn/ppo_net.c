@@ -71,9 +71,11 @@ vp_status vp_ppo_net_init(vp_ppo_net* n, vp_backend* b, const vp_model_cfg* cfg,
     if (s == VP_OK) {
         n->params = vp_tensor_1d(n->param_buf.dev, VP_F32, mem, off);
         n->grads = vp_tensor_1d(n->grad_buf.dev, VP_F32, mem, off);
-        // the encoder computes on views of the flat buffers' first rows
+        // the encoder computes on views of the flat buffers' first rows; its own buffers go
         n->enc.params = vp_ppo_enc_view(n, &n->params);
         n->enc.grads = vp_ppo_enc_view(n, &n->grads);
+        vp_buffer_free(b, &n->enc.param_buf);
+        vp_buffer_free(b, &n->enc.grad_buf);
         s = vp_model_init_params(&n->enc, &n->enc.params, seed);
     }
     if (s == VP_OK) s = vp_download(b, host, &n->params, sizeof(float) * (size_t)n->n_enc);
