@@ -211,7 +211,7 @@ typedef enum vp_run_precision {
  * clip_norm and gamma and ignores the replay, collect and learn.batch keys. */
 #define VP_CFG_KEYS_ppo(X)                                                                  \
     X(ppo, rollout_steps, INT, 128, 1, VP_CFG_INF, "[)", NULL,                             \
-      "steps of every env collected per iteration (T); n_envs x T rows per update")        \
+      "steps of every env collected per iteration (T): a rollout of n_envs x T rows")        \
     X(ppo, epochs, INT, 4, 1, VP_CFG_INF, "[)", NULL, "passes over the rollout per iteration") \
     X(ppo, minibatches, INT, 4, 1, VP_CFG_INF, "[)", NULL,                                 \
       "minibatches per epoch (must divide n_envs x rollout_steps)")                        \
