@@ -259,10 +259,28 @@ typedef enum vp_run_precision {
     X(curiosity, lr, FLOAT, 1e-3, 0, VP_CFG_INF, "()", NULL,                               \
       "AdamW learning rate of the forward model (one step per learner step)")
 
+/* [ppo] PPO (train.algo ppo; docs/ppo.md); it shares learn.lr, beta1, beta2, eps, weight_decay,
+ * clip_norm and gamma and ignores the replay, collect and learn.batch keys. */
+#define VP_CFG_KEYS_ppo(X)                                                                  \
+    X(ppo, rollout_steps, INT, 128, 1, VP_CFG_INF, "[)", NULL,                             \
+      "steps of every env collected per iteration (T): a rollout of n_envs x T rows")        \
+    X(ppo, epochs, INT, 4, 1, VP_CFG_INF, "[)", NULL, "passes over the rollout per iteration") \
+    X(ppo, minibatches, INT, 4, 1, VP_CFG_INF, "[)", NULL,                                 \
+      "minibatches per epoch (must divide n_envs x rollout_steps)")                        \
+    X(ppo, clip, FLOAT, 0.2, 0, VP_CFG_INF, "()", NULL, "clip range of the probability ratio") \
+    X(ppo, vf_clip, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                                 \
+      "clip range of the value around the collected value; 0: the plain squared error")    \
+    X(ppo, ent_coef, FLOAT, 0.01, 0, VP_CFG_INF, "[)", NULL, "entropy bonus coefficient")  \
+    X(ppo, vf_coef, FLOAT, 0.5, 0, VP_CFG_INF, "[)", NULL, "value loss coefficient")       \
+    X(ppo, gae_lambda, FLOAT, 0.95, 0, 1, "[]", NULL, "lambda of GAE(lambda)")              \
+    X(ppo, target_kl, FLOAT, 0.0, 0, VP_CFG_INF, "[)", NULL,                               \
+      "stop an iteration's epochs once approx_kl exceeds it; 0: off")                      \
+    X(ppo, norm_adv, BOOL, true, 0, 1, "[]", NULL, "normalise the advantages per minibatch")
+
 /* [train] the training loop. */
 #define VP_CFG_KEYS_train(X)                                                                \
     X(train, algo, STRING, "dqn", 0, 0, "[]", NULL,                                        \
-      "the training algorithm, an entry of the table in src/learn/algo.c (dqn)")           \
+      "the training algorithm, an entry of the table in src/learn/algo.c (dqn, ppo)")           \
     X(train, iterations, INT, 20000, 1, VP_CFG_INF, "[)", NULL,                            \
       "iterations of collect + learner steps")                                             \
     X(train, train_steps, INT, 1, 0, VP_CFG_INF, "[)", NULL, "learner steps per iteration") \
@@ -317,7 +335,7 @@ typedef enum vp_run_precision {
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \
     S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(signals) S(replay) \
-    S(collect) S(curiosity) S(train) S(walkforward) S(metrics) S(run)
+    S(collect) S(curiosity) S(ppo) S(train) S(walkforward) S(metrics) S(run)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
 

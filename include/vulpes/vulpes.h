@@ -42,6 +42,7 @@
 #include "vulpes/curiosity.h"
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
+#include "vulpes/ppo.h"
 #include "vulpes/train.h"
 
 /* evaluation: backtests, walk-forward, reports */

@@ -1,5 +1,7 @@
 /* The flat C API's network: a checkpoint's config and parameters on the CPU backend, its
- * configuration and parameters by name, and the C forward on caller-given windows. */
+ * configuration and parameters by name, and the C forward on caller-given windows. A PPO
+ * checkpoint opens as its actor-critic (vulpes/ppo.h): the forward's q is its policy logits
+ * and vp_api_model_values its values. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +12,7 @@
 #include "vulpes/dqn.h"
 #include "vulpes/features.h"
 #include "vulpes/model.h"
+#include "vulpes/ppo.h"
 #include "vulpes/train.h"
 
 struct vp_api_model {
@@ -19,10 +22,15 @@ struct vp_api_model {
     int64_t acts_batch;
     int acts_taus;
     int32_t* bar_idx;    /* [acts_batch] the decision row of each sample in the caller's window */
+    vp_ppo_net* ppo;     /* a PPO checkpoint's actor-critic (NULL: the DQN network in `model`) */
+    vp_ppo_acts* pacts;  /* its activations for up to acts_batch samples */
+    int n_ppo;           /* its checkpoint tensors */
+    const char** ppo_names; /* [n_ppo] their names */
+    vp_tensor* ppo_views;   /* [n_ppo] their views of ppo->params */
 };
 
 /* The model configuration of the training run whose config YAML the checkpoint holds. */
-static vp_status model_cfg_of(const char* path, vp_model_cfg* out) {
+static vp_status model_cfg_of(const char* path, vp_model_cfg* out, int* is_ppo) {
     vp_checkpoint* ck = NULL;
     VP_TRY(vp_checkpoint_open(&ck, path));
     const char* yaml = vp_checkpoint_meta(ck, "config");
@@ -34,8 +42,9 @@ static vp_status model_cfg_of(const char* path, vp_model_cfg* out) {
     vp_checkpoint_close(ck);
     VP_TRY(s);
     VP_TRY(vp_config_check(&cfg));
-    VP_REQUIRE(strcmp(cfg.train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
-               "checkpoint %s was trained by train.algo '%s'; only the dqn network can be opened", path,
+    *is_ppo = strcmp(cfg.train.algo, "ppo") == 0;
+    VP_REQUIRE(*is_ppo || strcmp(cfg.train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
+               "checkpoint %s was trained by train.algo '%s'; only the dqn and ppo networks can be opened", path,
                cfg.train.algo);
     // F as the dataset computes it: every feature, the configured normalisation window
     vp_feature_cfg fc = vp_feature_cfg_default();
@@ -46,17 +55,37 @@ static vp_status model_cfg_of(const char* path, vp_model_cfg* out) {
     return VP_OK;
 }
 
+/* A PPO checkpoint's actor-critic in FP32 and its tensor list into m. */
+static vp_status ppo_open(vp_api_model* m, const vp_model_cfg* mc, const char* checkpoint) {
+    m->ppo = (vp_ppo_net*)calloc(1, sizeof *m->ppo);
+    VP_REQUIRE(m->ppo != NULL, VP_ERR_OOM, "opening checkpoint %s: out of memory", checkpoint);
+    VP_TRY(vp_ppo_net_init(m->ppo, m->backend, mc, 0));
+    m->ppo->enc.precision = VP_PREC_FP32;
+    VP_TRY(vp_ppo_read_params(m->backend, m->ppo, checkpoint, &m->ppo->params));
+    m->n_ppo = vp_ppo_net_tensors(m->ppo, NULL, NULL, NULL, 0);
+    m->ppo_names = (const char**)calloc((size_t)m->n_ppo, sizeof *m->ppo_names);
+    m->ppo_views = (vp_tensor*)calloc((size_t)m->n_ppo, sizeof *m->ppo_views);
+    VP_REQUIRE(m->ppo_names && m->ppo_views, VP_ERR_OOM, "opening checkpoint %s: out of memory", checkpoint);
+    vp_ppo_net_tensors(m->ppo, &m->ppo->params, m->ppo_names, m->ppo_views, m->n_ppo);
+    return VP_OK;
+}
+
 int vp_api_model_open(const char* checkpoint, vp_api_model** out) {
     VP_REQUIRE(checkpoint != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_api_model_open: checkpoint or out is NULL");
     *out = NULL;
     vp_model_cfg mc;
-    VP_TRY(model_cfg_of(checkpoint, &mc));
+    int is_ppo = 0;
+    VP_TRY(model_cfg_of(checkpoint, &mc, &is_ppo));
     vp_api_model* m = (vp_api_model*)calloc(1, sizeof *m);
     VP_REQUIRE(m != NULL, VP_ERR_OOM, "opening checkpoint %s: out of memory", checkpoint);
     vp_status s = vp_backend_cpu_init(&m->backend);
-    if (s == VP_OK) s = vp_model_init(&m->model, m->backend, &mc, 0);
-    if (s == VP_OK) m->model.precision = VP_PREC_FP32;
-    if (s == VP_OK) s = vp_dqn_read_params(m->backend, &m->model, checkpoint, &m->model.params);
+    if (s == VP_OK && is_ppo) {
+        s = ppo_open(m, &mc, checkpoint);
+    } else {
+        if (s == VP_OK) s = vp_model_init(&m->model, m->backend, &mc, 0);
+        if (s == VP_OK) m->model.precision = VP_PREC_FP32;
+        if (s == VP_OK) s = vp_dqn_read_params(m->backend, &m->model, checkpoint, &m->model.params);
+    }
     if (s != VP_OK) {
         vp_api_model_close(m);
         return vp_error_context(s, "opening checkpoint %s", checkpoint);
@@ -68,7 +97,12 @@ int vp_api_model_open(const char* checkpoint, vp_api_model** out) {
 void vp_api_model_close(vp_api_model* m) {
     if (!m) return;
     vp_model_acts_free(m->acts);
+    vp_ppo_acts_free(m->pacts);
     free(m->bar_idx);
+    free(m->ppo_names);
+    free(m->ppo_views);
+    if (m->ppo) vp_ppo_net_free(m->ppo);
+    free(m->ppo);
     if (m->backend) vp_model_free(&m->model);
     vp_backend_free(m->backend);
     free(m);
@@ -76,11 +110,12 @@ void vp_api_model_close(vp_api_model* m) {
 
 int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
     VP_REQUIRE(m != NULL && name != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_api_model_cfg: NULL argument");
-    const vp_model_cfg* c = &m->model.cfg;
+    const vp_model_cfg* c = m->ppo ? &m->ppo->enc.cfg : &m->model.cfg;
     const struct {
         const char* name;
         double value;
     } v[] = {
+        {"ppo", m->ppo ? 1 : 0},
         {"n_features", c->n_features}, {"n_portfolio", c->n_portfolio}, {"window", c->window},
         {"hidden", c->hidden}, {"use_mamba", c->use_mamba}, {"mamba_state", c->mamba_state},
         {"mamba_head_dim", c->mamba_head_dim}, {"mamba_conv", c->mamba_conv}, {"head_hidden", c->head_hidden},
@@ -106,10 +141,22 @@ int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
     VP_FAIL(VP_ERR_INVALID_ARG, "the network has no configuration value '%.60s' (vulpes/api.h lists them)", name);
 }
 
-int vp_api_model_n_params(const vp_api_model* m) { return m ? m->model.n_params : 0; }
+int vp_api_model_n_params(const vp_api_model* m) { return m ? (m->ppo ? m->n_ppo : m->model.n_params) : 0; }
 
 const char* vp_api_model_param_name(const vp_api_model* m, int i) {
+    if (m && m->ppo) return i >= 0 && i < m->n_ppo ? m->ppo_names[i] : NULL;
     return (m && i >= 0 && i < m->model.n_params) ? m->model.info[i].name : NULL;
+}
+
+/* The view of PPO tensor `name` of m's actor-critic, or an error naming it. */
+static vp_status find_ppo(const vp_api_model* m, const char* name, const vp_tensor** out) {
+    VP_REQUIRE(name != NULL, VP_ERR_INVALID_ARG, "parameter name is NULL");
+    for (int i = 0; i < m->n_ppo; ++i)
+        if (strcmp(m->ppo_names[i], name) == 0) {
+            *out = &m->ppo_views[i];
+            return VP_OK;
+        }
+    VP_FAIL(VP_ERR_INVALID_ARG, "the network has no parameter '%.80s'", name);
 }
 
 /* Parameter `name` of m, or an error naming it. */
@@ -122,6 +169,14 @@ static vp_status find_param(const vp_api_model* m, const char* name, const vp_pa
 
 int vp_api_model_param_shape(const vp_api_model* m, const char* name, int64_t* shape, int* ndim) {
     VP_REQUIRE(shape != NULL && ndim != NULL, VP_ERR_INVALID_ARG, "vp_api_model_param_shape: shape or ndim is NULL");
+    if (m && m->ppo) {
+        const vp_tensor* t = NULL;
+        VP_TRY(find_ppo(m, name, &t));
+        *ndim = t->ndim;
+        shape[0] = t->shape[0];
+        shape[1] = t->ndim > 1 ? t->shape[1] : 1;
+        return VP_OK;
+    }
     const vp_param_info* p = NULL;
     VP_TRY(find_param(m, name, &p));
     *ndim = p->ndim;
@@ -132,6 +187,14 @@ int vp_api_model_param_shape(const vp_api_model* m, const char* name, int64_t* s
 
 int vp_api_model_param(const vp_api_model* m, const char* name, float* dst, int64_t cap) {
     VP_REQUIRE(dst != NULL, VP_ERR_INVALID_ARG, "vp_api_model_param: dst is NULL");
+    if (m && m->ppo) {
+        const vp_tensor* t = NULL;
+        VP_TRY(find_ppo(m, name, &t));
+        const int64_t n = vp_tensor_numel(t);
+        VP_REQUIRE(cap >= n, VP_ERR_SHAPE, "parameter %s has %lld elements, the buffer holds %lld", name,
+                   (long long)n, (long long)cap);
+        return vp_download(m->backend, dst, t, sizeof(float) * (size_t)n);
+    }
     const vp_param_info* p = NULL;
     VP_TRY(find_param(m, name, &p));
     VP_REQUIRE(cap >= p->numel, VP_ERR_SHAPE, "parameter %s has %lld elements, the buffer holds %lld", name,
@@ -142,13 +205,18 @@ int vp_api_model_param(const vp_api_model* m, const char* name, float* dst, int6
 
 /* Activations and decision rows for `batch` samples with `n_taus` taus (remade when they do not fit). */
 static vp_status ensure_acts(vp_api_model* m, int64_t batch, int n_taus) {
-    if (m->acts && batch <= m->acts_batch && n_taus == m->acts_taus) return VP_OK;
+    if ((m->acts || m->pacts) && batch <= m->acts_batch && n_taus == m->acts_taus) return VP_OK;
     vp_model_acts_free(m->acts);
+    vp_ppo_acts_free(m->pacts);
     m->acts = NULL;
+    m->pacts = NULL;
     free(m->bar_idx);
     m->bar_idx = (int32_t*)malloc(sizeof(int32_t) * (size_t)batch);
     VP_REQUIRE(m->bar_idx != NULL, VP_ERR_OOM, "forward of %lld samples: out of memory", (long long)batch);
-    VP_TRY(vp_model_acts_init(&m->acts, &m->model, batch, n_taus, 0));
+    if (m->ppo)
+        VP_TRY(vp_ppo_acts_init(&m->pacts, m->ppo, batch, 0, 1));
+    else
+        VP_TRY(vp_model_acts_init(&m->acts, &m->model, batch, n_taus, 0));
     m->acts_batch = batch;
     m->acts_taus = n_taus;
     return VP_OK;
@@ -165,7 +233,8 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
                          int64_t batch, int n_taus, float* q, float* log_probs, float* quantiles) {
     VP_REQUIRE(m != NULL && window != NULL && portfolio != NULL && q != NULL, VP_ERR_INVALID_ARG,
                "vp_api_model_forward: model, window, portfolio or q is NULL");
-    const int64_t K = m->model.cfg.window;
+    const vp_model_cfg* c = m->ppo ? &m->ppo->enc.cfg : &m->model.cfg;
+    const int64_t K = c->window;
     VP_REQUIRE(batch >= 1 && batch <= INT32_MAX / K, VP_ERR_INVALID_ARG,
                "forward of %lld samples: the batch must be 1 .. %lld (its windows' rows are counted in 32 bits)",
                (long long)batch, (long long)(INT32_MAX / K));
@@ -173,7 +242,8 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
                "forward: taus must be given exactly when n_taus > 0 (n_taus %d, taus %s)", n_taus,
                taus ? "given" : "NULL");
     VP_REQUIRE(quantiles == NULL || n_taus > 0, VP_ERR_INVALID_ARG, "forward: IQN quantiles need taus");
-    const vp_model_cfg* c = &m->model.cfg;
+    VP_REQUIRE(!m->ppo || (n_taus == 0 && log_probs == NULL), VP_ERR_INVALID_ARG,
+               "forward: a PPO network has no C51 log-probabilities or IQN head (give NULL log_probs and no taus)");
     const int64_t F = c->n_features, P = c->n_portfolio, A = vp_model_cfg_actions(c);
     VP_TRY(ensure_acts(m, batch, n_taus));
     // the caller's windows as one feature matrix [batch K, F]: sample i decides at its last row
@@ -182,6 +252,13 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
     vp_tensor bars = vp_tensor_1d(m->bar_idx, VP_I32, VP_MEM_HOST, batch);
     vp_tensor port = vp_tensor_2d((void*)portfolio, VP_F32, VP_MEM_HOST, batch, P);
     vp_tensor tt = taus ? vp_tensor_2d((void*)taus, VP_F32, VP_MEM_HOST, batch, n_taus) : (vp_tensor){0};
+    if (m->ppo) {
+        // the actor-critic: q receives the policy logits, vp_api_model_values the values
+        VP_TRY(vp_ppo_net_encode(m->ppo, &m->ppo->params, m->pacts, &feats, &bars, batch));
+        VP_TRY(vp_ppo_net_heads(m->ppo, &m->ppo->params, m->pacts, NULL, &port, batch));
+        const vp_tensor lg = vp_ppo_logits(m->pacts);
+        return copy_out(m, &lg, q, batch * A);
+    }
     VP_TRY(vp_model_forward(&m->model, &m->model.params, m->acts, &feats, &bars, &port, taus ? &tt : NULL, batch));
     const vp_tensor tq = vp_model_q(m->acts), tl = vp_model_log_probs(m->acts), ti = vp_model_iqn(m->acts);
     VP_TRY(copy_out(m, &tq, q, batch * A));
@@ -197,4 +274,14 @@ int vp_api_model_size_scale(const vp_api_model* m, float* dst, int64_t cap) {
     VP_REQUIRE(cap >= vp_tensor_numel(&s), VP_ERR_INVALID_ARG, "the size scale of %lld samples does not fit in %lld",
                (long long)vp_tensor_numel(&s), (long long)cap);
     return vp_download(m->backend, dst, &s, sizeof(float) * (size_t)vp_tensor_numel(&s));
+}
+
+int vp_api_model_values(const vp_api_model* m, float* dst, int64_t cap) {
+    VP_REQUIRE(m != NULL && dst != NULL, VP_ERR_INVALID_ARG, "vp_api_model_values: model or dst is NULL");
+    VP_REQUIRE(m->ppo != NULL && m->pacts != NULL, VP_ERR_STATE,
+               "the values: the network is not a PPO actor-critic or ran no forward");
+    const vp_tensor v = vp_ppo_values(m->pacts);
+    VP_REQUIRE(cap >= vp_tensor_numel(&v), VP_ERR_INVALID_ARG, "the values of %lld samples do not fit in %lld",
+               (long long)vp_tensor_numel(&v), (long long)cap);
+    return vp_download(m->backend, dst, &v, sizeof(float) * (size_t)vp_tensor_numel(&v));
 }

@@ -119,6 +119,9 @@ static const char* initials(const char* s, char* buf, size_t cap) {
 }
 
 const vp_config_key* vp_config_nearest_key(const char* name) {
+    // a key's own name is its nearest (ppo.epochs, whatever "epochs" means to other trainers)
+    const vp_config_key* own = vp_config_find_key(name);
+    if (own) return own;
     // a name other trainers use: our key for it
     const char* want = leaf_of(name);
     for (size_t i = 0; i < sizeof ALIASES / sizeof ALIASES[0]; ++i)

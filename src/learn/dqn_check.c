@@ -11,6 +11,7 @@
 
 #include "learn/dqn_check.h"
 #include "learn/replay_impl.h"
+#include "learn/train_ckpt.h"
 #include "vulpes/ops.h"
 
 /* ---- checks of a restored state: every value before anything uses it --------------------------- */
@@ -123,46 +124,15 @@ static vp_status check_steps(vp_trainer* t, const char* path, const vp_train_cou
     return VP_OK;
 }
 
-/* Host arrays of n envs' state in one block (free .t). */
-static vp_status env_host(int64_t n, vp_env_state* h) {
-    const size_t N = (size_t)n;
-    char* p = (char*)malloc(N * (4 * sizeof(int32_t) + sizeof(uint32_t) + 6 * sizeof(double) + sizeof(float)));
-    VP_REQUIRE(p != NULL, VP_ERR_OOM, "checkpoint: out of host memory for %lld env states", (long long)n);
-    // Doubles first, so every array is aligned.
-    double* d = (double*)(void*)p;
-    h->cash = d, h->equity = d + N, h->peak = d + 2 * N, h->entry = d + 3 * N, h->take_profit = d + 4 * N;
-    h->stop_loss = d + 5 * N;
-    int32_t* i = (int32_t*)(void*)(d + 6 * N);
-    h->t = i, h->window_end = i + N, h->position = i + 2 * N, h->bars_held = i + 3 * N;
-    h->episode = (uint32_t*)(void*)(i + 4 * N);
-    h->last_size = (float*)(void*)(i + 5 * N);
-    return VP_OK;
-}
-
 /* The env state (the env's own checks, then each window a training episode: episode_bars long,
  * t inside it) and the replay ring (its own checks, and the pending steps of each env). */
 static vp_status check_env_replay(vp_trainer* t, const vp_train_counters* c) {
     vp_env* e = &t->env;
     vp_env_state h;
-    VP_TRY(env_host(e->n_envs, &h));
+    VP_TRY(vp_ckpt_env_host(e->n_envs, &h));
     void* block = (void*)h.cash;
-    // The env's own checks (the same bits go back), then each window a training episode.
-    vp_status s = vp_env_state_get(e, &h);
-    if (s == VP_OK) s = vp_env_state_set(e, &h);
+    vp_status s = vp_ckpt_check_env(e, &h);
     const int32_t eb = e->config.episode_bars;
-    for (int64_t i = 0; s == VP_OK && i < e->n_envs; ++i) {
-        const int64_t w = h.window_end[i], into = (int64_t)h.t[i] - (w - eb);
-        if (into < 0 || into >= eb || w - eb < e->market->begin)
-            s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "env %lld has t %d, window_end %d: a training window is "
-                             "episode_bars %d long and starts at or after begin %lld, with t inside it", (long long)i,
-                             (int)h.t[i], (int)w, (int)eb, (long long)e->market->begin);
-    }
-    if (s != VP_OK) {
-        // A bad checkpoint is malformed input, whichever check found it.
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", vp_last_error());
-        s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "tensor 'env.state': %s", msg);
-    }
     if (s == VP_OK) {
         const vp_action_layout lay = vp_action_layout_env();
         vp_replay_expect x = {t->market.begin, t->market.end, lay.size, c->warmup_steps + c->collect_steps,

@@ -13,6 +13,7 @@
  * - two training runs with train.collect_steps=64 (the encode-once path) give identical
  *   metrics.jsonl (timing lines aside).
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
+#define _POSIX_C_SOURCE 200809L /* lstat (test_train_util.h) */
 #include <math.h>
 
 #include "gpu_twin.h"

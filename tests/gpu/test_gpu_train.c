@@ -7,6 +7,7 @@
  * - two runs of one config give identical metrics.jsonl (timing lines aside) and
  *   byte-identical checkpoints; 23 iterations + a stop + a resume equal 40 straight.
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
+#define _POSIX_C_SOURCE 200809L /* lstat (test_train_util.h) */
 #include <math.h>
 
 #include "gpu_twin.h"

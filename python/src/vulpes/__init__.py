@@ -5,13 +5,13 @@ Errors of the library raise VulpesError with its message. docs/python.md describ
 from ._lib import VulpesError, library_path
 
 __all__ = ["VulpesError", "library_path", "train", "backtest", "read_run", "RunResult", "load", "CModel",
-           "VulpesNet", "export_onnx", "VectorEnv", "VulpesEnv"]
+           "VulpesNet", "VulpesPPONet", "export_onnx", "VectorEnv", "VulpesEnv"]
 
 __version__ = "0.1.0"
 
 _LAZY = {
     "train": "jobs", "backtest": "jobs", "read_run": "jobs", "RunResult": "jobs",
-    "load": "model", "CModel": "model", "VulpesNet": "model",
+    "load": "model", "CModel": "model", "VulpesNet": "model", "VulpesPPONet": "model",
     "export_onnx": "onnx_export",
     "VectorEnv": "env", "VulpesEnv": "env",
 }

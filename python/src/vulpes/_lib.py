@@ -41,6 +41,7 @@ _SIGS = {
     "vp_api_model_forward": (c_int, [c_void_p, c_float_p, c_float_p, c_float_p, c_i64, c_int, c_float_p, c_float_p,
                                      c_float_p]),
     "vp_api_model_size_scale": (c_int, [c_void_p, c_float_p, c_i64]),
+    "vp_api_model_values": (c_int, [c_void_p, c_float_p, c_i64]),
     "vp_api_env_open": (c_int, [c_char_p, ctypes.POINTER(c_char_p), c_int, c_char_p, c_char_p, c_i64,
                                 ctypes.POINTER(c_void_p)]),
     "vp_api_env_close": (None, [c_void_p]),

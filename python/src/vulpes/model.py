@@ -8,14 +8,15 @@ import torch
 
 from . import _lib
 from .network import forward as _forward
+from .network import ppo_heads as _ppo_heads
 
-__all__ = ["CModel", "VulpesNet", "load"]
+__all__ = ["CModel", "VulpesNet", "VulpesPPONet", "load"]
 
 # vp_model_cfg fields vulpes.network.forward reads (besides branch_sizes).
 _INT_KEYS = ("n_features", "n_portfolio", "window", "hidden", "use_mamba", "mamba_state", "mamba_head_dim",
              "mamba_conv", "head_hidden", "n_atoms", "n_branches", "iqn_cos", "n_heads",
              "vsn", "vsn_hidden", "spectral_norm", "kan", "kan_grid", "kan_order", "q_denoise", "cross_branch",
-             "adaptive_atoms")
+             "adaptive_atoms", "ppo")
 _FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "kan_range", "stoch_depth", "risk_budget")
 
 
@@ -77,7 +78,8 @@ class CModel:
     def forward(self, window, portfolio, taus=None):
         """The C forward of window [B, K, F], portfolio [B, P] and taus [B, N] (or None): a dict
         of numpy arrays q [B, A], log_probs [B, A, Z], with taus quantiles [B, N, A], and with the
-        risk-budget head size_scale [B]."""
+        risk-budget head size_scale [B]; for a PPO actor-critic (config ppo 1, no taus) logits
+        [B, A] and value [B]."""
         c = self.config
         w = np.ascontiguousarray(window, dtype=np.float32)
         p = np.ascontiguousarray(portfolio, dtype=np.float32)
@@ -85,6 +87,15 @@ class CModel:
         if w.shape[1:] != (c["window"], c["n_features"]) or p.shape != (B, c["n_portfolio"]):
             raise ValueError(f"window must be [B, {c['window']}, {c['n_features']}] and portfolio "
                              f"[B, {c['n_portfolio']}]; got {w.shape} and {p.shape}")
+        if c["ppo"]:
+            if taus is not None:
+                raise ValueError("a PPO network has no IQN head: give no taus")
+            logits = np.empty((B, c["n_heads"]), np.float32)
+            value = np.empty(B, np.float32)
+            L = _lib.lib()
+            _lib.check(L.vp_api_model_forward(self._h, _f32p(w), _f32p(p), None, B, 0, _f32p(logits), None, None))
+            _lib.check(L.vp_api_model_values(self._h, _f32p(value), B))
+            return {"logits": logits, "value": value}
         t = None if taus is None else np.ascontiguousarray(taus, dtype=np.float32)
         N = 0 if t is None else t.shape[1]
         A, Z = c["n_heads"], c["n_atoms"]
@@ -140,11 +151,36 @@ class VulpesNet(torch.nn.Module):
         return extras["size_scale"]
 
 
+class VulpesPPONet(VulpesNet):
+    """A PPO checkpoint's actor-critic (include/vulpes/ppo.h) as a torch.nn.Module: forward(window
+    [B, K, F], portfolio [B, P]) returns (logits [B, A], value [B]), one categorical per action
+    branch of the env's layout (direction 3, size 4, take-profit 3, stop-loss 3); greedy(window,
+    portfolio) the argmax of each branch [B, 4], the choice a backtest makes."""
+
+    def forward(self, window, portfolio, taus=None):
+        if taus is not None:
+            raise ValueError("a PPO network has no IQN head: give no taus")
+        B, K, F = window.shape
+        bar = torch.arange(B, device=window.device) * K + (K - 1)
+        extras = {"h_only": True}
+        p = self.param_dict()
+        _forward(p, self.config, window.reshape(B * K, F), bar, portfolio, None, extras=extras)
+        return _ppo_heads(p, extras["h"])
+
+    def greedy(self, window, portfolio):
+        logits, _ = self.forward(window, portfolio)
+        out, off = [], 0
+        for sz in self.config["branch_sizes"]:
+            out.append(logits[:, off:off + sz].argmax(1))
+            off += sz
+        return torch.stack(out, 1)
+
+
 def load(checkpoint):
     """The network of a vulpes checkpoint (best.safetensors or last.safetensors) as a VulpesNet on the
     CPU, in float32 and eval mode; it computes the C forward's Q values, C51 log-probabilities and
-    IQN quantiles."""
+    IQN quantiles. A PPO checkpoint gives a VulpesPPONet (policy logits and values)."""
     with CModel(checkpoint) as m:
-        net = VulpesNet(m.config, m.params())
+        net = (VulpesPPONet if m.config["ppo"] else VulpesNet)(m.config, m.params())
     net.checkpoint = str(checkpoint)
     return net.eval()

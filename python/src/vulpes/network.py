@@ -61,9 +61,18 @@ def _support(p, c, logp):
     return torch.cat([z[k:k + 1].expand(n, Z) for k, n in enumerate(sizes)], 0)
 
 
+def ppo_heads(p, h):
+    """The PPO actor-critic's heads (include/vulpes/ppo.h) on h [B, H]: the policy logits [B, A]
+    (one categorical per action branch) and the values [B]."""
+    logits = torch.relu(h @ p["ppo.pi1.w"].T + p["ppo.pi1.b"]) @ p["ppo.pi2.w"].T + p["ppo.pi2.b"]
+    value = (torch.relu(h @ p["ppo.v1.w"].T + p["ppo.v1.b"]) @ p["ppo.v2.w"].T + p["ppo.v2.b"])[:, 0]
+    return logits, value
+
+
 def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
-    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus); with the risk-budget
-    head, extras (a dict, when given) receives size_scale [B]."""
+    """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus); extras (a dict, when
+    given) receives h [B, H], the heads' input, and with the risk-budget head size_scale [B];
+    with extras["h_only"] set it returns (None, None, None) after h (a PPO network has no C51 head)."""
     B, K, H = bar.shape[0], c["window"], c["hidden"]
     Z, sizes = c["n_atoms"], c["branch_sizes"]
     mb = c["use_mamba"]
@@ -119,6 +128,10 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
         e = h2[:, 0]
     # Portfolio projection and the dueling branching C51 head.
     h = e + port @ p["port.w"].T + p["port.b"]
+    if extras is not None:
+        extras["h"] = h  # the heads' input (PPO's actor-critic heads read it)
+        if extras.get("h_only"):
+            return None, None, None
     if extras is not None and c.get("risk_budget", 0) > 0:
         # Risk-budget head (docs/modules.md): the scale of the chosen size, sigmoid(w . h + b).
         extras["size_scale"] = torch.sigmoid(h.detach() @ p["risk.w"].T + p["risk.b"])[:, 0]
