@@ -157,8 +157,8 @@ static void test_target_kl(void) {
     vpt_rm_run(d);
 }
 
-/* PPO has its own heads: the DQN head modules are refused, naming them; so is a minibatch count
- * that does not divide the rollout. */
+/* PPO has its own heads: the DQN head modules are refused, naming them; so are a minibatch count
+ * that does not divide the rollout and the DQN learner's switches. */
 static void test_refusals(void) {
     static const char* const QD[] = {"train.algo=ppo", "model.q_denoise=true"};
     static const char* const MB[] = {"train.algo=ppo", "ppo.rollout_steps=10", "ppo.minibatches=4"};
@@ -170,6 +170,18 @@ static void test_refusals(void) {
     vpt_rm_run(d);
     CHECK_STATUS(run(d, VP_RUN_CREATE, 0, 3, MB, &r), VP_ERR_INVALID_ARG, "ppo.minibatches = 4 does not divide");
     vpt_rm_run(d);
+    // the DQN learner's switches, each refused by name before the folder is made
+    static const char* const SW[] = {"learn.adaptive_atoms=true", "learn.popart=true", "learn.lr_schedule=cosine",
+                                     "curiosity.enabled=true", "signals.enable=true", "signals.adapt_epsilon=true",
+                                     "signals.adapt_gamma=true", "signals.kelly=true"};
+    for (size_t i = 0; i < sizeof SW / sizeof SW[0]; ++i) {
+        const char* const over[] = {"train.algo=ppo", SW[i]};
+        char want[96];
+        snprintf(want, sizeof want, "%.*s is a switch of the DQN learner", (int)(strchr(SW[i], '=') - SW[i]), SW[i]);
+        CHECK_STATUS(run(d, VP_RUN_CREATE, 0, 2, over, &r), VP_ERR_UNSUPPORTED, want);
+        CHECK(!vpt_exists(d, "config.yaml"), "%s: the refused run made its folder", SW[i]);
+        vpt_rm_run(d);
+    }
 }
 
 /* Three iterations of a trainer of the encode-once config into *t (step by step when
