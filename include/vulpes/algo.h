@@ -99,6 +99,9 @@ typedef struct vp_algo_ops {
     vp_status (*warm_start)(vp_algo* a, const char* path);
     /* The greedy policy of parameters `which` (valid while the instance lives). */
     vp_policy (*policy)(const vp_algo* a, vp_algo_params which);
+    /* The line shown before a run's first iteration into buf[n]: what its warm-up does (a fresh
+     * run) or what a resume loads; NULL: vp_algo_start_note's generic line. */
+    void (*start_note)(const vp_algo* a, int resume, char* buf, size_t n);
 } vp_algo_ops;
 
 /* One algorithm instance: its functions, what it was made from, and the generic state the
@@ -145,6 +148,10 @@ vp_status vp_algo_stats(vp_algo* a, vp_kv_list* out);
 
 /* ops->info into *out (emptied first). */
 vp_status vp_algo_info(const vp_algo* a, vp_kv_list* out);
+
+/* The line before a run's first iteration into buf[n] (ops->start_note, or generic: a resume
+ * loads last.safetensors; a fresh run shows nothing, buf ""). */
+void vp_algo_start_note(const vp_algo* a, int resume, char* buf, size_t n);
 
 /* ops->validate, training instances only. */
 vp_status vp_algo_validate(vp_algo* a, vp_algo_params which, vp_eval_result* out);

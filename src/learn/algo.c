@@ -131,6 +131,17 @@ vp_status vp_algo_info(const vp_algo* a, vp_kv_list* out) {
     return VP_OK;
 }
 
+void vp_algo_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
+    if (!buf || n == 0) return;
+    buf[0] = '\0';
+    if (a && a->ops && a->ops->start_note) {
+        a->ops->start_note(a, resume, buf, n);
+        return;
+    }
+    if (resume && a)
+        snprintf(buf, n, "resuming toward iteration %lld: loading last.safetensors...", (long long)a->cfg.train.iterations);
+}
+
 vp_status vp_algo_validate(vp_algo* a, vp_algo_params which, vp_eval_result* out) {
     VP_TRY(check(a, 1, "vp_algo_validate"));
     VP_TRY(check_params(a, which, "vp_algo_validate"));

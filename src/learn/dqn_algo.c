@@ -162,7 +162,22 @@ static vp_policy dqn_policy(const vp_algo* a, vp_algo_params which) {
     return vp_model_rollout_policy(model_of(a), params_of(a, which));
 }
 
+/* The warm-up fills the replay ring with random actions; a resume loads it back. */
+static void dqn_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
+    const vp_config* cfg = &a->cfg;
+    if (resume) {
+        snprintf(buf, n, "resuming toward iteration %lld: loading last.safetensors (the replay buffer included)...",
+                 (long long)cfg->train.iterations);
+        return;
+    }
+    const int64_t envs = cfg->env.n_envs, steps = (cfg->replay.warmup + envs - 1) / envs;
+    snprintf(buf, n, "warming up: filling the replay buffer with %lld %s (%lld collection %s of %lld %s, random "
+             "actions)...", (long long)cfg->replay.warmup, vp_plural(cfg->replay.warmup, "transition", "transitions"),
+             (long long)steps, vp_plural(steps, "step", "steps"), (long long)envs, vp_plural(envs, "env", "envs"));
+}
+
 const vp_algo_ops vp_dqn_algo = {
     "dqn",         dqn_create,   dqn_free,      dqn_warmup, dqn_iterate,     dqn_stats,      dqn_info,
     dqn_validate,  dqn_keep_best, dqn_save,     dqn_load,   dqn_load_params, dqn_warm_start, dqn_policy,
+    dqn_start_note,
 };

@@ -149,4 +149,5 @@ static vp_policy ppo_policy(const vp_algo* a, vp_algo_params which) { return vp_
 const vp_algo_ops vp_ppo_algo = {
     "ppo",         ppo_create,    ppo_free, ppo_warmup, ppo_iterate,     ppo_stats,      ppo_info,
     ppo_validate,  ppo_keep_best, ppo_save, ppo_load,   ppo_load_params, ppo_warm_start, ppo_policy,
+    NULL, /* no warm-up; a resume loads last.safetensors: the generic line */
 };

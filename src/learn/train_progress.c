@@ -21,7 +21,7 @@ void vp_train_progress_note(vp_train_progress* p, int level, const char* msg) {
 }
 
 void vp_train_progress_begin(vp_train_progress* p, const vp_train_opts* o, const vp_config* cfg, const vp_backend* b,
-                             const vp_train_counters* at, int resume) {
+                             const vp_train_counters* at, const char* note) {
     memset(p, 0, sizeof *p);
     p->last_loss = p->last_eps = p->last_val = NAN;
     p->sink = o->progress_sink;
@@ -33,19 +33,7 @@ void vp_train_progress_begin(vp_train_progress* p, const vp_train_opts* o, const
         p->own = 1;
     }
     if (!p->sink && !p->own) return;
-    // the warm-up fills the replay ring with random actions before the first timed iteration
-    char msg[256];
-    if (resume) {
-        snprintf(msg, sizeof msg, "resuming toward iteration %lld: loading last.safetensors (the replay buffer "
-                 "included)...", (long long)cfg->train.iterations);
-    } else {
-        const int64_t envs = cfg->env.n_envs, steps = (cfg->replay.warmup + envs - 1) / envs;
-        snprintf(msg, sizeof msg, "warming up: filling the replay buffer with %lld %s (%lld collection %s of %lld %s, "
-                 "random actions)...", (long long)cfg->replay.warmup,
-                 vp_plural(cfg->replay.warmup, "transition", "transitions"), (long long)steps,
-                 vp_plural(steps, "step", "steps"), (long long)envs, vp_plural(envs, "env", "envs"));
-    }
-    vp_train_progress_note(p, -1, msg);
+    if (note && note[0]) vp_train_progress_note(p, -1, note);
     if (p->own) {
         // the first line at once: nothing timed yet, no ETA
         vp_progress_stats st = stats_of(p, at);

@@ -17,11 +17,12 @@ typedef struct vp_train_progress {
     double last_eps;              /* exploration rate of the last log (NaN before) */
 } vp_train_progress;
 
-/* Starts the progress of a run of `total` iterations from counters `at` on backend b: the
- * first line (within the first second of the job) and, for a fresh run, the warm-up notice;
- * nothing when opts has neither progress nor sink. */
+/* Starts the progress of a run of cfg->train.iterations iterations from counters `at` on
+ * backend b: the first line (within the first second of the job) and `note` (the algorithm's
+ * start line: its warm-up or what a resume loads; NULL or "": none); nothing when opts has
+ * neither progress nor sink. */
 void vp_train_progress_begin(vp_train_progress* p, const vp_train_opts* o, const vp_config* cfg, const vp_backend* b,
-                             const vp_train_counters* at, int resume);
+                             const vp_train_counters* at, const char* note);
 
 /* Before the first iteration of this process: on CUDA the notice that the iteration graph is
  * captured now; the progress clock restarts after that iteration (vp_train_progress_iteration). */

@@ -333,7 +333,9 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     if (s == VP_OK) s = vp_run_claim(&j.run, out->run_dir, j.opts->mode);
     // The first progress line and the warm-up notice, before the warm-up runs.
     const int resume = j.opts->mode == VP_RUN_RESUME;
-    if (s == VP_OK) vp_train_progress_begin(&j.prog, j.opts, cfg, b, &j.a.count, resume);
+    char note[256];
+    vp_algo_start_note(&j.a, resume, note, sizeof note);
+    if (s == VP_OK) vp_train_progress_begin(&j.prog, j.opts, cfg, b, &j.a.count, note);
     if (s == VP_OK) s = start(&j, cfg);
     if (s == VP_OK) s = nan_baseline(&j);
     if (s == VP_OK) {
