@@ -216,7 +216,7 @@ static int bench_case(vp_backend* b, const vp_train_data* d, const ppo_case* k, 
     // the updates: ms and rows/s per minibatch update (the learning phase over its updates)
     const double upd = lrn / (double)U, rows = (double)M / (upd * 1e-3), upd_frac = w.upd_floor_s * rows;
     printf("%-5s %-9s %6lld %4lld %3lld %7lld %-5s %12.4g %-11s %10.3f %9.4f %8.0f %6s  (%lld updates: %.3f ms, "
-           "%.1f TFLOP/s)\n", be, "update", (long long)E, (long long)T, (long long)t.pc.minibatches, (long long)M, "-",
+           "%.3g TFLOP/s)\n", be, "update", (long long)E, (long long)T, (long long)t.pc.minibatches, (long long)M, "-",
            rows, "rows/s", upd, w.upd_flops * 1e-6, w.upd_bytes, frac_text(cuda, upd_frac, fb, sizeof fb),
            (long long)U, lrn, w.upd_flops * rows * 1e-12);
     json_head(js, "update", b, &t);
