@@ -174,7 +174,7 @@ def time_mode(case, mode, dev, iters):
         ms = time_host(s.one_pass, iters)
     if not math.isfinite(float(s.loss)):
         raise RuntimeError(f"{mode}: loss {float(s.loss)} is not finite after timing")
-    peak = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else float("nan")
+    peak = torch.cuda.max_memory_allocated() / 2**30 if dev == "cuda" else None
     U = s.U
     del s, graph
     if dev == "cuda":
@@ -252,7 +252,7 @@ def main():
             ratio = ms / v if v else None
             print(f"{mode:<8} {case['n_envs']:>7} {case['rollout_steps']:>4} {case['minibatches']:>3} "
                   f"{case['minibatch']:>7} {ms:>10.3f} {rows:>11.4g} {flops * rows * 1e-12:>8.2f} "
-                  f"{ms * updates:>10.1f} {peak:>8.2f} {(f'{ratio:.2f}' if ratio else '-'):>12}  "
+                  f"{ms * updates:>10.1f} {(f'{peak:.2f}' if peak is not None else '-'):>8} {(f'{ratio:.2f}' if ratio else '-'):>12}  "
                   f"{U} updates a pass{'; ' + note if note else ''}")
             rec = dict(bench="torch_ppo", mode=mode, device=name, n_envs=case["n_envs"],
                        rollout_steps=case["rollout_steps"], epochs=case["epochs"], minibatches=case["minibatches"],
