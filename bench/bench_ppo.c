@@ -15,7 +15,7 @@
  * Configurations: T = ppo.rollout_steps (128) and ppo.epochs (4) at their defaults. CUDA: the
  * default model at 4096 envs with the default 4 minibatches (M = 131072) and at 65536 envs
  * with 64 (M = 131072 again: 4 would make M = 2.1 M rows, whose backward activations, about
- * 110 KB a row, exceed the GPU's memory); --quick 1024 envs, T 32. CPU: the network of
+ * 134 KB a row, 281 GB, exceed the GPU's memory); --quick 1024 envs, T 32. CPU: the network of
  * examples/eurusd.yaml (H 64) at 32 and 256 envs, 4 minibatches; --quick 32 envs, T 16.
  * Prints a table and JSON lines ("bench":"ppo"). */
 #include <math.h>
