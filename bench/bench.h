@@ -47,4 +47,8 @@ int vp_bench_backtest(vp_backend* b, const vp_bench_opts* o);
  * and p99, FLOPs per decision. */
 int vp_bench_act(vp_backend* b, const vp_bench_opts* o);
 
+/* `vulpes bench ppo`: PPO's collection env steps/s, ms and rows/s per minibatch update, and
+ * whole iterations (collection + epochs of updates) with their split. */
+int vp_bench_ppo(vp_backend* b, const vp_bench_opts* o);
+
 #endif /* VP_BENCH_H */

@@ -3,10 +3,12 @@
 # and the benchmarks; writes logs.tar.gz, summary.txt and bench.jsonl under $OUT (or ./gpu-out).
 # Dependencies missing there (libyaml, cJSON, OpenBLAS headers) come as .deb files in
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
-#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|torch-collect|search-bench|PROGRAM...]   (default: all)
+#   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|torch-collect|torch-ppo|search-bench|PROGRAM...]   (default: all)
 #   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
 #   torch-collect: vulpes bench train, then the PyTorch reference of its collection
 #                  (bench/torch_collect.py, S = 64 at 4096, 65536 and 262144 envs) and the ratio
+#   torch-ppo: vulpes bench ppo, then the PyTorch reference of its minibatch updates
+#              (bench/torch_ppo.py, the same shapes, n_envs, T, epochs and minibatches) and the ratio
 #   step-sweep: vulpes bench step at B = 1024 .. 65536
 #   python-cuda: the Python VectorEnv on CUDA (its test and env steps/s), wheels from .deps/wheels
 #   modules-step: vulpes bench step with each network module on (--ablate)
@@ -77,6 +79,9 @@ for s in $steps; do
       run bench_train build-gpu/vulpes bench train --backend cuda --json "$OUT/train.jsonl"
       run torch_collect timeout 480 python3 bench/torch_collect.py --vulpes "$OUT/train.jsonl" \
         --json "$OUT/torch_collect.jsonl" ;;
+    torch-ppo)
+      run bench_ppo build-gpu/vulpes bench ppo --backend cuda --json "$OUT/ppo.jsonl"
+      run torch_ppo timeout 480 python3 bench/torch_ppo.py --vulpes "$OUT/ppo.jsonl" --json "$OUT/torch_ppo.jsonl" ;;
     step-profile)
       # every kernel of the first (eager, validation) step, timed alone by Nsight Compute
       run ncu_step ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \

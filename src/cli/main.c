@@ -43,6 +43,8 @@ static const vp_cli_command COMMANDS[] = {
      vp_cmd_bench, vp_bench_backtest},
     {"bench", "train", "", "collection env steps/s with policy inference; iterations/s, collect/learn split",
      vp_cmd_bench, vp_bench_train},
+    {"bench", "ppo", "", "PPO: collection env steps/s, ms per minibatch update, iterations with their split",
+     vp_cmd_bench, vp_bench_ppo},
     {"bench", "act", "", "us per live decision on one CPU core (default model): median, p99, FLOPs", vp_cmd_bench,
      vp_bench_act},
 };
