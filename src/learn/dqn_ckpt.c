@@ -14,7 +14,6 @@
 #include "learn/replay_impl.h"
 #include "learn/train_ckpt.h"
 #include "vulpes/checkpoint.h"
-#include "vulpes/version.h"
 #include "vulpes/dqn.h"
 
 
@@ -82,18 +81,7 @@ vp_status vp_trainer_save(vp_trainer* t, const char* path, vp_ckpt_kind kind) {
     // Metadata: what the file is, the config, counters, seeds and the best score.
     vp_ckpt_meta_list ml;
     memset(&ml, 0, sizeof ml);
-    vp_ckpt_meta_add(&ml, "format", "vulpes");
-    vp_ckpt_meta_add(&ml, "vulpes.kind", kind == VP_CKPT_RESUME ? "resume" : "best");
-    vp_ckpt_meta_add(&ml, "vulpes.version", VP_VERSION_STRING);
-    vp_ckpt_meta_add(&ml, "vulpes.backend", vp_backend_name(t->backend));
-    vp_ckpt_meta_add(&ml, "config", yaml);
-    vp_ckpt_meta_int(&ml, "vulpes.iteration", kind == VP_CKPT_RESUME ? t->count.iteration : t->best_iteration);
-    vp_ckpt_meta_int(&ml, "vulpes.warmup_steps", t->count.warmup_steps);
-    vp_ckpt_meta_int(&ml, "vulpes.collect_steps", t->count.collect_steps);
-    vp_ckpt_meta_int(&ml, "vulpes.env_steps", t->count.env_steps);
-    vp_ckpt_meta_int(&ml, "vulpes.learner_steps", t->count.learner_steps);
-    vp_ckpt_meta_num(&ml, "vulpes.best_val_sharpe", t->best_val_sharpe);
-    vp_ckpt_meta_int(&ml, "vulpes.best_iteration", t->best_iteration);
+    vp_ckpt_meta_head(&ml, kind, NULL, t->backend, yaml, &t->count, 1, t->best_val_sharpe, t->best_iteration);
     vp_ckpt_meta_add(&ml, "vulpes.rng", "philox4x32-10; counters: adam.step (taus), collect.step (exploration), "
                                 "env.state (episode starts), replay.state (sampling)");
     vp_ckpt_meta_u64(&ml, "vulpes.seed.learner", t->parts.learner.seed);

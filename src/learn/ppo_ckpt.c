@@ -12,7 +12,6 @@
 #include "learn/ppo_impl.h"
 #include "learn/train_ckpt.h"
 #include "vulpes/ppo.h"
-#include "vulpes/version.h"
 
 /* Every parameter tensor of `flat` by name under `prefix`. */
 static vp_status add_params(vp_ckpt_list* l, const vp_ppo_net* n, const char* prefix, const vp_tensor* flat) {
@@ -58,18 +57,7 @@ vp_status vp_ppo_trainer_save(vp_ppo_trainer* t, const char* path, vp_ckpt_kind 
     // Metadata: what the file is, the config, counters, seeds, the best score and the data.
     vp_ckpt_meta_list ml;
     memset(&ml, 0, sizeof ml);
-    vp_ckpt_meta_add(&ml, "format", "vulpes");
-    vp_ckpt_meta_add(&ml, "vulpes.kind", kind == VP_CKPT_RESUME ? "resume" : "best");
-    vp_ckpt_meta_add(&ml, "vulpes.algo", "ppo");
-    vp_ckpt_meta_add(&ml, "vulpes.version", VP_VERSION_STRING);
-    vp_ckpt_meta_add(&ml, "vulpes.backend", vp_backend_name(t->backend));
-    vp_ckpt_meta_add(&ml, "config", yaml);
-    vp_ckpt_meta_int(&ml, "vulpes.iteration", kind == VP_CKPT_RESUME ? t->count.iteration : best_iteration);
-    vp_ckpt_meta_int(&ml, "vulpes.collect_steps", t->count.collect_steps);
-    vp_ckpt_meta_int(&ml, "vulpes.env_steps", t->count.env_steps);
-    vp_ckpt_meta_int(&ml, "vulpes.learner_steps", t->count.learner_steps);
-    vp_ckpt_meta_num(&ml, "vulpes.best_val_sharpe", best_val_sharpe);
-    vp_ckpt_meta_int(&ml, "vulpes.best_iteration", best_iteration);
+    vp_ckpt_meta_head(&ml, kind, "ppo", t->backend, yaml, &t->count, 0, best_val_sharpe, best_iteration);
     vp_ckpt_meta_add(&ml, "vulpes.rng", "philox4x32-10; counters: ppo.counters (sampling, permutations), "
                                         "env.state (episode starts)");
     vp_ckpt_meta_u64(&ml, "vulpes.seed.learner", t->parts.learner.seed);

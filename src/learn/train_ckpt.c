@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "learn/train_ckpt.h"
+#include "vulpes/version.h"
 
 vp_status vp_ckpt_list_init(vp_ckpt_list* l, int cap) {
     memset(l, 0, sizeof *l);
@@ -56,6 +57,24 @@ void vp_ckpt_meta_num(vp_ckpt_meta_list* ml, const char* key, double v) {
     if (ml->n >= VP_CKPT_META_MAX) return;
     snprintf(ml->values[ml->n], sizeof ml->values[0], "%.17g", v);
     vp_ckpt_meta_add(ml, key, ml->values[ml->n]);
+}
+
+void vp_ckpt_meta_head(vp_ckpt_meta_list* ml, vp_ckpt_kind kind, const char* algo, const vp_backend* b,
+                       const char* yaml, const vp_train_counters* c, int warmup, double best_val_sharpe,
+                       int64_t best_iteration) {
+    vp_ckpt_meta_add(ml, "format", "vulpes");
+    vp_ckpt_meta_add(ml, "vulpes.kind", kind == VP_CKPT_RESUME ? "resume" : "best");
+    if (algo) vp_ckpt_meta_add(ml, "vulpes.algo", algo);
+    vp_ckpt_meta_add(ml, "vulpes.version", VP_VERSION_STRING);
+    vp_ckpt_meta_add(ml, "vulpes.backend", vp_backend_name(b));
+    vp_ckpt_meta_add(ml, "config", yaml);
+    vp_ckpt_meta_int(ml, "vulpes.iteration", kind == VP_CKPT_RESUME ? c->iteration : best_iteration);
+    if (warmup) vp_ckpt_meta_int(ml, "vulpes.warmup_steps", c->warmup_steps);
+    vp_ckpt_meta_int(ml, "vulpes.collect_steps", c->collect_steps);
+    vp_ckpt_meta_int(ml, "vulpes.env_steps", c->env_steps);
+    vp_ckpt_meta_int(ml, "vulpes.learner_steps", c->learner_steps);
+    vp_ckpt_meta_num(ml, "vulpes.best_val_sharpe", best_val_sharpe);
+    vp_ckpt_meta_int(ml, "vulpes.best_iteration", best_iteration);
 }
 
 vp_status vp_ckpt_meta_read_int(const vp_checkpoint* ck, const char* key, int64_t* out) {

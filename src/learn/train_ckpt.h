@@ -49,6 +49,15 @@ void vp_ckpt_meta_u64(vp_ckpt_meta_list* ml, const char* key, uint64_t v);
 /* Appends key = v with 17 significant digits. */
 void vp_ckpt_meta_num(vp_ckpt_meta_list* ml, const char* key, double v);
 
+/* The pairs every checkpoint opens with, in this order: format, vulpes.kind, vulpes.algo
+ * (when algo is not NULL; a file without it is DQN's), vulpes.version, vulpes.backend,
+ * config (yaml, which must outlive the save), vulpes.iteration (c's for a resume, the best
+ * one's otherwise), vulpes.warmup_steps (when `warmup`), the collect, env and learner step
+ * counters of c, vulpes.best_val_sharpe and vulpes.best_iteration. */
+void vp_ckpt_meta_head(vp_ckpt_meta_list* ml, vp_ckpt_kind kind, const char* algo, const vp_backend* b,
+                       const char* yaml, const vp_train_counters* c, int warmup, double best_val_sharpe,
+                       int64_t best_iteration);
+
 /* The data record of d's training span as metadata pairs into *dm (appended to ml). */
 vp_status vp_ckpt_meta_data(vp_ckpt_meta_list* ml, const vp_train_data* d, vp_ckpt_data_meta* dm);
 
