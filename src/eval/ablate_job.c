@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "eval/ablate_impl.h"
+#include "vulpes/metrics.h"
 
 /* "run K/N (VARIANT, seed S)" of run k into buf[n]. */
 static const char* run_label(const vp_ablate_ctx* c, int64_t k, char* buf, size_t n) {
@@ -26,8 +27,9 @@ vp_status vp_ablate_job_run(vp_ablate_ctx* c, vp_backend* b, int64_t k, int* sto
     *stopped = r.interrupted;
     if (r.interrupted) return VP_OK;
     c->finished_now[k] = 1;
-    char msg[256];
-    snprintf(msg, sizeof msg, "done: test Sharpe %.3f, total return %.2f %%", r.test.strategy.sharpe,
+    char msg[256], ts[32];
+    snprintf(msg, sizeof msg, "done: test Sharpe %s, total return %.2f %%",
+             vp_metric_format(r.test.strategy.sharpe, VP_METRIC_UNIT_RATIO, ts, sizeof ts),
              100.0 * r.test.strategy.total_return);
     vp_pool_runs_say(&c->pool, label, msg);
     return VP_OK;

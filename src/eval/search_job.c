@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "eval/search_impl.h"
+#include "vulpes/metrics.h"
 
 vp_status vp_search_job_run(vp_search_ctx* c, vp_backend* b, int64_t trial, int* stopped) {
     *stopped = 0;
@@ -22,9 +23,10 @@ vp_status vp_search_job_run(vp_search_ctx* c, vp_backend* b, int64_t trial, int*
     if (s != VP_OK) return vp_error_context(s, "trial %lld (rung %d) in %s", (long long)trial, c->rung, t->dir);
     *stopped = r.interrupted;
     if (r.interrupted) return VP_OK;
-    char msg[256];
-    snprintf(msg, sizeof msg, "done: best validation Sharpe %.3f, test Sharpe %.3f", r.best_val_sharpe,
-             r.test.strategy.sharpe);
+    char msg[256], vs[32], ts[32];
+    snprintf(msg, sizeof msg, "done: best validation Sharpe %s, test Sharpe %s",
+             vp_metric_format(r.best_val_sharpe, VP_METRIC_UNIT_RATIO, vs, sizeof vs),
+             vp_metric_format(r.test.strategy.sharpe, VP_METRIC_UNIT_RATIO, ts, sizeof ts));
     vp_pool_runs_say(&c->pool, label, msg);
     return VP_OK;
 }

@@ -5,6 +5,7 @@
  * (best.safetensors always: the final parameters when no validation scored), and done.json
  * (with whether and how the test window ruined) is written last. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "eval/walkforward_impl.h"
 #include "vulpes/algo.h"
 #include "vulpes/backtest.h"
+#include "vulpes/metrics.h"
 
 /* What a fold works with. */
 typedef struct fold_job {
@@ -49,13 +51,18 @@ static void sink_note(void* ctx, const char* msg) {
     vp_wf_progress_note(f->c, f->k, msg);
 }
 
+/* A Sharpe ratio for a line: vp_metric_format's ("-" when undefined: the returns do not vary). */
+static const char* sharpe_text(double v, char* buf, size_t n) {
+    return vp_metric_format(v, VP_METRIC_UNIT_RATIO, buf, n);
+}
+
 /* The loop's hook after a validation: a progress line (its ruined windows marked). */
 static void on_eval(void* ctx, int64_t iteration, const vp_eval_result* r, int best) {
-    char ruined[64] = "";
+    char ruined[64] = "", sh[48];
     if (r->ruined > 0)
         snprintf(ruined, sizeof ruined, ", %lld of %lld windows RUINED", (long long)r->ruined, (long long)r->windows);
-    say((const fold_job*)ctx, "iteration %lld, validation Sharpe %.3f%s%s", (long long)iteration, r->strategy.sharpe,
-        ruined, best ? " (best)" : "");
+    say((const fold_job*)ctx, "iteration %lld, validation Sharpe %s%s%s", (long long)iteration,
+        sharpe_text(r->strategy.sharpe, sh, sizeof sh), ruined, best ? " (best)" : "");
 }
 
 /* The loop's stop poll: a stop request, or another fold's failure. */
@@ -86,7 +93,9 @@ static vp_status finish(void* ctx, const vp_train_end* end, cJSON* test) {
     if (ru->ruined)
         say(f, "test span RUINED at bar %lld (%s), equity %.2f after the close-out: not a normal result", (long long)ru->bar,
             vp_time_format_iso(ru->time_ms, when, sizeof when), ru->equity_after_close);
-    say(f, "test Sharpe %.3f, total return %.2f %%%s", p->sharpe, 100.0 * p->total_return, ru->ruined ? " (ruined)" : "");
+    char sh[48];
+    say(f, "test Sharpe %s, total return %.2f %%%s", sharpe_text(p->sharpe, sh, sizeof sh), 100.0 * p->total_return,
+        ru->ruined ? " (ruined)" : "");
     vp_wf_brief* b = f->brief;
     b->val_sharpe = a->best_val_sharpe;
     b->best_iteration = a->best_iteration;
