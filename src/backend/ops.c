@@ -4,29 +4,7 @@
 
 #include "backend_impl.h"
 #include "kit.h"
-
-/* Fails naming the op when the backend is NULL. */
-static vp_status check_b(const char* op, const vp_backend* b) {
-    VP_REQUIRE(b != NULL, VP_ERR_INVALID_ARG, "%s: backend is NULL", op);
-    return VP_OK;
-}
-
-/* Checks tensor t like vp_tensor_check with a's dtype, and that it holds as many elements
- * as a (which the caller has checked). */
-static vp_status check_like(const char* op, const vp_backend* b, const char* an, const vp_tensor* a,
-                            const char* tn, const vp_tensor* t) {
-    VP_TRY(vp_tensor_check(op, tn, b, t, a->dtype));
-    return vp_tensor_check_same_numel(op, an, a, tn, t);
-}
-
-/* Argument checks inside a public op: `b` is its backend, the op is named after the
- * enclosing function. */
-#define CHECK_B() VP_TRY(check_b(__func__, b))
-#define CHECK_T(t, dt) VP_TRY(vp_tensor_check(__func__, #t, b, t, dt))
-#define CHECK_T_NUMEL(t, dt, n) VP_TRY(vp_tensor_check_numel(__func__, #t, b, t, dt, n))
-#define CHECK_LIKE(a, t) VP_TRY(check_like(__func__, b, #a, a, #t, t))
-#define CHECK_ENUM(v, count, what) \
-    VP_REQUIRE((v) >= 0 && (v) < (count), VP_ERR_INVALID_ARG, "%s: bad " what " %d", __func__, (int)(v))
+#include "ops_check.h"
 
 /* ---- fill / copy / convert ---------------------------------------------------------- */
 
@@ -306,67 +284,4 @@ vp_status vp_gather_rows(vp_backend* b, const vp_tensor* src, const vp_tensor* i
     CHECK_T(idx, VP_I32);
     CHECK_T_NUMEL(out, VP_F32, vp_tensor_numel(idx) * vp_tensor_cols(src));
     return b->ops->gather_rows(b, src, idx, out);
-}
-
-/* ---- optimiser ------------------------------------------------------------------------------------ */
-
-/* Checks AdamW's settings other than lr and its tensors (fn names the caller). */
-static vp_status adamw_check(const char* fn, vp_backend* b, const vp_adamw_cfg* cfg, const vp_tensor* param,
-                             const vp_tensor* grad, const vp_tensor* m, const vp_tensor* v, const vp_tensor* step,
-                             const vp_tensor* grad_scale) {
-    VP_REQUIRE(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f && cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f, VP_ERR_INVALID_ARG,
-               "%s: betas (%g, %g) must lie in [0, 1)", fn, (double)cfg->beta1, (double)cfg->beta2);
-    VP_REQUIRE(cfg->eps > 0.0f, VP_ERR_INVALID_ARG, "%s: eps %g must be positive", fn, (double)cfg->eps);
-    VP_REQUIRE(cfg->weight_decay >= 0.0f, VP_ERR_INVALID_ARG, "%s: weight_decay %g < 0", fn,
-               (double)cfg->weight_decay);
-    VP_TRY(vp_tensor_check(fn, "param", b, param, VP_F32));
-    VP_TRY(check_like(fn, b, "param", param, "grad", grad));
-    VP_TRY(check_like(fn, b, "param", param, "m", m));
-    VP_TRY(check_like(fn, b, "param", param, "v", v));
-    VP_TRY(vp_tensor_check_numel(fn, "step", b, step, VP_I32, 1));
-    return grad_scale ? vp_tensor_check_numel(fn, "grad_scale", b, grad_scale, VP_F32, 1) : VP_OK;
-}
-
-vp_status vp_adamw(vp_backend* b, const vp_adamw_cfg* cfg, vp_tensor* param, const vp_tensor* grad, vp_tensor* m,
-                   vp_tensor* v, const vp_tensor* step, const vp_tensor* grad_scale) {
-    CHECK_B();
-    VP_REQUIRE(cfg != NULL, VP_ERR_INVALID_ARG, "vp_adamw: cfg is NULL");
-    VP_REQUIRE(cfg->lr >= 0.0f && isfinite(cfg->lr), VP_ERR_INVALID_ARG, "vp_adamw: lr %g", (double)cfg->lr);
-    VP_TRY(adamw_check(__func__, b, cfg, param, grad, m, v, step, grad_scale));
-    return b->ops->adamw(b, cfg, NULL, param, grad, m, v, step, grad_scale);
-}
-
-vp_status vp_adamw_lr(vp_backend* b, const vp_adamw_cfg* cfg, const vp_tensor* lr, vp_tensor* param,
-                      const vp_tensor* grad, vp_tensor* m, vp_tensor* v, const vp_tensor* step,
-                      const vp_tensor* grad_scale) {
-    CHECK_B();
-    VP_REQUIRE(cfg != NULL, VP_ERR_INVALID_ARG, "vp_adamw_lr: cfg is NULL");
-    CHECK_T_NUMEL(lr, VP_F32, 1);
-    VP_TRY(adamw_check(__func__, b, cfg, param, grad, m, v, step, grad_scale));
-    return b->ops->adamw(b, cfg, lr, param, grad, m, v, step, grad_scale);
-}
-
-vp_status vp_step_increment(vp_backend* b, vp_tensor* counter) {
-    CHECK_B();
-    CHECK_T_NUMEL(counter, VP_I32, 1);
-    return b->ops->step_increment(b, counter);
-}
-
-vp_status vp_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, vp_tensor* norm, vp_tensor* coef) {
-    CHECK_B();
-    VP_REQUIRE(max_norm > 0.0f, VP_ERR_INVALID_ARG, "vp_clip_coef: max_norm %g must be positive", (double)max_norm);
-    CHECK_T(x, VP_F32);
-    CHECK_T_NUMEL(norm, VP_F32, 1);
-    CHECK_T_NUMEL(coef, VP_F32, 1);
-    return b->ops->clip_coef(b, x, max_norm, NULL, norm, coef);
-}
-
-vp_status vp_clip_coef_at(vp_backend* b, const vp_tensor* x, const vp_tensor* max_norm, vp_tensor* norm,
-                          vp_tensor* coef) {
-    CHECK_B();
-    CHECK_T_NUMEL(max_norm, VP_F32, 1);
-    CHECK_T(x, VP_F32);
-    CHECK_T_NUMEL(norm, VP_F32, 1);
-    CHECK_T_NUMEL(coef, VP_F32, 1);
-    return b->ops->clip_coef(b, x, 1.0f, max_norm, norm, coef);
 }
