@@ -1,4 +1,4 @@
-/* What the ablation and search tests share: their tiny training setup on a synthetic
+/* What the ablation, search and walk-forward tests share: the jobs' tiny training setup on a synthetic
  * mean-reverting market, and a job folder's JSON files read back. */
 #ifndef VP_TEST_JOB_UTIL_H
 #define VP_TEST_JOB_UTIL_H

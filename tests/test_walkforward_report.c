@@ -41,14 +41,14 @@ static void check_weight(const vp_wf_result* r, const cJSON* sig) {
           w->deflated_sharpe, dsr, w->expected_max_sharpe);
     // the same figures in summary.json
     const vp_perf* p = &r->summary.strategy;
-    CHECK(wfu_num(sig, "trials") == (double)r->n_done, "summary.json trials %g", wfu_num(sig, "trials"));
-    CHECK_NEAR(wfu_num(sig, "deflated_sharpe"), dsr, 0, 1e-14);
-    CHECK_NEAR(wfu_num(sig, "expected_max_sharpe"), sr0, 0, 1e-14);
-    CHECK_NEAR(wfu_num(sig, "trials_sharpe_variance"), w->trials_sharpe_variance, 0, 1e-14);
+    CHECK(vpt_json_num(sig, "trials") == (double)r->n_done, "summary.json trials %g", vpt_json_num(sig, "trials"));
+    CHECK_NEAR(vpt_json_num(sig, "deflated_sharpe"), dsr, 0, 1e-14);
+    CHECK_NEAR(vpt_json_num(sig, "expected_max_sharpe"), sr0, 0, 1e-14);
+    CHECK_NEAR(vpt_json_num(sig, "trials_sharpe_variance"), w->trials_sharpe_variance, 0, 1e-14);
     // (cJSON writes 15 significant digits when they read back within its own tolerance)
-    CHECK_NEAR(wfu_num(sig, "sharpe_ratio"), p->sharpe, 0, 1e-14);
-    CHECK_NEAR(wfu_num(sig, "sharpe_se_ratio"), p->sharpe_se, 0, 1e-14);
-    CHECK_NEAR(wfu_num(sig, "psr_vs_zero_frac"), p->psr_vs_zero, 0, 1e-14);
+    CHECK_NEAR(vpt_json_num(sig, "sharpe_ratio"), p->sharpe, 0, 1e-14);
+    CHECK_NEAR(vpt_json_num(sig, "sharpe_se_ratio"), p->sharpe_se, 0, 1e-14);
+    CHECK_NEAR(vpt_json_num(sig, "psr_vs_zero_frac"), p->psr_vs_zero, 0, 1e-14);
     const cJSON* v = cJSON_GetObjectItemCaseSensitive(sig, "verdict");
     CHECK(cJSON_IsString(v) && strcmp(v->valuestring, vp_psr_verdict(p->psr_vs_zero)) == 0, "verdict");
     CHECK(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(sig, "survives_deflation")) &&
@@ -64,21 +64,21 @@ static void check_numbering(const char* d, const vp_wf_result* r, const cJSON* s
     for (int k = 0; k < FOLDS && k < cJSON_GetArraySize(folds); ++k) {
         const cJSON* f = cJSON_GetArrayItem(folds, k);
         const cJSON* ts = cJSON_GetObjectItemCaseSensitive(f, "test_span");
-        CHECK(wfu_num(f, "fold") == k + 1 && r->folds[k].index == k + 1, "fold row %d is numbered %g", k,
-              wfu_num(f, "fold"));
-        CHECK(wfu_num(ts, "begin_bar") == (double)r->folds[k].split.test.begin &&
-                  wfu_num(ts, "end_bar") == (double)r->folds[k].split.test.end,
-              "fold %d test span [%g, %g)", k + 1, wfu_num(ts, "begin_bar"), wfu_num(ts, "end_bar"));
+        CHECK(vpt_json_num(f, "fold") == k + 1 && r->folds[k].index == k + 1, "fold row %d is numbered %g", k,
+              vpt_json_num(f, "fold"));
+        CHECK(vpt_json_num(ts, "begin_bar") == (double)r->folds[k].split.test.begin &&
+                  vpt_json_num(ts, "end_bar") == (double)r->folds[k].split.test.end,
+              "fold %d test span [%g, %g)", k + 1, vpt_json_num(ts, "begin_bar"), vpt_json_num(ts, "end_bar"));
         snprintf(name, sizeof name, "folds/fold_%03d/done.json", k + 1);
-        cJSON* done = wfu_json(d, name);
-        CHECK(done && wfu_num(done, "fold") == k + 1, "%s numbered %g", name, done ? wfu_num(done, "fold") : NAN);
+        cJSON* done = vpt_json_file(d, name);
+        CHECK(done && vpt_json_num(done, "fold") == k + 1, "%s numbered %g", name, done ? vpt_json_num(done, "fold") : NAN);
         cJSON_Delete(done);
     }
     CHECK(!vpt_exists(d, "folds/fold_000"), "a fold numbered 0");
-    cJSON* plan = wfu_json(d, "walkforward.json");
+    cJSON* plan = vpt_json_file(d, "walkforward.json");
     const cJSON* pf = cJSON_GetObjectItemCaseSensitive(plan, "folds");
-    CHECK(wfu_num(cJSON_GetArrayItem(pf, 0), "fold") == 1 &&
-              wfu_num(cJSON_GetArrayItem(pf, FOLDS - 1), "fold") == FOLDS,
+    CHECK(vpt_json_num(cJSON_GetArrayItem(pf, 0), "fold") == 1 &&
+              vpt_json_num(cJSON_GetArrayItem(pf, FOLDS - 1), "fold") == FOLDS,
           "walkforward.json numbering");
     cJSON_Delete(plan);
     char* m = vpt_read_file(d, "metrics.jsonl", NULL);
@@ -181,22 +181,22 @@ static void test_report(void) {
     CHECK(r.summary.annual.risk_free_rate == 0.03 && r.summary.strategy.risk_free_rate == 0.03 &&
               r.folds[0].test.risk_free_rate == 0.03 && r.folds[2].buy_hold.risk_free_rate == 0.03,
           "risk-free rate not carried");
-    cJSON* s = wfu_json(d, "summary.json");
+    cJSON* s = vpt_json_file(d, "summary.json");
     const cJSON* wf = cJSON_GetObjectItemCaseSensitive(s, "walkforward");
-    CHECK(wfu_num(wfu_at(s, "annualisation"), "risk_free_rate_frac") == 0.03, "annualisation rate");
+    CHECK(vpt_json_num(wfu_at(s, "annualisation"), "risk_free_rate_frac") == 0.03, "annualisation rate");
     check_weight(&r, cJSON_GetObjectItemCaseSensitive(wf, "significance"));
     check_numbering(d, &r, s);
-    CHECK(cJSON_IsNull(wfu_at(wf, "ruined_fold")) && wfu_num(wf, "n_folds_ruined") == 0 &&
+    CHECK(cJSON_IsNull(wfu_at(wf, "ruined_fold")) && vpt_json_num(wf, "n_folds_ruined") == 0 &&
               cJSON_IsNull(wfu_at(wf, "ruin")) && strcmp(wfu_str(s, "status"), "ok") == 0 &&
               strcmp(wfu_str(wfu_at(s, "strategy"), "status"), "ok") == 0,
           "no fold ruined: status '%s'", wfu_str(s, "status"));
     // the stitched curve's tear-sheet statistics against buy-and-hold, at the run's rate
     const cJSON* tear = wfu_at(s, "tear");
-    CHECK(r.summary.has_tear && wfu_num(tear, "n_returns") == (double)(r.n_curve - 1) &&
-              wfu_num(tear, "risk_free_rate_frac") == 0.03 && fabs(wfu_num(tear, "beta_ratio") - r.summary.tear.beta) <= 1e-14 * fabs(r.summary.tear.beta) &&
+    CHECK(r.summary.has_tear && vpt_json_num(tear, "n_returns") == (double)(r.n_curve - 1) &&
+              vpt_json_num(tear, "risk_free_rate_frac") == 0.03 && fabs(vpt_json_num(tear, "beta_ratio") - r.summary.tear.beta) <= 1e-14 * fabs(r.summary.tear.beta) &&
               isfinite(r.summary.tear.var_95),
           "walk-forward tear: %d, %g returns of %lld points, rate %g, beta %.17g vs %.17g", r.summary.has_tear,
-          wfu_num(tear, "n_returns"), (long long)r.n_curve, wfu_num(tear, "risk_free_rate_frac"), wfu_num(tear, "beta_ratio"),
+          vpt_json_num(tear, "n_returns"), (long long)r.n_curve, vpt_json_num(tear, "risk_free_rate_frac"), vpt_json_num(tear, "beta_ratio"),
           r.summary.tear.beta);
     cJSON_Delete(s);
     check_report(d, &r);

@@ -55,7 +55,7 @@ static void plant_curve(const char* d, int number, int keep, const double* eq) {
  * (the close-out). */
 static void plant_done(const char* d, int number, int at, int out) {
     char name[64], path[400], b[32];
-    cJSON* done = wfu_json(d, wfu_fold_file(number, "done.json", name, sizeof name));
+    cJSON* done = vpt_json_file(d, wfu_fold_file(number, "done.json", name, sizeof name));
     CHECK(done != NULL, "%s", name);
     if (!done) return;
     cJSON* ru = cJSON_CreateObject();
@@ -91,12 +91,12 @@ static void check_zero_ruin(const char* d, const vp_wf_result* r, int64_t n_trad
     CHECK(r->summary.trades.n_trades == n_trades_12 && r->weight.n_trials == FOLDS, "trades %lld, trials %lld",
           (long long)r->summary.trades.n_trades, (long long)r->weight.n_trials);
     CHECK_NEAR(r->summary.strategy.total_return, -1.0, 1e-12, 0);
-    cJSON* s = wfu_json(d, "summary.json");
+    cJSON* s = vpt_json_file(d, "summary.json");
     const cJSON* wf = wfu_at(s, "walkforward");
     const cJSON* rows = wfu_at(wf, "folds");
-    CHECK(wfu_num(wf, "ruined_fold") == 2 && wfu_num(wf, "n_folds_ruined") == 1 &&
-              wfu_num(wf, "n_folds_stitched") == 2 && strcmp(wfu_str(s, "status"), "ruined") == 0 &&
-              wfu_num(wfu_at(wf, "ruin"), "fold") == 2,
+    CHECK(vpt_json_num(wf, "ruined_fold") == 2 && vpt_json_num(wf, "n_folds_ruined") == 1 &&
+              vpt_json_num(wf, "n_folds_stitched") == 2 && strcmp(wfu_str(s, "status"), "ruined") == 0 &&
+              vpt_json_num(wfu_at(wf, "ruin"), "fold") == 2,
           "summary.json: the ruin");
     CHECK(cJSON_IsTrue(wfu_at(cJSON_GetArrayItem(rows, 1), "ruined")) &&
               cJSON_IsFalse(wfu_at(cJSON_GetArrayItem(rows, 2), "stitched")) &&
@@ -184,23 +184,23 @@ static void check_negative_ruin(const char* d, const vp_wf_result* r) {
     const char* first = "{\n\t\"status\":\t\"ruined\",\n";
     CHECK(text && strncmp(text, first, strlen(first)) == 0, "summary.json does not start with the status");
     free(text);
-    cJSON* s = wfu_json(d, "summary.json");
+    cJSON* s = vpt_json_file(d, "summary.json");
     const cJSON* wf = wfu_at(s, "walkforward");
     const cJSON* o = wfu_at(wf, "ruin");
-    CHECK(strcmp(wfu_str(wfu_at(s, "strategy"), "status"), "ruined") == 0 && wfu_num(wf, "ruined_fold") == 1 &&
-              wfu_num(wf, "n_folds_ruined") == 2 && wfu_num(wf, "n_folds_stitched") == 1,
+    CHECK(strcmp(wfu_str(wfu_at(s, "strategy"), "status"), "ruined") == 0 && vpt_json_num(wf, "ruined_fold") == 1 &&
+              vpt_json_num(wf, "n_folds_ruined") == 2 && vpt_json_num(wf, "n_folds_stitched") == 1,
           "summary.json: status and counts");
-    CHECK(wfu_num(o, "fold") == 1 && wfu_num(o, "bar") == (double)bar && wfu_num(o, "close_bar") == (double)close &&
+    CHECK(vpt_json_num(o, "fold") == 1 && vpt_json_num(o, "bar") == (double)bar && vpt_json_num(o, "close_bar") == (double)close &&
               strcmp(wfu_str(o, "time"), t0) == 0 && strcmp(wfu_str(o, "close_time"), t1) == 0 &&
-              wfu_num(o, "fold_equity_at_ruin_ccy") == -2500.0 &&
-              wfu_num(o, "fold_equity_after_close_ccy") == -4000.0 &&
-              wfu_num(o, "equity_after_close_ccy") == ru->equity_after_close && cJSON_IsTrue(wfu_at(o, "below_zero")),
+              vpt_json_num(o, "fold_equity_at_ruin_ccy") == -2500.0 &&
+              vpt_json_num(o, "fold_equity_after_close_ccy") == -4000.0 &&
+              vpt_json_num(o, "equity_after_close_ccy") == ru->equity_after_close && cJSON_IsTrue(wfu_at(o, "below_zero")),
           "summary.json: the ruin");
     const cJSON* rows = wfu_at(wf, "folds");
     const cJSON* r2 = cJSON_GetArrayItem(rows, 1);
-    CHECK(wfu_num(wfu_at(cJSON_GetArrayItem(rows, 0), "ruin"), "bar") == (double)bar &&
+    CHECK(vpt_json_num(wfu_at(cJSON_GetArrayItem(rows, 0), "ruin"), "bar") == (double)bar &&
               strcmp(wfu_str(wfu_at(cJSON_GetArrayItem(rows, 0), "strategy"), "status"), "ruined") == 0 &&
-              wfu_num(wfu_at(r2, "ruin"), "fold") == 2 &&
+              vpt_json_num(wfu_at(r2, "ruin"), "fold") == 2 &&
               cJSON_IsNull(wfu_at(wfu_at(r2, "ruin"), "equity_at_ruin_ccy")) &&
               strcmp(wfu_str(wfu_at(r2, "strategy"), "status"), "ruined") == 0 &&
               cJSON_IsNull(wfu_at(cJSON_GetArrayItem(rows, 2), "ruin")),
@@ -296,7 +296,7 @@ static void test_real(void) {
     // the first ruined fold by its own files
     int first = 0;
     for (int k = FOLDS; k >= 1; --k) {
-        cJSON* done = wfu_json(d, wfu_fold_file(k, "done.json", name, sizeof name));
+        cJSON* done = vpt_json_file(d, wfu_fold_file(k, "done.json", name, sizeof name));
         if (cJSON_IsTrue(wfu_at(done, "test_ruined"))) first = k;
         cJSON_Delete(done);
     }
@@ -304,25 +304,25 @@ static void test_real(void) {
           "ruined fold %lld (its files: %d), %lld stitched", (long long)r.ruined_fold, first, (long long)r.n_stitched);
     if (first < 1 || r.ruined_fold != first || r.n_curve < 1) goto done;
     const vp_wf_fold* f = &r.folds[first - 1];
-    cJSON* own = wfu_json(d, wfu_fold_file(first, "summary.json", name, sizeof name));
+    cJSON* own = vpt_json_file(d, wfu_fold_file(first, "summary.json", name, sizeof name));
     const cJSON* ru = wfu_at(own, "ruin");
-    CHECK(strcmp(wfu_str(own, "status"), "ruined") == 0 && f->ruin.bar == (int64_t)wfu_num(ru, "bar") &&
-              f->ruin.close_bar == (int64_t)wfu_num(ru, "close_bar") && cJSON_IsTrue(wfu_at(ru, "below_zero")) &&
+    CHECK(strcmp(wfu_str(own, "status"), "ruined") == 0 && f->ruin.bar == (int64_t)vpt_json_num(ru, "bar") &&
+              f->ruin.close_bar == (int64_t)vpt_json_num(ru, "close_bar") && cJSON_IsTrue(wfu_at(ru, "below_zero")) &&
               f->ruin.below_zero,
-          "fold %d: ruin at bar %lld, its summary.json %g", first, (long long)f->ruin.bar, wfu_num(ru, "bar"));
+          "fold %d: ruin at bar %lld, its summary.json %g", first, (long long)f->ruin.bar, vpt_json_num(ru, "bar"));
     CHECK(f->ruin.fold_equity_at_ruin <= 0.0 && f->ruin.fold_start_equity == 5.0, "equity %g at the ruin",
           f->ruin.fold_equity_at_ruin);
-    CHECK_NEAR(f->ruin.fold_equity_at_ruin, wfu_num(ru, "equity_at_ruin"), 0, 1e-14);
-    CHECK_NEAR(f->ruin.fold_equity_after_close, wfu_num(ru, "equity_after_close"), 0, 1e-14);
-    CHECK_NEAR(f->test.sharpe, wfu_num(wfu_at(own, "strategy"), "sharpe_ratio"), 0, 1e-14);
+    CHECK_NEAR(f->ruin.fold_equity_at_ruin, vpt_json_num(ru, "equity_at_ruin"), 0, 1e-14);
+    CHECK_NEAR(f->ruin.fold_equity_after_close, vpt_json_num(ru, "equity_after_close"), 0, 1e-14);
+    CHECK_NEAR(f->test.sharpe, vpt_json_num(wfu_at(own, "strategy"), "sharpe_ratio"), 0, 1e-14);
     cJSON_Delete(own);
     // the stitched account holds the closed-out equity to the fold's end, below or at zero
     CHECK(r.equity[r.n_curve - 1] == f->ruin.equity_after_close && f->ruin.equity_at_ruin <= 0.0 &&
               r.fold[r.n_curve - 1] == first && r.summary.strategy.status == VP_PERF_OK,
           "stitched end %g", r.equity[r.n_curve - 1]);
-    cJSON* s = wfu_json(d, "summary.json");
+    cJSON* s = vpt_json_file(d, "summary.json");
     CHECK(strcmp(wfu_str(s, "status"), "ruined") == 0 &&
-              wfu_num(wfu_at(wfu_at(s, "walkforward"), "ruin"), "bar") == (double)f->ruin.bar,
+              vpt_json_num(wfu_at(wfu_at(s, "walkforward"), "ruin"), "bar") == (double)f->ruin.bar,
           "summary.json: status '%s'", wfu_str(s, "status"));
     cJSON_Delete(s);
     // deterministic: the same files again

@@ -1,11 +1,13 @@
 /* What the walk-forward tests share: a tiny fold layout on a synthetic market, and reading a
- * walk-forward's files and text back (JSON values, the console text, a fold folder's files). */
+ * walk-forward's files and text back (JSON values: test_job_util.h's readers and a string, the
+ * console text, a fold folder's files). */
 #ifndef VP_TEST_WALKFORWARD_UTIL_H
 #define VP_TEST_WALKFORWARD_UTIL_H
 
 #include <cjson/cJSON.h>
 
 #include "test_data_util.h"
+#include "test_job_util.h"
 #include "vp_test.h"
 #include "vulpes/walkforward.h"
 
@@ -19,20 +21,6 @@ static inline void wfu_tiny_config(vp_config* c) {
     c->replay.capacity = 512, c->replay.warmup = 32;
     c->metrics.risk_free_rate = 0.03;
     vpt_fold_cfg(c, WFU_TRAIN, WFU_VAL, WFU_TEST, WFU_EMBARGO, WFU_FOLDS);
-}
-
-/* File `file` of folder d as JSON (NULL when missing or not JSON). */
-static inline cJSON* wfu_json(const char* d, const char* file) {
-    char* text = vpt_read_file(d, file, NULL);
-    cJSON* j = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
-/* The number at obj.key (NaN when absent or null). */
-static inline double wfu_num(const cJSON* obj, const char* key) {
-    const cJSON* v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
 /* The string at obj.key ("" when absent or not a string). */
