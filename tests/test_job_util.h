@@ -1,5 +1,5 @@
-/* What the ablation, search and walk-forward tests share: the jobs' tiny training setup on a synthetic
- * mean-reverting market, and a job folder's JSON files read back. */
+/* What the ablation and search tests share, their tiny training setup on a synthetic
+ * mean-reverting market, and with the walk-forward tests a job folder's JSON files read back. */
 #ifndef VP_TEST_JOB_UTIL_H
 #define VP_TEST_JOB_UTIL_H
 
