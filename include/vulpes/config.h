@@ -259,6 +259,21 @@ typedef enum vp_run_precision {
     X(curiosity, lr, FLOAT, 1e-3, 0, VP_CFG_INF, "()", NULL,                               \
       "AdamW learning rate of the forward model (one step per learner step)")
 
+/* [her] goal-conditioned training with hindsight relabelling (docs/modules.md "Hindsight relabelling"). */
+#define VP_CFG_KEYS_her(X)                                                                  \
+    X(her, enabled, BOOL, false, 0, 1, "[]", NULL,                                         \
+      "condition the policy on a goal episode return and relabel sampled goals with the achieved one") \
+    X(her, ratio, FLOAT, 0.8, 0, 1, "[]", NULL,                                            \
+      "probability that a sampled transition of a finished episode has its goal relabelled") \
+    X(her, lambda, FLOAT, 1.0, 0, VP_CFG_INF, "[)", NULL,                                  \
+      "weight of the goal term -lambda |R_ep - g| added at the step that ends an episode")  \
+    X(her, goal, FLOAT, 0.0, -VP_CFG_INF, VP_CFG_INF, "()", NULL,                          \
+      "goal g given at collection: a target episode return in reward units (sum of the env's rewards)") \
+    X(her, eval_goal, FLOAT, 0.0, -VP_CFG_INF, VP_CFG_INF, "()", NULL,                     \
+      "goal the policy is conditioned on in validation, the test span and backtests")      \
+    X(her, episodes, INT, 64, 1, 65536, "[]", NULL,                                        \
+      "finished episodes each env remembers for relabelling (older ones are not relabelled)")
+
 /* [ppo] PPO (train.algo ppo; docs/ppo.md); it shares learn.lr, beta1, beta2, eps, weight_decay,
  * clip_norm and gamma and ignores the replay, collect and learn.batch keys. */
 #define VP_CFG_KEYS_ppo(X)                                                                  \
@@ -335,7 +350,7 @@ typedef enum vp_run_precision {
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \
     S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(signals) S(replay) \
-    S(collect) S(curiosity) S(ppo) S(train) S(walkforward) S(metrics) S(run)
+    S(collect) S(curiosity) S(her) S(ppo) S(train) S(walkforward) S(metrics) S(run)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
 

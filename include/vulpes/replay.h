@@ -60,6 +60,15 @@ typedef struct vp_replay_cfg {
     int intrinsic;       /* 1: each transition also keeps an n-step intrinsic return (pushes may carry
                             reward_int, a sample's reward is extrinsic + intrinsic) and the portfolio
                             vector one step after s_t (the forward model's target); 0: none (default) */
+    int her;             /* 1: hindsight relabelling (docs/modules.md "Hindsight relabelling"): the last
+                            portfolio entry (P - 1) is the episode's goal return g; each transition keeps
+                            its episode's achieved return R_ep once the episode ends, sampling relabels g
+                            := R_ep with probability her_ratio and adds the goal term
+                            gamma^k x -her_lambda |R_ep - g| of the episode's end; 0: none (default) */
+    float her_ratio;     /* probability in [0, 1] that a sampled row of a finished episode is relabelled */
+    float her_lambda;    /* weight (>= 0) of the goal term */
+    int her_episodes;    /* finished episodes each env remembers (>= 1; her only): older ones are not
+                            relabelled and get no goal term */
 } vp_replay_cfg;
 
 /* SPEC defaults: capacity 1M, 1 env, P 8, 4 branches, n 3, gamma 0.99, PER with alpha
@@ -129,6 +138,10 @@ typedef struct vp_replay_batch {
                                  only); data NULL: not written */
     vp_tensor done_1;         /* [B] f32 1 where step t itself ended its episode (portfolio_1 is then the next
                                  episode's start), else 0 (intrinsic rings only); data NULL: not written */
+    vp_tensor reward_goal;    /* [B] f32 the goal term of `reward` (HER rings; 0 elsewhere); data NULL: not
+                                 written */
+    vp_tensor relabelled;     /* [B] i32 1 where the row's goal was replaced by R_ep (HER rings); data NULL:
+                                 not written */
 } vp_replay_batch;
 
 /* Draws B transitions (B = numel of out->indices) and gathers them. PER: stratified
@@ -156,6 +169,10 @@ typedef struct vp_replay_fields {
     vp_tensor reward_int;     /* [C] f32 n-step intrinsic return (cfg.intrinsic 1; else data NULL) */
     vp_tensor portfolio_1;    /* [C, P] f32 portfolio vector of s_{t+1} (cfg.intrinsic 1; else data NULL) */
     vp_tensor done_1;         /* [C] f32 1 where step t ended its episode, else 0 (cfg.intrinsic 1; else NULL) */
+    vp_tensor goal_weight;    /* [C] f32 gamma^k of the goal term, 0 when the window ends before the episode
+                                 (cfg.her 1; else data NULL) */
+    vp_tensor episode_env;    /* [C] i32 env that wrote the slot (cfg.her 1; else data NULL) */
+    vp_tensor episode_id;     /* [C] i32 the slot's episode number within its env (cfg.her 1; else data NULL) */
     vp_tensor discount;       /* [C] f32 */
     vp_tensor done;           /* [C] i32 done code of the window's last step (0: none) */
     vp_tensor priority;       /* [C] f32 stored p (already ^alpha); 0 for empty slots */

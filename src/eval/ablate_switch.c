@@ -7,7 +7,7 @@
 #include "vulpes/ablate.h"
 
 /* The sections a switch (or a search) may change: what shapes the agent and how it learns. */
-static const char* const SECTIONS[] = {"model.", "learn.", "signals.", "replay.", "collect.", "curiosity.", "env."};
+static const char* const SECTIONS[] = {"model.", "learn.", "signals.", "replay.", "collect.", "curiosity.", "her.", "env."};
 
 int vp_ablate_key_switchable(const char* name) {
     for (size_t i = 0; i < sizeof SECTIONS / sizeof SECTIONS[0]; ++i)
@@ -49,7 +49,7 @@ vp_status vp_ablate_parse_switch(const vp_config* base, const char* text, vp_abl
     }
     VP_REQUIRE(vp_ablate_key_switchable(k->name), VP_ERR_INVALID_ARG,
                "switch '%s': %s is not a switch; an ablation varies only model.*, learn.*, signals.*, replay.*, "
-               "collect.*, curiosity.* and env.* keys (the data, costs, split, loop length and seeds stay the base's)", text, k->name);
+               "collect.*, curiosity.*, her.* and env.* keys (the data, costs, split, loop length and seeds stay the base's)", text, k->name);
     VP_REQUIRE(eq || k->kind == VP_CONFIG_BOOL, VP_ERR_INVALID_ARG,
                "switch '%s': %s is not a bool key, so the switch needs its value: %s=VALUE", text, k->name, k->name);
     snprintf(out->value, sizeof out->value, "%s", eq ? eq + 1 : "true");

@@ -132,7 +132,7 @@ static vp_status read_entry(walk* w, const char* full, const yaml_node_t* key_no
     }
     VP_REQUIRE(vp_ablate_key_switchable(k->name), VP_ERR_INVALID_ARG,
                "%s:%d: %s is not searchable: a search varies only model.*, learn.*, signals.*, replay.*, collect.*, "
-               "curiosity.* and env.* keys (the data, costs, split, loop length and seeds stay the base's)", w->name, line, k->name);
+               "curiosity.*, her.* and env.* keys (the data, costs, split, loop length and seeds stay the base's)", w->name, line, k->name);
     vp_search_space* s = w->out;
     for (int i = 0; i < s->n_params; ++i)
         VP_REQUIRE(s->params[i].key != k, VP_ERR_INVALID_ARG, "%s:%d: %s is given twice (first at line %d)", w->name,

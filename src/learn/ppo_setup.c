@@ -29,6 +29,7 @@ vp_status vp_ppo_cfg_make(const vp_config* cfg, vp_ppo_cfg* out) {
                            : cfg->learn.popart                ? "learn.popart"
                            : cfg->learn.lr_schedule != 0      ? "learn.lr_schedule"
                            : cfg->curiosity.enabled           ? "curiosity.enabled"
+                           : cfg->her.enabled                 ? "her.enabled"
                            : sg->enable || sg->adapt_tau      ? (sg->enable ? "signals.enable" : "signals.adapt_tau")
                            : sg->adapt_epsilon                ? "signals.adapt_epsilon"
                            : sg->adapt_gamma                  ? "signals.adapt_gamma"

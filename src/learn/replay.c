@@ -58,6 +58,17 @@ vp_status vp_replay_cfg_check(const vp_replay_cfg* c) {
                (double)c->beta0);
     VP_REQUIRE(c->beta_steps >= 1, VP_ERR_INVALID_ARG, "replay: beta_steps is %lld, must be >= 1",
                (long long)c->beta_steps);
+    if (c->her) {
+        VP_REQUIRE(c->her_ratio >= 0.0f && c->her_ratio <= 1.0f, VP_ERR_INVALID_ARG,
+                   "replay: her_ratio is %g, must be in [0, 1]", (double)c->her_ratio);
+        VP_REQUIRE(c->her_lambda >= 0.0f && c->her_lambda < 1e30f, VP_ERR_INVALID_ARG,
+                   "replay: her_lambda is %g, must be >= 0 and finite", (double)c->her_lambda);
+        VP_REQUIRE(c->her_episodes >= 1 && (int64_t)c->her_episodes * c->n_envs <= INT32_MAX, VP_ERR_INVALID_ARG,
+                   "replay: her_episodes is %d, must be >= 1 with her_episodes * n_envs <= %d", c->her_episodes,
+                   INT32_MAX);
+        VP_REQUIRE(c->n_portfolio >= 2, VP_ERR_INVALID_ARG,
+                   "replay: n_portfolio is %d, must be >= 2 with her (the last entry is the goal)", c->n_portfolio);
+    }
     return VP_OK;
 }
 
@@ -120,6 +131,18 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
         off_int[3] = take(&used, n * E * f);     /* p_rew_int */
         off_int[4] = take(&used, n * E * P * f); /* p_port1 */
     }
+    /* the HER columns, behind those (a ring without them keeps its layout) */
+    size_t off_her[7] = {0, 0, 0, 0, 0, 0, 0};
+    const size_t T = c->her ? (size_t)c->her_episodes : 0;
+    if (c->her) {
+        off_her[0] = take(&used, C * f);     /* goal_w */
+        off_her[1] = take(&used, C * i4);    /* ep_env */
+        off_her[2] = take(&used, C * i4);    /* ep_id */
+        off_her[3] = take(&used, E * f);     /* p_ret */
+        off_her[4] = take(&used, E * i4);    /* p_ep */
+        off_her[5] = take(&used, T * E * f); /* tab_ret */
+        off_her[6] = take(&used, T * E * i4); /* tab_id */
+    }
 
     /* sizes and hyper-parameters */
     d->cap = c->capacity;
@@ -130,6 +153,10 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
     d->gamma = c->gamma;
     d->prioritized = c->prioritized ? 1 : 0;
     d->intrinsic = c->intrinsic ? 1 : 0;
+    d->her = c->her ? 1 : 0;
+    d->her_ratio = c->her ? c->her_ratio : 0.0f;
+    d->her_lambda = c->her ? c->her_lambda : 0.0f;
+    d->her_tab = c->her ? c->her_episodes : 0;
     d->alpha = c->alpha;
     d->eps = c->priority_eps;
     d->beta0 = c->beta0;
@@ -169,6 +196,15 @@ static size_t layout(const vp_replay_cfg* c, vp_replay_dev* d, char* base) {
         d->p_rew_int = (float*)(base + off_int[3]);
         d->p_port1 = (float*)(base + off_int[4]);
     }
+    if (c->her) {
+        d->goal_w = (float*)(base + off_her[0]);
+        d->ep_env = (int32_t*)(base + off_her[1]);
+        d->ep_id = (int32_t*)(base + off_her[2]);
+        d->p_ret = (float*)(base + off_her[3]);
+        d->p_ep = (int32_t*)(base + off_her[4]);
+        d->tab_ret = (float*)(base + off_her[5]);
+        d->tab_id = (int32_t*)(base + off_her[6]);
+    }
     return used;
 }
 
@@ -200,6 +236,15 @@ vp_status vp_replay_reset(vp_replay* r) {
     VP_TRY(vp_fill_i32(r->backend, &t, 0));
     t = view(r, d->owner, VP_I32, d->cap);
     VP_TRY(vp_fill_i32(r->backend, &t, -1));
+    if (d->her) {
+        /* no episode has run: returns 0, no episode finished, the tables empty */
+        t = view(r, d->p_ret, VP_F32, d->n_envs);
+        VP_TRY(vp_fill(r->backend, &t, 0.0f));
+        t = view(r, d->p_ep, VP_I32, d->n_envs);
+        VP_TRY(vp_fill_i32(r->backend, &t, 0));
+        t = view(r, d->tab_id, VP_I32, (int64_t)d->her_tab * d->n_envs);
+        VP_TRY(vp_fill_i32(r->backend, &t, -1));
+    }
     /* counters: empty, step 0, max priority 1 */
     vp_replay_ctrl ctl;
     memset(&ctl, 0, sizeof ctl);
@@ -261,6 +306,14 @@ vp_status vp_replay_fields_get(const vp_replay* r, vp_replay_fields* out) {
         out->reward_int = view(r, d->rew_int, VP_F32, d->cap);
         out->portfolio_1 = vp_tensor_2d(d->port1, VP_F32, m, d->cap, d->n_port);
         out->done_1 = view(r, d->done1, VP_F32, d->cap);
+    }
+    memset(&out->goal_weight, 0, sizeof out->goal_weight);
+    memset(&out->episode_env, 0, sizeof out->episode_env);
+    memset(&out->episode_id, 0, sizeof out->episode_id);
+    if (d->her) {
+        out->goal_weight = view(r, d->goal_w, VP_F32, d->cap);
+        out->episode_env = view(r, d->ep_env, VP_I32, d->cap);
+        out->episode_id = view(r, d->ep_id, VP_I32, d->cap);
     }
     out->discount = view(r, d->disc, VP_F32, d->cap);
     out->done = view(r, d->done, VP_I32, d->cap);
@@ -331,6 +384,10 @@ vp_status vp_replay_sample(vp_replay* r, vp_replay_batch* out) {
     if (out->portfolio_1.data)
         VP_TRY(vp_tensor_check_rows(fn, "portfolio_1", r->backend, &out->portfolio_1, VP_F32, B, P));
     if (out->done_1.data) VP_TRY(vp_tensor_check_rows(fn, "done_1", r->backend, &out->done_1, VP_F32, B, 1));
+    if (out->reward_goal.data)
+        VP_TRY(vp_tensor_check_rows(fn, "reward_goal", r->backend, &out->reward_goal, VP_F32, B, 1));
+    if (out->relabelled.data)
+        VP_TRY(vp_tensor_check_rows(fn, "relabelled", r->backend, &out->relabelled, VP_I32, B, 1));
     vp_replay_batch_dev o = {B,
                              (int32_t*)out->indices.data,
                              (int32_t*)out->bar_idx.data,
@@ -343,7 +400,9 @@ vp_status vp_replay_sample(vp_replay* r, vp_replay_batch* out) {
                              (float*)out->is_weight.data,
                              (float*)out->reward_int.data,
                              (float*)out->portfolio_1.data,
-                             (float*)out->done_1.data};
+                             (float*)out->done_1.data,
+                             (float*)out->reward_goal.data,
+                             (int32_t*)out->relabelled.data};
     return r->kernels->sample(r->backend, &r->dev, &o);
 }
 

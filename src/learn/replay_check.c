@@ -90,6 +90,20 @@ static vp_status check_pending(const vp_replay_dev* h, const vp_replay_expect* x
         VP_TRY(check_action("pending step of env", e, h->p_act + at * NB, NB, x->action_size));
     }
     *pending += c;
+    if (h->her) {
+        // The running episode return is finite; the table holds only finished episodes of this env.
+        VP_TRY(check_finite("episode return", "env", e, h->p_ret + e, 1));
+        if (h->p_ep[e] < 0) RS_FAIL("env %lld has %d finished episodes (must be >= 0)", (long long)e, (int)h->p_ep[e]);
+        for (int k = 0; k < h->her_tab; ++k) {
+            const int64_t row = (int64_t)k * E + e;
+            const int32_t id = h->tab_id[row];
+            if (id == -1) continue;
+            if (id < 0 || id >= h->p_ep[e] || id % h->her_tab != k)
+                RS_FAIL("env %lld's episode table row %d holds episode %d (allowed -1, or an episode below %d "
+                        "that is %d mod %d)", (long long)e, k, (int)id, (int)h->p_ep[e], k, h->her_tab);
+            VP_TRY(check_finite("achieved return", "env", e, h->tab_ret + row, 1));
+        }
+    }
     return VP_OK;
 }
 
@@ -109,6 +123,15 @@ static vp_status check_slot(const vp_replay_dev* h, const vp_replay_expect* x, i
         VP_TRY(check_finite("portfolio_1", "slot", i, h->port1 + i * P, P));
         if (h->done1[i] != 0.0f && h->done1[i] != 1.0f)
             RS_FAIL("slot %lld has done_1 %g (allowed 0 or 1)", (long long)i, (double)h->done1[i]);
+    }
+    if (h->her) {
+        if (h->ep_env[i] < 0 || h->ep_env[i] >= h->n_envs)
+            RS_FAIL("slot %lld has episode env %d (allowed 0 .. %d)", (long long)i, (int)h->ep_env[i], h->n_envs - 1);
+        if (h->ep_id[i] < 0 || h->ep_id[i] > h->p_ep[h->ep_env[i]])
+            RS_FAIL("slot %lld has episode %d (allowed 0 .. its env's current episode %d)", (long long)i,
+                    (int)h->ep_id[i], (int)h->p_ep[h->ep_env[i]]);
+        if (!(h->goal_w[i] >= 0.0f && h->goal_w[i] <= 1.0f))
+            RS_FAIL("slot %lld has goal weight %g (allowed 0 .. 1)", (long long)i, (double)h->goal_w[i]);
     }
     if (!(h->disc[i] >= 0.0f && h->disc[i] <= 1.0f))
         RS_FAIL("slot %lld has discount %g (allowed 0 .. 1)", (long long)i, (double)h->disc[i]);

@@ -53,7 +53,7 @@ vp_status vp_replay_cpu_sample(vp_backend* b, const vp_replay_dev* d, const vp_r
     }
     for (int64_t j = 0; j < o->n; ++j) {
         int64_t i = vp_replay_sample_index(d, step, j, o->n, total, size);
-        vp_replay_gather(d, o, j, i);
+        vp_replay_gather(d, o, step, j, i);
         o->w[j] = d->prioritized ? d->prio[i] : (size > 0 ? 1.0f : 0.0f);
     }
 

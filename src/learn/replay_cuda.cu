@@ -125,7 +125,7 @@ __global__ void replay_sample_kernel(vp_replay_dev d, vp_replay_batch_dev o) {
     const int64_t step = d.ctrl->sample_step, size = d.ctrl->size;
     const float total = d.prioritized ? vp_replay_root(&d) : 0.0f;
     int64_t i = vp_replay_sample_index(&d, step, j, o.n, total, size);
-    vp_replay_gather(&d, &o, j, i);
+    vp_replay_gather(&d, &o, step, j, i);
     o.w[j] = d.prioritized ? d.prio[i] : (size > 0 ? 1.0f : 0.0f);
 }
 

@@ -43,6 +43,10 @@ typedef struct vp_replay_dev {
     float gamma;         /* per-step discount */
     int prioritized;     /* PER on */
     int intrinsic;       /* transitions keep an n-step intrinsic return (rew_int, p_rew_int) */
+    int her;             /* hindsight relabelling: portfolio entry P - 1 is the goal (replay_her.h) */
+    float her_ratio;     /* probability a sampled row of a finished episode is relabelled */
+    float her_lambda;    /* weight of the goal term */
+    int her_tab;         /* T: finished episodes each env's table remembers */
     float alpha;         /* priority exponent */
     float eps;           /* priority epsilon */
     float beta0;         /* IS exponent at step 0 */
@@ -63,6 +67,10 @@ typedef struct vp_replay_dev {
     float* rew_int;      /* [C] n-step intrinsic return (NULL unless intrinsic) */
     float* port1;        /* [C, P] portfolio vector of s_{t+1} (NULL unless intrinsic) */
     float* done1;        /* [C] 1 where step t itself ended the episode, else 0 (NULL unless intrinsic) */
+    float* goal_w;       /* [C] weight of the goal term in the n-step return, 0 when the window does not
+                            reach the episode's end (NULL unless her) */
+    int32_t* ep_env;     /* [C] env that wrote the slot (NULL unless her) */
+    int32_t* ep_id;      /* [C] the slot's episode number within its env (NULL unless her) */
     float* disc;         /* [C] */
     int32_t* done;       /* [C] */
     float* prio;         /* [C] sum-tree leaves */
@@ -79,6 +87,10 @@ typedef struct vp_replay_dev {
     float* p_rew;        /* [n, E] */
     float* p_rew_int;    /* [n, E] intrinsic rewards of the pending steps (NULL unless intrinsic) */
     float* p_port1;      /* [n, E, P] next portfolio vector of each pending step (NULL unless intrinsic) */
+    float* p_ret;        /* [E] reward sum of the env's current episode so far (NULL unless her) */
+    int32_t* p_ep;       /* [E] the env's finished episodes = the current episode's number (NULL unless her) */
+    float* tab_ret;      /* [T, E] achieved return of finished episodes, row id mod T (NULL unless her) */
+    int32_t* tab_id;     /* [T, E] episode number each row holds, -1 when none (NULL unless her) */
     int32_t* emit_off;   /* [E] ring offset of env e's first transition within its tile */
     int32_t* tile_off;   /* [ceil(E / VP_REPLAY_SCAN_TILE)] ring offset (from base) of each tile */
 
@@ -114,6 +126,8 @@ typedef struct vp_replay_batch_dev {
     float* rew_int;           /* [B] intrinsic part of rew (NULL: not written) */
     float* port1;             /* [B, P] portfolio vector of s_{t+1} (NULL: not written) */
     float* done1;             /* [B] 1 where step t ended its episode (NULL: not written) */
+    float* rew_goal;          /* [B] goal term of rew (HER rings; NULL: not written) */
+    int32_t* relabelled;      /* [B] 1 where the row's goal was relabelled (HER rings; NULL: not written) */
 } vp_replay_batch_dev;
 
 /* ---- a restored ring's checks ----------------------------------------------------------------- */

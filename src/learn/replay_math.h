@@ -194,8 +194,12 @@ VP_HD int64_t vp_replay_sample_index(const vp_replay_dev* d, int64_t step, int64
     return size > 0 ? vp_replay_uniform_index(w, size) : 0;
 }
 
-/* Copies slot i of the ring into row j of a batch. */
-VP_HD void vp_replay_gather(const vp_replay_dev* d, const vp_replay_batch_dev* o, int64_t j, int64_t i) {
+#include "learn/replay_her.h"
+
+/* Copies slot i of the ring into row j of a batch drawn at sampling step `step` (a HER ring
+ * also relabels the row's goal, replay_her.h). */
+VP_HD void vp_replay_gather(const vp_replay_dev* d, const vp_replay_batch_dev* o, int64_t step, int64_t j,
+                            int64_t i) {
     const int P = d->n_port, NB = d->n_branch;
     o->idx[j] = (int32_t)i;
     o->bar[j] = d->bar[i];
@@ -207,7 +211,11 @@ VP_HD void vp_replay_gather(const vp_replay_dev* d, const vp_replay_batch_dev* o
     for (int k = 0; k < NB; ++k) o->act[j * NB + k] = d->act[i * NB + k];
     /* the learner's reward: the extrinsic return plus, on an intrinsic ring, the intrinsic one */
     const float ri = d->intrinsic ? d->rew_int[i] : 0.0f;
-    o->rew[j] = d->intrinsic ? d->rew[i] + ri : d->rew[i];
+    const float base = d->intrinsic ? d->rew[i] + ri : d->rew[i];
+    /* a HER ring adds the goal term after relabelling */
+    o->rew[j] = d->her ? vp_replay_her_gather(d, o, step, j, i, base) : base;
+    if (!d->her && o->rew_goal) o->rew_goal[j] = 0.0f;
+    if (!d->her && o->relabelled) o->relabelled[j] = 0;
     if (o->rew_int) o->rew_int[j] = ri;
     if (o->port1)
         for (int k = 0; k < P; ++k) o->port1[j * P + k] = d->intrinsic ? d->port1[i * P + k] : 0.0f;
@@ -286,8 +294,10 @@ VP_HD void vp_replay_env_push(const vp_replay_dev* d, const vp_replay_step_dev* 
             d->disc[slot] = code == 1 ? 0.0f : vp_replay_gamma_pow(d->gamma, c - m);
             d->done[slot] = code;
             d->prio[slot] = max_p;
+            if (d->her) vp_replay_her_slot(d, slot, e, m, c, code);
         }
     }
+    if (d->her) vp_replay_her_env_end(d, e, s->rew[e], code);
 
     /* keep what is still pending */
     if (code != 0) {
