@@ -95,6 +95,9 @@ typedef struct vp_collector {
     vp_tensor portfolio;       /* [E, P] f32 portfolio vector of the current observation */
     vp_tensor next_bar;        /* [E] i32 decision bar after the step */
     vp_tensor next_portfolio;  /* [E, P] f32 portfolio vector after the step */
+    vp_tensor goal_portfolio;  /* [E, P + 1] f32 the pushed s_t rows with the policy's goal appended (a
+                                  goal-conditioned policy, her.enabled; else data NULL) */
+    vp_tensor goal_next;       /* [E, P + 1] f32 the same of the portfolio after the step (else data NULL) */
     vp_tensor window_end;      /* [E] i32 window end of the current episode, before the step */
     vp_tensor actions;         /* [E, 4] i32 the env's action buffer */
     vp_tensor reward;          /* [E] f32 reward of the last step */

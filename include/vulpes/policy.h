@@ -61,7 +61,16 @@ struct vp_policy {
     vp_action_layout layout;    /* the environment's action layout (scores are [n, layout.n_heads]) */
     int fp32_scores;            /* 1: score with full FP32 arithmetic whatever the training precision (rollouts:
                                    a choice then does not flip with the number of rows scored together) */
+    float goal;                 /* the goal a goal-conditioned network (n_portfolio = VP_ENV_PORTFOLIO + 1,
+                                   her.enabled) is given: appended to every env portfolio row it scores as the
+                                   last entry (docs/modules.md "Hindsight relabelling"); unused otherwise */
 };
+
+/* The rows a goal-conditioned policy scores: out [n, VP_ENV_PORTFOLIO + 1] view (in the workspace,
+ * valid until its next score or call) of the env's portfolio [n, VP_ENV_PORTFOLIO] with p->goal
+ * appended to each row (exact copies). A policy of n_portfolio VP_ENV_PORTFOLIO: VP_ERR_INVALID_ARG. */
+vp_status vp_policy_goal_rows(const vp_policy* p, vp_policy_work* w, const vp_tensor* portfolio, int64_t n,
+                              vp_tensor* out);
 
 /* Checks a policy value (ops and functions present, shapes positive, the env's layout). */
 vp_status vp_policy_check(const vp_policy* p);
@@ -76,7 +85,8 @@ void vp_policy_work_free(const vp_policy* p, vp_policy_work* w);
 vp_status vp_policy_encode(const vp_policy* p, vp_policy_work* w, const vp_tensor* features, const vp_tensor* bar_idx,
                            int64_t n, vp_tensor* enc);
 
-/* p->ops->score: scores [n, A] view from enc [>= n, enc_dim] and portfolio [n, P]. */
+/* p->ops->score: scores [n, A] view from enc [>= n, enc_dim] and the env's portfolio [n, VP_ENV_PORTFOLIO]
+ * (a goal-conditioned DQN policy appends p->goal, vp_policy_goal_rows). */
 vp_status vp_policy_score(const vp_policy* p, vp_policy_work* w, const vp_tensor* enc, const vp_tensor* portfolio,
                           int64_t n, vp_tensor* scores);
 

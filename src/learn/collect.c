@@ -17,7 +17,9 @@ static vp_status take(vp_collector* c, const char* name, vp_dtype dt, int64_t ro
 /* Every buffer of a collector of E envs. */
 static vp_status collector_alloc(vp_collector* c) {
     const int64_t E = c->n_envs, P = VP_ENV_PORTFOLIO;
+    const int goal = c->policy.n_portfolio == P + 1;
     size_t bytes = (size_t)E * (4 * 4 + 2 * P * 4 + VP_ENV_BRANCHES * 4 + 8) + 16 * 256;
+    if (goal) bytes += (size_t)E * 2 * (P + 1) * 4 + 2 * 256;
     VP_TRY(vp_arena_init(&c->arena, c->backend, vp_backend_native_mem(c->backend), bytes));
     VP_TRY(take(c, "collect.obs_bar", VP_I32, E, 0, &c->obs_bar));
     VP_TRY(take(c, "collect.portfolio", VP_F32, E, P, &c->portfolio));
@@ -28,6 +30,10 @@ static vp_status collector_alloc(vp_collector* c) {
     VP_TRY(take(c, "collect.reward", VP_F32, E, 0, &c->reward));
     VP_TRY(take(c, "collect.done", VP_F32, E, 0, &c->done));
     VP_TRY(take(c, "collect.step", VP_I32, 2, 0, &c->step));
+    if (goal) {
+        VP_TRY(take(c, "collect.goal_portfolio", VP_F32, E, P + 1, &c->goal_portfolio));
+        VP_TRY(take(c, "collect.goal_next", VP_F32, E, P + 1, &c->goal_next));
+    }
     VP_TRY(vp_policy_work_init(&c->policy, E, &c->work));
     // the risk-budget head's scales of the envs' sizes, refilled by each score
     c->env->size_scale = vp_policy_size_scale(&c->policy, c->work);
@@ -47,11 +53,15 @@ vp_status vp_collector_init(vp_collector* c, vp_backend* b, const vp_policy* pol
                                     pol->n_features));
     if (replay) {
         const vp_replay_cfg* rc = vp_replay_get_cfg(replay);
-        VP_REQUIRE(rc->n_envs == env->n_envs && rc->n_portfolio == VP_ENV_PORTFOLIO &&
+        VP_REQUIRE(rc->n_envs == env->n_envs && rc->n_portfolio == pol->n_portfolio &&
                        rc->n_branches == VP_ENV_BRANCHES,
                    VP_ERR_INVALID_ARG, "vp_collector_init: the replay takes %d envs, %d portfolio floats, %d branches; "
                    "the env has %lld, %d, %d", rc->n_envs, rc->n_portfolio, rc->n_branches, (long long)env->n_envs,
-                   VP_ENV_PORTFOLIO, VP_ENV_BRANCHES);
+                   pol->n_portfolio, VP_ENV_BRANCHES);
+        // a goal-conditioned policy's rows go into a HER ring, which relabels their last entry
+        VP_REQUIRE(pol->n_portfolio == VP_ENV_PORTFOLIO || rc->her, VP_ERR_INVALID_ARG,
+                   "vp_collector_init: the policy takes a goal (%d portfolio floats) but the replay does no "
+                   "hindsight relabelling (her 0)", pol->n_portfolio);
     }
     c->backend = b;
     c->policy = *pol;
@@ -110,6 +120,16 @@ vp_status vp_collector_env_push(vp_collector* c, const vp_tensor* enc) {
     // (s_t, a, r, done, s_t+1) into the replay's pending windows, with curiosity's r_int of a policy step.
     vp_replay_step rs = {c->obs_bar, c->window_end, c->portfolio, c->actions,      c->reward,
                          c->done,    c->next_bar,   c->next_portfolio, {0}};
+    if (c->goal_portfolio.data) {
+        // a goal-conditioned policy: its goal appended to both portfolio rows (the ring relabels it)
+        vp_tensor rows;
+        VP_TRY(vp_policy_goal_rows(&c->policy, c->work, &c->portfolio, c->n_envs, &rows));
+        VP_TRY(vp_copy(c->backend, &rows, &c->goal_portfolio));
+        VP_TRY(vp_policy_goal_rows(&c->policy, c->work, &c->next_portfolio, c->n_envs, &rows));
+        VP_TRY(vp_copy(c->backend, &rows, &c->goal_next));
+        rs.portfolio = c->goal_portfolio;
+        rs.next_portfolio = c->goal_next;
+    }
     if (c->curiosity && enc)
         VP_TRY(vp_curiosity_reward(c->curiosity, enc, &c->portfolio, &c->actions, &c->next_portfolio, &c->done,
                                    &rs.reward_int));

@@ -159,7 +159,9 @@ static vp_status dqn_warm_start(vp_algo* a, const char* path) {
 }
 
 static vp_policy dqn_policy(const vp_algo* a, vp_algo_params which) {
-    return vp_model_rollout_policy(model_of(a), params_of(a, which));
+    vp_policy p = vp_model_rollout_policy(model_of(a), params_of(a, which));
+    p.goal = (float)a->cfg.her.eval_goal; /* a goal-conditioned network acts towards her.eval_goal */
+    return p;
 }
 
 /* The warm-up fills the replay ring with random actions; a resume loads it back. */

@@ -93,6 +93,9 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
     t->data = d;
     t->best_val_sharpe = NAN;
     t->best_iteration = -1;
+    VP_REQUIRE(!(cfg->her.enabled && cfg->curiosity.enabled), VP_ERR_UNSUPPORTED,
+               "her.enabled with curiosity.enabled: the forward model predicts the env's portfolio vector, not a "
+               "goal-conditioned one; turn one of them off");
     VP_TRY(vp_train_parts_make(cfg, d->n_features, &t->parts));
     t->parts.replay.intrinsic = cfg->curiosity.enabled ? 1 : 0;
 
@@ -103,7 +106,8 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
     if (s == VP_OK) s = vp_learner_init(&t->learner, b, &t->parts.learner);
     if (s == VP_OK) t->learner.model.precision = t->parts.precision;
     {
-        const vp_policy pol = vp_model_policy(&t->learner.model, &t->learner.model.params);
+        vp_policy pol = vp_model_policy(&t->learner.model, &t->learner.model.params);
+        pol.goal = (float)cfg->her.goal; /* a goal-conditioned network (her.enabled) collects towards her.goal */
         if (s == VP_OK) s = vp_collector_init(&t->collector, b, &pol, &t->features, &t->env, t->replay, &t->parts.collect);
     }
     // the signal bus's epsilon rule and Kelly cap: factors the collection and its env read on the device

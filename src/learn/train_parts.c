@@ -45,7 +45,8 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     *l = vp_learner_cfg_default();
     vp_model_cfg* m = &l->model;
     m->n_features = n_features;
-    m->n_portfolio = VP_ENV_PORTFOLIO;
+    // her.enabled: the network also takes the goal, appended to the env's portfolio vector
+    m->n_portfolio = VP_ENV_PORTFOLIO + (cfg->her.enabled ? 1 : 0);
     m->window = (int)cfg->model.window;
     m->hidden = (int)cfg->model.hidden;
     m->use_mamba = cfg->model.use_mamba ? 1 : 0;
@@ -116,7 +117,11 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
                (long long)cfg->replay.capacity);
     r->capacity = cfg->replay.capacity;
     r->n_envs = (int)cfg->env.n_envs;
-    r->n_portfolio = VP_ENV_PORTFOLIO;
+    r->n_portfolio = m->n_portfolio;
+    r->her = cfg->her.enabled ? 1 : 0;
+    r->her_ratio = (float)cfg->her.ratio;
+    r->her_lambda = (float)cfg->her.lambda;
+    r->her_episodes = (int)cfg->her.episodes;
     r->n_branches = VP_ENV_BRANCHES;
     r->n_step = (int)cfg->learn.n_step;
     r->gamma = (float)cfg->learn.gamma;

@@ -120,6 +120,13 @@ static vp_status summary_fill(cJSON* root, const vp_algo* a, const vp_train_resu
     VP_TRY(vp_metric_json_add(root, "env_steps", (double)a->count.env_steps));
     VP_TRY(vp_metric_json_add(root, "learner_steps", (double)a->count.learner_steps));
     VP_TRY(vp_metric_json_add(root, "periods_per_year", a->data->periods_per_year));
+    if (a->cfg.her.enabled) {
+        // a goal-conditioned network: the goal its validations and test span were conditioned on
+        cJSON* her = cJSON_AddObjectToObject(root, "her");
+        VP_REQUIRE(her != NULL, VP_ERR_OOM, "summary.json: out of memory");
+        VP_TRY(vp_metric_json_add(her, "eval_goal", a->cfg.her.eval_goal));
+        VP_TRY(vp_metric_json_add(her, "collect_goal", a->cfg.her.goal));
+    }
     cJSON* best = cJSON_AddObjectToObject(root, "best_validation");
     VP_REQUIRE(best != NULL, VP_ERR_OOM, "summary.json: out of memory");
     VP_TRY(vp_metric_json_add(best, "iteration", (double)a->best_iteration));

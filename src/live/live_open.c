@@ -64,6 +64,10 @@ static vp_status bars_per_year(const vp_live* h, const vp_live_opts* o, double* 
 /* The network of the config on the CPU with the checkpoint's parameters, and what one sample's
  * decision computes with. */
 static vp_status load_network(vp_live* h, const vp_train_parts* parts) {
+    // a goal-conditioned network (her.enabled) takes a goal the live session does not feed
+    VP_REQUIRE(parts->learner.model.n_portfolio == VP_ENV_PORTFOLIO, VP_ERR_UNSUPPORTED,
+               "checkpoint %s: its network is goal-conditioned (her.enabled); live decisions feed no goal, so use "
+               "vulpes act or vulpes backtest (her.eval_goal)", h->path);
     VP_TRY(vp_backend_cpu_init(&h->b));
     VP_TRY(vp_model_init(&h->model, h->b, &parts->learner.model, parts->learner.seed));
     h->model_on = 1;

@@ -122,6 +122,8 @@ int vp_ro_fused_fits(const vp_ro_run* r) {
     if (2 * c->head_hidden > 1024 || c->n_atoms < 2) return 0;
     // the fused kernel computes the plain heads: the head modules that change them take the op path
     if (c->q_denoise || c->cross_branch || c->risk_budget > 0.0f || c->adaptive_atoms) return 0;
+    // a goal-conditioned network (her.enabled) scores through its policy, which appends the goal
+    if (c->n_portfolio != VP_ENV_PORTFOLIO) return 0;
     return k->fused_supported(r->b, &r->dims, c->head_hidden, c->n_atoms);
 }
 

@@ -1,0 +1,159 @@
+/* Training runs with hindsight relabelling on (CPU): two runs give the same lines; 23
+ * iterations + a stop + a resume equal 40 straight (train and eval lines, last and best
+ * checkpoints, which hold the ring with its episode tables); the network takes the goal as a
+ * ninth portfolio entry; the pushed rows carry her.goal in that entry; the backtest of the run's
+ * checkpoint runs (conditioned on her.eval_goal) and gives the same result twice, the live API
+ * refuses it; a resume that
+ * turns her off is refused naming the key; her with curiosity or PPO is refused by name; her's
+ * keys are ablation switches. */
+#include <math.h>
+
+#include "test_train_util.h"
+#include "vp_test.h"
+#include "vulpes/backtest.h"
+#include "vulpes/live.h"
+
+static const char* const HER_ON[] = {"her.enabled=true", "her.goal=0.5", "her.eval_goal=0.25", "her.ratio=0.5",
+                                     "her.lambda=0.1"};
+enum { N_ON = 5 };
+
+static void test_straight_and_resumed(void) {
+    char d1[512], d2[512], d3[512];
+    vpt_tmp_dir(d1, sizeof d1, "her1"), vpt_tmp_dir(d2, sizeof d2, "her2"), vpt_tmp_dir(d3, sizeof d3, "her3");
+    vpt_rm_run(d1), vpt_rm_run(d2), vpt_rm_run(d3);
+    vp_train_result r1, r2, r3;
+    CHECK_OK(vpt_train_run(d1, VP_RUN_CREATE, 0, NULL, N_ON, HER_ON, &r1));
+    CHECK_OK(vpt_train_run(d2, VP_RUN_CREATE, 0, NULL, N_ON, HER_ON, &r2));
+    CHECK_OK(vpt_train_run(d3, VP_RUN_CREATE, 23, NULL, N_ON, HER_ON, &r3));
+    CHECK(r3.interrupted == 1 && r3.count.iteration == 23, "stopped at %lld", (long long)r3.count.iteration);
+    CHECK_OK(vpt_train_run(d3, VP_RUN_RESUME, 0, NULL, N_ON, HER_ON, &r3));
+    CHECK(r1.count.iteration == 40 && r3.count.learner_steps == r1.count.learner_steps, "%lld iterations",
+          (long long)r1.count.iteration);
+    char* a = vpt_metrics_lines(d1, "train|eval");
+    char* b = vpt_metrics_lines(d2, "train|eval");
+    char* c = vpt_metrics_lines(d3, "train|eval");
+    CHECK(a && b && c && vpt_count_lines(a) == 12 && strcmp(a, b) == 0, "two runs of one config differ");
+    CHECK(a && c && strcmp(a, c) == 0, "the resumed run differs from the straight one:\n%s\n---\n%s", a ? a : "",
+          c ? c : "");
+    CHECK(vpt_same_file(d1, d2, "last.safetensors") && vpt_same_file(d1, d3, "last.safetensors") &&
+              vpt_same_file(d1, d3, "best.safetensors"),
+          "checkpoints differ");
+    free(a), free(b), free(c);
+    // the summary states the goals
+    char sp[600];
+    snprintf(sp, sizeof sp, "%s/summary.json", d1);
+    char* sum = vpt_slurp(sp, NULL);
+    CHECK(sum && strstr(sum, "\"eval_goal\":\t0.25") && strstr(sum, "\"collect_goal\":\t0.5"),
+          "summary.json without the goals:\n%s", sum ? sum : "(none)");
+    free(sum);
+
+    // the backtest of the checkpoint: the goal-conditioned network on the test span, twice the same
+    char ck[600];
+    snprintf(ck, sizeof ck, "%s/best.safetensors", d1);
+    vp_backend* be = NULL;
+    CHECK_OK(vp_backend_cpu_init(&be));
+    vp_backtest_job job;
+    memset(&job, 0, sizeof job);
+    job.checkpoint = ck;
+    job.n_windows = 1;
+    job.fused = 1;
+    vp_rollout_result x, y;
+    vp_backtest_last_bar last;
+    memset(&x, 0, sizeof x), memset(&y, 0, sizeof y);
+    vp_status s = vp_backtest_job_rollout(be, &job, &x, &last);
+    CHECK(s == VP_OK, "backtest of the HER checkpoint: %s", vp_last_error());
+    CHECK_OK(vp_backtest_job_rollout(be, &job, &y, &last));
+    CHECK(s != VP_OK || (x.n_curve > 1 && x.n_curve == y.n_curve &&
+                         x.curve_equity[x.n_curve - 1] == y.curve_equity[y.n_curve - 1] &&
+                         x.path && strcmp(x.path, "cpu") == 0),
+          "backtest: %lld points (%lld), final equity %.17g / %.17g, path %s", (long long)x.n_curve,
+          (long long)y.n_curve, x.n_curve ? x.curve_equity[x.n_curve - 1] : 0.0,
+          y.n_curve ? y.curve_equity[y.n_curve - 1] : 0.0, x.path ? x.path : "?");
+    vp_rollout_result_free(&x), vp_rollout_result_free(&y);
+    vp_backend_free(be);
+    // the live API feeds no goal: refused by name
+    vp_live* h = NULL;
+    CHECK_STATUS(vp_live_open(&h, ck, NULL), VP_ERR_UNSUPPORTED, "goal-conditioned");
+    vp_live_close(h);
+    vpt_rm_run(d1), vpt_rm_run(d2), vpt_rm_run(d3);
+}
+
+/* The network's portfolio input is 9 wide; after the warm-up every stored row's last entry (s_t
+ * and the n-step next state) is her.goal = 0.5, and the ring keeps the episode columns. */
+static void test_pushed_goal(void) {
+    vp_config cfg;
+    vp_train_data d;
+    vp_trainer t;
+    vp_backend* b = NULL;
+    memset(&d, 0, sizeof d);
+    // short episodes, so that the warm-up ends some
+    const char* over[N_ON + 1] = {"env.episode_bars=7"};
+    for (int i = 0; i < N_ON; ++i) over[1 + i] = HER_ON[i];
+    if (!vpt_train_cfg(&cfg, N_ON + 1, over) || vp_backend_cpu_init(&b) != VP_OK) return;
+    CHECK_OK(vp_train_data_load(&d, &cfg));
+    vp_status s = vp_trainer_init(&t, b, &cfg, &d);
+    CHECK(s == VP_OK, "trainer: %s", vp_last_error());
+    if (s != VP_OK) {
+        vp_train_data_free(&d), vp_backend_free(b);
+        return;
+    }
+    CHECK(t.learner.model.cfg.n_portfolio == 9 && vp_replay_get_cfg(t.replay)->n_portfolio == 9 &&
+              vp_replay_get_cfg(t.replay)->her == 1,
+          "model P %d, ring P %d", t.learner.model.cfg.n_portfolio, vp_replay_get_cfg(t.replay)->n_portfolio);
+    CHECK_OK(vp_trainer_warmup(&t));
+    CHECK_OK(vp_collector_collect(&t.collector));
+    vp_replay_fields f;
+    vp_replay_stats st;
+    CHECK_OK(vp_replay_fields_get(t.replay, &f));
+    CHECK_OK(vp_replay_stats_read(t.replay, &st));
+    const float* port = (const float*)f.portfolio.data;
+    const float* next = (const float*)f.next_portfolio.data;
+    const float* gw = (const float*)f.goal_weight.data;
+    int64_t bad = 0, ends = 0;
+    for (int64_t i = 0; i < st.size; ++i) {
+        bad += port[i * 9 + 8] != 0.5f || next[i * 9 + 8] != 0.5f;
+        ends += gw[i] > 0.0f;
+    }
+    CHECK(st.size > 0 && bad == 0, "%lld of %lld rows without the goal", (long long)bad, (long long)st.size);
+    CHECK(ends > 0, "no stored transition reaches an episode's end");
+    vp_trainer_free(&t);
+    vp_train_data_free(&d);
+    vp_backend_free(b);
+}
+
+static void test_refusals(void) {
+    char dir[512];
+    vpt_tmp_dir(dir, sizeof dir, "her_switch");
+    vpt_rm_run(dir);
+    vp_train_result r;
+    const char* on[] = {"her.enabled=true", "train.iterations=10"};
+    CHECK_OK(vpt_train_run(dir, VP_RUN_CREATE, 4, NULL, 2, on, &r));
+    const char* off[] = {"train.iterations=10"};
+    CHECK_STATUS(vpt_train_run(dir, VP_RUN_RESUME, 0, NULL, 1, off, &r), VP_ERR_INVALID_ARG, "her.enabled");
+    vpt_rm_run(dir);
+    const char* cur[] = {"her.enabled=true", "curiosity.enabled=true"};
+    CHECK_STATUS(vpt_train_run(dir, VP_RUN_CREATE, 0, NULL, 2, cur, &r), VP_ERR_UNSUPPORTED, "curiosity.enabled");
+    vpt_rm_run(dir);
+    const char* ppo[] = {"her.enabled=true", "train.algo=ppo"};
+    CHECK_STATUS(vpt_train_run(dir, VP_RUN_CREATE, 0, NULL, 2, ppo, &r), VP_ERR_UNSUPPORTED, "her.enabled");
+    vpt_rm_run(dir);
+}
+
+static void test_ablation_switch(void) {
+    vp_config base;
+    if (!vpt_train_cfg(&base, 0, NULL)) return;
+    vp_ablate_variant v;
+    CHECK_OK(vp_ablate_parse_switch(&base, "her.enabled", &v));
+    CHECK(strcmp(v.value, "true") == 0 && v.key && strcmp(v.key->name, "her.enabled") == 0, "variant %s = %s",
+          v.key ? v.key->name : "(none)", v.value);
+    CHECK_OK(vp_ablate_parse_switch(&base, "her.ratio=0.5", &v));
+    CHECK_STATUS(vp_ablate_parse_switch(&base, "her.goal", &v), VP_ERR_INVALID_ARG, "not a bool key");
+}
+
+int main(void) {
+    RUN_TEST(test_straight_and_resumed);
+    RUN_TEST(test_pushed_goal);
+    RUN_TEST(test_refusals);
+    RUN_TEST(test_ablation_switch);
+    return vpt_finish();
+}
