@@ -1,4 +1,5 @@
-/* Training runs with hindsight relabelling on (CPU): two runs give the same lines; 23
+/* Training runs with hindsight relabelling on (CPU), on both collection paths: two runs give the
+ * same lines; 23
  * iterations + a stop + a resume equal 40 straight (train and eval lines, last and best
  * checkpoints, which hold the ring with its episode tables); the network takes the goal as a
  * ninth portfolio entry; the pushed rows carry her.goal in that entry; the backtest of the run's
@@ -8,6 +9,7 @@
  * keys are ablation switches. */
 #include <math.h>
 
+#include "learn/replay_impl.h"
 #include "test_train_util.h"
 #include "vp_test.h"
 #include "vulpes/backtest.h"
@@ -17,28 +19,39 @@ static const char* const HER_ON[] = {"her.enabled=true", "her.goal=0.5", "her.ev
                                      "her.lambda=0.1"};
 enum { N_ON = 5 };
 
-static void test_straight_and_resumed(void) {
-    char d1[512], d2[512], d3[512];
-    vpt_tmp_dir(d1, sizeof d1, "her1"), vpt_tmp_dir(d2, sizeof d2, "her2"), vpt_tmp_dir(d3, sizeof d3, "her3");
+/* Runs of the test config with her on plus `extra` [n_extra] (tag: folder names); with `backtest`
+ * the summary, backtest and live checks of the first run's checkpoint too. */
+static void straight_and_resumed(const char* tag, int n_extra, const char* const* extra, int backtest) {
+    const char* over[N_ON + 8];
+    for (int i = 0; i < N_ON; ++i) over[i] = HER_ON[i];
+    for (int i = 0; i < n_extra; ++i) over[N_ON + i] = extra[i];
+    const int n = N_ON + n_extra;
+    char d1[512], d2[512], d3[512], t1[64], t2[64], t3[64];
+    snprintf(t1, sizeof t1, "%s1", tag), snprintf(t2, sizeof t2, "%s2", tag), snprintf(t3, sizeof t3, "%s3", tag);
+    vpt_tmp_dir(d1, sizeof d1, t1), vpt_tmp_dir(d2, sizeof d2, t2), vpt_tmp_dir(d3, sizeof d3, t3);
     vpt_rm_run(d1), vpt_rm_run(d2), vpt_rm_run(d3);
     vp_train_result r1, r2, r3;
-    CHECK_OK(vpt_train_run(d1, VP_RUN_CREATE, 0, NULL, N_ON, HER_ON, &r1));
-    CHECK_OK(vpt_train_run(d2, VP_RUN_CREATE, 0, NULL, N_ON, HER_ON, &r2));
-    CHECK_OK(vpt_train_run(d3, VP_RUN_CREATE, 23, NULL, N_ON, HER_ON, &r3));
-    CHECK(r3.interrupted == 1 && r3.count.iteration == 23, "stopped at %lld", (long long)r3.count.iteration);
-    CHECK_OK(vpt_train_run(d3, VP_RUN_RESUME, 0, NULL, N_ON, HER_ON, &r3));
+    CHECK_OK(vpt_train_run(d1, VP_RUN_CREATE, 0, NULL, n, over, &r1));
+    CHECK_OK(vpt_train_run(d2, VP_RUN_CREATE, 0, NULL, n, over, &r2));
+    CHECK_OK(vpt_train_run(d3, VP_RUN_CREATE, 23, NULL, n, over, &r3));
+    CHECK(r3.interrupted == 1 && r3.count.iteration == 23, "%s: stopped at %lld", tag, (long long)r3.count.iteration);
+    CHECK_OK(vpt_train_run(d3, VP_RUN_RESUME, 0, NULL, n, over, &r3));
     CHECK(r1.count.iteration == 40 && r3.count.learner_steps == r1.count.learner_steps, "%lld iterations",
           (long long)r1.count.iteration);
     char* a = vpt_metrics_lines(d1, "train|eval");
     char* b = vpt_metrics_lines(d2, "train|eval");
     char* c = vpt_metrics_lines(d3, "train|eval");
-    CHECK(a && b && c && vpt_count_lines(a) == 12 && strcmp(a, b) == 0, "two runs of one config differ");
-    CHECK(a && c && strcmp(a, c) == 0, "the resumed run differs from the straight one:\n%s\n---\n%s", a ? a : "",
+    CHECK(a && b && c && vpt_count_lines(a) == 12 && strcmp(a, b) == 0, "%s: two runs of one config differ", tag);
+    CHECK(a && c && strcmp(a, c) == 0, "%s: the resumed run differs from the straight one:\n%s\n---\n%s", tag, a ? a : "",
           c ? c : "");
     CHECK(vpt_same_file(d1, d2, "last.safetensors") && vpt_same_file(d1, d3, "last.safetensors") &&
               vpt_same_file(d1, d3, "best.safetensors"),
-          "checkpoints differ");
+          "%s: checkpoints differ", tag);
     free(a), free(b), free(c);
+    if (!backtest) {
+        vpt_rm_run(d1), vpt_rm_run(d2), vpt_rm_run(d3);
+        return;
+    }
     // the summary states the goals
     char sp[600];
     snprintf(sp, sizeof sp, "%s/summary.json", d1);
@@ -76,6 +89,15 @@ static void test_straight_and_resumed(void) {
     CHECK_STATUS(vp_live_open(&h, ck, NULL), VP_ERR_UNSUPPORTED, "goal-conditioned");
     vp_live_close(h);
     vpt_rm_run(d1), vpt_rm_run(d2), vpt_rm_run(d3);
+}
+
+static void test_stepwise(void) { straight_and_resumed("her_step", 0, NULL, 1); }
+
+static void test_encode_once(void) {
+    // 40 envs x 24 steps per collection against a span of about 860 bars: the span is encoded once
+    const char* once[] = {"env.n_envs=40", "train.collect_steps=24", "env.episode_bars=7", "replay.warmup=120",
+                          "train.train_steps=2"};
+    straight_and_resumed("her_once", 5, once, 0);
 }
 
 /* The network's portfolio input is 9 wide; after the warm-up every stored row's last entry (s_t
@@ -116,6 +138,35 @@ static void test_pushed_goal(void) {
     }
     CHECK(st.size > 0 && bad == 0, "%lld of %lld rows without the goal", (long long)bad, (long long)st.size);
     CHECK(ends > 0, "no stored transition reaches an episode's end");
+    // a sample of the trainer's ring: at ratio 0.5 some rows relabelled, each to its episode's
+    // filed return, the others keeping 0.5; the reward is the stored return plus the goal term
+    enum { B = 256 };
+    static int32_t idx[B], bar[B], nbar[B], act[B * 4], rel[B];
+    static float op[B * 9], onp[B * 9], rw[B], disc[B], w[B], goal[B];
+    vp_replay_batch o;
+    memset(&o, 0, sizeof o);
+    o.indices = vp_tensor_1d(idx, VP_I32, VP_MEM_HOST, B), o.bar_idx = vp_tensor_1d(bar, VP_I32, VP_MEM_HOST, B);
+    o.next_bar_idx = vp_tensor_1d(nbar, VP_I32, VP_MEM_HOST, B);
+    o.portfolio = vp_tensor_2d(op, VP_F32, VP_MEM_HOST, B, 9), o.next_portfolio = vp_tensor_2d(onp, VP_F32, VP_MEM_HOST, B, 9);
+    o.actions = vp_tensor_2d(act, VP_I32, VP_MEM_HOST, B, 4), o.reward = vp_tensor_1d(rw, VP_F32, VP_MEM_HOST, B);
+    o.discount = vp_tensor_1d(disc, VP_F32, VP_MEM_HOST, B), o.is_weight = vp_tensor_1d(w, VP_F32, VP_MEM_HOST, B);
+    o.reward_goal = vp_tensor_1d(goal, VP_F32, VP_MEM_HOST, B), o.relabelled = vp_tensor_1d(rel, VP_I32, VP_MEM_HOST, B);
+    CHECK_OK(vp_replay_sample(t.replay, &o));
+    const vp_replay_dev* dv = vp_replay_dev_get(t.replay);
+    const float* rew = (const float*)f.reward.data;
+    int n_rel = 0, n_keep = 0;
+    for (int j = 0; j < B; ++j) {
+        const int64_t i = idx[j];
+        const int64_t row = (int64_t)(dv->ep_id[i] % dv->her_tab) * dv->n_envs + dv->ep_env[i];
+        const float want_g = rel[j] ? dv->tab_ret[row] : 0.5f;
+        CHECK(op[j * 9 + 8] == want_g && onp[j * 9 + 8] == want_g && rw[j] == rew[i] + goal[j],
+              "row %d (slot %lld, relabelled %d): goal %g, %g (want %g), reward %g = %g + %g", j, (long long)i,
+              (int)rel[j], (double)op[j * 9 + 8], (double)onp[j * 9 + 8], (double)want_g, (double)rw[j],
+              (double)rew[i], (double)goal[j]);
+        CHECK(!rel[j] || goal[j] == 0.0f, "row %d relabelled with goal term %g", j, (double)goal[j]);
+        rel[j] ? ++n_rel : ++n_keep;
+    }
+    CHECK(n_rel > 0 && n_keep > 0, "%d relabelled, %d kept of %d rows", n_rel, n_keep, B);
     vp_trainer_free(&t);
     vp_train_data_free(&d);
     vp_backend_free(b);
@@ -151,7 +202,8 @@ static void test_ablation_switch(void) {
 }
 
 int main(void) {
-    RUN_TEST(test_straight_and_resumed);
+    RUN_TEST(test_stepwise);
+    RUN_TEST(test_encode_once);
     RUN_TEST(test_pushed_goal);
     RUN_TEST(test_refusals);
     RUN_TEST(test_ablation_switch);
