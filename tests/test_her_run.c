@@ -185,6 +185,13 @@ static void test_refusals(void) {
     const char* cur[] = {"her.enabled=true", "curiosity.enabled=true"};
     CHECK_STATUS(vpt_train_run(dir, VP_RUN_CREATE, 0, NULL, 2, cur, &r), VP_ERR_UNSUPPORTED, "curiosity.enabled");
     vpt_rm_run(dir);
+    // episode tables too large for 31-bit rows: refused naming both keys, before anything is allocated
+    const char* big[] = {"her.enabled=true", "her.episodes=65536", "env.n_envs=65536", "replay.warmup=262144",
+                         "replay.capacity=300000"};
+    vp_config bc;
+    vp_train_parts parts;
+    if (vpt_train_cfg(&bc, 5, big))
+        CHECK_STATUS(vp_train_parts_make(&bc, 8, &parts), VP_ERR_INVALID_ARG, "her.episodes x env.n_envs");
     const char* ppo[] = {"her.enabled=true", "train.algo=ppo"};
     CHECK_STATUS(vpt_train_run(dir, VP_RUN_CREATE, 0, NULL, 2, ppo, &r), VP_ERR_UNSUPPORTED, "her.enabled");
     vpt_rm_run(dir);

@@ -122,6 +122,9 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     r->her_ratio = (float)cfg->her.ratio;
     r->her_lambda = (float)cfg->her.lambda;
     r->her_episodes = (int)cfg->her.episodes;
+    VP_REQUIRE(!cfg->her.enabled || cfg->her.episodes * cfg->env.n_envs <= INT32_MAX, VP_ERR_INVALID_ARG,
+               "her.episodes x env.n_envs = %lld x %lld: the episode tables hold at most 2^31 - 1 rows",
+               (long long)cfg->her.episodes, (long long)cfg->env.n_envs);
     r->n_branches = VP_ENV_BRANCHES;
     r->n_step = (int)cfg->learn.n_step;
     r->gamma = (float)cfg->learn.gamma;
