@@ -288,8 +288,9 @@ static void test_in_sample(void) {
     fixture_free(&fx);
 }
 
-/* Every instrument.* key, data.price_side and metrics.risk_free_rate may be set for a
- * backtest (the risk-free rate reaches the annualisation); data.path and learn.* are refused. */
+/* Every instrument.* key, data.price_side, metrics.risk_free_rate and her.eval_goal may be set
+ * for a backtest (the risk-free rate reaches the annualisation); data.path and learn.* are
+ * refused. */
 static void test_overrides(void) {
     job_fixture fx;
     fixture_init_as(&fx, 46, 1);
@@ -297,11 +298,11 @@ static void test_overrides(void) {
     for (int i = 0; i < vp_config_key_count(); ++i) {
         const vp_config_key* k = vp_config_key_at(i);
         const int want = strncmp(k->name, "instrument.", 11) == 0 || strcmp(k->name, "data.price_side") == 0 ||
-                         strcmp(k->name, "metrics.risk_free_rate") == 0;
+                         strcmp(k->name, "metrics.risk_free_rate") == 0 || strcmp(k->name, "her.eval_goal") == 0;
         CHECK(vp_backtest_key_overridable(k->name) == want, "%s overridable: %d", k->name, !want);
         n += want;
     }
-    CHECK(n == 12, "%d overridable keys (10 instrument.*, data.price_side, metrics.risk_free_rate)", n);
+    CHECK(n == 13, "%d overridable keys (10 instrument.*, data.price_side, metrics.risk_free_rate, her.eval_goal)", n);
     char k1[] = "instrument.spread_ticks=2", k2[] = "instrument.financing_long=0.03",
          k3[] = "instrument.financing_short=0.01", k4[] = "instrument.max_leverage=30", k5[] = "data.price_side=bid",
          k6[] = "metrics.risk_free_rate=0.05";
@@ -329,7 +330,8 @@ static void test_overrides(void) {
         snprintf(out, sizeof out, "%s/bad%d", fx.dir, k);
         vp_backtest_job refused = {fx.ck, NULL, NULL, NULL, out, 0, 1, 1, NULL, NULL, 1, &bad[k]};
         CHECK_STATUS(vp_backtest_job_run(fx.b, &refused, &r, got, sizeof got), VP_ERR_INVALID_ARG,
-                     "a backtest may change only instrument.* keys, data.price_side and metrics.risk_free_rate");
+                     "a backtest may change only instrument.* keys, data.price_side, metrics.risk_free_rate and "
+                     "her.eval_goal");
         vp_rollout_result_free(&r);
         CHECK(!vpt_exists(out, NULL), "a refused override made %s", out);
     }

@@ -82,6 +82,20 @@ static void straight_and_resumed(const char* tag, int n_extra, const char* const
           "backtest: %lld points (%lld), final equity %.17g / %.17g, path %s", (long long)x.n_curve,
           (long long)y.n_curve, x.n_curve ? x.curve_equity[x.n_curve - 1] : 0.0,
           y.n_curve ? y.curve_equity[y.n_curve - 1] : 0.0, x.path ? x.path : "?");
+    // another goal for this backtest only (her.eval_goal=KEY=VALUE): accepted, and its config holds it
+    char goal[] = "her.eval_goal=7.5";
+    char* gover[1] = {goal};
+    vp_config gc;
+    vp_data_record rec;
+    int has_rec = 0;
+    CHECK_OK(vp_backtest_checkpoint_config(ck, gover, 1, "a backtest", &gc, &rec, &has_rec));
+    CHECK(gc.her.eval_goal == 7.5, "the backtest's goal %g", gc.her.eval_goal);
+    vp_rollout_result z;
+    memset(&z, 0, sizeof z);
+    job.n_overrides = 1, job.overrides = gover;
+    CHECK_OK(vp_backtest_job_rollout(be, &job, &z, &last));
+    CHECK(z.n_curve == x.n_curve, "the backtest towards goal 7.5: %lld points", (long long)z.n_curve);
+    vp_rollout_result_free(&z);
     vp_rollout_result_free(&x), vp_rollout_result_free(&y);
     vp_backend_free(be);
     // the live API feeds no goal: refused by name

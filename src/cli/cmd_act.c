@@ -25,8 +25,8 @@ static void usage(FILE* f) {
             "                   recorded\n"
             "  --force          decide despite the data checks' refusals (prices at another scale)\n"
             "  --backend B      where to run (default auto: the GPU when one is usable)\n\n"
-            "KEY=VALUE changes an instrument.* key, data.price_side or metrics.risk_free_rate for this run only\n"
-            "(as for vulpes backtest).\n");
+            "KEY=VALUE changes an instrument.* key, data.price_side, metrics.risk_free_rate or her.eval_goal (the\n"
+            "goal of a goal-conditioned network) for this run only (as for vulpes backtest).\n");
 }
 
 /* Command-line choices. */

@@ -47,8 +47,9 @@ static void usage(FILE* f) {
             "  --segments N     N windows side by side, each starting flat (fast; default 1: the exact path)\n"
             "  --backend B      where to run (default auto: the GPU when one is usable)\n"
             "  --no-fused       on CUDA, run the op path instead of the one-kernel sequential path\n\n"
-            "KEY=VALUE changes one of these for this backtest only (cost sensitivity without retraining; any\n"
-            "other key is refused: the network keeps its training config):\n");
+            "KEY=VALUE changes one of these for this backtest only (cost sensitivity without retraining, and\n"
+            "her.eval_goal the goal a goal-conditioned network acts towards; any other key is refused: the\n"
+            "network keeps its training config):\n");
     list_overridable(f);
 }
 

@@ -41,7 +41,7 @@ static void job_free(job_state* j) {
 
 int vp_backtest_key_overridable(const char* name) {
     return name && (strncmp(name, "instrument.", 11) == 0 || strcmp(name, "data.price_side") == 0 ||
-                    strcmp(name, "metrics.risk_free_rate") == 0);
+                    strcmp(name, "metrics.risk_free_rate") == 0 || strcmp(name, "her.eval_goal") == 0);
 }
 
 vp_status vp_backtest_checkpoint_config(const char* path, char* const* overrides, int n_overrides, const char* who,
@@ -66,9 +66,9 @@ vp_status vp_backtest_checkpoint_config(const char* path, char* const* overrides
             key[eq - a] = '\0';
         }
         VP_REQUIRE(eq != NULL && vp_backtest_key_overridable(key), VP_ERR_INVALID_ARG,
-                   "'%s': %s may change only instrument.* keys, data.price_side and metrics.risk_free_rate (costs, "
-                   "contract and measurement; vulpes backtest --help lists them); the network keeps the rest of its "
-                   "training config", a ? a : "(null)", who);
+                   "'%s': %s may change only instrument.* keys, data.price_side, metrics.risk_free_rate and "
+                   "her.eval_goal (costs, contract, measurement and a goal-conditioned network's goal; vulpes backtest "
+                   "--help lists them); the network keeps the rest of its training config", a ? a : "(null)", who);
         VP_TRY(vp_config_override(cfg, a));
     }
     return vp_config_check(cfg);
