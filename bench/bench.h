@@ -23,6 +23,14 @@ int vp_bench_gemm(vp_backend* b, const vp_bench_opts* o);
 /* Seconds on a monotonic host clock. */
 double vp_bench_now(void);
 
+/* Timed launches of vp_bench_time_body (after one untimed warm-up launch); their median counts. */
+#define VP_BENCH_REPS 5
+
+/* Median milliseconds per unit of `body` (one call does `units` units of work) over
+ * VP_BENCH_REPS timed launches after a warm-up, each followed by a sync: as one captured graph
+ * when `graph`, else by calling body eagerly. */
+vp_status vp_bench_time_body(vp_backend* b, vp_graph_body body, void* ctx, int graph, int units, double* ms);
+
 /* Opens the JSON-lines sink (stdout or the --json file, appended); never NULL. */
 FILE* vp_bench_json_open(const vp_bench_opts* o);
 

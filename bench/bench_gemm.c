@@ -29,7 +29,6 @@ typedef enum layout { LAYOUT_FWD = 0, LAYOUT_DX, LAYOUT_DW, LAYOUT_COUNT } layou
 static const char* LAYOUT_NAME[LAYOUT_COUNT] = {"fwd", "dX", "dW"};
 
 #define BENCH_SAMPLES 64 /* entries of C checked per configuration */
-#define BENCH_REPS 5     /* timed graph launches (median) */
 
 /* Device operands at the largest size any shape needs, with host copies for validation. */
 typedef struct gemm_bufs {
@@ -175,30 +174,10 @@ static vp_status timing_body(vp_backend* b, void* ctx) {
     return VP_OK;
 }
 
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-/* Milliseconds per GEMM: median over BENCH_REPS launches of a graph of `iters` GEMMs. */
+/* Milliseconds per GEMM: the median over the timed launches of a graph of `iters` GEMMs. */
 static vp_status time_run(vp_backend* b, const gemm_run* r, int iters, double* ms) {
     timing_ctx t = {r, iters};
-    vp_graph* g = NULL;
-    VP_TRY(vp_graph_capture(b, timing_body, &t, &g));
-    vp_status s = vp_graph_launch(b, g); /* warm-up */
-    if (s == VP_OK) s = vp_backend_sync(b);
-    double per[BENCH_REPS];
-    for (int i = 0; i < BENCH_REPS && s == VP_OK; ++i) {
-        double t0 = vp_bench_now();
-        s = vp_graph_launch(b, g);
-        if (s == VP_OK) s = vp_backend_sync(b);
-        per[i] = (vp_bench_now() - t0) * 1e3 / iters;
-    }
-    vp_graph_free(g);
-    VP_TRY(s);
-    qsort(per, BENCH_REPS, sizeof per[0], cmp_double);
-    *ms = per[BENCH_REPS / 2];
-    return VP_OK;
+    return vp_bench_time_body(b, timing_body, &t, 1, iters, ms);
 }
 
 int vp_bench_gemm(vp_backend* b, const vp_bench_opts* o) {
@@ -219,7 +198,7 @@ int vp_bench_gemm(vp_backend* b, const vp_bench_opts* o) {
     char json[N_SHAPES * 2 * LAYOUT_COUNT][640];
     int nj = 0;
     printf("vulpes bench gemm on %s: %d GEMMs per timed graph launch, median of %d launches%s\n", vp_backend_name(b),
-           iters, BENCH_REPS, div > 1 ? ", m divided by 64" : "");
+           iters, VP_BENCH_REPS, div > 1 ? ", m divided by 64" : "");
     printf("%-24s %-6s %-24s %-5s %10s %9s %9s\n", "learner shape (m k n)", "layout", "GEMM (M N K)", "prec", "ms",
            "TFLOP/s", "rel err");
     int rc = 0;

@@ -18,7 +18,6 @@
 #include "vulpes/learner.h"
 #include "vulpes/train.h"
 
-#define STEP_REPS 5  /* timed launches (median) */
 #define FEATURE_ROWS 4096
 /* The H200's measured matrix-product ceilings (docs/perf.md, "H200 ceilings"), TFLOP/s: the
  * step's FLOP floor is its GEMM FLOPs at these rates. */
@@ -47,28 +46,9 @@ static vp_status step_body(vp_backend* b, void* ctx) {
     return VP_OK;
 }
 
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
 /* Median milliseconds per iteration of the body: as a graph when `graph`, else eagerly. */
 static vp_status time_body(vp_backend* b, step_ctx* c, int graph, double* ms) {
-    vp_graph* g = NULL;
-    if (graph) VP_TRY(vp_graph_capture(b, step_body, c, &g));
-    double per[STEP_REPS];
-    vp_status s = VP_OK;
-    for (int r = 0; r <= STEP_REPS && s == VP_OK; ++r) {
-        double t0 = vp_bench_now();
-        s = graph ? vp_graph_launch(b, g) : step_body(b, c);
-        if (s == VP_OK) s = vp_backend_sync(b);
-        if (r > 0) per[r - 1] = (vp_bench_now() - t0) * 1e3 / c->iters; /* launch 0 warms up */
-    }
-    vp_graph_free(g);
-    VP_TRY(s);
-    qsort(per, STEP_REPS, sizeof per[0], cmp_double);
-    *ms = per[STEP_REPS / 2];
-    return VP_OK;
+    return vp_bench_time_body(b, step_body, c, graph, c->iters, ms);
 }
 
 /* Host buffers -> the batch: random features, bars, actions, rewards, weights. */

@@ -29,7 +29,6 @@
 #include "vulpes/dqn.h"
 #include "vulpes/train.h"
 
-#define REPS 5 /* timed launches (median) */
 
 /* Which part of an iteration a graph holds. */
 typedef enum part { PART_ALL = 0, PART_COLLECT, PART_LEARN } part;
@@ -61,29 +60,10 @@ static vp_status train_body(vp_backend* b, void* ctx) {
     return VP_OK;
 }
 
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
 /* Median milliseconds per repetition of a part, as a captured graph. */
 static vp_status time_part(vp_trainer* t, part what, int reps, double* ms) {
     train_ctx c = {t, what, reps};
-    vp_graph* g = NULL;
-    VP_TRY(vp_graph_capture(t->backend, train_body, &c, &g));
-    double per[REPS];
-    vp_status s = VP_OK;
-    for (int r = 0; r <= REPS && s == VP_OK; ++r) {
-        double t0 = vp_bench_now();
-        s = vp_graph_launch(t->backend, g);
-        if (s == VP_OK) s = vp_backend_sync(t->backend);
-        if (r > 0) per[r - 1] = (vp_bench_now() - t0) * 1e3 / reps; /* launch 0 warms up */
-    }
-    vp_graph_free(g);
-    VP_TRY(s);
-    qsort(per, REPS, sizeof per[0], cmp_double);
-    *ms = per[REPS / 2];
-    return VP_OK;
+    return vp_bench_time_body(t->backend, train_body, &c, 1, reps, ms);
 }
 
 /* The configuration of one measurement: default model unless `small`, S collection steps. */
