@@ -182,6 +182,12 @@ vp_algo_params vp_algo_selected(const vp_algo* a);
  * copy in *buf (free with vp_buffer_free); *out views it. For algorithms' create. */
 vp_status vp_algo_features_upload(vp_backend* b, const vp_train_data* d, vp_buffer* buf, vp_tensor* out);
 
+/* The training span's market *market over data d (features [T, F] on backend b) and n_envs
+ * environments *env on it with p's instrument and env settings; a failure names
+ * env.episode_bars against the span. For algorithms' create (free both also after a failure). */
+vp_status vp_algo_train_envs_init(vp_backend* b, const vp_train_data* d, const vp_tensor* features,
+                                  const vp_train_parts* p, int64_t n_envs, vp_env_market* market, vp_env* env);
+
 /* ---- the entries ------------------------------------------------------------------------------ */
 
 /* The algorithms, in table order: X(name) for each, its table vp_<name>_algo. dqn: the DQN

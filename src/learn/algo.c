@@ -191,3 +191,15 @@ vp_status vp_algo_policy(const vp_algo* a, vp_algo_params which, vp_policy* out)
 vp_algo_params vp_algo_selected(const vp_algo* a) {
     return a && a->use == VP_ALGO_TRAIN && a->best_iteration >= 0 ? VP_PARAMS_BEST : VP_PARAMS_ONLINE;
 }
+
+vp_status vp_algo_train_envs_init(vp_backend* b, const vp_train_data* d, const vp_tensor* features,
+                                  const vp_train_parts* p, int64_t n_envs, vp_env_market* market, vp_env* env) {
+    vp_env_market_desc md = {d->bars.n, d->bars.open, d->bars.high, d->bars.low, d->bars.close, d->atr,
+                             d->split.train.begin, d->split.train.end, features, d->bars.spread,
+                             vp_instrument_spread(&p->instrument), d->periods_per_year};
+    VP_TRY(vp_env_market_init(market, b, &md));
+    vp_status s = vp_env_init(env, b, market, &p->instrument, &p->env, n_envs);
+    if (s != VP_OK) return vp_error_context(s, "training envs (env.episode_bars %lld in a train span of %lld bars)",
+                                            (long long)p->env.episode_bars, (long long)vp_span_len(d->split.train));
+    return VP_OK;
+}

@@ -10,16 +10,8 @@
 
 /* The training span's market and its n_envs environments. */
 static vp_status envs_init(vp_trainer* t) {
-    const vp_train_data* d = t->data;
-    vp_env_market_desc md = {d->bars.n, d->bars.open, d->bars.high, d->bars.low, d->bars.close, d->atr,
-                             d->split.train.begin, d->split.train.end, &t->features, d->bars.spread,
-                             vp_instrument_spread(&t->parts.instrument), d->periods_per_year};
-    VP_TRY(vp_env_market_init(&t->market, t->backend, &md));
-    vp_status s = vp_env_init(&t->env, t->backend, &t->market, &t->parts.instrument, &t->parts.env, t->cfg.env.n_envs);
-    if (s != VP_OK) return vp_error_context(s, "training envs (env.episode_bars %lld in a train span of %lld bars)",
-                                            (long long)t->cfg.env.episode_bars,
-                                            (long long)vp_span_len(d->split.train));
-    return VP_OK;
+    return vp_algo_train_envs_init(t->backend, t->data, &t->features, &t->parts, t->cfg.env.n_envs, &t->market,
+                                   &t->env);
 }
 
 /* The learner's batch as the replay writes it, the sampled slots and priorities, the best
