@@ -44,13 +44,6 @@ __global__ void adamw_kernel(float* p, const float* __restrict__ g, float* m, fl
         adamw_one(p[i], g[i] * scale, m[i], v[i], lr, b1, b2, eps, wd, step_size, bc2_sqrt);
 }
 
-/* coef[0] = min(1, max_norm[0] / (norm[0] + 1e-6)): the clip's finish with a threshold in
- * memory (the same float arithmetic as the reduction's own finish; NaN gives NaN). */
-__global__ void clip_finish_kernel(const float* __restrict__ max_norm, const float* __restrict__ norm, float* coef) {
-    const float c = max_norm[0] / (norm[0] + 1e-6f);
-    coef[0] = (c < 1.0f || c != c) ? c : 1.0f;
-}
-
 /* Held at INT32_MAX (the bias corrections are 1 long before), as on the CPU. */
 __global__ void step_increment_kernel(int32_t* c) {
     if (c[0] < INT32_MAX) c[0] += 1;
@@ -81,12 +74,8 @@ vp_status vp_cuda_step_increment(vp_backend* b, vp_tensor* counter) {
 
 vp_status vp_cuda_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, const vp_tensor* max_norm_t,
                             vp_tensor* norm, vp_tensor* coef) {
-    VP_TRY(vp_cuda_norm_and_clip(b, (const float*)x->data, vp_tensor_numel(x), max_norm, (float*)norm->data,
-                                 (float*)coef->data));
-    if (!max_norm_t) return VP_OK;
-    // the threshold in memory: the coefficient again from the norm just written
-    clip_finish_kernel<<<1, 1, 0, vp_cuda_of(b)->stream>>>((const float*)max_norm_t->data, (const float*)norm->data,
-                                                          (float*)coef->data);
-    VP_CUDA_CHECK_LAUNCH("clip_finish_kernel");
-    return VP_OK;
+    // a threshold in memory is read by the reduction's finishing kernel itself
+    return vp_cuda_norm_and_clip(b, (const float*)x->data, vp_tensor_numel(x), max_norm,
+                                 max_norm_t ? (const float*)max_norm_t->data : NULL, (float*)norm->data,
+                                 (float*)coef->data);
 }

@@ -110,7 +110,7 @@ __global__ void all_partials_kernel(int op, const float* __restrict__ x, int64_t
  * result; with `coef` non-NULL the result is a sum of squares finished as a clip:
  * out[0] = sqrt(sum), coef[0] = min(1, max_norm / (out[0] + 1e-6)). */
 __global__ void all_finish_kernel(const float* __restrict__ part, int parts, int is_max, float* out, float* coef,
-                                  float max_norm) {
+                                  float max_norm, const float* __restrict__ max_norm_at) {
     __shared__ float sh[32];
     float acc = is_max ? -INFINITY : 0.0f;
     for (int p = threadIdx.x; p < parts; p += blockDim.x) acc = reduce_join(is_max, acc, part[p]);
@@ -121,7 +121,7 @@ __global__ void all_finish_kernel(const float* __restrict__ part, int parts, int
         return;
     }
     const float norm = sqrtf(acc);
-    const float c = max_norm / (norm + 1e-6f);
+    const float c = (max_norm_at ? max_norm_at[0] : max_norm) / (norm + 1e-6f);
     out[0] = norm;
     coef[0] = (c < 1.0f || c != c) ? c : 1.0f;
 }
@@ -204,9 +204,10 @@ vp_status vp_cuda_reduce_cols(vp_backend* b, vp_reduce_op op, const vp_tensor* x
     return vp_cuda_col_reduce(b, mode, (const float*)x->data, NULL, NULL, NULL, m, n, (float*)out->data, NULL);
 }
 
-/* Both passes of a whole-buffer reduction; `coef` non-NULL finishes it as a clip. */
+/* Both passes of a whole-buffer reduction; `coef` non-NULL finishes it as a clip at max_norm
+ * (max_norm_at[0] instead when that is not NULL). */
 static vp_status reduce_all_impl(vp_backend* b, vp_reduce_op op, const float* x, int64_t n, float* out, float* coef,
-                                 float max_norm) {
+                                 float max_norm, const float* max_norm_at) {
     vp_cuda* c = vp_cuda_of(b);
     /* fixed partition: the block count depends on n only */
     int64_t parts = (n + 4 * VP_CUDA_THREADS - 1) / (4 * VP_CUDA_THREADS);
@@ -215,17 +216,17 @@ static vp_status reduce_all_impl(vp_backend* b, vp_reduce_op op, const float* x,
     all_partials_kernel<<<(unsigned)parts, VP_CUDA_THREADS, 0, c->stream>>>((int)op, x, n, vec, c->scratch);
     VP_CUDA_CHECK_LAUNCH("all_partials_kernel");
     all_finish_kernel<<<1, VP_CUDA_THREADS, 0, c->stream>>>(c->scratch, (int)parts, op == VP_REDUCE_MAX, out, coef,
-                                                            max_norm);
+                                                            max_norm, max_norm_at);
     VP_CUDA_CHECK_LAUNCH("all_finish_kernel");
     return VP_OK;
 }
 
 vp_status vp_cuda_reduce_all(vp_backend* b, vp_reduce_op op, const vp_tensor* x, vp_tensor* out) {
-    return reduce_all_impl(b, op, (const float*)x->data, vp_tensor_numel(x), (float*)out->data, NULL, 0.0f);
+    return reduce_all_impl(b, op, (const float*)x->data, vp_tensor_numel(x), (float*)out->data, NULL, 0.0f, NULL);
 }
 
-vp_status vp_cuda_norm_and_clip(vp_backend* b, const float* x, int64_t n, float max_norm, float* norm,
-                                float* coef) {
+vp_status vp_cuda_norm_and_clip(vp_backend* b, const float* x, int64_t n, float max_norm, const float* max_norm_at,
+                                float* norm, float* coef) {
     VP_REQUIRE(x && norm && coef && n >= 1, VP_ERR_INVALID_ARG, "cuda norm_and_clip: missing pointer or empty x");
-    return reduce_all_impl(b, VP_REDUCE_SUMSQ, x, n, norm, coef, max_norm);
+    return reduce_all_impl(b, VP_REDUCE_SUMSQ, x, n, norm, coef, max_norm, max_norm_at);
 }

@@ -34,8 +34,9 @@ vp_status vp_cuda_col_reduce(vp_backend* b, vp_cuda_col_mode mode, const float* 
                              float* out1);
 
 /* Whole-buffer sum of squares of x [n] finished as a clip coefficient: norm[0] =
- * sqrt(sum x^2), coef[0] = min(1, max_norm / (norm + 1e-6)), NaN propagating. */
-vp_status vp_cuda_norm_and_clip(vp_backend* b, const float* x, int64_t n, float max_norm, float* norm,
-                                float* coef);
+ * sqrt(sum x^2), coef[0] = min(1, T / (norm + 1e-6)), NaN propagating, T = max_norm_at[0]
+ * (device memory, read by the finishing kernel) when max_norm_at is not NULL, else max_norm. */
+vp_status vp_cuda_norm_and_clip(vp_backend* b, const float* x, int64_t n, float max_norm, const float* max_norm_at,
+                                float* norm, float* coef);
 
 #endif /* VP_CUDA_REDUCE_CUH */
