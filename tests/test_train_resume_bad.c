@@ -196,6 +196,64 @@ static void test_tampered_state_is_refused(void) {
     rig_free(&a), rig_free(&r);
 }
 
+/* The learner's adaptive state (the signal bus's controls, PopArt's moments) is checked on a
+ * resume too: a value out of its range is refused naming the tensor and the value. */
+static const char* const ADAPT[] = {"replay.capacity=400", "train.iterations=6", "signals.adapt_tau=true",
+                                    "signals.adapt_gamma=true", "signals.every=2", "learn.popart=true"};
+
+static void test_tampered_learner_state_is_refused(void) {
+    vp_backend* b = NULL;
+    vp_config cfg;
+    vp_train_data d;
+    vp_trainer t, r;
+    memset(&d, 0, sizeof d), memset(&t, 0, sizeof t), memset(&r, 0, sizeof r);
+    CHECK_OK(vp_backend_cpu_init(&b));
+    if (!b || !vpt_train_cfg(&cfg, 6, ADAPT) || vp_train_data_load(&d, &cfg) != VP_OK ||
+        vp_trainer_init(&t, b, &cfg, &d) != VP_OK || vp_trainer_init(&r, b, &cfg, &d) != VP_OK) {
+        CHECK(0, "trainer: %s", vp_last_error());
+        return;
+    }
+    char good[512], bad[512];
+    vpt_tmp_dir(good, sizeof good, "adapt-good.safetensors");
+    vpt_tmp_dir(bad, sizeof bad, "adapt-bad.safetensors");
+    CHECK_OK(vp_trainer_warmup(&t));
+    CHECK_OK(vp_trainer_iterate(&t, 3));
+    CHECK_OK(vp_trainer_save(&t, good, VP_CKPT_RESUME));
+    CHECK_OK(vp_trainer_load(&r, good));
+    struct {
+        const char* name;
+        int popart; /* 0: a control, 1: a PopArt slot */
+        int slot;
+        float value;
+        const char* needle;
+    } cases[] = {
+        {"lr negative", 0, VP_CTL_LR, -1e-3f, "'learner.controls': lr = -0.001 is out of its range"},
+        {"tau above 1", 0, VP_CTL_TAU, 5.0f, "tau = 5 is out of its range"},
+        {"gamma NaN", 0, VP_CTL_GAMMA, NAN, "gamma = nan is out of its range"},
+        {"kelly cap negative", 0, VP_CTL_KELLY_CAP, -1.0f, "kelly_cap = -1 is out of its range"},
+        {"tick at every", 0, VP_CTL_TICK, 2.0f, "tick = 2 is out of its range"},
+        {"popart sigma 0", 1, 2, 0.0f, "'learner.popart': mu"},
+        {"popart nu negative", 1, 1, -1.0f, "nu -1"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+        CHECK_OK(vp_trainer_load(&t, good));
+        float* dst = cases[k].popart ? (float*)t.learner.popart.data : (float*)t.learner.ctl.data;
+        dst[cases[k].slot] = cases[k].value;
+        CHECK_OK(vp_trainer_save(&t, bad, VP_CKPT_RESUME));
+        vp_clear_error();
+        const vp_status s = vp_trainer_load(&r, bad);
+        CHECK(s == VP_ERR_PARSE && strstr(vp_last_error(), cases[k].needle) != NULL,
+              "%s: load -> %s \"%s\", expected VP_ERR_PARSE mentioning \"%s\"", cases[k].name, vp_status_name(s),
+              vp_last_error(), cases[k].needle);
+    }
+    CHECK_OK(vp_trainer_load(&r, good));
+    CHECK_OK(vp_trainer_iterate(&r, 2));
+    remove(good), remove(bad);
+    vp_trainer_free(&t), vp_trainer_free(&r);
+    vp_train_data_free(&d);
+    vp_backend_free(b);
+}
+
 static void test_refused_resume_changes_nothing(void) {
     char dir[512];
     vpt_tmp_dir(dir, sizeof dir, "refused-resume");
@@ -241,6 +299,7 @@ static void test_refused_resume_changes_nothing(void) {
 
 int main(void) {
     RUN_TEST(test_tampered_state_is_refused);
+    RUN_TEST(test_tampered_learner_state_is_refused);
     RUN_TEST(test_refused_resume_changes_nothing);
     return vpt_finish();
 }

@@ -145,11 +145,45 @@ static vp_status check_env_replay(vp_trainer* t, const vp_train_counters* c) {
 }
 
 /* Every restored tensor against its invariants and the host counters. */
+/* The learner's restored adaptive state, each value in the range its rule or update keeps it
+ * in: the controls (signal bus on: learning rate and clip threshold finite and >= 0, tau and
+ * gamma in [0, 1], the epsilon scale finite and >= 0, the discount scale finite and > 0, the
+ * Kelly cap in [0, 1], the rules' step counter a whole number in [0, signals.every)) and
+ * PopArt's mu, nu, sigma (finite, nu >= 0, sigma in [1e-4, 1e6]). */
+static vp_status check_learner_state(vp_trainer* t, const char* path) {
+    const vp_learner* l = &t->learner;
+    if (vp_signals_bus_on(&l->cfg.signals)) {
+        float c[VP_CTL_COUNT];
+        VP_TRY(vp_download(t->backend, c, &l->ctl, sizeof c));
+        static const char* names[VP_CTL_COUNT] = {"lr", "clip", "tau", "eps_scale", "gamma", "disc_scale",
+                                                  "kelly_cap", "tick", "drift_ss", "param_ss"};
+        const double every = (double)l->cfg.signals.every;
+        for (int k = 0; k <= VP_CTL_TICK; ++k) {
+            const double v = (double)c[k];
+            const int ok = k == VP_CTL_TAU || k == VP_CTL_GAMMA || k == VP_CTL_KELLY_CAP ? v >= 0.0 && v <= 1.0
+                           : k == VP_CTL_DISC_SCALE                                     ? isfinite(v) && v > 0.0
+                           : k == VP_CTL_TICK ? v >= 0.0 && v < every && v == floor(v)
+                                              : isfinite(v) && v >= 0.0;
+            VP_REQUIRE(ok, VP_ERR_PARSE, "checkpoint %s: tensor 'learner.controls': %s = %g is out of its range",
+                       path, names[k], v);
+        }
+    }
+    if (l->cfg.popart) {
+        float p[3];
+        VP_TRY(vp_download(t->backend, p, &l->popart, sizeof p));
+        VP_REQUIRE(isfinite(p[0]) && isfinite(p[1]) && p[1] >= 0.0f && p[2] >= 1e-4f && p[2] <= 1e6f, VP_ERR_PARSE,
+                   "checkpoint %s: tensor 'learner.popart': mu %g, nu %g, sigma %g (mu and nu finite, nu >= 0, "
+                   "sigma in [1e-4, 1e6])", path, (double)p[0], (double)p[1], (double)p[2]);
+    }
+    return VP_OK;
+}
+
 vp_status vp_dqn_check_restored(vp_trainer* t, const char* path, const vp_train_counters* c) {
     VP_TRY(check_steps(t, path, c));
     vp_status s = check_env_replay(t, c);
     if (s != VP_OK) return vp_error_context(s, "checkpoint %s", path);
     if (t->curiosity) VP_TRY(vp_curiosity_check_state(t->curiosity, c->learner_steps, path));
+    VP_TRY(check_learner_state(t, path));
     return check_params(t, path);
 }
 
