@@ -229,6 +229,38 @@ vp_status vp_clip_coef(vp_backend* b, const vp_tensor* x, float max_norm, vp_ten
 vp_status vp_clip_coef_at(vp_backend* b, const vp_tensor* x, const vp_tensor* max_norm, vp_tensor* norm,
                           vp_tensor* coef);
 
+/* ---- attention ------------------------------------------------------------------------------ */
+
+/* Longest query or key sequence of the attention ops. */
+#define VP_ATTN_MAX_LEN 256
+
+/* Largest head dimension of the attention ops. */
+#define VP_ATTN_MAX_DIM 128
+
+/* The shape of a scaled dot-product attention over `batch` independent sequences. */
+typedef struct vp_attn_desc {
+    int64_t batch; /* B: sequences (>= 1) */
+    int heads;     /* NH: heads per sequence (>= 1) */
+    int lq;        /* Lq: query positions (1..VP_ATTN_MAX_LEN) */
+    int lk;        /* Lk: key positions (1..VP_ATTN_MAX_LEN) */
+    int dim;       /* D: head dimension (1..VP_ATTN_MAX_DIM) */
+    float scale;   /* logits = scale * q . k (1 / sqrt(D) as usual) */
+    int causal;    /* 1: query i sees keys j <= i only (needs Lq == Lk) */
+} vp_attn_desc;
+
+/* out = softmax(scale q k^T [+ causal mask]) v per sequence and head, with the rows'
+ * log-sum-exp of the scaled logits in lse (kept for the backward). q [B, Lq, NH * D],
+ * k and v [B, Lk, NH * D], out [B, Lq, NH * D] (head h: columns h * D .. h * D + D - 1 of a
+ * row), lse [B, NH, Lq]; all f32. */
+vp_status vp_attention(vp_backend* b, const vp_attn_desc* d, const vp_tensor* q, const vp_tensor* k,
+                       const vp_tensor* v, vp_tensor* out, vp_tensor* lse);
+
+/* The gradients dq, dk, dv (shapes of q, k, v; overwritten) of vp_attention given dout
+ * (shape of out), from its inputs and its outputs out and lse. */
+vp_status vp_attention_backward(vp_backend* b, const vp_attn_desc* d, const vp_tensor* q, const vp_tensor* k,
+                                const vp_tensor* v, const vp_tensor* out, const vp_tensor* lse,
+                                const vp_tensor* dout, vp_tensor* dq, vp_tensor* dk, vp_tensor* dv);
+
 #ifdef __cplusplus
 }
 #endif
