@@ -44,6 +44,7 @@
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
 #include "vulpes/ppo.h"
+#include "vulpes/iql.h"
 #include "vulpes/train.h"
 
 /* evaluation: backtests, walk-forward, reports */
