@@ -225,7 +225,14 @@ vp_status vp_iql_trainer_init(vp_iql_trainer* t, vp_backend* b, const vp_config*
 /* Frees everything (a zeroed trainer is a no-op). */
 void vp_iql_trainer_free(vp_iql_trainer* t);
 
-/* One update: sample, forward, losses, backward, clip, AdamW, Polyak (ops only). */
+/* The batch of the next update: B dataset rows drawn (vp_iql_row_at of the draws' counter) into
+ * the m_* rows, then the counter moved on (ops only). */
+vp_status vp_iql_sample(vp_iql_trainer* t);
+
+/* The update on the current m_* rows: forward, losses, backward, clip, AdamW, Polyak (ops only). */
+vp_status vp_iql_learn(vp_iql_trainer* t);
+
+/* One update: vp_iql_sample, then vp_iql_learn (ops only). */
 vp_status vp_iql_update(vp_iql_trainer* t);
 
 /* n iterations (asynchronous on CUDA). */

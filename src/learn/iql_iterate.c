@@ -76,11 +76,17 @@ static vp_status sample(vp_iql_trainer* t, const vp_iql_kernels* k) {
     return k->tick(t->backend, (int64_t*)t->ctr.data);
 }
 
-vp_status vp_iql_update(vp_iql_trainer* t) {
-    VP_REQUIRE(t != NULL && t->mb != NULL, VP_ERR_INVALID_ARG, "vp_iql_update: trainer is not initialised");
+vp_status vp_iql_sample(vp_iql_trainer* t) {
+    VP_REQUIRE(t != NULL && t->mb != NULL, VP_ERR_INVALID_ARG, "vp_iql_sample: trainer is not initialised");
     const vp_iql_kernels* k = NULL;
     VP_TRY(kernels(t, &k));
-    VP_TRY(sample(t, k));
+    return sample(t, k);
+}
+
+vp_status vp_iql_learn(vp_iql_trainer* t) {
+    VP_REQUIRE(t != NULL && t->mb != NULL, VP_ERR_INVALID_ARG, "vp_iql_learn: trainer is not initialised");
+    const vp_iql_kernels* k = NULL;
+    VP_TRY(kernels(t, &k));
     VP_TRY(forward_backward(t, k));
     // the spectral norm's power-iteration vectors of this forward, the AdamW step, then Polyak
     VP_TRY(vp_iql_net_commit(&t->net, &t->net.params, t->mb));
@@ -89,6 +95,11 @@ vp_status vp_iql_update(vp_iql_trainer* t) {
                     &t->clip_coef));
     const vp_tensor q = vp_iql_q_range(&t->net, &t->net.params);
     return vp_axpby(t->backend, t->ic.tau_polyak, &q, 1.0f - t->ic.tau_polyak, &t->target);
+}
+
+vp_status vp_iql_update(vp_iql_trainer* t) {
+    VP_TRY(vp_iql_sample(t));
+    return vp_iql_learn(t);
 }
 
 /* One iteration: train.train_steps updates. */
