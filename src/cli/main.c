@@ -47,6 +47,8 @@ static const vp_cli_command COMMANDS[] = {
      vp_cmd_bench, vp_bench_train},
     {"bench", "ppo", "", "PPO: collection env steps/s, ms per minibatch update, iterations with their split",
      vp_cmd_bench, vp_bench_ppo},
+    {"bench", "iql", "", "IQL: ms per update at B = 8192 (both encodings, every head, AdamW, Polyak), FLOP floor",
+     vp_cmd_bench, vp_bench_iql},
     {"bench", "act", "", "us per live decision on one CPU core (default model): median, p99, FLOPs", vp_cmd_bench,
      vp_bench_act},
 };
