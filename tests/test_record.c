@@ -149,6 +149,37 @@ static void test_ma_cross_recorded(void) {
     vp_train_data_free(&d);
 }
 
+/* The copies a recording makes (counted by the backend as on CUDA): as many for 3 envs as for
+ * 301, and 5 more per extra step (two downloads of the observations, the actions' upload, the
+ * rewards' and ends' downloads), never one per env. */
+static void test_copies(void) {
+    vp_train_data d;
+    vp_config cfg;
+    if (!vpt_record_data(&d, &cfg, 0, NULL)) return;
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    vp_behaviour beh;
+    CHECK_OK(vp_behaviour_parse("ma_cross:fast=2,slow=6,epsilon=0.5", &beh));
+    const int64_t sizes[3][2] = {{10, 3}, {10, 301}, {17, 301}};
+    int64_t copies[3];
+    for (int k = 0; k < 3; ++k) {
+        vp_record_cfg c;
+        if (!vpt_record_cfg(&d, &cfg, sizes[k][0], sizes[k][1], 2, 4, &c)) return;
+        vp_runtime_counters before, after;
+        vp_backend_counters(b, &before);
+        vp_offline_data r;
+        CHECK_OK(vp_record_run(b, &d, NULL, &beh, &c, &r));
+        vp_backend_counters(b, &after);
+        copies[k] = after.copies - before.copies;
+        vp_offline_free(&r);
+    }
+    CHECK(copies[0] == copies[1], "%lld copies for 3 envs, %lld for 301", (long long)copies[0], (long long)copies[1]);
+    CHECK(copies[2] - copies[1] == 7 * 5, "%lld copies more for 7 more steps, expected 35",
+          (long long)(copies[2] - copies[1]));
+    vp_backend_free(b);
+    vp_train_data_free(&d);
+}
+
 /* The logp of one action: uniform, deterministic, mixtures. */
 static void test_logp(void) {
     const int32_t own[4] = {2, 3, 0, 0}, other[4] = {2, 3, 0, 1};
@@ -170,6 +201,9 @@ static void test_parse(void) {
     CHECK(b.kind == VP_BEHAVIOUR_RANDOM && b.epsilon == 0.1 && strcmp(b.name, "random:epsilon=0.1") == 0, "%s",
           b.name);
     CHECK_STATUS(vp_behaviour_set_epsilon(&b, 0.2), VP_ERR_INVALID_ARG, "already has epsilon 0.1");
+    CHECK_OK(vp_behaviour_set_epsilon(&b, 0.1));
+    CHECK_OK(vp_behaviour_set_epsilon(&b, 0.0));
+    CHECK(b.epsilon == 0.1 && strcmp(b.name, "random:epsilon=0.1") == 0, "epsilon 0 changed %s", b.name);
     CHECK_OK(vp_behaviour_parse("random", &b));
     CHECK_OK(vp_behaviour_set_epsilon(&b, 1.0 / 3.0));
     CHECK(strcmp(b.name, "random:epsilon=0.33333333333333331") == 0, "%s", b.name);
@@ -412,6 +446,7 @@ int main(void) {
     RUN_TEST(test_hand_stepped);
     RUN_TEST(test_ma_cross_hand);
     RUN_TEST(test_ma_cross_recorded);
+    RUN_TEST(test_copies);
     RUN_TEST(test_logp);
     RUN_TEST(test_parse);
     RUN_TEST(test_same_seed_same_bytes);
