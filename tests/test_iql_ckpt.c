@@ -3,7 +3,9 @@
  * checkpoint (the draws' counter, the AdamW step), a best checkpoint, one of another config and a
  * PPO one are refused naming what differs; best.safetensors reads back as the inference
  * instance's parameters. A dataset of other bars, one recorded on the validation span, a missing
- * iql.dataset and a switch of the DQN learner are refused before anything is made. */
+ * iql.dataset and a switch of the DQN learner are refused before anything is made. Through the
+ * training loop (vp_train_run): two runs of one config write the same metrics.jsonl and
+ * checkpoints, and 23 iterations, a stop and a resume equal 40 straight. */
 #include "test_record_util.h"
 
 #include <math.h>
@@ -187,8 +189,55 @@ static void test_refused_datasets(void) {
     vp_backend_free(b);
 }
 
+/* The training loop over a dataset on disk: repeated and resumed runs. */
+static void test_runs_repeat_and_resume(void) {
+    char d1[400], d2[400], d3[400], ds_path[480], ds_key[520];
+    vpt_tmp_dir(d1, sizeof d1, "iqlrun1");
+    vpt_tmp_dir(d2, sizeof d2, "iqlrun2");
+    vpt_tmp_dir(d3, sizeof d3, "iqlrun3");
+    vpt_rm_run(d1), vpt_rm_run(d2), vpt_rm_run(d3);
+    snprintf(ds_path, sizeof ds_path, "%s.dataset.safetensors", d1);
+    snprintf(ds_key, sizeof ds_key, "iql.dataset=%s", ds_path);
+    vp_backend* b = NULL;
+    vp_config cfg;
+    vp_train_data d;
+    vp_offline_data ds;
+    memset(&ds, 0, sizeof ds);
+    CHECK_OK(vp_backend_cpu_init(&b));
+    if (!b || !vpt_record_data(&d, &cfg, 4, OVER)) return;
+    CHECK(record(&d, &cfg, b, 0, &ds), "recording: %s", vp_last_error());
+    CHECK_OK(vp_offline_save(&ds, ds_path));
+    vp_offline_free(&ds);
+    vp_train_data_free(&d);
+    vp_backend_free(b);
+    const char* const over[] = {"train.algo=iql", ds_key, "iql.batch=16", "train.train_steps=2"};
+    vp_train_result r1, r2, r3;
+    CHECK_OK(vpt_train_run(d1, VP_RUN_CREATE, 0, NULL, 4, over, &r1));
+    CHECK_OK(vpt_train_run(d2, VP_RUN_CREATE, 0, NULL, 4, over, &r2));
+    CHECK_OK(vpt_train_run(d3, VP_RUN_CREATE, 23, NULL, 4, over, &r3));
+    CHECK_OK(vpt_train_run(d3, VP_RUN_RESUME, 0, NULL, 4, over, &r3));
+    char* a = vpt_metrics_lines(d1, "run|train|eval|checkpoint");
+    char* bb = vpt_metrics_lines(d2, "run|train|eval|checkpoint");
+    char* c = vpt_metrics_lines(d1, "train|eval");
+    char* e = vpt_metrics_lines(d3, "train|eval");
+    CHECK(a && bb && strcmp(a, bb) == 0, "two IQL runs of one config differ");
+    CHECK(c && e && vpt_count_lines(c) == 12 && strcmp(c, e) == 0, "the resumed IQL run differs:\n%s\nvs\n%s",
+          c ? c : "", e ? e : "");
+    CHECK(vpt_same_file(d1, d2, "last.safetensors") && vpt_same_file(d1, d3, "last.safetensors") &&
+              vpt_same_file(d1, d3, "best.safetensors"),
+          "checkpoints differ");
+    CHECK(c && strstr(c, "\"value_loss\":") && strstr(c, "\"q_loss\":") && strstr(c, "\"policy_loss\":"),
+          "the train events lack IQL's losses");
+    CHECK(r1.best_iteration > 0 && r1.test.windows > 0, "run: best iteration %lld, test windows %lld",
+          (long long)r1.best_iteration, (long long)r1.test.windows);
+    free(a), free(bb), free(c), free(e);
+    remove(ds_path);
+    vpt_rm_run(d1), vpt_rm_run(d2), vpt_rm_run(d3);
+}
+
 int main(void) {
     RUN_TEST(test_resume_and_tampered);
+    RUN_TEST(test_runs_repeat_and_resume);
     RUN_TEST(test_refused_datasets);
     return vpt_finish();
 }
