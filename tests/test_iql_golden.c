@@ -1,5 +1,6 @@
 /* Golden test: one IQL update of the C trainer (vp_iql_learn, CPU) against PyTorch
- * (tools/golden_iql.py wrote tests/data/golden_iql.safetensors: the configuration, the
+ * (tools/golden_iql.py wrote tests/data/golden_iql.safetensors and, without the Mamba2 mixer,
+ * golden_iql_nomamba.safetensors: the configuration, the
  * parameters and the target Q heads, features, one batch of transitions, the heads' outputs, the
  * losses, every gradient before clipping, the grad norm, the parameters after AdamW and the
  * target after the Polyak step). Tolerance: norm-wise relative error per tensor 1e-4 (1e-3 for
@@ -52,8 +53,10 @@ static vp_tensor zeros(vp_dtype dt, int64_t rows, int64_t cols) {
     return cols ? vp_tensor_2d(p, dt, VP_MEM_HOST, rows, cols) : vp_tensor_1d(p, dt, VP_MEM_HOST, rows);
 }
 
-static void test_golden_update(void) {
-    const char* path = "tests/data/golden_iql.safetensors";
+/* The golden files: the network with the Mamba2 mixer, and without it. */
+static const char* const FILES[] = {"tests/data/golden_iql.safetensors", "tests/data/golden_iql_nomamba.safetensors"};
+
+static void golden_update(const char* path) {
     vp_st_file f;
     vp_status s = vp_st_load(&f, path);
     CHECK(s == VP_OK, "%s: %s", path, vp_last_error());
@@ -138,8 +141,8 @@ static void test_golden_update(void) {
     const double got[7] = {lv, lq, lp, lv + lq + lp, st[VP_IQL_STAT_ADV] / B, st[VP_IQL_STAT_WEIGHT] / B,
                            ((const float*)t.grad_norm.data)[0]};
     for (int i = 0; i < 7; ++i) CHECK_NEAR(got[i], want[i], 1e-5, 1e-5);
-    fprintf(stderr, "  loss %.6f (PyTorch %.6f): V %.6f (%.6f), Q %.6f (%.6f), pi %.6f (%.6f); grad norm %.6f (%.6f)\n",
-            got[3], (double)want[3], lv, (double)want[0], lq, (double)want[1], lp, (double)want[2], got[6],
+    fprintf(stderr, "  %s (use_mamba %d): loss %.6f (PyTorch %.6f): V %.6f (%.6f), Q %.6f (%.6f), pi %.6f (%.6f); grad norm %.6f (%.6f)\n",
+            path, m.use_mamba, got[3], (double)want[3], lv, (double)want[0], lq, (double)want[1], lp, (double)want[2], got[6],
             (double)want[6]);
     // every gradient, and every parameter after the step (and its change); the target after Polyak
     double worst_g = 0.0, worst_p = 0.0, worst_d = 0.0;
@@ -176,6 +179,10 @@ static void test_golden_update(void) {
     vp_iql_net_free(&t.net);
     vp_backend_free(t.backend);
     vp_st_free(&f);
+}
+
+static void test_golden_update(void) {
+    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; ++i) golden_update(FILES[i]);
 }
 
 int main(void) {

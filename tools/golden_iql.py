@@ -16,9 +16,10 @@ Q. Computed in float64 from float32-rounded inputs; the draw is redone until eve
 every min of the twin targets and every clip of the weights is clear of its kink, so float32
 and float64 take the same branches. tests/test_iql_golden.c compares the C update (vp_iql_learn)
 with the file: the losses, the heads' outputs, every gradient, the parameters and the target
-after the step.
+after the step (with the Mamba2 mixer, and without it).
 
 Usage: python3 tools/golden_iql.py --out tests/data/golden_iql.safetensors
+       python3 tools/golden_iql.py --no-mamba --out tests/data/golden_iql_nomamba.safetensors
 Needs torch, numpy and safetensors.
 """
 import argparse
@@ -146,7 +147,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output .safetensors file")
     ap.add_argument("--seed", type=int, default=3, help="first seed tried")
+    ap.add_argument("--no-mamba", action="store_true", help="the plain last-bar trunk (use_mamba 0)")
     args = ap.parse_args()
+    if args.no_mamba:
+        MODEL["use_mamba"] = 0
     for seed in range(args.seed, args.seed + 500):
         params, target, feats, bt = draw_case(seed)
         r = update(params, target, feats, bt)
