@@ -28,6 +28,7 @@
 #include "vulpes/synth.h"
 #include "vulpes/dataset.h"
 #include "vulpes/data_record.h"
+#include "vulpes/offline.h"
 
 /* the environment, the agent and its learning */
 #include "vulpes/env.h"
@@ -43,6 +44,7 @@
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
 #include "vulpes/ppo.h"
+#include "vulpes/dt.h"
 #include "vulpes/train.h"
 
 /* evaluation: backtests, walk-forward, reports */
