@@ -59,6 +59,13 @@ static vp_status steps_body(vp_backend* b, void* ctx) {
             q = (const float*)scores.data;
         }
         VP_TRY(act(c, q));
+        // a policy with memory sees the actions the step read and the rewards it paid
+        if (r->pol && r->pol->observe) {
+            const int64_t N = r->dims.n_windows;
+            vp_tensor acts = vp_tensor_2d(r->scratch, VP_I32, r->dev.mem, N, VP_ENV_BRANCHES);
+            vp_tensor rew = vp_tensor_1d(r->win.reward, VP_F32, r->dev.mem, N);
+            VP_TRY(vp_policy_observe(r->pol, c->work, &acts, &rew, N));
+        }
         VP_TRY(vp_step_increment(b, &r->counter));
     }
     return VP_OK;
