@@ -29,6 +29,7 @@
 #include "vulpes/dataset.h"
 #include "vulpes/data_record.h"
 #include "vulpes/offline.h"
+#include "vulpes/record.h"
 
 /* the environment, the agent and its learning */
 #include "vulpes/env.h"

@@ -26,6 +26,8 @@ static const vp_cli_command COMMANDS[] = {
      vp_cmd_backtest, NULL},
     {"act", NULL, "--checkpoint CK [--data FILE]", "the agent's decision for the bar after the last one, as JSON",
      vp_cmd_act, NULL},
+    {"record", NULL, "CONFIG --policy NAME --out FILE", "a behaviour's transitions in the env as an offline dataset",
+     vp_cmd_record, NULL},
     {"compare", NULL, "RUN... [--out DIR]", "one table (and page) of the figures of several runs or backtests",
      vp_cmd_compare, NULL},
     {"data", "inspect", "FILE", "what the loader sees in a bar file: rows, span, gaps, bad rows, features",
