@@ -241,6 +241,8 @@ static void test_learns_the_rule(void) {
             "(untrained %.2f)\n", 100 * g1, 100 * g0, r1.summary.strategy.sharpe, r0.summary.strategy.sharpe);
     CHECK(loss < first, "loss %.4f after 400 updates, %.4f after 50", loss, first);
     CHECK(g1 > 0.8 && g1 > g0 + 0.2, "direction agreement %.3f (untrained %.3f)", g1, g0);
+    // the decision after the span, from the window's history (what vulpes act prints)
+    CHECK(r1.next_q && isfinite(r1.next_q[0]) && r1.action[(r1.n_points - 1) * 4] >= 0, "no decision after the span");
     vp_rollout_result_free(&r0);
     vp_rollout_result_free(&r1);
     vp_algo_free(&a);

@@ -282,6 +282,7 @@ static vp_status collect_points(const vp_ro_run* r, vp_rollout_result* out) {
 
 /* Frees the run's memory. */
 static void run_free(vp_ro_run* r) {
+    vp_policy_work_free(r->pol, r->mem_work);
     vp_env_market_free(&r->market);
     if (r->dev.dev) vp_buffer_free(r->b, &r->dev);
     free(r->host);

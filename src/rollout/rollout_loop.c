@@ -143,7 +143,9 @@ vp_status vp_ro_run_ops(vp_ro_run* r, double* encode_s, double* sequential_s) {
     double t2 = vp_clock_s();
 
     vp_graph_free(g);
-    vp_policy_work_free(r->pol, c.work);
+    // a policy with memory keeps its workspace (each window's history) for the decision after the windows
+    if (s == VP_OK && r->pol && r->pol->observe) r->mem_work = c.work;
+    else vp_policy_work_free(r->pol, c.work);
     r->dims.env.size_scale = NULL; /* the scales lived in the work; the baselines step unscaled */
     if (buf.dev) vp_buffer_free(r->b, &buf);
     *encode_s = t1 - t0;
