@@ -1,5 +1,5 @@
-/* The Decision Transformer's policy with memory on the CPU: over 7 steps of 2 rows with a context
- * of 3, each step's scores equal, bit for bit, the forward of the sequence built here by hand from
+/* The Decision Transformer's policy with memory on the CPU: over 7 steps of 67 rows (a forward of
+ * 64 sequences, then one of 3) with a context of 3, each step's scores equal, bit for bit, the forward of the sequence built here by hand from
  * the steps so far (the last min(k + 1, 3) states in order, their returns-to-go the target less
  * the rewards observed before each, the actions observed, timesteps from the first step kept, the
  * current action token empty), read at its last state token; and the policy refuses more rows
@@ -8,7 +8,7 @@
 
 #include "test_dt_util.h"
 
-enum { N = 2, K = 3, H = 6, P = 8, STEPS = 7 };
+enum { N = 67, K = 3, H = 6, P = 8, STEPS = 7 };
 
 static void test_memory(void) {
     vp_backend* be = NULL;
@@ -81,10 +81,9 @@ static void test_memory(void) {
     }
     fprintf(stderr, "  %d of %d scored rows equal to the hand-built sequences bit for bit\n", exact, STEPS * N);
     // more rows than the workspace holds
-    float big[3 * P];
-    memset(big, 0, sizeof big);
-    vp_tensor e3 = vp_tensor_2d(big, VP_F32, VP_MEM_HOST, 3, H), p3 = vp_tensor_2d(big, VP_F32, VP_MEM_HOST, 3, P), sc;
-    CHECK_STATUS(vp_policy_score(&pol, w, &e3, &p3, 3, &sc), VP_ERR_INVALID_ARG, "3 rows for a workspace of 2");
+    static float big[(N + 1) * P];
+    vp_tensor e3 = vp_tensor_2d(big, VP_F32, VP_MEM_HOST, N + 1, H), p3 = vp_tensor_2d(big, VP_F32, VP_MEM_HOST, N + 1, P), sc;
+    CHECK_STATUS(vp_policy_score(&pol, w, &e3, &p3, N + 1, &sc), VP_ERR_INVALID_ARG, "68 rows for a workspace of 67");
     vp_dt_acts_free(a);
     vp_policy_work_free(&pol, w);
     vp_dt_net_free(&n);

@@ -9,14 +9,20 @@
 #include "learn/dt_acts.h"
 #include "vulpes/ops.h"
 
-/* The workspace: forward activations of N sequences, the history and the step counter. */
+/* Most sequences one transformer forward of the policy takes: a score of more rows runs in chunks
+ * of this many, so a workspace made for a rollout's large encoding batches stays small. */
+#define DT_POLICY_SEQS 64
+
+/* The workspace: encoder activations of N rows, forward activations of S = min(N,
+ * DT_POLICY_SEQS) sequences, the history of N rows and the step counter. */
 struct vp_policy_work {
     const vp_dt_net* net;  /* the network */
     int64_t n;             /* N: rows */
-    vp_dt_acts* acts;      /* N sequences (forward only) and N encoder rows */
+    int64_t s;             /* S: sequences per forward */
+    vp_dt_acts* acts;      /* S sequences (forward only) and N encoder rows */
     vp_arena arena;        /* the tensors below */
-    vp_dt_batch seq;       /* [N K] the sequences scored */
-    vp_tensor e_seq;       /* [N K, H] their encodings */
+    vp_dt_batch seq;       /* [S K] the sequences of one forward */
+    vp_tensor e_seq;       /* [S K, H] their encodings */
     vp_tensor h_e;         /* [N, K, H] history: encodings */
     vp_tensor h_port;      /* [N, K, P] portfolio vectors */
     vp_tensor h_act;       /* [N, K, 4] i32 actions */
@@ -52,13 +58,14 @@ static vp_status dt_work_init(const vp_policy* p, int64_t batch, vp_policy_work*
     VP_REQUIRE(w != NULL, VP_ERR_OOM, "policy dt: workspace");
     w->net = n;
     w->n = batch;
+    w->s = batch < DT_POLICY_SEQS ? batch : DT_POLICY_SEQS;
     vp_backend* be = p->backend;
-    const int64_t NK = batch * d->K;
-    const size_t words = (size_t)(NK * (1 + d->P + 4 + 3) + 2 * NK * d->H + NK * (d->P + 4 + 1) + batch * (1 + d->A) + 1);
-    vp_status s = vp_dt_acts_init(&w->acts, n, batch, 0, batch, p->fp32_scores);
+    const int64_t NK = batch * d->K, SK = w->s * d->K;
+    const size_t words = (size_t)(SK * (1 + d->P + 4 + 3) + SK * d->H + NK * (d->H + d->P + 4 + 1) + batch * (1 + d->A) + 1);
+    vp_status s = vp_dt_acts_init(&w->acts, n, w->s, 0, batch, p->fp32_scores);
     if (s == VP_OK) s = vp_arena_init(&w->arena, be, vp_backend_native_mem(be), words * 4 + 20 * 256);
-    if (s == VP_OK) s = vp_dt_batch_init(&w->seq, &w->arena, d, batch);
-    if (s == VP_OK) s = take(w, "dt.pol.e_seq", VP_F32, NK, d->H, &w->e_seq);
+    if (s == VP_OK) s = vp_dt_batch_init(&w->seq, &w->arena, d, w->s);
+    if (s == VP_OK) s = take(w, "dt.pol.e_seq", VP_F32, SK, d->H, &w->e_seq);
     if (s == VP_OK) s = take(w, "dt.pol.h_e", VP_F32, NK, d->H, &w->h_e);
     if (s == VP_OK) s = take(w, "dt.pol.h_port", VP_F32, NK, d->P, &w->h_port);
     if (s == VP_OK) s = take(w, "dt.pol.h_act", VP_I32, NK, 4, &w->h_act);
@@ -102,12 +109,18 @@ static vp_status dt_score(const vp_policy* p, vp_policy_work* w, const vp_tensor
     VP_TRY(vp_dt_kernels_of(fn, be, &k));
     const int32_t* steps = (const int32_t*)w->steps.data;
     const vp_dt_hist_ptrs h = hist_of(w);
-    // this step into the history, each row's sequence of its last steps, the forward, the readout
+    // this step into the history; then per chunk of rows each one's sequence of its last steps,
+    // the forward and the readout
     VP_TRY(k->hist_push(be, d, n, steps, (const float*)enc->data, (const float*)portfolio->data, h));
-    VP_TRY(k->hist_seq(be, d, n, steps, h, (float*)w->e_seq.data, vp_dt_batch_ptrs_of(&w->seq)));
-    VP_TRY(vp_dt_forward(net, p->params, w->acts, &w->e_seq, &w->seq, n));
-    const vp_tensor lg = vp_dt_logits(w->acts);
-    VP_TRY(k->readout(be, d, n, steps, (const float*)lg.data, (float*)w->scores.data));
+    for (int64_t i0 = 0; i0 < n; i0 += w->s) {
+        const int64_t m = n - i0 < w->s ? n - i0 : w->s, K = d->K;
+        const vp_dt_hist_ptrs hc = {h.e + i0 * K * d->H, h.port + i0 * K * d->P, h.act + i0 * K * 4, h.rtg + i0 * K,
+                                    h.rtg_now + i0};
+        VP_TRY(k->hist_seq(be, d, m, steps, hc, (float*)w->e_seq.data, vp_dt_batch_ptrs_of(&w->seq)));
+        VP_TRY(vp_dt_forward(net, p->params, w->acts, &w->e_seq, &w->seq, m));
+        const vp_tensor lg = vp_dt_logits(w->acts);
+        VP_TRY(k->readout(be, d, m, steps, (const float*)lg.data, (float*)w->scores.data + i0 * d->A));
+    }
     *scores = vp_tensor_2d(w->scores.data, VP_F32, w->scores.mem, n, d->A);
     return VP_OK;
 }
