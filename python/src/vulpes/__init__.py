@@ -5,7 +5,7 @@ Errors of the library raise VulpesError with its message. docs/python.md describ
 from ._lib import VulpesError, library_path
 
 __all__ = ["VulpesError", "library_path", "train", "backtest", "read_run", "RunResult", "load", "CModel",
-           "VulpesNet", "VulpesPPONet", "export_onnx", "VectorEnv", "VulpesEnv"]
+           "VulpesNet", "VulpesPPONet", "export_onnx", "VectorEnv", "VulpesEnv", "VulpesDTNet", "CDTModel"]
 
 __version__ = "0.1.0"
 
@@ -14,6 +14,7 @@ _LAZY = {
     "load": "model", "CModel": "model", "VulpesNet": "model", "VulpesPPONet": "model",
     "export_onnx": "onnx_export",
     "VectorEnv": "env", "VulpesEnv": "env",
+    "VulpesDTNet": "dt", "CDTModel": "dt",
 }
 
 

@@ -179,7 +179,15 @@ class VulpesPPONet(VulpesNet):
 def load(checkpoint):
     """The network of a vulpes checkpoint (best.safetensors or last.safetensors) as a VulpesNet on the
     CPU, in float32 and eval mode; it computes the C forward's Q values, C51 log-probabilities and
-    IQN quantiles. A PPO checkpoint gives a VulpesPPONet (policy logits and values)."""
+    IQN quantiles. A PPO checkpoint gives a VulpesPPONet (policy logits and values), a Decision
+    Transformer's a VulpesDTNet (vulpes.dt)."""
+    from . import dt
+
+    if dt.checkpoint_algo(checkpoint) == "dt":
+        with dt.CDTModel(checkpoint) as m:
+            net = dt.VulpesDTNet(m.config, m.params())
+        net.checkpoint = str(checkpoint)
+        return net.eval()
     with CModel(checkpoint) as m:
         net = (VulpesPPONet if m.config["ppo"] else VulpesNet)(m.config, m.params())
     net.checkpoint = str(checkpoint)
