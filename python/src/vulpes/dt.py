@@ -22,16 +22,20 @@ _FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "kan_range", "stoch_depth"
 
 def checkpoint_algo(path):
     """The vulpes.algo metadata of a safetensors checkpoint ("dqn" when it has none), read from its
-    header."""
+    header; None when the file cannot be read as one (the library's open then says why)."""
     import json
     import struct
 
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        if n > 100_000_000:
-            raise ValueError(f"{path}: a header of {n} bytes is not a safetensors file's")
-        head = json.loads(f.read(n))
-    return head.get("__metadata__", {}).get("vulpes.algo", "dqn")
+    try:
+        with open(path, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            if n > 100_000_000:
+                return None
+            head = json.loads(f.read(n))
+        algo = head.get("__metadata__", {}).get("vulpes.algo", "dqn")
+        return algo if isinstance(algo, str) else None
+    except (OSError, ValueError, struct.error, AttributeError):
+        return None
 
 
 def _p(a, t=ctypes.c_float):
