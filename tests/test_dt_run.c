@@ -84,12 +84,12 @@ static int setup(vp_backend* b, vp_config* cfg, vp_train_data* d, const char* pa
     return s == VP_OK;
 }
 
-/* Whether two instances' parameters `which` are equal bit for bit. */
-static int same_params(const vp_algo* a, const vp_algo* c) {
-    const vp_dt_trainer* x = &((const vp_dt_trainer*)a->impl)[0];
-    const vp_dt_trainer* y = &((const vp_dt_trainer*)c->impl)[0];
-    return memcmp(x->net.params.data, y->net.params.data, sizeof(float) * (size_t)x->net.n_weights) == 0 &&
-           memcmp(x->adam_m.data, y->adam_m.data, sizeof(float) * (size_t)x->net.n_weights) == 0;
+/* Whether two instances' parameters `which` are equal bit for bit (through their policies). */
+static int same_params(const vp_algo* a, const vp_algo* c, vp_algo_params which) {
+    vp_policy pa, pc;
+    if (vp_algo_policy(a, which, &pa) != VP_OK || vp_algo_policy(c, which, &pc) != VP_OK) return 0;
+    const int64_t n = vp_tensor_numel(pa.params);
+    return n == vp_tensor_numel(pc.params) && memcmp(pa.params->data, pc.params->data, sizeof(float) * (size_t)n) == 0;
 }
 
 static void test_checkpoints(void) {
@@ -120,7 +120,10 @@ static void test_checkpoints(void) {
     CHECK(c.count.iteration == 5 && c.best_iteration == 5 && c.best_val_sharpe == 1.5, "resumed counters %lld, %lld, %g",
           (long long)c.count.iteration, (long long)c.best_iteration, c.best_val_sharpe);
     CHECK_OK(vp_algo_iterate(&c, 3));
-    CHECK(same_params(&a, &c), "resumed training differs from the uninterrupted one after 3 updates");
+    CHECK(same_params(&a, &c, VP_PARAMS_ONLINE), "resumed training differs from the uninterrupted one after 3 updates");
+    // the best parameters come from best.safetensors (as the training loop's resume loads them)
+    CHECK_OK(vp_algo_load_params(&c, best, VP_PARAMS_BEST));
+    CHECK(same_params(&a, &c, VP_PARAMS_BEST), "the best parameters read back differ");
     // the best checkpoint into an inference instance: its parameters and its target
     vp_algo inf;
     memset(&inf, 0, sizeof inf);
@@ -129,10 +132,11 @@ static void test_checkpoints(void) {
     vp_policy pa, pi;
     CHECK_OK(vp_algo_policy(&a, VP_PARAMS_BEST, &pa));
     CHECK_OK(vp_algo_policy(&inf, VP_PARAMS_ONLINE, &pi));
-    const vp_dt_trainer* ta = (const vp_dt_trainer*)a.impl;
-    CHECK(pa.goal == pi.goal && pa.goal == ta->target && isfinite(pa.goal), "targets %g and %g", (double)pa.goal,
-          (double)pi.goal);
-    CHECK(memcmp(pa.params->data, pi.params->data, sizeof(float) * (size_t)ta->net.n_weights) == 0,
+    vp_kv_list info;
+    CHECK_OK(vp_algo_info(&a, &info));
+    CHECK(pa.goal == pi.goal && pa.goal == (float)vp_kv_get(&info, "target_return") && isfinite(pa.goal),
+          "targets %g and %g", (double)pa.goal, (double)pi.goal);
+    CHECK(memcmp(pa.params->data, pi.params->data, sizeof(float) * (size_t)vp_tensor_numel(pa.params)) == 0,
           "best parameters differ after the round trip");
     vp_algo_free(&inf);
     vp_algo_free(&c);
@@ -162,6 +166,32 @@ static vp_status test_span(vp_backend* b, vp_algo* a, const vp_train_data* d, vp
     VP_TRY(vp_annual_measure(d->bars.time_ms, d->bars.n, &rc.annual));
     vp_rollout_data rd = {&d->bars, d->atr, a->features, d->split.test};
     return vp_rollout_run(b, &pol, &rd, &rc, rr);
+}
+
+/* The test-span Sharpe of the crossover itself (no epsilon), its actions forced (NaN on failure). */
+static double rule_sharpe(vp_backend* b, vp_algo* a, const vp_train_data* d) {
+    const vp_span sp = d->split.test;
+    const int64_t n = sp.end - sp.begin - 1;
+    int32_t* forced = (int32_t*)calloc((size_t)(4 * n), sizeof(int32_t));
+    if (!forced) return NAN;
+    for (int64_t k = 0; k < n; ++k) {
+        forced[4 * k] = vpt_ma_dir(d->bars.close, sp.begin + k, FAST, SLOW);
+        forced[4 * k + 1] = 3;
+    }
+    vp_rollout_cfg rc = vp_rollout_cfg_default();
+    rc.instrument = a->instrument;
+    rc.episode_bars = a->env.episode_bars;
+    rc.ruin_fraction = a->env.ruin_fraction;
+    rc.forced_actions = forced;
+    vp_rollout_result rr;
+    memset(&rr, 0, sizeof rr);
+    vp_rollout_data rd = {&d->bars, d->atr, a->features, sp};
+    vp_status s = vp_annual_measure(d->bars.time_ms, d->bars.n, &rc.annual);
+    if (s == VP_OK) s = vp_rollout_run(b, NULL, &rd, &rc, &rr);
+    const double sh = s == VP_OK ? rr.summary.strategy.sharpe : NAN;
+    vp_rollout_result_free(&rr);
+    free(forced);
+    return sh;
 }
 
 /* The share of a rollout's decisions whose direction is the crossover's. */
@@ -233,12 +263,14 @@ static void test_learns_the_rule(void) {
     const double secs = vp_clock_s() - t0, loss = vp_kv_get(&st, "loss");
     CHECK_OK(test_span(b, &a, &d, VP_PARAMS_ONLINE, &r1));
     const double g0 = agreement(&r0, &d), g1 = agreement(&r1, &d);
-    const vp_dt_trainer* t = (const vp_dt_trainer*)a.impl;
+    vp_kv_list info;
+    CHECK_OK(vp_algo_info(&a, &info));
     fprintf(stderr, "  400 updates in %.1f s: loss %.3f after 50, %.3f after 400; target return %.3f (best episode; "
-            "mean %.3f over %lld episodes)\n", secs, first, loss, (double)t->target, t->rows.mean_return,
-            (long long)t->rows.n_episodes);
+            "mean %.3f over %.0f episodes)\n", secs, first, loss, vp_kv_get(&info, "target_return"),
+            vp_kv_get(&info, "dataset_mean_return"), vp_kv_get(&info, "dataset_episodes"));
     fprintf(stderr, "  test span: the crossover's direction at %.1f %% of the bars (untrained %.1f %%); Sharpe %.2f "
-            "(untrained %.2f)\n", 100 * g1, 100 * g0, r1.summary.strategy.sharpe, r0.summary.strategy.sharpe);
+            "(untrained %.2f; the crossover itself, without epsilon, %.2f)\n", 100 * g1, 100 * g0,
+            r1.summary.strategy.sharpe, r0.summary.strategy.sharpe, rule_sharpe(b, &a, &d));
     CHECK(loss < first, "loss %.4f after 400 updates, %.4f after 50", loss, first);
     CHECK(g1 > 0.8 && g1 > g0 + 0.2, "direction agreement %.3f (untrained %.3f)", g1, g0);
     // the decision after the span, from the window's history (what vulpes act prints)

@@ -56,6 +56,15 @@ vp_dt_block_acts* vp_dt_block(vp_dt_acts* a, int l);
 /* [rows, cols] view of the first rows of a 2-D activation. */
 vp_tensor vp_dt_rows(const vp_tensor* t, int64_t rows);
 
+/* Rows [r0, r0 + n) of a 2-D parameter view w. */
+vp_tensor vp_dt_wrows(const vp_tensor* w, int64_t r0, int64_t n);
+
+/* Elements [r0, r0 + n) of a vector view v. */
+vp_tensor vp_dt_vec(const vp_tensor* v, int64_t r0, int64_t n);
+
+/* The causal attention's shape over B sequences of shape d. */
+vp_attn_desc vp_dt_attn_desc(const vp_dt_dims* d, int64_t B);
+
 /* The embedding kernels' arguments for the last forward of a with params. */
 void vp_dt_embed_args_of(const vp_dt_acts* a, const vp_tensor* params, vp_dt_embed_args* out);
 

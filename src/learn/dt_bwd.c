@@ -8,14 +8,6 @@
 #include "learn/dt_acts.h"
 #include "vulpes/ops.h"
 
-/* Rows [r0, r0 + n) of a 2-D parameter view, and elements [r0, r0 + n) of a vector one. */
-static vp_tensor wrows(const vp_tensor* w, int64_t r0, int64_t n) {
-    return vp_tensor_2d((float*)w->data + r0 * w->shape[1], VP_F32, w->mem, n, w->shape[1]);
-}
-static vp_tensor velems(const vp_tensor* v, int64_t r0, int64_t n) {
-    return vp_tensor_1d((float*)v->data + r0, VP_F32, v->mem, n);
-}
-
 /* Block l's backward from dx (the gradient of its output stream, overwritten with that of its
  * input stream). */
 static vp_status block_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_acts* a, int l, const vp_dt_kernels* kt) {
@@ -34,7 +26,7 @@ static vp_status block_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_act
     vp_tensor dq = vp_dt_rows(&a->dq, BL), dk = vp_dt_rows(&a->dk, BL), dv = vp_dt_rows(&a->dv, BL);
     vp_tensor ln1 = vp_dt_rows(&k->ln1, BL), mid = vp_dt_rows(&k->mid, BL), ln2 = vp_dt_rows(&k->ln2, BL);
     vp_tensor fc = vp_dt_rows(&k->fc, BL), ge = vp_dt_rows(&k->ge, BL), att = vp_dt_rows(&k->att, BL);
-    vp_tensor m1 = velems(&k->m1, 0, BL), r1 = velems(&k->r1, 0, BL), m2 = velems(&k->m2, 0, BL), r2 = velems(&k->r2, 0, BL);
+    vp_tensor m1 = vp_dt_vec(&k->m1, 0, BL), r1 = vp_dt_vec(&k->r1, 0, BL), m2 = vp_dt_vec(&k->m2, 0, BL), r2 = vp_dt_vec(&k->r2, 0, BL);
     vp_tensor xin = vp_dt_rows(vp_dt_stream(a, l), BL);
     // the MLP: y = mid + W2 gelu(W1 LN2(mid) + b1) + b2
     VP_TRY(vp_model_linear_backward(m, &ge, &W[VP_DT_FC2_W], &dx, &G[VP_DT_FC2_W], &G[VP_DT_FC2_B], &dfc, 0.0f));
@@ -44,10 +36,7 @@ static vp_status block_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_act
     VP_TRY(vp_axpby(be, 1.0f, &t2, 1.0f, &dx));
     // the attention: mid = x + W_o attn(LN1(x)) + b_o
     VP_TRY(vp_model_linear_backward(m, &att, &W[VP_DT_PROJ_W], &dx, &G[VP_DT_PROJ_W], &G[VP_DT_PROJ_B], &datt, 0.0f));
-    vp_attn_desc at;
-    memset(&at, 0, sizeof at);
-    at.batch = B, at.heads = d->NH, at.lq = at.lk = d->L, at.dim = d->D / d->NH;
-    at.scale = 1.0f / sqrtf((float)at.dim), at.causal = 1;
+    const vp_attn_desc at = vp_dt_attn_desc(d, B);
     vp_tensor q3 = vp_tensor_3d(k->q.data, VP_F32, k->q.mem, B, d->L, D);
     vp_tensor k3 = vp_tensor_3d(k->k.data, VP_F32, k->k.mem, B, d->L, D);
     vp_tensor v3 = vp_tensor_3d(k->v.data, VP_F32, k->v.mem, B, d->L, D);
@@ -56,17 +45,16 @@ static vp_status block_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_act
     vp_tensor dq3 = vp_tensor_3d(dq.data, VP_F32, dq.mem, B, d->L, D);
     vp_tensor dk3 = vp_tensor_3d(dk.data, VP_F32, dk.mem, B, d->L, D);
     vp_tensor dv3 = vp_tensor_3d(dv.data, VP_F32, dv.mem, B, d->L, D);
-    vp_tensor lse = velems(&k->lse, 0, B * d->NH * d->L);
+    vp_tensor lse = vp_dt_vec(&k->lse, 0, B * d->NH * d->L);
     VP_TRY(vp_attention_backward(be, &at, &q3, &k3, &v3, &o3, &lse, &do3, &dq3, &dk3, &dv3));
-    vp_tensor wq = wrows(&W[VP_DT_QKV_W], 0, D), wk = wrows(&W[VP_DT_QKV_W], D, D), wv = wrows(&W[VP_DT_QKV_W], 2 * D, D);
-    vp_tensor gq = wrows(&G[VP_DT_QKV_W], 0, D), gk = wrows(&G[VP_DT_QKV_W], D, D), gv = wrows(&G[VP_DT_QKV_W], 2 * D, D);
-    vp_tensor gbq = velems(&G[VP_DT_QKV_B], 0, D), gbk = velems(&G[VP_DT_QKV_B], D, D);
-    vp_tensor gbv = velems(&G[VP_DT_QKV_B], 2 * D, D);
+    vp_tensor wq = vp_dt_wrows(&W[VP_DT_QKV_W], 0, D), wk = vp_dt_wrows(&W[VP_DT_QKV_W], D, D), wv = vp_dt_wrows(&W[VP_DT_QKV_W], 2 * D, D);
+    vp_tensor gq = vp_dt_wrows(&G[VP_DT_QKV_W], 0, D), gk = vp_dt_wrows(&G[VP_DT_QKV_W], D, D), gv = vp_dt_wrows(&G[VP_DT_QKV_W], 2 * D, D);
+    vp_tensor gbq = vp_dt_vec(&G[VP_DT_QKV_B], 0, D), gbk = vp_dt_vec(&G[VP_DT_QKV_B], D, D);
+    vp_tensor gbv = vp_dt_vec(&G[VP_DT_QKV_B], 2 * D, D);
     VP_TRY(vp_model_linear_backward(m, &ln1, &wq, &dq, &gq, &gbq, &t1, 0.0f));
     VP_TRY(vp_model_linear_backward(m, &ln1, &wk, &dk, &gk, &gbk, &t1, 1.0f));
     VP_TRY(vp_model_linear_backward(m, &ln1, &wv, &dv, &gv, &gbv, &t1, 1.0f));
     VP_TRY(vp_layernorm_backward(be, &t1, &xin, &W[VP_DT_LN1_G], &m1, &r1, &t2, &G[VP_DT_LN1_G], &G[VP_DT_LN1_B]));
-    (void)mid;
     return vp_axpby(be, 1.0f, &t2, 1.0f, &dx);
 }
 
@@ -115,14 +103,14 @@ vp_status vp_dt_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_acts* a) {
     VP_TRY(vp_model_linear_backward(m, &lnf, &hw, &dl, &ghw, &ghb, &t1, 0.0f));
     vp_tensor xl = vp_dt_rows(vp_dt_stream(a, d->layers), BL);
     vp_tensor gf = vp_dt_view(n, params, ig), ggf = vp_dt_view(n, &n->grads, ig), gbf = vp_dt_view(n, &n->grads, ib);
-    vp_tensor mf = velems(&a->mf, 0, BL), rf = velems(&a->rf, 0, BL);
+    vp_tensor mf = vp_dt_vec(&a->mf, 0, BL), rf = vp_dt_vec(&a->rf, 0, BL);
     VP_TRY(vp_layernorm_backward(be, &t1, &xl, &gf, &mf, &rf, &dx, &ggf, &gbf));
     // the blocks in reverse, then the input LayerNorm into d x0 (dt2)
     for (int l = d->layers - 1; l >= 0; --l) VP_TRY(block_backward(n, params, a, l, kt));
     vp_tensor x0 = vp_dt_rows(&a->x0, BL), dx0 = vp_dt_rows(&a->dt2, BL);
     const int iig = vp_dt_in(n, VP_DT_LNI_G), iib = vp_dt_in(n, VP_DT_LNI_B);
     vp_tensor gi = vp_dt_view(n, params, iig), ggi = vp_dt_view(n, &n->grads, iig), gbi = vp_dt_view(n, &n->grads, iib);
-    vp_tensor mi = velems(&a->mi, 0, BL), ri = velems(&a->ri, 0, BL);
+    vp_tensor mi = vp_dt_vec(&a->mi, 0, BL), ri = vp_dt_vec(&a->ri, 0, BL);
     VP_TRY(vp_layernorm_backward(be, &dx, &x0, &gi, &mi, &ri, &dx0, &ggi, &gbi));
     // the tokens, then the state linear into d h
     vp_dt_embed_args ea;

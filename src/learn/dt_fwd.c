@@ -127,11 +127,11 @@ vp_status vp_dt_encode(const vp_dt_net* n, const vp_tensor* params, vp_dt_acts* 
 
 vp_tensor vp_dt_encoding(const vp_dt_acts* a) { return vp_model_encoding(a->enc); }
 
-/* Rows [r0, r0 + n) of a 2-D parameter view, and elements [r0, r0 + n) of a vector one. */
-static vp_tensor wrows(const vp_tensor* w, int64_t r0, int64_t n) {
+vp_tensor vp_dt_wrows(const vp_tensor* w, int64_t r0, int64_t n) {
     return vp_tensor_2d((float*)w->data + r0 * w->shape[1], VP_F32, w->mem, n, w->shape[1]);
 }
-static vp_tensor velems(const vp_tensor* v, int64_t r0, int64_t n) {
+
+vp_tensor vp_dt_vec(const vp_tensor* v, int64_t r0, int64_t n) {
     return vp_tensor_1d((float*)v->data + r0, VP_F32, v->mem, n);
 }
 
@@ -151,8 +151,7 @@ void vp_dt_embed_args_of(const vp_dt_acts* a, const vp_tensor* params, vp_dt_emb
     out->time_e = (const float*)vp_dt_view(n, params, vp_dt_in(n, VP_DT_TIME_E)).data;
 }
 
-/* The attention's shape over B sequences. */
-static vp_attn_desc attn_desc(const vp_dt_dims* d, int64_t B) {
+vp_attn_desc vp_dt_attn_desc(const vp_dt_dims* d, int64_t B) {
     vp_attn_desc at;
     memset(&at, 0, sizeof at);
     at.batch = B;
@@ -182,16 +181,16 @@ static vp_status block_forward(const vp_dt_net* n, const vp_tensor* params, vp_d
     vp_tensor ln1 = vp_dt_rows(&k->ln1, BL), q = vp_dt_rows(&k->q, BL), kk = vp_dt_rows(&k->k, BL);
     vp_tensor v = vp_dt_rows(&k->v, BL), att = vp_dt_rows(&k->att, BL), mid = vp_dt_rows(&k->mid, BL);
     vp_tensor ln2 = vp_dt_rows(&k->ln2, BL), fc = vp_dt_rows(&k->fc, BL), ge = vp_dt_rows(&k->ge, BL);
-    vp_tensor m1 = velems(&k->m1, 0, BL), r1 = velems(&k->r1, 0, BL), m2 = velems(&k->m2, 0, BL), r2 = velems(&k->r2, 0, BL);
-    vp_tensor lse = velems(&k->lse, 0, B * d->NH * d->L);
+    vp_tensor m1 = vp_dt_vec(&k->m1, 0, BL), r1 = vp_dt_vec(&k->r1, 0, BL), m2 = vp_dt_vec(&k->m2, 0, BL), r2 = vp_dt_vec(&k->r2, 0, BL);
+    vp_tensor lse = vp_dt_vec(&k->lse, 0, B * d->NH * d->L);
     // causal self-attention over LayerNorm(x), added to x
     VP_TRY(vp_layernorm(be, x, &W[VP_DT_LN1_G], &W[VP_DT_LN1_B], d->ln_eps, &ln1, &m1, &r1));
-    vp_tensor wq = wrows(&W[VP_DT_QKV_W], 0, D), wk = wrows(&W[VP_DT_QKV_W], D, D), wv = wrows(&W[VP_DT_QKV_W], 2 * D, D);
-    vp_tensor bq = velems(&W[VP_DT_QKV_B], 0, D), bk = velems(&W[VP_DT_QKV_B], D, D), bv = velems(&W[VP_DT_QKV_B], 2 * D, D);
+    vp_tensor wq = vp_dt_wrows(&W[VP_DT_QKV_W], 0, D), wk = vp_dt_wrows(&W[VP_DT_QKV_W], D, D), wv = vp_dt_wrows(&W[VP_DT_QKV_W], 2 * D, D);
+    vp_tensor bq = vp_dt_vec(&W[VP_DT_QKV_B], 0, D), bk = vp_dt_vec(&W[VP_DT_QKV_B], D, D), bv = vp_dt_vec(&W[VP_DT_QKV_B], 2 * D, D);
     VP_TRY(vp_model_linear(m, &ln1, &wq, &bq, VP_EPI_BIAS, 0.0f, &q));
     VP_TRY(vp_model_linear(m, &ln1, &wk, &bk, VP_EPI_BIAS, 0.0f, &kk));
     VP_TRY(vp_model_linear(m, &ln1, &wv, &bv, VP_EPI_BIAS, 0.0f, &v));
-    const vp_attn_desc at = attn_desc(d, B);
+    const vp_attn_desc at = vp_dt_attn_desc(d, B);
     vp_tensor q3 = seq3(&q, d, B), k3 = seq3(&kk, d, B), v3 = seq3(&v, d, B), o3 = seq3(&att, d, B);
     VP_TRY(vp_attention(be, &at, &q3, &k3, &v3, &o3, &lse));
     VP_TRY(vp_copy(be, x, &mid));
@@ -257,7 +256,7 @@ vp_status vp_dt_forward(const vp_dt_net* n, const vp_tensor* params, vp_dt_acts*
     vp_tensor x0 = vp_dt_rows(&a->x0, BL);
     VP_TRY(kt->embed(be, &ea, (float*)x0.data));
     vp_tensor gi = vp_dt_view(n, params, vp_dt_in(n, VP_DT_LNI_G)), bi = vp_dt_view(n, params, vp_dt_in(n, VP_DT_LNI_B));
-    vp_tensor mi = velems(&a->mi, 0, BL), ri = velems(&a->ri, 0, BL);
+    vp_tensor mi = vp_dt_vec(&a->mi, 0, BL), ri = vp_dt_vec(&a->ri, 0, BL);
     vp_tensor s0 = vp_dt_rows(vp_dt_stream(a, 0), BL);
     VP_TRY(vp_layernorm(be, &x0, &gi, &bi, d->ln_eps, &s0, &mi, &ri));
     // the blocks, then the final LayerNorm and the head
@@ -267,7 +266,7 @@ vp_status vp_dt_forward(const vp_dt_net* n, const vp_tensor* params, vp_dt_acts*
     }
     vp_tensor xl = vp_dt_rows(vp_dt_stream(a, d->layers), BL), lnf = vp_dt_rows(&a->lnf, BL);
     vp_tensor gf = vp_dt_view(n, params, vp_dt_out(n, VP_DT_LNF_G)), bf = vp_dt_view(n, params, vp_dt_out(n, VP_DT_LNF_B));
-    vp_tensor mf = velems(&a->mf, 0, BL), rf = velems(&a->rf, 0, BL);
+    vp_tensor mf = vp_dt_vec(&a->mf, 0, BL), rf = vp_dt_vec(&a->rf, 0, BL);
     VP_TRY(vp_layernorm(be, &xl, &gf, &bf, d->ln_eps, &lnf, &mf, &rf));
     vp_tensor hw = vp_dt_view(n, params, vp_dt_out(n, VP_DT_HEAD_W)), hb = vp_dt_view(n, params, vp_dt_out(n, VP_DT_HEAD_B));
     vp_tensor lg = vp_dt_rows(&a->logits, BL);

@@ -47,7 +47,6 @@ static void add(vp_dt_net* n, const char* name, int64_t rows, int64_t cols, int6
 /* The table of tensors after the encoder's, from *off. */
 static void layout(vp_dt_net* n, int64_t* off) {
     const int64_t D = n->dims.D, H = n->dims.H, A = n->dims.A, TM = n->dims.TM;
-    (void)H, (void)A, (void)TM;
 #define DT_ADD_(slot, name, rows, cols) add(n, name, rows, cols, off);
     VP_DT_IN_TENSORS(DT_ADD_)
 #undef DT_ADD_
