@@ -150,6 +150,21 @@ static void test_checkpoints(void) {
     vp_dt_trainer t;
     CHECK_STATUS(vp_dt_trainer_init_data(&t, b, &cfg, &d, &od), VP_ERR_INVALID_ARG, "training span");
     vp_offline_free(&od);
+    // the config's refusals, each naming its key
+    vp_config bad = cfg;
+    bad.dt.dataset[0] = '\0';
+    CHECK_STATUS(vp_dt_trainer_init(&t, b, &bad, &d), VP_ERR_INVALID_ARG, "dt.dataset");
+    bad = cfg;
+    snprintf(bad.dt.target_return, sizeof bad.dt.target_return, "%s", "high");
+    vp_dt_cfg dc;
+    CHECK_STATUS(vp_dt_cfg_make(&bad, &dc), VP_ERR_INVALID_ARG, "dt.target_return");
+    snprintf(bad.dt.target_return, sizeof bad.dt.target_return, "%s", "12.5");
+    CHECK_OK(vp_dt_cfg_make(&bad, &dc));
+    CHECK(!dc.target_best && dc.target_return == 12.5, "dt.target_return 12.5 read as %g (best %d)", dc.target_return,
+          dc.target_best);
+    bad = cfg;
+    bad.dt.embed = 30, bad.dt.heads = 4;
+    CHECK_STATUS(vp_dt_cfg_make(&bad, &dc), VP_ERR_INVALID_ARG, "dt.heads");
     vp_train_data_free(&d);
     vpt_rm_run(dir);
     vp_backend_free(b);
