@@ -58,11 +58,10 @@ static vp_status block_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_act
     return vp_axpby(be, 1.0f, &t2, 1.0f, &dx);
 }
 
-/* The encoder's backward from d h [BK, H]: the portfolio projection, then Mamba2 (which leaves
- * d h2 in d_t1) or, without it, d h2 = d h (last bar only), then the trunk. */
+/* The encoder's backward from d h [BK, H]: the portfolio projection, then (on its own encoding)
+ * vp_model_encoder_backward. */
 static vp_status encoder_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_acts* a, const vp_tensor* dh) {
     vp_model* m = &n->enc;
-    vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
     const int64_t BK = a->b * n->dims.K;
     const vp_tensor pe = vp_dt_enc_view(n, params);
@@ -70,17 +69,7 @@ static vp_status encoder_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_a
     vp_tensor pw = vp_model_slot(m, &pe, VP_PS_PORT_W);
     vp_tensor gpw = vp_model_slot(m, &m->grads, VP_PS_PORT_W), gpb = vp_model_slot(m, &m->grads, VP_PS_PORT_B);
     VP_TRY(vp_model_linear_backward(&a->lin, &port, &pw, dh, &gpw, &gpb, NULL, 0.0f));
-    if (!a->own_enc) return VP_OK;
-    vp_model_acts* ea = a->enc;
-    if (c->use_mamba) {
-        vp_tensor de = vp_acts_rows(&ea->d_h, BK);
-        VP_TRY(vp_copy(be, dh, &de));
-        VP_TRY(vp_model_mamba_backward(m, &pe, ea, BK));
-    } else {
-        vp_tensor d_t1 = vp_acts_rows(&ea->d_t1, BK);
-        VP_TRY(vp_copy(be, dh, &d_t1));
-    }
-    return vp_model_trunk_backward(m, &pe, ea, &ea->d_t1, BK);
+    return a->own_enc ? vp_model_encoder_backward(m, &pe, a->enc, dh, BK) : VP_OK;
 }
 
 vp_status vp_dt_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_acts* a) {
