@@ -170,10 +170,13 @@ static void test_checkpoints(void) {
     vp_backend_free(b);
 }
 
-/* The exact test-span backtest of instance a's parameters `which` (NULL actions: not kept). */
-static vp_status test_span(vp_backend* b, vp_algo* a, const vp_train_data* d, vp_algo_params which, vp_rollout_result* rr) {
+/* The exact test-span backtest of instance a's parameters `which`, conditioned on its target
+ * (target NaN) or on `target`. */
+static vp_status test_span_at(vp_backend* b, vp_algo* a, const vp_train_data* d, vp_algo_params which, float target,
+                              vp_rollout_result* rr) {
     vp_policy pol;
     VP_TRY(vp_algo_policy(a, which, &pol));
+    if (!isnan(target)) pol.goal = target;
     vp_rollout_cfg rc = vp_rollout_cfg_default();
     rc.instrument = a->instrument;
     rc.episode_bars = a->env.episode_bars;
@@ -181,6 +184,10 @@ static vp_status test_span(vp_backend* b, vp_algo* a, const vp_train_data* d, vp
     VP_TRY(vp_annual_measure(d->bars.time_ms, d->bars.n, &rc.annual));
     vp_rollout_data rd = {&d->bars, d->atr, a->features, d->split.test};
     return vp_rollout_run(b, &pol, &rd, &rc, rr);
+}
+
+static vp_status test_span(vp_backend* b, vp_algo* a, const vp_train_data* d, vp_algo_params which, vp_rollout_result* rr) {
+    return test_span_at(b, a, d, which, NAN, rr);
 }
 
 /* The test-span Sharpe of the crossover itself (no epsilon), its actions forced (NaN on failure). */
@@ -288,6 +295,13 @@ static void test_learns_the_rule(void) {
             r1.summary.strategy.sharpe, r0.summary.strategy.sharpe, rule_sharpe(b, &a, &d));
     CHECK(loss < first, "loss %.4f after 400 updates, %.4f after 50", loss, first);
     CHECK(g1 > 0.8 && g1 > g0 + 0.2, "direction agreement %.3f (untrained %.3f)", g1, g0);
+    // conditioned on a return below every episode's instead (shown, not asserted)
+    vp_rollout_result rl;
+    memset(&rl, 0, sizeof rl);
+    CHECK_OK(test_span_at(b, &a, &d, VP_PARAMS_ONLINE, -20.0f, &rl));
+    fprintf(stderr, "  conditioned on return -20 instead: the crossover's direction at %.1f %%, Sharpe %.2f\n",
+            100 * agreement(&rl, &d), rl.summary.strategy.sharpe);
+    vp_rollout_result_free(&rl);
     // the decision after the span, from the window's history (what vulpes act prints)
     CHECK(r1.next_q && isfinite(r1.next_q[0]) && r1.action[(r1.n_points - 1) * 4] >= 0, "no decision after the span");
     vp_rollout_result_free(&r0);
