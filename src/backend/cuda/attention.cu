@@ -143,12 +143,16 @@ __device__ __forceinline__ void attn_scale(float4* acc, float w) {
 template <int DP>
 __device__ void attn_load_chunk(float* dst, const float* src, const attn_shape& s, const attn_geo& geo, int64_t bh0,
                                 int L, int p0) {
-    const int per = geo.kc * DP, n = geo.g * per;
-    for (int idx = threadIdx.x; idx < n; idx += blockDim.x) {
-        const int gg = idx / per, rem = idx - gg * per, jj = rem / DP, c = rem - jj * DP;
+    const int per = geo.kc * DP;
+    const int64_t stride = (int64_t)s.heads * s.dim; /* elements between positions */
+    for (int gg = 0; gg < geo.g; ++gg) {
         const int64_t bh = bh0 + gg;
-        const int p = p0 + jj;
-        dst[gg * geo.gs + jj * DP + c] = (bh < s.bh && p < L && c < s.dim) ? src[attn_row(s, bh, L, p) + c] : 0.0f;
+        const float* row0 = bh < s.bh ? src + attn_row(s, bh, L, 0) : src;
+        float* out = dst + gg * geo.gs;
+        for (int idx = threadIdx.x; idx < per; idx += blockDim.x) {
+            const int jj = idx / DP, c = idx % DP, p = p0 + jj; /* DP is a power of two: shifts */
+            out[idx] = (bh < s.bh && p < L && c < s.dim) ? row0[(int64_t)p * stride + c] : 0.0f;
+        }
     }
 }
 
@@ -396,8 +400,8 @@ static attn_geo attn_geo_make(int rows, int cols, int tpr, int dp, int64_t bh, i
 template <int KIND, int DC, int TPR>
 static void attn_launch_one(const attn_ptrs& a, const attn_shape& s, const attn_geo& geo, cudaStream_t st) {
     const unsigned grid = (unsigned)(geo.nblk < (1 << 30) ? geo.nblk : (1 << 30));
-    if (KIND == ATTN_FWD) attn_fwd_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
-    else if (KIND == ATTN_DQ) attn_dq_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
+    if constexpr (KIND == ATTN_FWD) attn_fwd_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
+    else if constexpr (KIND == ATTN_DQ) attn_dq_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
     else attn_dkv_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
 }
 
