@@ -55,6 +55,11 @@ for args in "--policy randm" "--policy ma_cross:fast=5" "--policy random --epsil
   esac
 done
 
+# epsilon in the spec: the dataset's behaviour says it
+out=$("$v" record examples/eurusd.yaml --policy ma_cross:fast=2,slow=4,epsilon=0.5 --steps 3 --envs 2 --backend cpu \
+  --out "$tmp/eps.safetensors" 2>&1) || fail "epsilon in the spec: $out"
+grep -qF "behaviour: ma_cross:fast=2,slow=4,size=3,epsilon=0.5 (seed 1)" <<< "$out" || fail "epsilon in the spec: $out"
+
 # a checkpoint's greedy policy with epsilon: its config and data, matched against its record
 "$v" train examples/eurusd.yaml train.iterations=2 train.eval_every=2 learn.batch=16 replay.warmup=64 \
   model.mamba_head_dim=8 model.head_hidden=16 model.iqn_taus=4 model.iqn_target_taus=4 env.n_envs=4 \

@@ -201,6 +201,9 @@ static void test_parse(void) {
     CHECK(b.kind == VP_BEHAVIOUR_RANDOM && b.epsilon == 0.1 && strcmp(b.name, "random:epsilon=0.1") == 0, "%s",
           b.name);
     CHECK_STATUS(vp_behaviour_set_epsilon(&b, 0.2), VP_ERR_INVALID_ARG, "already has epsilon 0.1");
+    CHECK_OK(vp_behaviour_set_epsilon(&b, 0.1));
+    CHECK_OK(vp_behaviour_set_epsilon(&b, 0.0));
+    CHECK(b.epsilon == 0.1 && strcmp(b.name, "random:epsilon=0.1") == 0, "epsilon 0 changed %s", b.name);
     CHECK_OK(vp_behaviour_parse("random", &b));
     CHECK_OK(vp_behaviour_set_epsilon(&b, 1.0 / 3.0));
     CHECK(strcmp(b.name, "random:epsilon=0.33333333333333331") == 0, "%s", b.name);

@@ -63,7 +63,8 @@ vp_status vp_behaviour_parse(const char* spec, vp_behaviour* out);
  * ",epsilon=E" when epsilon > 0). */
 vp_status vp_behaviour_policy(const vp_policy* p, const char* source, double epsilon, vp_behaviour* out);
 
-/* Sets epsilon (0 .. 1) of a parsed behaviour and appends it to the name (when > 0). */
+/* Sets epsilon (0 .. 1) of a parsed behaviour and appends it to the name; 0 (none given)
+ * leaves the behaviour as it is, another value than the spec's own epsilon is refused. */
 vp_status vp_behaviour_set_epsilon(vp_behaviour* b, double epsilon);
 
 /* The direction ma_cross takes at the close of bar t of close [t + 1 ..] (VP_ENV_DIR_*). */

@@ -65,13 +65,20 @@ vp_status vp_meta_need(const vp_meta_src* m, const char* key, const char* what, 
     return VP_OK;
 }
 
+/* Decimal digits only (no sign, spaces or fraction) within 64 bits into *out; 0 when not. */
+static int parse_digits(const char* v, uint64_t* out) {
+    char* end = NULL;
+    errno = 0;
+    const unsigned long long x = (v[0] >= '0' && v[0] <= '9') ? strtoull(v, &end, 10) : 0;
+    *out = (uint64_t)x;
+    return end != NULL && end != v && *end == '\0' && errno == 0;
+}
+
 vp_status vp_meta_int(const vp_meta_src* m, const char* key, const char* what, int64_t* out) {
     const char* v = NULL;
     VP_TRY(vp_meta_need(m, key, what, &v));
-    char* end = NULL;
-    errno = 0;
-    const long long x = (v[0] >= '0' && v[0] <= '9') ? strtoll(v, &end, 10) : 0;
-    VP_REQUIRE(end != NULL && end != v && *end == '\0' && errno == 0, VP_ERR_PARSE,
+    uint64_t x = 0;
+    VP_REQUIRE(parse_digits(v, &x) && x <= (uint64_t)INT64_MAX, VP_ERR_PARSE,
                "%s: metadata '%s' = '%.40s' is not a whole number", m->label, key, v);
     *out = (int64_t)x;
     return VP_OK;
@@ -80,12 +87,8 @@ vp_status vp_meta_int(const vp_meta_src* m, const char* key, const char* what, i
 vp_status vp_meta_u64(const vp_meta_src* m, const char* key, const char* what, uint64_t* out) {
     const char* v = NULL;
     VP_TRY(vp_meta_need(m, key, what, &v));
-    char* end = NULL;
-    errno = 0;
-    const unsigned long long x = (v[0] >= '0' && v[0] <= '9') ? strtoull(v, &end, 10) : 0;
-    VP_REQUIRE(end != NULL && end != v && *end == '\0' && errno == 0, VP_ERR_PARSE,
-               "%s: metadata '%s' = '%.40s' is not a whole number below 2^64", m->label, key, v);
-    *out = (uint64_t)x;
+    VP_REQUIRE(parse_digits(v, out), VP_ERR_PARSE, "%s: metadata '%s' = '%.40s' is not a whole number below 2^64",
+               m->label, key, v);
     return VP_OK;
 }
 

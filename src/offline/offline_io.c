@@ -114,40 +114,50 @@ static vp_status meta_range(const vp_meta_src* m, const char* key, int64_t lo, i
     return VP_OK;
 }
 
-/* The dataset's own metadata into d (sizes, span, seed, behaviour) and the record of its data. */
-static vp_status read_meta(const vp_st_file* f, const char* label, vp_offline_data* d) {
+/* The dataset's own metadata into the header h (sizes, span, seed, behaviour, the record of
+ * its data; no arrays). */
+static vp_status read_meta(const vp_st_file* f, const char* label, vp_offline_data* h) {
     const vp_meta_src m = {st_get, f, label};
     const char* v = NULL;
     VP_TRY(vp_meta_need(&m, KEY_FORMAT, " (not a vulpes offline dataset?)", &v));
     VP_REQUIRE(strcmp(v, FORMAT) == 0, VP_ERR_PARSE, "%s: metadata '" KEY_FORMAT "' = '%.40s', this build reads "
                FORMAT, label, v);
-    int64_t T = 0, E = 0, P = 0;
-    VP_TRY(meta_range(&m, KEY_STEPS, 1, INT32_MAX, &T));
-    VP_TRY(meta_range(&m, KEY_ENVS, 1, INT32_MAX, &E));
+    int64_t P = 0;
+    VP_TRY(meta_range(&m, KEY_STEPS, 1, INT32_MAX, &h->steps));
+    VP_TRY(meta_range(&m, KEY_ENVS, 1, INT32_MAX, &h->n_envs));
     VP_TRY(meta_range(&m, KEY_PORTFOLIO, 1, 4096, &P));
-    VP_TRY(vp_offline_alloc(d, T, E, (int)P));
-    VP_TRY(meta_range(&m, KEY_SPAN_BEGIN, 0, INT32_MAX, &d->span.begin));
-    VP_TRY(meta_range(&m, KEY_SPAN_END, 1, INT32_MAX, &d->span.end));
-    VP_TRY(vp_meta_u64(&m, KEY_SEED, "", &d->seed));
+    h->n_portfolio = (int)P;
+    VP_TRY(meta_range(&m, KEY_SPAN_BEGIN, 0, INT32_MAX, &h->span.begin));
+    VP_TRY(meta_range(&m, KEY_SPAN_END, 1, INT32_MAX, &h->span.end));
+    VP_TRY(vp_meta_u64(&m, KEY_SEED, "", &h->seed));
     VP_TRY(vp_meta_need(&m, KEY_BEHAVIOUR, "", &v));
-    VP_REQUIRE(v[0] != '\0' && strlen(v) < sizeof d->behaviour, VP_ERR_PARSE,
+    VP_REQUIRE(v[0] != '\0' && strlen(v) < sizeof h->behaviour, VP_ERR_PARSE,
                "%s: metadata '" KEY_BEHAVIOUR "' is empty or longer than %d bytes", label,
                VP_OFFLINE_BEHAVIOUR_MAX - 1);
-    snprintf(d->behaviour, sizeof d->behaviour, "%s", v);
+    snprintf(h->behaviour, sizeof h->behaviour, "%s", v);
     int present = 0;
-    VP_TRY(vp_meta_data_record(&m, &d->data, &present));
+    VP_TRY(vp_meta_data_record(&m, &h->data, &present));
     VP_REQUIRE(present, VP_ERR_PARSE, "%s: metadata 'vulpes.data.kind' is missing: the dataset has no record of "
                "its data", label);
     return VP_OK;
 }
 
-/* Copies tensor k of the file into d after checking its dtype and exact shape. */
-static vp_status read_tensor(const vp_st_file* f, const char* label, const vp_offline_data* d, int k) {
+/* A shape as text, "[3, 2]" (at most 4 dims shown), into buf[n]; returns buf. */
+static const char* shape_text(int ndim, const int64_t* shape, char* buf, size_t n) {
+    size_t k = (size_t)snprintf(buf, n, "[");
+    for (int j = 0; j < ndim && j < 4 && k < n; ++j)
+        k += (size_t)snprintf(buf + k, n - k, j ? ", %lld" : "%lld", (long long)shape[j]);
+    if (k < n) snprintf(buf + k, n - k, ndim > 4 ? ", ...]" : "]");
+    return buf;
+}
+
+/* Checks that tensor k of the file is there with the dtype and exact shape header h gives. */
+static vp_status check_tensor(const vp_st_file* f, const char* label, const vp_offline_data* h, int k) {
     vp_dtype dtype[T_COUNT];
     int ndim[T_COUNT];
     int64_t shape[T_COUNT][3];
     void* data[T_COUNT];
-    layout(d, dtype, ndim, shape, data);
+    layout(h, dtype, ndim, shape, data);
     const vp_st_entry* e = vp_st_find(f, names[k]);
     VP_REQUIRE(e != NULL, VP_ERR_PARSE, "%s: tensor '%s' is missing", label, names[k]);
     VP_REQUIRE(e->dtype == dtype[k], VP_ERR_PARSE, "%s: tensor '%s' is %s, expected %s", label, names[k],
@@ -155,26 +165,35 @@ static vp_status read_tensor(const vp_st_file* f, const char* label, const vp_of
     int same = e->ndim == ndim[k];
     for (int j = 0; same && j < ndim[k]; ++j) same = e->shape[j] == shape[k][j];
     char want[96], got[96];
-    int n = snprintf(want, sizeof want, "[");
-    for (int j = 0; j < ndim[k]; ++j) n += snprintf(want + n, sizeof want - (size_t)n, j ? ", %lld" : "%lld",
-                                                    (long long)shape[k][j]);
-    snprintf(want + n, sizeof want - (size_t)n, "]");
-    n = snprintf(got, sizeof got, "[");
-    for (int j = 0; j < e->ndim && j < 4; ++j)
-        n += snprintf(got + n, sizeof got - (size_t)n, j ? ", %lld" : "%lld", (long long)e->shape[j]);
-    snprintf(got + n, sizeof got - (size_t)n, e->ndim > 4 ? ", ...]" : "]");
     VP_REQUIRE(same, VP_ERR_SHAPE, "%s: tensor '%s' has shape %s, expected %s from the metadata", label, names[k],
-               got, want);
-    memcpy(data[k], vp_st_data(f, e), e->bytes);
+               shape_text(e->ndim, e->shape, got, sizeof got), shape_text(ndim[k], shape[k], want, sizeof want));
     return VP_OK;
 }
 
-/* Reads the parsed file f into d: metadata, every tensor, then the check of every field. */
+/* Reads the parsed file f into d: the metadata and every tensor's dtype and shape checked
+ * before anything is allocated (so the arrays are never larger than the file), then the
+ * copies and the check of every field. */
 static vp_status read_file(const vp_st_file* f, const char* label, vp_offline_data* d) {
-    VP_TRY(read_meta(f, label, d));
-    for (int k = 0; k < T_COUNT; ++k) VP_TRY(read_tensor(f, label, d, k));
+    vp_offline_data h;
+    memset(&h, 0, sizeof h);
+    VP_TRY(read_meta(f, label, &h));
+    for (int k = 0; k < T_COUNT; ++k) VP_TRY(check_tensor(f, label, &h, k));
     VP_REQUIRE(f->n_entries == T_COUNT, VP_ERR_PARSE, "%s: %d tensors, a dataset has %d (bar, portfolio, action, "
                "reward, done, logp)", label, f->n_entries, T_COUNT);
+    VP_TRY(vp_offline_alloc(d, h.steps, h.n_envs, h.n_portfolio));
+    d->span = h.span;
+    d->seed = h.seed;
+    d->data = h.data;
+    memcpy(d->behaviour, h.behaviour, sizeof d->behaviour);
+    vp_dtype dtype[T_COUNT];
+    int ndim[T_COUNT];
+    int64_t shape[T_COUNT][3];
+    void* data[T_COUNT];
+    layout(d, dtype, ndim, shape, data);
+    for (int k = 0; k < T_COUNT; ++k) {
+        const vp_st_entry* e = vp_st_find(f, names[k]);
+        memcpy(data[k], vp_st_data(f, e), e->bytes);
+    }
     return vp_offline_check(d, label);
 }
 

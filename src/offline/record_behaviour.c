@@ -107,9 +107,9 @@ vp_status vp_behaviour_set_epsilon(vp_behaviour* b, double epsilon) {
     VP_REQUIRE(b != NULL, VP_ERR_INVALID_ARG, "vp_behaviour_set_epsilon: NULL behaviour");
     VP_REQUIRE(epsilon >= 0.0 && epsilon <= 1.0, VP_ERR_INVALID_ARG, "epsilon %g is not a probability in 0..1",
                epsilon);
-    VP_REQUIRE(b->epsilon == 0.0 || b->epsilon == epsilon, VP_ERR_INVALID_ARG,
-               "behaviour '%s' already has epsilon %g, not %g", b->name, b->epsilon, epsilon);
-    if (b->epsilon == epsilon) return VP_OK;
+    if (epsilon == 0.0 || b->epsilon == epsilon) return VP_OK;
+    VP_REQUIRE(b->epsilon == 0.0, VP_ERR_INVALID_ARG, "behaviour '%s' already has epsilon %g, not %g", b->name,
+               b->epsilon, epsilon);
     b->epsilon = epsilon;
     name_epsilon(b);
     return VP_OK;

@@ -47,6 +47,7 @@ static void same_rows(const vp_offline_data* a, const vp_offline_data* b, const 
 /* Records beh for T steps of E envs on b into *out; returns the copies b counted meanwhile. */
 static int64_t record(vp_backend* b, const vp_train_data* d, const vp_config* cfg, const vp_behaviour* beh,
                       int64_t T, int64_t E, vp_offline_data* out) {
+    memset(out, 0, sizeof *out);
     vp_record_cfg c;
     if (!vpt_record_cfg(d, cfg, T, E, 21, 5, &c)) return -1;
     vp_runtime_counters before, after;
