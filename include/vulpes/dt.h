@@ -214,8 +214,9 @@ vp_tensor vp_dt_d_encoding(const vp_dt_acts* a);
  * is the encoder; score pushes each row's state into its history (the workspace keeps the last
  * K steps of every row: encoding, portfolio, return-to-go, action) and scores the state token
  * of the sequence of its last min(steps, K) steps; observe (vulpes/policy.h) records the actions
- * taken and lowers each row's return-to-go by its reward. Row i of every call is the same
- * window. Both pointers must outlive the value. */
+ * taken and lowers each row's return-to-go by its reward (the target sits in the value's goal
+ * field). Row i of every call is the same window; a score of many rows runs the transformer over
+ * chunks of at most 64 sequences. Both pointers must outlive the value. */
 vp_policy vp_dt_policy(const vp_dt_net* n, const vp_tensor* params, float target);
 
 /* ---- the dataset ---------------------------------------------------------------------------- */
