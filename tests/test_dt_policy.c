@@ -2,8 +2,9 @@
  * 64 sequences, then one of 3) with a context of 3, each step's scores equal, bit for bit, the forward of the sequence built here by hand from
  * the steps so far (the last min(k + 1, 3) states in order, their returns-to-go the target less
  * the rewards observed before each, the actions observed, timesteps from the first step kept, the
- * current action token empty), read at its last state token; and the policy refuses more rows
- * than its workspace. */
+ * current action token empty), read at its last state token, with one row given no step at one
+ * call (reward NaN: that call's state is not kept); and the policy refuses more rows than its
+ * workspace. */
 #include <stdio.h>
 
 #include "test_dt_util.h"
@@ -36,14 +37,10 @@ static void test_memory(void) {
             rew[k][i] = vp_rng_normal(3, (uint64_t)(k * N + i), 0);
             for (int br = 0; br < 4; ++br) act[k][i][br] = (k + i + br) % lay.size[br];
         }
-    float rtg_before[STEPS][N];
-    for (int i = 0; i < N; ++i) {
-        float g = target;
-        for (int k = 0; k < STEPS; ++k) {
-            rtg_before[k][i] = g;
-            g -= rew[k][i];
-        }
-    }
+    // row 1 takes no step at call 3 (reward NaN): its score there is overwritten by the next
+    int taken[STEPS][N];
+    for (int k = 0; k < STEPS; ++k)
+        for (int i = 0; i < N; ++i) taken[k][i] = !(i == 1 && k == 3);
     int exact = 0;
     for (int k = 0; k < STEPS; ++k) {
         vp_tensor e = vp_tensor_2d(enc[k], VP_F32, VP_MEM_HOST, N, H), pf = vp_tensor_2d(port[k], VP_F32, VP_MEM_HOST, N, P);
@@ -51,32 +48,47 @@ static void test_memory(void) {
         CHECK_OK(vp_policy_score(&pol, w, &e, &pf, N, &sc));
         float got[N * 32];
         memcpy(got, sc.data, sizeof(float) * (size_t)(N * A));
-        // the sequences by hand
+        // the sequences by hand: each row's steps taken before this call, then this call's
         vp_dt_batch x = vpt_dt_batch(N, K, P);
         vp_tensor es = vp_tensor_2d(calloc((size_t)(N * K * H), 4), VP_F32, VP_MEM_HOST, N * K, H);
-        const int len = k + 1 < K ? k + 1 : K, first = k + 1 - len;
-        for (int i = 0; i < N; ++i)
+        int lens[N];
+        for (int i = 0; i < N; ++i) {
+            int idx[STEPS], cnt = 0;
+            float rtg[STEPS], g = target;
+            for (int q = 0; q < k; ++q)
+                if (taken[q][i]) {
+                    rtg[cnt] = g;
+                    g -= rew[q][i];
+                    idx[cnt++] = q;
+                }
+            rtg[cnt] = g;
+            idx[cnt++] = k;
+            const int len = cnt < K ? cnt : K, first = cnt - len;
+            lens[i] = len;
             for (int j = 0; j < len; ++j) {
-                const int s = first + j, o = i * K + j;
-                memcpy((float*)es.data + o * H, enc[s][i], sizeof(float) * H);
-                memcpy((float*)x.port.data + o * P, port[s][i], sizeof(float) * P);
-                if (s < k) memcpy((int32_t*)x.act.data + o * 4, act[s][i], sizeof(int32_t) * 4);
-                ((float*)x.rtg.data)[o] = rtg_before[s][i];
-                ((int32_t*)x.ts.data)[o] = s;
+                const int q = idx[first + j], o = i * K + j;
+                memcpy((float*)es.data + o * H, enc[q][i], sizeof(float) * H);
+                memcpy((float*)x.port.data + o * P, port[q][i], sizeof(float) * P);
+                if (first + j < cnt - 1) memcpy((int32_t*)x.act.data + o * 4, act[q][i], sizeof(int32_t) * 4);
+                ((float*)x.rtg.data)[o] = rtg[first + j];
+                ((int32_t*)x.ts.data)[o] = first + j;
                 ((float*)x.valid.data)[o] = 1.0f;
             }
+        }
         CHECK_OK(vp_dt_forward(&n, &n.params, a, &es, &x, N));
         const float* lg = (const float*)vp_dt_logits(a).data;
         for (int i = 0; i < N; ++i) {
-            const float* want = lg + ((int64_t)i * 3 * K + 3 * (len - 1) + 1) * A;
+            const float* want = lg + ((int64_t)i * 3 * K + 3 * (lens[i] - 1) + 1) * A;
             const int same = memcmp(got + i * A, want, sizeof(float) * (size_t)A) == 0;
             CHECK(same, "step %d row %d: the policy's scores differ from the hand-built sequence's", k, i);
             exact += same;
         }
         free(es.data);
         vpt_dt_batch_free(&x);
-        // the environment's step
-        vp_tensor at = vp_tensor_2d(act[k], VP_I32, VP_MEM_HOST, N, 4), rt = vp_tensor_1d(rew[k], VP_F32, VP_MEM_HOST, N);
+        // the environment's step (NaN where the row took none)
+        float rw[N];
+        for (int i = 0; i < N; ++i) rw[i] = taken[k][i] ? rew[k][i] : NAN;
+        vp_tensor at = vp_tensor_2d(act[k], VP_I32, VP_MEM_HOST, N, 4), rt = vp_tensor_1d(rw, VP_F32, VP_MEM_HOST, N);
         CHECK_OK(vp_policy_observe(&pol, w, &at, &rt, N));
     }
     fprintf(stderr, "  %d of %d scored rows equal to the hand-built sequences bit for bit\n", exact, STEPS * N);

@@ -69,9 +69,10 @@ struct vp_policy {
     /* Optional, NULL for a policy without memory (the DQN and PPO policies): a policy whose scores
      * depend on its own past. After the environment stepped on the choices of the workspace's last
      * score of n rows, it is given the actions the step read (actions [n, 4] i32) and the rewards
-     * paid (rewards [n] f32), row i the same window as in the scores; it keeps what it needs in the
-     * workspace (ops only: a rollout calls it inside its captured steps). Such a workspace serves one
-     * rollout: its rows are that rollout's windows from their first step on. */
+     * paid (rewards [n] f32; NaN for a row whose window took no step, whose score then did not
+     * count), row i the same window as in the scores; it keeps what it needs in the workspace (ops
+     * only: a rollout calls it inside its captured steps). Such a workspace serves one rollout: its
+     * rows are that rollout's windows from their first step on. */
     vp_status (*observe)(const vp_policy* p, vp_policy_work* w, const vp_tensor* actions, const vp_tensor* rewards,
                          int64_t n);
 };

@@ -75,7 +75,7 @@ vp_status vp_dt_cpu_hist_push(vp_backend* b, const vp_dt_dims* d, int64_t N, con
                               const float* port, vp_dt_hist_ptrs h) {
     (void)b;
     for (int64_t i = 0; i < N; ++i)
-        for (int c = 0; c < d->H + d->P + 1; ++c) vp_dt_hist_push_at(i, c, d->K, d->H, d->P, steps[0], enc, port, h);
+        for (int c = 0; c < d->H + d->P + 1; ++c) vp_dt_hist_push_at(i, c, d->K, d->H, d->P, steps[i], enc, port, h);
     return VP_OK;
 }
 
@@ -84,7 +84,7 @@ vp_status vp_dt_cpu_hist_seq(vp_backend* b, const vp_dt_dims* d, int64_t N, cons
     (void)b;
     for (int64_t i = 0; i < N; ++i)
         for (int j = 0; j < d->K; ++j)
-            for (int c = 0; c < d->H + d->P + 1; ++c) vp_dt_hist_seq_at(i, j, c, d->K, d->H, d->P, steps[0], h, e_seq, x);
+            for (int c = 0; c < d->H + d->P + 1; ++c) vp_dt_hist_seq_at(i, j, c, d->K, d->H, d->P, steps[i], h, e_seq, x);
     return VP_OK;
 }
 
@@ -92,14 +92,14 @@ vp_status vp_dt_cpu_readout(vp_backend* b, const vp_dt_dims* d, int64_t N, const
                             float* scores) {
     (void)b;
     for (int64_t i = 0; i < N; ++i)
-        for (int a = 0; a < d->A; ++a) vp_dt_readout_at(i, a, d->K, d->L, d->A, steps[0], logits, scores);
+        for (int a = 0; a < d->A; ++a) vp_dt_readout_at(i, a, d->K, d->L, d->A, steps[i], logits, scores);
     return VP_OK;
 }
 
-vp_status vp_dt_cpu_hist_observe(vp_backend* b, const vp_dt_dims* d, int64_t N, const int32_t* steps,
+vp_status vp_dt_cpu_hist_observe(vp_backend* b, const vp_dt_dims* d, int64_t N, int32_t* steps,
                                  const int32_t* actions, const float* rewards, vp_dt_hist_ptrs h) {
     (void)b;
-    for (int64_t i = 0; i < N; ++i) vp_dt_hist_observe_at(i, d->K, steps[0], actions, rewards, h);
+    for (int64_t i = 0; i < N; ++i) vp_dt_hist_observe_at(i, d->K, steps, actions, rewards, h);
     return VP_OK;
 }
 

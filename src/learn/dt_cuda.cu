@@ -83,7 +83,7 @@ __global__ void dt_sample_kernel(int K, int P, int64_t B, uint64_t seed, const i
 __global__ void dt_hist_push_kernel(vp_dt_dims d, int64_t N, const int32_t* steps, const float* enc, const float* port,
                                     vp_dt_hist_ptrs h) {
     const int W = d.H + d.P + 1;
-    DT_FOR(k, N * W) vp_dt_hist_push_at(k / W, (int)(k % W), d.K, d.H, d.P, steps[0], enc, port, h);
+    DT_FOR(k, N * W) vp_dt_hist_push_at(k / W, (int)(k % W), d.K, d.H, d.P, steps[k / W], enc, port, h);
 }
 
 /* One thread per (row, step, column of H + P + 1). */
@@ -92,19 +92,19 @@ __global__ void dt_hist_seq_kernel(vp_dt_dims d, int64_t N, const int32_t* steps
     const int W = d.H + d.P + 1;
     DT_FOR(k, N * d.K * W) {
         const int64_t ij = k / W;
-        vp_dt_hist_seq_at(ij / d.K, (int)(ij % d.K), (int)(k % W), d.K, d.H, d.P, steps[0], h, e_seq, x);
+        vp_dt_hist_seq_at(ij / d.K, (int)(ij % d.K), (int)(k % W), d.K, d.H, d.P, steps[ij / d.K], h, e_seq, x);
     }
 }
 
 /* One thread per score. */
 __global__ void dt_readout_kernel(vp_dt_dims d, int64_t N, const int32_t* steps, const float* logits, float* scores) {
-    DT_FOR(k, N * d.A) vp_dt_readout_at(k / d.A, (int)(k % d.A), d.K, d.L, d.A, steps[0], logits, scores);
+    DT_FOR(k, N * d.A) vp_dt_readout_at(k / d.A, (int)(k % d.A), d.K, d.L, d.A, steps[k / d.A], logits, scores);
 }
 
 /* One thread per row. */
-__global__ void dt_hist_observe_kernel(int K, int64_t N, const int32_t* steps, const int32_t* actions,
+__global__ void dt_hist_observe_kernel(int K, int64_t N, int32_t* steps, const int32_t* actions,
                                        const float* rewards, vp_dt_hist_ptrs h) {
-    DT_FOR(i, N) vp_dt_hist_observe_at(i, K, steps[0], actions, rewards, h);
+    DT_FOR(i, N) vp_dt_hist_observe_at(i, K, steps, actions, rewards, h);
 }
 
 /* ---- launchers ---------------------------------------------------------------------------------- */
@@ -188,7 +188,7 @@ vp_status vp_dt_cuda_readout(vp_backend* b, const vp_dt_dims* d, int64_t N, cons
     return VP_OK;
 }
 
-vp_status vp_dt_cuda_hist_observe(vp_backend* b, const vp_dt_dims* d, int64_t N, const int32_t* steps,
+vp_status vp_dt_cuda_hist_observe(vp_backend* b, const vp_dt_dims* d, int64_t N, int32_t* steps,
                                   const int32_t* actions, const float* rewards, vp_dt_hist_ptrs h) {
     dt_hist_observe_kernel<<<vp_cuda_grid(N, DT_THREADS), DT_THREADS, 0, vp_cuda_stream_of(b)>>>(d->K, N, steps, actions,
                                                                                                  rewards, h);

@@ -59,20 +59,23 @@ typedef vp_status vp_dt_loss_fn(vp_backend* b, const vp_dt_dims* d, const vp_act
 typedef vp_status vp_dt_sample_fn(vp_backend* b, const vp_dt_dims* dd, int64_t B, uint64_t seed, const int32_t* index,
                                   vp_dt_rows_ptrs d, vp_dt_batch_ptrs x);
 
-/* Rows [N] of the history pushed at step steps[0] (vp_dt_hist_push_at) from enc [N, H], port [N, P]. */
+/* Rows [N] of the history pushed at each row's step steps [N] (vp_dt_hist_push_at) from enc [N, H],
+ * port [N, P]. */
 typedef vp_status vp_dt_hist_push_fn(vp_backend* b, const vp_dt_dims* d, int64_t N, const int32_t* steps,
                                      const float* enc, const float* port, vp_dt_hist_ptrs h);
 
-/* Each row's sequence at step steps[0] into e_seq [N K, H] and x (vp_dt_hist_seq_at). */
+/* Each row's sequence at its step steps [N] into e_seq [N K, H] and x (vp_dt_hist_seq_at). */
 typedef vp_status vp_dt_hist_seq_fn(vp_backend* b, const vp_dt_dims* d, int64_t N, const int32_t* steps,
                                     vp_dt_hist_ptrs h, float* e_seq, vp_dt_batch_ptrs x);
 
-/* scores [N, A] = the logits [N L, A] at each row's last state token (vp_dt_readout_at). */
+/* scores [N, A] = the logits [N L, A] at each row's last state token, its step steps [N]
+ * (vp_dt_readout_at). */
 typedef vp_status vp_dt_readout_fn(vp_backend* b, const vp_dt_dims* d, int64_t N, const int32_t* steps,
                                    const float* logits, float* scores);
 
-/* Rows [N] after the step steps[0]: actions [N, 4] and rewards [N] (vp_dt_hist_observe_at). */
-typedef vp_status vp_dt_hist_observe_fn(vp_backend* b, const vp_dt_dims* d, int64_t N, const int32_t* steps,
+/* Rows [N] after the environment's step: actions [N, 4] and rewards [N] (NaN: no step), steps [N]
+ * advanced where a step was taken (vp_dt_hist_observe_at). */
+typedef vp_status vp_dt_hist_observe_fn(vp_backend* b, const vp_dt_dims* d, int64_t N, int32_t* steps,
                                         const int32_t* actions, const float* rewards, vp_dt_hist_ptrs h);
 
 /* Every kernel by name, in table order. */

@@ -158,7 +158,9 @@ VP_HD void vp_dt_sample_seq(int64_t b, int K, int P, uint64_t seed, uint64_t str
     }
 }
 
-/* ---- the policy's history: the last K steps of each of N rows, a ring indexed by step % K ---- */
+/* ---- the policy's history: the last K steps of each of N rows, a ring indexed by step % K; each
+ * row counts its own steps (a score's push is kept by the observe of a step taken, and a row whose
+ * window took no step, reward NaN, pushes into the same slot again at its next score) ---- */
 
 /* The history of a policy's workspace. */
 typedef struct vp_dt_hist_ptrs {
@@ -207,13 +209,16 @@ VP_HD void vp_dt_readout_at(int64_t i, int a, int K, int L, int A, int32_t c0, c
     scores[i * A + a] = logits[vp_dt_token(i, j, 1, L) * A + a];
 }
 
-/* Row i after the environment's step c0: the actions taken into slot c0 % K, the reward off the
- * return-to-go. */
-VP_HD void vp_dt_hist_observe_at(int64_t i, int K, int32_t c0, const int32_t* actions, const float* rewards,
+/* Row i after the environment's step: with a reward (the window stepped) the actions taken into
+ * slot steps[i] % K, the reward off the return-to-go and steps[i] + 1; with NaN nothing. */
+VP_HD void vp_dt_hist_observe_at(int64_t i, int K, int32_t* steps, const int32_t* actions, const float* rewards,
                                  vp_dt_hist_ptrs h) {
-    const int64_t s = i * K + (c0 % K);
+    const float r = rewards[i];
+    if (r != r) return;
+    const int64_t s = i * K + (steps[i] % K);
     for (int k = 0; k < 4; ++k) h.act[s * 4 + k] = actions[i * 4 + k];
-    h.rtg_now[i] -= rewards[i];
+    h.rtg_now[i] -= r;
+    if (steps[i] < 2147483647) steps[i] += 1;
 }
 
 #endif /* VP_LEARN_DT_MATH_H */

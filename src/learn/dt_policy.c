@@ -1,7 +1,8 @@
 /* The Decision Transformer's policy (vulpes/policy.h): encode is the encoder; score pushes each
  * row's state into the workspace's history of the last K steps and scores the state token of the
  * sequence of its last min(steps, K) steps; observe (the policy interface's memory hook) records
- * the actions taken and lowers each row's return-to-go by the reward paid. Ops only, so a rollout
+ * the actions taken, lowers each row's return-to-go by the reward paid and counts the row's step
+ * (a row given NaN, its window having taken no step, keeps its history and count). Ops only, so a rollout
  * captures its steps as a graph. */
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,7 @@ struct vp_policy_work {
     vp_tensor h_act;       /* [N, K, 4] i32 actions */
     vp_tensor h_rtg;       /* [N, K] returns-to-go of the steps */
     vp_tensor rtg_now;     /* [N] the return-to-go of the next step */
-    vp_tensor steps;       /* [1] i32 steps observed */
+    vp_tensor steps;       /* [N] i32 the steps each row took (observed with a reward) */
     vp_tensor scores;      /* [N, A] */
 };
 
@@ -61,7 +62,7 @@ static vp_status dt_work_init(const vp_policy* p, int64_t batch, vp_policy_work*
     w->s = batch < DT_POLICY_SEQS ? batch : DT_POLICY_SEQS;
     vp_backend* be = p->backend;
     const int64_t NK = batch * d->K, SK = w->s * d->K;
-    const size_t words = (size_t)(SK * (1 + d->P + 4 + 3) + SK * d->H + NK * (d->H + d->P + 4 + 1) + batch * (1 + d->A) + 1);
+    const size_t words = (size_t)(SK * (1 + d->P + 4 + 3) + SK * d->H + NK * (d->H + d->P + 4 + 1) + batch * (2 + d->A));
     vp_status s = vp_dt_acts_init(&w->acts, n, w->s, 0, batch, p->fp32_scores);
     if (s == VP_OK) s = vp_arena_init(&w->arena, be, vp_backend_native_mem(be), words * 4 + 20 * 256);
     if (s == VP_OK) s = vp_dt_batch_init(&w->seq, &w->arena, d, w->s);
@@ -71,7 +72,7 @@ static vp_status dt_work_init(const vp_policy* p, int64_t batch, vp_policy_work*
     if (s == VP_OK) s = take(w, "dt.pol.h_act", VP_I32, NK, 4, &w->h_act);
     if (s == VP_OK) s = take(w, "dt.pol.h_rtg", VP_F32, NK, 0, &w->h_rtg);
     if (s == VP_OK) s = take(w, "dt.pol.rtg_now", VP_F32, batch, 0, &w->rtg_now);
-    if (s == VP_OK) s = take(w, "dt.pol.steps", VP_I32, 1, 0, &w->steps);
+    if (s == VP_OK) s = take(w, "dt.pol.steps", VP_I32, batch, 0, &w->steps);
     if (s == VP_OK) s = take(w, "dt.pol.scores", VP_F32, batch, d->A, &w->scores);
     // an empty history conditioned on the target
     if (s == VP_OK) s = vp_fill(be, &w->h_e, 0.0f);
@@ -116,10 +117,10 @@ static vp_status dt_score(const vp_policy* p, vp_policy_work* w, const vp_tensor
         const int64_t m = n - i0 < w->s ? n - i0 : w->s, K = d->K;
         const vp_dt_hist_ptrs hc = {h.e + i0 * K * d->H, h.port + i0 * K * d->P, h.act + i0 * K * 4, h.rtg + i0 * K,
                                     h.rtg_now + i0};
-        VP_TRY(k->hist_seq(be, d, m, steps, hc, (float*)w->e_seq.data, vp_dt_batch_ptrs_of(&w->seq)));
+        VP_TRY(k->hist_seq(be, d, m, steps + i0, hc, (float*)w->e_seq.data, vp_dt_batch_ptrs_of(&w->seq)));
         VP_TRY(vp_dt_forward(net, p->params, w->acts, &w->e_seq, &w->seq, m));
         const vp_tensor lg = vp_dt_logits(w->acts);
-        VP_TRY(k->readout(be, d, m, steps, (const float*)lg.data, (float*)w->scores.data + i0 * d->A));
+        VP_TRY(k->readout(be, d, m, steps + i0, (const float*)lg.data, (float*)w->scores.data + i0 * d->A));
     }
     *scores = vp_tensor_2d(w->scores.data, VP_F32, w->scores.mem, n, d->A);
     return VP_OK;
@@ -136,9 +137,8 @@ static vp_status dt_observe(const vp_policy* p, vp_policy_work* w, const vp_tens
     VP_TRY(vp_tensor_check(fn, "rewards", be, rewards, VP_F32));
     const vp_dt_kernels* k = NULL;
     VP_TRY(vp_dt_kernels_of(fn, be, &k));
-    VP_TRY(k->hist_observe(be, d, n, (const int32_t*)w->steps.data, (const int32_t*)actions->data,
-                           (const float*)rewards->data, hist_of(w)));
-    return vp_step_increment(be, &w->steps);
+    return k->hist_observe(be, d, n, (int32_t*)w->steps.data, (const int32_t*)actions->data,
+                           (const float*)rewards->data, hist_of(w));
 }
 
 static const vp_policy_ops DT_POLICY_OPS = {"dt", dt_work_init, dt_work_free, dt_encode, dt_score};

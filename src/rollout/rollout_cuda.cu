@@ -80,7 +80,10 @@ __global__ void vp_ro_act_kernel(vp_ro_dims d, const vp_env_bar* __restrict__ ba
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= d.n_windows) return;
     const int32_t k = counter[0];
-    if (!vp_ro_active(&w, i, k)) return;
+    if (!vp_ro_active(&w, i, k)) {
+        w.reward[i] = NAN; /* no step: nothing for a policy with memory to observe */
+        return;
+    }
     int32_t a[VP_ENV_BRANCHES];
     double margin = VP_RO_NO_MARGIN;
     if (d.forced)

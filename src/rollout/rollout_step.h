@@ -31,7 +31,8 @@ typedef struct vp_ro_windows {
     int32_t* alive;    /* 1 until it has ended (its last step, or the close-out after a ruin) */
     int32_t* ruin;     /* the step at whose close equity was at or below the ruin level (-1: none) */
     vp_env_fill_rec* fill; /* the fills of the window's last step, as the environment's step wrote them */
-    float* reward;     /* the environment's reward of the window's last step (what a policy with memory observes) */
+    float* reward;     /* the environment's reward of the window's last step, NaN at a step it did not take (what a
+                          policy with memory observes) */
 } vp_ro_windows;
 
 /* The per-point log, [P] each (action [P, 4]), in the backend's memory. Point offset + k + 1
