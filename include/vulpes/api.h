@@ -96,6 +96,41 @@ int vp_api_model_size_scale(const vp_api_model* m, float* dst, int64_t cap);
  * into dst [cap >= its batch] (host memory); VP_ERR_STATE for a DQN network or before a forward. */
 int vp_api_model_values(const vp_api_model* m, float* dst, int64_t cap);
 
+/* ---- a Decision Transformer checkpoint's network (docs/dt.md) ----------------------------------- */
+
+typedef struct vp_api_dt vp_api_dt;
+
+/* Opens a train.algo dt checkpoint's network on the CPU in FP32 into *out (close with
+ * vp_api_dt_close). */
+int vp_api_dt_open(const char* checkpoint, vp_api_dt** out);
+
+/* Closes it (NULL is a no-op). */
+void vp_api_dt_close(vp_api_dt* m);
+
+/* Configuration value `name` into *out: the encoder's names of vp_api_model_cfg and "context",
+ * "embed", "heads", "layers", "timesteps", "target_return" (the checkpoint's). */
+int vp_api_dt_cfg(const vp_api_dt* m, const char* name, double* out);
+
+/* Number of its parameter tensors (vp_dt_net_tensors' order). */
+int vp_api_dt_n_params(const vp_api_dt* m);
+
+/* Name of tensor i (NULL out of range). */
+const char* vp_api_dt_param_name(const vp_api_dt* m, int i);
+
+/* Shape of tensor `name` into shape [2] and *ndim (1 or 2). */
+int vp_api_dt_param_shape(const vp_api_dt* m, const char* name, int64_t* shape /* [2] */, int* ndim);
+
+/* Tensor `name` into dst [cap >= its numel]. */
+int vp_api_dt_param(const vp_api_dt* m, const char* name, float* dst /* [cap] */, int64_t cap);
+
+/* The C forward of `batch` sequences of K = context steps (host memory, row-major): window
+ * [batch, K, W, F] (each step's window of W = model.window feature rows), portfolio [batch, K, P],
+ * actions [batch, K, 4], rtg [batch, K], ts [batch, K] (timesteps), valid [batch, K] (1 or 0:
+ * padding after a sequence's steps) into logits [batch, 3K, A] (the state token of step j at
+ * row 3j + 1). */
+int vp_api_dt_forward(vp_api_dt* m, const float* window, const float* portfolio, const int32_t* actions,
+                      const float* rtg, const int32_t* ts, const float* valid, int64_t batch, float* logits);
+
 /* ---- a vector of market environments ------------------------------------------------------------ */
 
 /* n envs over one span of a market (a data file or a synthetic one), on one backend, with the

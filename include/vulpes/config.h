@@ -307,11 +307,23 @@ typedef enum vp_run_precision {
       "Polyak rate of the target Q heads after each update")                               \
     X(iql, batch, INT, 256, 0, VP_CFG_INF, "[)", NULL,                                     \
       "dataset rows per update, drawn with replacement; 0: learn.batch")
+/* [dt] the Decision Transformer (train.algo dt; docs/dt.md): offline, from a recorded dataset; it
+ * shares learn.lr, beta1, beta2, eps, weight_decay and clip_norm; one update per iteration. */
+#define VP_CFG_KEYS_dt(X)                                                                   \
+    X(dt, dataset, STRING, "", 0, 0, "[]", NULL,                                           \
+      "the recorded dataset (vulpes record) it trains on; required, recorded on the training span") \
+    X(dt, context, INT, 20, 1, 64, "[]", NULL, "K: steps per sequence (3K tokens)")          \
+    X(dt, layers, INT, 3, 1, 16, "[]", NULL, "transformer blocks")                          \
+    X(dt, heads, INT, 1, 1, 4, "[]", NULL, "attention heads, 1 to 4 (must divide dt.embed)") \
+    X(dt, embed, INT, 128, 1, 4096, "[]", NULL, "token width D")                            \
+    X(dt, batch, INT, 64, 1, 4096, "[]", NULL, "sequences per update")                      \
+    X(dt, target_return, STRING, "best", 0, 0, "[]", NULL,                                  \
+      "return-to-go the policy is conditioned on in evaluation: a number, or best (the dataset's best episode return)")
 
 /* [train] the training loop. */
 #define VP_CFG_KEYS_train(X)                                                                \
     X(train, algo, STRING, "dqn", 0, 0, "[]", NULL,                                        \
-      "the training algorithm, an entry of the table in src/learn/algo.c (dqn, ppo, iql)")           \
+      "the training algorithm, an entry of the table in src/learn/algo.c (dqn, ppo, iql, dt)")           \
     X(train, iterations, INT, 20000, 1, VP_CFG_INF, "[)", NULL,                            \
       "iterations of collect + learner steps")                                             \
     X(train, train_steps, INT, 1, 0, VP_CFG_INF, "[)", NULL, "learner steps per iteration") \
@@ -366,7 +378,8 @@ typedef enum vp_run_precision {
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \
     S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(signals) S(replay) \
-    S(collect) S(curiosity) S(her) S(ppo) S(iql) S(train) S(walkforward) S(metrics) S(run)
+    S(collect) S(curiosity) S(her) S(ppo) S(iql) S(train) S(walkforward) S(metrics) S(run) \
+    S(dt)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
 

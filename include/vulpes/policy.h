@@ -63,7 +63,18 @@ struct vp_policy {
                                    a choice then does not flip with the number of rows scored together) */
     float goal;                 /* the goal a goal-conditioned network (n_portfolio = VP_ENV_PORTFOLIO + 1,
                                    her.enabled) is given: appended to every env portfolio row it scores as the
-                                   last entry (docs/modules.md "Hindsight relabelling"); unused otherwise */
+                                   last entry (docs/modules.md "Hindsight relabelling"); the Decision Transformer's
+                                   policy: the return-to-go it is conditioned on at its first step (docs/dt.md);
+                                   unused otherwise */
+    /* Optional, NULL for a policy without memory (the DQN and PPO policies): a policy whose scores
+     * depend on its own past. After the environment stepped on the choices of the workspace's last
+     * score of n rows, it is given the actions the step read (actions [n, 4] i32) and the rewards
+     * paid (rewards [n] f32; NaN for a row whose window took no step, whose score then did not
+     * count), row i the same window as in the scores; it keeps what it needs in the workspace (ops
+     * only: a rollout calls it inside its captured steps). Such a workspace serves one rollout: its
+     * rows are that rollout's windows from their first step on. */
+    vp_status (*observe)(const vp_policy* p, vp_policy_work* w, const vp_tensor* actions, const vp_tensor* rewards,
+                         int64_t n);
 };
 
 /* The rows a goal-conditioned policy scores: out [n, VP_ENV_PORTFOLIO + 1] view (in the workspace,
@@ -89,6 +100,11 @@ vp_status vp_policy_encode(const vp_policy* p, vp_policy_work* w, const vp_tenso
  * (a goal-conditioned DQN policy appends p->goal, vp_policy_goal_rows). */
 vp_status vp_policy_score(const vp_policy* p, vp_policy_work* w, const vp_tensor* enc, const vp_tensor* portfolio,
                           int64_t n, vp_tensor* scores);
+
+/* p->observe when the policy has memory (VP_OK without doing anything when it has none): the actions
+ * [n, 4] i32 and rewards [n] f32 of the step after the workspace's last score. */
+vp_status vp_policy_observe(const vp_policy* p, vp_policy_work* w, const vp_tensor* actions, const vp_tensor* rewards,
+                            int64_t n);
 
 /* The scale of each sample's size choice that w's scores come with ([batch] backend memory, filled
  * by each vp_policy_score, stable for w's life), for vp_env.size_scale; NULL when the policy

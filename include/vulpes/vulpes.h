@@ -46,6 +46,7 @@
 #include "vulpes/dqn.h"
 #include "vulpes/ppo.h"
 #include "vulpes/iql.h"
+#include "vulpes/dt.h"
 #include "vulpes/train.h"
 
 /* evaluation: backtests, walk-forward, reports */

@@ -11,4 +11,10 @@
  * unknown name is VP_ERR_INVALID_ARG naming it and the choices. */
 vp_status vp_api_backend(const char* name, vp_backend** out);
 
+/* The config of the training run whose config YAML checkpoint `path` holds into *cfg (checked)
+ * and its network's model configuration into *mc (F as the dataset computes it). */
+struct vp_config;
+struct vp_model_cfg;
+vp_status vp_api_checkpoint_config(const char* path, struct vp_config* cfg, struct vp_model_cfg* mc);
+
 #endif /* VP_API_INTERNAL_H */

@@ -41,30 +41,35 @@ static const vp_model_cfg* cfg_of(const vp_api_model* m) {
     return m->ppo ? &m->ppo->enc.cfg : m->iql ? &m->iql->enc.cfg : &m->model.cfg;
 }
 
-/* The model configuration of the training run whose config YAML the checkpoint holds. */
-static vp_status model_cfg_of(const char* path, vp_model_cfg* out, int* is_ppo, int* is_iql) {
+vp_status vp_api_checkpoint_config(const char* path, vp_config* cfg, vp_model_cfg* mc) {
     vp_checkpoint* ck = NULL;
     VP_TRY(vp_checkpoint_open(&ck, path));
     const char* yaml = vp_checkpoint_meta(ck, "config");
     vp_status s = yaml ? VP_OK
                        : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s has no config in its metadata", path);
-    vp_config cfg;
-    vp_config_defaults(&cfg);
-    if (s == VP_OK) s = vp_config_load_string(&cfg, yaml, "the checkpoint's config");
+    vp_config_defaults(cfg);
+    if (s == VP_OK) s = vp_config_load_string(cfg, yaml, "the checkpoint's config");
     vp_checkpoint_close(ck);
     VP_TRY(s);
-    VP_TRY(vp_config_check(&cfg));
+    VP_TRY(vp_config_check(cfg));
+    // F as the dataset computes it: every feature, the configured normalisation window
+    vp_feature_cfg fc = vp_feature_cfg_default();
+    fc.norm_window = (int)cfg->features.window;
+    vp_train_parts parts;
+    VP_TRY(vp_train_parts_make(cfg, vp_features_count(&fc), &parts));
+    *mc = parts.learner.model;
+    return VP_OK;
+}
+
+/* The model configuration of the training run whose config YAML the checkpoint holds. */
+static vp_status model_cfg_of(const char* path, vp_model_cfg* out, int* is_ppo, int* is_iql) {
+    vp_config cfg;
+    VP_TRY(vp_api_checkpoint_config(path, &cfg, out));
     *is_ppo = strcmp(cfg.train.algo, "ppo") == 0;
     *is_iql = strcmp(cfg.train.algo, "iql") == 0;
     VP_REQUIRE(*is_ppo || *is_iql || strcmp(cfg.train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
-               "checkpoint %s was trained by train.algo '%s'; only the dqn, ppo and iql networks can be opened", path,
-               cfg.train.algo);
-    // F as the dataset computes it: every feature, the configured normalisation window
-    vp_feature_cfg fc = vp_feature_cfg_default();
-    fc.norm_window = (int)cfg.features.window;
-    vp_train_parts parts;
-    VP_TRY(vp_train_parts_make(&cfg, vp_features_count(&fc), &parts));
-    *out = parts.learner.model;
+               "checkpoint %s was trained by train.algo '%s'; only the dqn, ppo and iql networks open as a model "
+               "(a dt checkpoint opens with vp_api_dt_open)", path, cfg.train.algo);
     return VP_OK;
 }
 

@@ -112,19 +112,10 @@ vp_status vp_headnet_project(const vp_model* m, const vp_tensor* enc_params, con
 
 vp_status vp_headnet_backward(vp_model* m, const vp_tensor* enc_params, vp_model_acts* ea, const vp_tensor* port,
                               const vp_tensor* d_h, int64_t B) {
-    vp_backend* be = m->backend;
     // the portfolio projection; d e = d h
     vp_tensor pw = vp_model_slot(m, enc_params, VP_PS_PORT_W);
     vp_tensor gpw = vp_model_slot(m, &m->grads, VP_PS_PORT_W), gpb = vp_model_slot(m, &m->grads, VP_PS_PORT_B);
     VP_TRY(vp_model_linear_backward(m, port, &pw, d_h, &gpw, &gpb, NULL, 0.0f));
-    // the encoder: Mamba2 leaves d h2 in d_t1; without it d h2 (last bar only) is d e
-    if (m->cfg.use_mamba) {
-        vp_tensor de = vp_acts_rows(&ea->d_h, B);
-        VP_TRY(vp_copy(be, d_h, &de));
-        VP_TRY(vp_model_mamba_backward(m, enc_params, ea, B));
-    } else {
-        vp_tensor d_t1 = vp_acts_rows(&ea->d_t1, B);
-        VP_TRY(vp_copy(be, d_h, &d_t1));
-    }
-    return vp_model_trunk_backward(m, enc_params, ea, &ea->d_t1, B);
+    // the encoder from d e = d h
+    return vp_model_encoder_backward(m, enc_params, ea, d_h, B);
 }

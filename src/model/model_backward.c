@@ -215,3 +215,17 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     }
     return vp_model_trunk_backward(m, params, a, &a->d_t1, B);
 }
+
+vp_status vp_model_encoder_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* d_e,
+                                    int64_t batch) {
+    // Mamba2 leaves d h2 in d_t1; without it d h2 (last bar only) is d e
+    if (m->cfg.use_mamba) {
+        vp_tensor de = vp_acts_rows(&a->d_h, batch);
+        VP_TRY(vp_copy(m->backend, d_e, &de));
+        VP_TRY(vp_model_mamba_backward(m, params, a, batch));
+    } else {
+        vp_tensor d_t1 = vp_acts_rows(&a->d_t1, batch);
+        VP_TRY(vp_copy(m->backend, d_e, &d_t1));
+    }
+    return vp_model_trunk_backward(m, params, a, &a->d_t1, batch);
+}

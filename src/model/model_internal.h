@@ -256,6 +256,12 @@ vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_
 vp_status vp_model_mamba_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                   int64_t batch);
 
+/* The encoder's backward for a head outside the network (PPO's, the Decision Transformer's) from
+ * d e [batch, H] (another buffer than a's): Mamba2 (d e copied into a->d_h), or without it d h2 =
+ * d e (last bar only), then the trunk; writes the encoder's gradients. */
+vp_status vp_model_encoder_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* d_e,
+                                    int64_t batch);
+
 /* Gated RMSNorm: a->y, a->z -> a->sz, a->g, a->yn, a->rms_rstd. */
 vp_status vp_model_gate_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                 int64_t batch);

@@ -50,6 +50,14 @@ vp_status vp_policy_score(const vp_policy* p, vp_policy_work* w, const vp_tensor
     return p->ops->score(p, w, enc, portfolio, n, scores);
 }
 
+vp_status vp_policy_observe(const vp_policy* p, vp_policy_work* w, const vp_tensor* actions, const vp_tensor* rewards,
+                            int64_t n) {
+    VP_REQUIRE(p != NULL && w != NULL && actions != NULL && rewards != NULL && n >= 1, VP_ERR_INVALID_ARG,
+               "vp_policy_observe: NULL argument or n %lld", (long long)n);
+    if (!p->observe) return VP_OK;
+    return p->observe(p, w, actions, rewards, n);
+}
+
 /* ---- the DQN agent: vp_model_encode and the C51 expected values --------------------------- */
 
 /* The DQN policy's workspace: the network's forward activations (no IQN head) and the

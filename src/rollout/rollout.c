@@ -133,7 +133,7 @@ static int state_slots(vp_env_state* st, vp_ro_windows* w, vp_ro_records* rec, i
     S(st->episode, uint32_t, N), S(st->cash, double, N), S(st->equity, double, N), S(st->peak, double, N);
     S(st->entry, double, N), S(st->take_profit, double, N), S(st->stop_loss, double, N), S(st->last_size, float, N);
     S(w->steps, int32_t, N), S(w->offset, int32_t, N), S(w->last, int32_t, N), S(w->alive, int32_t, N);
-    S(w->ruin, int32_t, N), S(w->fill, vp_env_fill_rec, N);
+    S(w->ruin, int32_t, N), S(w->fill, vp_env_fill_rec, N), S(w->reward, float, N);
     S(rec->position, int32_t, P), S(rec->bars_held, int32_t, P), S(rec->action, int32_t, 4 * P);
     S(rec->cash, double, P), S(rec->equity, double, P), S(rec->entry, double, P);
     S(rec->take_profit, double, P), S(rec->stop_loss, double, P), S(rec->margin, double, P);
@@ -282,6 +282,7 @@ static vp_status collect_points(const vp_ro_run* r, vp_rollout_result* out) {
 
 /* Frees the run's memory. */
 static void run_free(vp_ro_run* r) {
+    vp_policy_work_free(r->pol, r->mem_work);
     vp_env_market_free(&r->market);
     if (r->dev.dev) vp_buffer_free(r->b, &r->dev);
     free(r->host);

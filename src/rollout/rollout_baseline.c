@@ -48,7 +48,8 @@ static int64_t run_window(const vp_ro_run* r, int64_t w, const int32_t* act /* [
     // its window table entry
     int32_t steps = r->h_win.steps[w], offset = 0, last = r->h_win.last[w], alive = 1, ruin = -1;
     vp_env_fill_rec fill;
-    vp_ro_windows win = {&steps, &offset, &last, &alive, &ruin, &fill};
+    float reward = 0.0f;
+    vp_ro_windows win = {&steps, &offset, &last, &alive, &ruin, &fill, &reward};
     int32_t scratch[VP_ENV_BRANCHES];
     const int64_t begin = r->a + r->h_win.offset[w] - w; /* the window's first bar */
     eq[0] = init;

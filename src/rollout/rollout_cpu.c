@@ -1,6 +1,7 @@
 /* The rollout kernels on the CPU: the op path's prepare and act steps as plain loops over
  * the windows (the shared per-window math of rollout_step.h), one step per launch, and no
  * fused path (it needs CUDA thread-block clusters). */
+#include <math.h>
 #include <string.h>
 
 #include "rollout/rollout_impl.h"
@@ -23,7 +24,10 @@ vp_status vp_ro_cpu_act(vp_backend* b, const vp_ro_dims* d, const vp_env_bar* ba
     (void)b;
     const int32_t k = counter[0];
     for (int64_t i = 0; i < d->n_windows; ++i) {
-        if (!vp_ro_active(w, i, k)) continue;
+        if (!vp_ro_active(w, i, k)) {
+            w->reward[i] = NAN; /* no step: nothing for a policy with memory to observe */
+            continue;
+        }
         int32_t a[VP_ENV_BRANCHES];
         double margin = VP_RO_NO_MARGIN;
         if (d->forced)

@@ -80,7 +80,10 @@ __global__ void vp_ro_act_kernel(vp_ro_dims d, const vp_env_bar* __restrict__ ba
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= d.n_windows) return;
     const int32_t k = counter[0];
-    if (!vp_ro_active(&w, i, k)) return;
+    if (!vp_ro_active(&w, i, k)) {
+        w.reward[i] = NAN; /* no step: nothing for a policy with memory to observe */
+        return;
+    }
     int32_t a[VP_ENV_BRANCHES];
     double margin = VP_RO_NO_MARGIN;
     if (d.forced)
@@ -177,6 +180,7 @@ __global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
     __shared__ double margin[2][VP_ENV_BRANCHES];     /* their margins (vp_action_margin), by step parity */
     __shared__ int32_t scratch[VP_ENV_BRANCHES];      /* the action the step reads */
     __shared__ vp_env_fill_rec s_fill;                    /* the fills the step writes */
+    __shared__ float s_reward;                            /* the reward the step writes (unread) */
     cg::cluster_group cluster = cg::this_cluster();
     const int br = (int)cluster.block_rank(), tid = threadIdx.x;
     const int64_t win = blockIdx.x / VP_ENV_BRANCHES;
@@ -204,7 +208,7 @@ __global__ void __launch_bounds__(VP_RO_FUSED_THREADS)
     }
     vp_env_state ls = {&si[0], &si[1], &si[2], &si[3], (uint32_t*)&si[4], &sd[0], &sd[1], &sd[2], &sd[3], &sd[4],
                        &sd[5], &s_last};
-    vp_ro_windows lw = {&ws[0], &ws[1], &ws[2], &ws[3], &ws[4], &s_fill};
+    vp_ro_windows lw = {&ws[0], &ws[1], &ws[2], &ws[3], &ws[4], &s_fill, &s_reward};
     __syncthreads();
 
     // thread j < 2 HH owns hidden unit j (v1, then ah); its market term of the first row, prefetched

@@ -44,6 +44,8 @@ typedef struct vp_ro_run {
     const vp_env_bar* h_bars;      /* [b - a] the market's bars in host memory (the baselines' and the
                                       portfolio after a window read them) */
     vp_env_bar* h_bars_own;        /* h_bars when it is a downloaded copy (else NULL) */
+    vp_policy_work* mem_work;      /* a policy with memory: the op path's workspace, kept with each window's
+                                      history for the decision after the windows (else NULL) */
 } vp_ro_run;
 
 /* Encodes every decision bar and runs the op path's loop (heads via vp_model_heads, a

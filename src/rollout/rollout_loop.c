@@ -59,6 +59,13 @@ static vp_status steps_body(vp_backend* b, void* ctx) {
             q = (const float*)scores.data;
         }
         VP_TRY(act(c, q));
+        // a policy with memory sees the actions the step read and the rewards it paid
+        if (r->pol && r->pol->observe) {
+            const int64_t N = r->dims.n_windows;
+            vp_tensor acts = vp_tensor_2d(r->scratch, VP_I32, r->dev.mem, N, VP_ENV_BRANCHES);
+            vp_tensor rew = vp_tensor_1d(r->win.reward, VP_F32, r->dev.mem, N);
+            VP_TRY(vp_policy_observe(r->pol, c->work, &acts, &rew, N));
+        }
         VP_TRY(vp_step_increment(b, &r->counter));
     }
     return VP_OK;
@@ -136,7 +143,9 @@ vp_status vp_ro_run_ops(vp_ro_run* r, double* encode_s, double* sequential_s) {
     double t2 = vp_clock_s();
 
     vp_graph_free(g);
-    vp_policy_work_free(r->pol, c.work);
+    // a policy with memory keeps its workspace (each window's history) for the decision after the windows
+    if (s == VP_OK && r->pol && r->pol->observe) r->mem_work = c.work;
+    else vp_policy_work_free(r->pol, c.work);
     r->dims.env.size_scale = NULL; /* the scales lived in the work; the baselines step unscaled */
     if (buf.dev) vp_buffer_free(r->b, &buf);
     *encode_s = t1 - t0;

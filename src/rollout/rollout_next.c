@@ -6,6 +6,8 @@
  * the span ends nothing. None after a ruin (the window stopped), with forced actions, or when
  * the caller asks for none (vp_rollout_cfg.next_decision = 0: a validation).
  * The scores behind each window's choice are kept (vp_rollout_result.next_q).
+ * A policy with memory (vulpes/policy.h) decides with the op path's workspace, which holds each
+ * window's history: every window is scored in its own row (a ruined one's choice unused).
  * Then every logged choice's margin is counted: the decisions and the fragile ones. */
 #include <math.h>
 #include <stdlib.h>
@@ -30,7 +32,8 @@ static vp_status score_all(const vp_ro_run* r, next_ctx* c, int64_t m) {
     const int64_t H = pol->enc_dim, A = pol->layout.n_heads;
     const vp_mem mem = vp_backend_native_mem(r->b);
     const size_t i_b = ((size_t)m * 4 + 255) / 256 * 256, e_b = ((size_t)(m * H) * 4 + 255) / 256 * 256;
-    VP_TRY(vp_policy_work_init(pol, m, &c->work));
+    if (r->mem_work) c->work = r->mem_work;
+    else VP_TRY(vp_policy_work_init(pol, m, &c->work));
     VP_TRY(vp_buffer_alloc(r->b, mem, i_b + e_b + (size_t)m * VP_ENV_PORTFOLIO * 4, &c->buf));
     vp_tensor it = vp_tensor_1d(c->buf.dev, VP_I32, mem, m);
     vp_tensor eb = vp_tensor_2d((char*)c->buf.dev + i_b, VP_F32, mem, m, H);
@@ -91,8 +94,16 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
     // the windows that reached their end: each one's last bar and its portfolio at that close
     int64_t m = 0;
     for (int64_t w = 0; s == VP_OK && w < N; ++w) {
-        if (out->windows[w].ruined) continue;
         vp_env_view v = vp_env_view_of(&r->h_state, w);
+        if (out->windows[w].ruined && r->mem_work) {
+            // a row of its own for the policy's history; its choice unused
+            v.window_end = v.t + r->cfg->episode_bars;
+            vp_env_portfolio(&r->dims.env, r->h_bars, &v, c.pf + m * VP_ENV_PORTFOLIO);
+            c.idx[m] = (int32_t)(r->a + v.t);
+            c.win[m++] = -1;
+            continue;
+        }
+        if (out->windows[w].ruined) continue;
         if (v.t != r->h_win.last[w] || v.position != 0) {
             s = vp_set_error(VP_ERR_STATE, VP_WHERE,
                              "backtest: window %lld ended at bar %lld holding %d contracts, not flat at its last bar "
@@ -108,6 +119,7 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
     if (s == VP_OK && m > 0) s = score_all(r, &c, m);
     // each one's greedy choice and margin at its window's last point
     for (int64_t j = 0; s == VP_OK && j < m; ++j) {
+        if (c.win[j] < 0) continue;
         const vp_rollout_window* x = &out->windows[c.win[j]];
         const int64_t o = x->offset + x->n_points - 1;
         out->margin[o] = vp_action_greedy_margin(&r->dims.layout, c.q + j * A, out->action + o * VP_ENV_BRANCHES);
@@ -115,7 +127,7 @@ vp_status vp_ro_next_decisions(const vp_ro_run* r, vp_rollout_result* out) {
         if (c.scale) out->next_scale[c.win[j]] = c.scale[j];
     }
     if (c.buf.dev) vp_buffer_free(r->b, &c.buf);
-    vp_policy_work_free(r->pol, c.work);
+    if (c.work != r->mem_work) vp_policy_work_free(r->pol, c.work);
     free(c.idx);
     free(c.win);
     free(c.pf);

@@ -31,6 +31,8 @@ typedef struct vp_ro_windows {
     int32_t* alive;    /* 1 until it has ended (its last step, or the close-out after a ruin) */
     int32_t* ruin;     /* the step at whose close equity was at or below the ruin level (-1: none) */
     vp_env_fill_rec* fill; /* the fills of the window's last step, as the environment's step wrote them */
+    float* reward;     /* the environment's reward of the window's last step, NaN at a step it did not take (what a
+                          policy with memory observes) */
 } vp_ro_windows;
 
 /* The per-point log, [P] each (action [P, 4]), in the backend's memory. Point offset + k + 1
@@ -76,7 +78,7 @@ VP_HD void vp_ro_step(const vp_ro_dims* d, const vp_env_bar* bars, const vp_env_
     for (int br = 0; br < VP_ENV_BRANCHES; ++br) act[br] = a[br];
     const int closing_out = w->ruin[i] >= 0;
     if (closing_out || k + 1 == w->steps[i]) act[0] = VP_ENV_DIR_FLAT;
-    vp_env_outs o = {0, 0, 0, 0, w->fill};
+    vp_env_outs o = {w->reward, 0, 0, 0, w->fill};
     vp_env_step_index(&d->env, bars, s, scratch, &o, i);
     if (closing_out) w->alive[i] = 0;
     else if (!(s->equity[i] > d->ruin_level)) w->ruin[i] = k;

@@ -5,8 +5,8 @@ Errors of the library raise VulpesError with its message. docs/python.md describ
 from ._lib import VulpesError, library_path
 
 __all__ = ["VulpesError", "library_path", "train", "backtest", "read_run", "RunResult", "load", "CModel",
-           "VulpesNet", "VulpesPPONet", "export_onnx", "VectorEnv", "VulpesEnv"]
-__all__ += ["VulpesIQLNet"]
+           "VulpesNet", "VulpesPPONet", "export_onnx", "VectorEnv", "VulpesEnv", "VulpesIQLNet", "VulpesDTNet",
+           "CDTModel"]
 
 __version__ = "0.1.0"
 
@@ -16,6 +16,7 @@ _LAZY = {
     "export_onnx": "onnx_export",
     "VectorEnv": "env", "VulpesEnv": "env",
     "VulpesIQLNet": "model",
+    "VulpesDTNet": "dt", "CDTModel": "dt",
 }
 
 

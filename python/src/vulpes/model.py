@@ -193,7 +193,15 @@ def load(checkpoint):
     """The network of a vulpes checkpoint (best.safetensors or last.safetensors) as a VulpesNet on the
     CPU, in float32 and eval mode; it computes the C forward's Q values, C51 log-probabilities and
     IQN quantiles. A PPO checkpoint gives a VulpesPPONet (policy logits and values), an IQL one a
-    VulpesIQLNet (its policy head's logits and V(s))."""
+    VulpesIQLNet (its policy head's logits and V(s)), a Decision Transformer's a VulpesDTNet
+    (vulpes.dt)."""
+    from . import dt
+
+    if dt.checkpoint_algo(checkpoint) == "dt":
+        with dt.CDTModel(checkpoint) as m:
+            net = dt.VulpesDTNet(m.config, m.params())
+        net.checkpoint = str(checkpoint)
+        return net.eval()
     with CModel(checkpoint) as m:
         cls = VulpesPPONet if m.config["ppo"] else VulpesIQLNet if m.config["iql"] else VulpesNet
         net = cls(m.config, m.params())
