@@ -21,16 +21,32 @@ extern "C" {
 /* Most action branches a model may have. */
 #define VP_MAX_BRANCHES 8
 
+/* The market encoder over the K bars' trunk rows (model.encoder; the index order is the
+ * config key's values "mamba2|tlob|none"). */
+typedef enum vp_model_encoder {
+    VP_ENCODER_MAMBA2 = 0, /* the Mamba2 mixer (SPEC 4.2) */
+    VP_ENCODER_TLOB,       /* TLOB dual-attention blocks (docs/model.md, "TLOB encoder") */
+    VP_ENCODER_NONE,       /* no mixer: the last bar's trunk output */
+    VP_ENCODER_COUNT
+} vp_model_encoder;
+
+/* The encoder's config name ("mamba2", "tlob", "none"; "?" out of range). */
+const char* vp_model_encoder_name(vp_model_encoder e);
+
 /* Architecture; vp_model_cfg_default fills SPEC's defaults. */
 typedef struct vp_model_cfg {
     int n_features;      /* F: feature columns per bar (32) */
     int n_portfolio;     /* P: portfolio vector width (8) */
     int window;          /* K: bars seen per decision (8) */
     int hidden;          /* H: trunk width (256) */
-    int use_mamba;       /* 1: Mamba2 mixer over the K bars; 0: last bar's trunk output only */
+    vp_model_encoder encoder; /* the mixer over the K bars' trunk rows (VP_ENCODER_MAMBA2) */
     int mamba_state;     /* N: SSM state size (16) */
     int mamba_head_dim;  /* head dim (64); heads = hidden / head_dim (expand 1, ngroups 1) */
     int mamba_conv;      /* causal depthwise conv width (4) */
+    int tlob_blocks;     /* TLOB: dual-attention blocks (2) */
+    int tlob_heads;      /* TLOB: temporal attention heads, dividing hidden (4) */
+    int tlob_feature_heads; /* TLOB: feature attention heads, dividing window (1) */
+    int tlob_mlp;        /* TLOB: MLP expansion factor (4) */
     int head_hidden;     /* hidden width of the value / advantage / IQN MLPs (128) */
     int n_atoms;         /* Z: C51 atoms (51) */
     float v_min, v_max;  /* C51 support [-10, 10] */
@@ -92,7 +108,7 @@ typedef struct vp_param_info {
 } vp_param_info;
 
 /* Internal parameter slots (the table's rows; absent ones, e.g. Mamba2 when off, map to -1). */
-#define VP_MODEL_MAX_SLOTS 64
+#define VP_MODEL_MAX_SLOTS 96
 
 /* The network: configuration, parameter table and the flat buffers. */
 typedef struct vp_model {

@@ -156,17 +156,11 @@ vp_status vp_ppo_net_backward(vp_ppo_net* n, const vp_tensor* params, vp_ppo_act
     vp_tensor pw = vp_model_slot(m, &pe, VP_PS_PORT_W);
     vp_tensor gpw = vp_model_slot(m, &m->grads, VP_PS_PORT_W), gpb = vp_model_slot(m, &m->grads, VP_PS_PORT_B);
     VP_TRY(vp_model_linear_backward(m, &port, &pw, &d_h, &gpw, &gpb, NULL, 0.0f));
-    // the encoder: Mamba2 leaves d h2 in d_t1; without it d h2 (last bar only) is d e
+    // the encoder (Mamba2, TLOB or none) from d e, then the trunk
     vp_model_acts* ea = a->enc;
-    if (c->use_mamba) {
-        vp_tensor de = vp_acts_rows(&ea->d_h, B);
-        VP_TRY(vp_copy(be, &d_h, &de));
-        VP_TRY(vp_model_mamba_backward(m, &pe, ea, B));
-    } else {
-        vp_tensor d_t1 = vp_acts_rows(&ea->d_t1, B);
-        VP_TRY(vp_copy(be, &d_h, &d_t1));
-    }
-    return vp_model_trunk_backward(m, &pe, ea, &ea->d_t1, B);
+    vp_tensor de = vp_acts_rows(&ea->d_h, B);
+    VP_TRY(vp_copy(be, &d_h, &de));
+    return vp_model_encoder_backward(m, &pe, ea, B);
 }
 
 vp_status vp_ppo_net_commit(const vp_ppo_net* n, vp_tensor* params, const vp_ppo_acts* a) {

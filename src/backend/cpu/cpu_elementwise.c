@@ -66,6 +66,7 @@ static inline float unary_f(vp_unary_op op, float x) {
     case VP_UNARY_SIGMOID: return sigmoid_f(x);
     case VP_UNARY_EXP: return expf(x);
     case VP_UNARY_TANH: return tanhf(x);
+    case VP_UNARY_GELU: return 0.5f * x * erfcf(-x * 0.70710678118654752f);
     default: return NAN;
     }
 }
@@ -91,6 +92,8 @@ static inline float unary_grad_f(vp_unary_op op, float x, float dy) {
     case VP_UNARY_SIGMOID: return dy * sigmoid_grad_f(x);
     case VP_UNARY_EXP: return dy * expf(x);
     case VP_UNARY_TANH: return dy * tanh_grad_f(x);
+    case VP_UNARY_GELU: /* Phi(x) + x phi(x) */
+        return dy * (0.5f * erfcf(-x * 0.70710678118654752f) + x * 0.39894228040143268f * expf(-0.5f * x * x));
     default: return NAN;
     }
 }
