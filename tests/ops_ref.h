@@ -176,4 +176,37 @@ static inline void ref_to_double(const float* x, int64_t n, double* out) {
     for (int64_t i = 0; i < n; ++i) out[i] = (double)x[i];
 }
 
+/* ---- attention --------------------------------------------------------------------------------- */
+
+/* Scaled dot-product attention in double with the layout of vp_attention: q [B, Lq, NH * D],
+ * k, v [B, Lk, NH * D], out [B, Lq, NH * D], lse [B, NH, Lq] (lse may be NULL). Each row's
+ * softmax subtracts its maximum logit; the causal mask drops keys j > i. */
+static inline void ref_attention(const vp_attn_desc* d, const double* q, const double* k, const double* v,
+                                 double* out, double* lse) {
+    const int64_t row = (int64_t)d->heads * d->dim;
+    double s[VP_ATTN_MAX_LEN];
+    for (int64_t b = 0; b < d->batch; ++b)
+        for (int h = 0; h < d->heads; ++h)
+            for (int i = 0; i < d->lq; ++i) {
+                const double* qi = q + (b * d->lq + i) * row + (int64_t)h * d->dim;
+                const int nk = d->causal ? i + 1 : d->lk;
+                double mx = -INFINITY, sum = 0.0;
+                for (int j = 0; j < nk; ++j) {
+                    const double* kj = k + (b * d->lk + j) * row + (int64_t)h * d->dim;
+                    double dot = 0.0;
+                    for (int c = 0; c < d->dim; ++c) dot += qi[c] * kj[c];
+                    s[j] = (double)d->scale * dot;
+                    mx = s[j] > mx ? s[j] : mx;
+                }
+                for (int j = 0; j < nk; ++j) sum += exp(s[j] - mx);
+                double* oi = out + (b * d->lq + i) * row + (int64_t)h * d->dim;
+                for (int c = 0; c < d->dim; ++c) {
+                    double acc = 0.0;
+                    for (int j = 0; j < nk; ++j) acc += exp(s[j] - mx) * v[(b * d->lk + j) * row + (int64_t)h * d->dim + c];
+                    oi[c] = acc / sum;
+                }
+                if (lse) lse[(b * d->heads + h) * d->lq + i] = mx + log(sum);
+            }
+}
+
 #endif /* VP_OPS_REF_H */

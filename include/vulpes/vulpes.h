@@ -28,6 +28,7 @@
 #include "vulpes/synth.h"
 #include "vulpes/dataset.h"
 #include "vulpes/data_record.h"
+#include "vulpes/offline.h"
 
 /* the environment, the agent and its learning */
 #include "vulpes/env.h"

@@ -79,7 +79,15 @@ extern "C" {
     X(arg, vp_status, step_increment, (vp_backend* b, vp_tensor* counter))                          \
     X(arg, vp_status, clip_coef,                                                                    \
       (vp_backend* b, const vp_tensor* x, float max_norm, const vp_tensor* max_norm_t,              \
-       vp_tensor* norm, vp_tensor* coef))
+       vp_tensor* norm, vp_tensor* coef))                                                          \
+    /* attention */                                                                                 \
+    X(arg, vp_status, attention,                                                                    \
+      (vp_backend* b, const vp_attn_desc* d, const vp_tensor* q, const vp_tensor* k,                \
+       const vp_tensor* v, vp_tensor* out, vp_tensor* lse))                                         \
+    X(arg, vp_status, attention_backward,                                                           \
+      (vp_backend* b, const vp_attn_desc* d, const vp_tensor* q, const vp_tensor* k,                \
+       const vp_tensor* v, const vp_tensor* out, const vp_tensor* lse, const vp_tensor* dout,       \
+       vp_tensor* dq, vp_tensor* dk, vp_tensor* dv))
 
 #define VP_BACKEND_OP_FIELD_(unused, ret, name, params) ret(*name) params;
 #define VP_BACKEND_OP_DECLARE_(prefix, ret, name, params) ret prefix##_##name params;

@@ -30,7 +30,7 @@ static inline float vp_cpu_bf16_to_f32(uint16_t h) {
 /* ---- the ops: vp_cpu_<op> for every op of the table --------------------------------------
  * lifecycle and memory in cpu_backend.c; cpu_gemm.c; cpu_elementwise.c (fill, copy, convert,
  * unary, binary, axpby, scale_by); cpu_softmax.c; cpu_norm.c; cpu_reduce.c; cpu_gather.c;
- * cpu_optim.c (adamw, step_increment, clip_coef). */
+ * cpu_optim.c (adamw, step_increment, clip_coef); cpu_attention.c. */
 VP_BACKEND_OPS_DECLARE(vp_cpu)
 
 /* Tests only: 1 makes the CPU GEMM's row-exact kernel run its portable build instead of
