@@ -51,7 +51,7 @@ static void check_model(const vp_model_cfg* cfg, const char* what) {
     vp_model_inc w;
     CHECK_OK(vp_model_inc_init(&w, &m, &m.params));
     const int64_t L = w.L;
-    CHECK(L == (cfg->use_mamba ? H + 2 * cfg->mamba_state + H / cfg->mamba_head_dim : 0), "%s: L %lld", what,
+    CHECK(L == (cfg->encoder == VP_ENCODER_MAMBA2 ? H + 2 * cfg->mamba_state + H / cfg->mamba_head_dim : 0), "%s: L %lld", what,
           (long long)L);
     vp_model_inc_ring ring;
     CHECK_OK(vp_model_inc_ring_init(&ring, &w));
@@ -107,7 +107,7 @@ static void test_short_window(void) {
 
 static void test_no_mamba(void) {
     vp_model_cfg c = vpt_tiny_model(32);
-    c.use_mamba = 0;
+    c.encoder = VP_ENCODER_NONE;
     check_model(&c, "tiny network without Mamba2");
 }
 

@@ -84,6 +84,11 @@ vp_status vp_model_cfg_check(const vp_model_cfg* c);
  * `n_taus` IQN samples (0: no IQN head), plus its backward when `backward` is set. */
 double vp_model_flops(const vp_model_cfg* c, int64_t batch, int n_taus, int backward);
 
+/* GEMM FLOPs (2 m n k) of the TLOB blocks' forward over `batch` samples: per block and side
+ * the q, k, v and output projections, the MLP and the attention's two products (q k^T, p v);
+ * 0 unless c->encoder is VP_ENCODER_TLOB. */
+double vp_model_tlob_flops(const vp_model_cfg* c, double batch);
+
 /* How a parameter tensor is initialised (PyTorch / Mamba2 reference defaults). */
 typedef enum vp_param_init {
     VP_INIT_UNIFORM = 0, /* U(-bound, bound), bound = 1 / sqrt(fan_in) */

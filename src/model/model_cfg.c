@@ -108,7 +108,7 @@ double vp_model_flops(const vp_model_cfg* c, int64_t batch, int n_taus, int back
     // forward products; `first` are those whose input needs no gradient
     double first = c->kan ? 0.0 : mm(R, H, F), rest = mm(R, H, H);
     if (MB) rest += mm(R, H + 2 * N + NH, H) + mm(B, H, H) + mm(B, H, H);
-    if (c->encoder == VP_ENCODER_TLOB) rest += vp_model_tlob_flops(c, B);
+    rest += vp_model_tlob_flops(c, B);
     rest += mm(B, H, c->n_portfolio) + 2 * mm(B, HH, H) + mm(B, Z, HH) + mm(B, A * Z, HH);
     if (n_taus > 0) {
         first += mm(Q, H, c->iqn_cos);

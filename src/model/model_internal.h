@@ -19,7 +19,7 @@ extern "C" {
  * hidden width), SN (spectral norm on), KN (KAN on), KG (KAN grid intervals) and KFC (the KAN spline
  * coefficients per output, F (KG + order)); the head modules' QD (Q-denoise on), A2 (2 A), NB
  * (branches), XB (cross-branch messages on), RB (risk-budget head on); AD (adaptive atoms on);
- * the TLOB encoder's TL (on), K (window), TB (blocks), TM (MLP expansion). */
+ * the TLOB encoder's TL (on), K (window), TB (blocks), TM (MLP expansion), TMH (TM H), TMK (TM K). */
 #define VP_MODEL_PARAMS(X)                                                         \
     X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, !KN)                        \
     X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, !KN)                        \
@@ -96,11 +96,12 @@ extern "C" {
  * LayerNorm, the MLP width -> TM width -> width and the second LayerNorm. */
 #define VP_MODEL_TLOB_PARAMS(X)                                                    \
     X(TLOB_POS, "tlob.pos", K, H, VP_INIT_UNIFORM, H, TL)                         \
-    VP_TLOB_SIDE_PARAMS(X, T, "tlob.t", H)                                        \
-    VP_TLOB_SIDE_PARAMS(X, F, "tlob.f", K)
+    VP_TLOB_SIDE_PARAMS(X, T, "tlob.t", H, TMH)                                   \
+    VP_TLOB_SIDE_PARAMS(X, F, "tlob.f", K, TMK)
 
-/* One side's rows (side S: T or F, named `nm`, token width W), in the order of vp_tlob_slot. */
-#define VP_TLOB_SIDE_PARAMS(X, S, nm, W)                                           \
+/* One side's rows (side S: T or F, named `nm`, token width W, MLP width MW = TM W), in the
+ * order of vp_tlob_slot. */
+#define VP_TLOB_SIDE_PARAMS(X, S, nm, W, MW)                                           \
     X(TL##S##_QKV_W, nm ".qkv.w", TB * 3 * (W), W, VP_INIT_UNIFORM, W, TL)        \
     X(TL##S##_QKV_B, nm ".qkv.b", TB * 3 * (W), 0, VP_INIT_UNIFORM, W, TL)        \
     X(TL##S##_O_W, nm ".o.w", TB * (W), W, VP_INIT_UNIFORM, W, TL)                \
@@ -109,8 +110,8 @@ extern "C" {
     X(TL##S##_LN1_B, nm ".ln1.b", TB * (W), 0, VP_INIT_ZEROS, 1, TL)              \
     X(TL##S##_FC1_W, nm ".fc1.w", TB * TM * (W), W, VP_INIT_UNIFORM, W, TL)       \
     X(TL##S##_FC1_B, nm ".fc1.b", TB * TM * (W), 0, VP_INIT_UNIFORM, W, TL)       \
-    X(TL##S##_FC2_W, nm ".fc2.w", TB * (W), TM * (W), VP_INIT_UNIFORM, TM * (W), TL) \
-    X(TL##S##_FC2_B, nm ".fc2.b", TB * (W), 0, VP_INIT_UNIFORM, TM * (W), TL)     \
+    X(TL##S##_FC2_W, nm ".fc2.w", TB * (W), MW, VP_INIT_UNIFORM, MW, TL)          \
+    X(TL##S##_FC2_B, nm ".fc2.b", TB * (W), 0, VP_INIT_UNIFORM, MW, TL)           \
     X(TL##S##_LN2_G, nm ".ln2.g", TB * (W), 0, VP_INIT_ONES, 1, TL)               \
     X(TL##S##_LN2_B, nm ".ln2.b", TB * (W), 0, VP_INIT_ZEROS, 1, TL)
 
@@ -355,10 +356,6 @@ typedef void vp_model_take_fn(void* ctx, vp_tensor* t, const char* name, int64_t
 
 /* Checks the TLOB fields of a configuration (vp_model_cfg_check, model.encoder = tlob). */
 vp_status vp_model_tlob_check(const vp_model_cfg* c);
-
-/* GEMM FLOPs of the TLOB blocks' forward over `batch` samples (projections, MLPs and the
- * attention's two products per side and block); vp_model_flops counts its backward as twice. */
-double vp_model_tlob_flops(const vp_model_cfg* c, double batch);
 
 /* Lays out the TLOB activations with model_acts.c's planner (nothing unless it is on). */
 void vp_model_tlob_layout(vp_model_acts* a, vp_model_take_fn* take, void* ctx);

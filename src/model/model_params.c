@@ -28,6 +28,7 @@ static int build_table(const vp_model_cfg* c, vp_param_info* info, int* slot, in
     const int64_t NB = c->n_branches, XB = c->cross_branch ? 1 : 0, RB = c->risk_budget > 0.0f ? 1 : 0;
     const int64_t AD = c->adaptive_atoms ? 1 : 0;
     const int64_t TL = c->encoder == VP_ENCODER_TLOB, K = c->window, TB = c->tlob_blocks, TM = c->tlob_mlp;
+    const int64_t TMH = TM * H, TMK = TM * K;
     int n = 0;
     int64_t off = 0;
     for (int s = 0; s < VP_MODEL_MAX_SLOTS; ++s) slot[s] = -1;

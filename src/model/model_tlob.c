@@ -60,11 +60,6 @@ static vp_tensor blk_vec(const vp_tensor* t, const side_dims* d, int sb) {
     return vp_tensor_1d((float*)t->data + (int64_t)sb * d->max_rows, VP_F32, t->mem, d->rows);
 }
 
-/* A [rows, W] activation seen as the attention's [B, L, W]. */
-static vp_tensor as_seq(const vp_tensor* t, const side_dims* d) {
-    return vp_tensor_3d(t->data, VP_F32, t->mem, d->seqs, d->len, d->width);
-}
-
 /* Rows [r0, r0 + n) of the parameter (or gradient) matrix of side slot `s` in `flat`. */
 static vp_tensor prow(const vp_model* m, const vp_tensor* flat, const side_dims* d, vp_tlob_slot s, int64_t r0,
                       int64_t n) {
@@ -144,8 +139,7 @@ static vp_status side_forward(const vp_model* m, const vp_tensor* params, vp_mod
     VP_TRY(vp_model_linear(m, &v.x, &p.wk, &p.bk, VP_EPI_BIAS, 0.0f, &v.k));
     VP_TRY(vp_model_linear(m, &v.x, &p.wv, &p.bv, VP_EPI_BIAS, 0.0f, &v.v));
     const vp_attn_desc ad = attn_of(d);
-    vp_tensor q3 = as_seq(&v.q, d), k3 = as_seq(&v.k, d), v3 = as_seq(&v.v, d), o3 = as_seq(&v.o, d);
-    VP_TRY(vp_attention(be, &ad, &q3, &k3, &v3, &o3, &v.lse));
+    VP_TRY(vp_attention(be, &ad, &v.q, &v.k, &v.v, &v.o, &v.lse));
     // a = x + o Wo^T + bo, y = LayerNorm(a)
     VP_TRY(vp_copy(be, &v.x, &v.a));
     VP_TRY(vp_model_linear(m, &v.o, &p.wo, &p.bo, VP_EPI_BIAS, 1.0f, &v.a));
@@ -182,9 +176,7 @@ static vp_status side_backward(vp_model* m, const vp_tensor* params, vp_model_ac
     VP_TRY(vp_layernorm_backward(be, &dy, &v.a, &p.g1, &v.mean1, &v.rstd1, &da, &g.g1, &g.b1));
     VP_TRY(vp_model_linear_backward(m, &v.o, &p.wo, &da, &g.wo, &g.bo, &d_o, 0.0f));
     const vp_attn_desc ad = attn_of(d);
-    vp_tensor q3 = as_seq(&v.q, d), k3 = as_seq(&v.k, d), v3 = as_seq(&v.v, d), o3 = as_seq(&v.o, d);
-    vp_tensor do3 = as_seq(&d_o, d), dq3 = as_seq(&dq, d), dk3 = as_seq(&dk, d), dv3 = as_seq(&dv, d);
-    VP_TRY(vp_attention_backward(be, &ad, &q3, &k3, &v3, &o3, &v.lse, &do3, &dq3, &dk3, &dv3));
+    VP_TRY(vp_attention_backward(be, &ad, &v.q, &v.k, &v.v, &v.o, &v.lse, &d_o, &dq, &dk, &dv));
     // d x = d a (the residual) + the input gradients of the q, k, v projections
     VP_TRY(vp_copy(be, &da, dd));
     VP_TRY(vp_model_linear_backward(m, &v.x, &p.wq, &dq, &g.wq, &g.bq, dd, 1.0f));
@@ -320,6 +312,7 @@ static double side_flops(double n, double L, double W, double TM) {
 }
 
 double vp_model_tlob_flops(const vp_model_cfg* c, double batch) {
+    if (!c || c->encoder != VP_ENCODER_TLOB) return 0.0;
     const double K = c->window, H = c->hidden, TM = c->tlob_mlp;
     return c->tlob_blocks * (side_flops(batch * K, K, H, TM) + side_flops(batch * H, H, K, TM));
 }

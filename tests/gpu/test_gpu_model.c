@@ -41,7 +41,7 @@ static const model_case CASES[] = {
 
 static vp_model_cfg cfg_of(const model_case* k) {
     vp_model_cfg c = vp_model_cfg_default();
-    c.use_mamba = k->use_mamba;
+    c.encoder = k->use_mamba ? VP_ENCODER_MAMBA2 : VP_ENCODER_NONE;
     c.n_features = k->F;
     c.n_portfolio = k->P;
     c.window = k->K;
