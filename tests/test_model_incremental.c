@@ -4,7 +4,7 @@
  * among all of them in one batch, and the heads the same Q values, bit for bit on the CPU; for the
  * default network (Mamba2 over 8 bars, width 256; with the portable, AVX2 and AVX-512 loops
  * where the processor has them), a tiny one, one whose window is shorter than the conv and
- * one without Mamba2. The first K - 1 bars read bar 0 below their window's start, as the
+ * one without Mamba2, and with the TLOB encoder (the whole window's trunk rows from the ring). The first K - 1 bars read bar 0 below their window's start, as the
  * batch encoder clamps. */
 #include "model/model_internal.h"
 #include "vp_test.h"
@@ -111,6 +111,16 @@ static void test_no_mamba(void) {
     check_model(&c, "tiny network without Mamba2");
 }
 
+static void test_tlob(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    c.encoder = VP_ENCODER_TLOB;
+    c.tlob_feature_heads = c.window % 2 == 0 ? 2 : 1;
+    check_model(&c, "tiny network with the TLOB encoder");
+    c = vp_model_cfg_default();
+    c.encoder = VP_ENCODER_TLOB;
+    check_model(&c, "default network with the TLOB encoder");
+}
+
 static void test_adaptive_atoms(void) {
     vp_model_cfg c = vpt_tiny_model(32);
     c.adaptive_atoms = 1;
@@ -122,6 +132,7 @@ int main(void) {
     RUN_TEST(test_tiny_model);
     RUN_TEST(test_short_window);
     RUN_TEST(test_no_mamba);
+    RUN_TEST(test_tlob);
     RUN_TEST(test_adaptive_atoms);
     return vpt_finish();
 }
