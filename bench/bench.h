@@ -59,4 +59,8 @@ int vp_bench_act(vp_backend* b, const vp_bench_opts* o);
  * whole iterations (collection + epochs of updates) with their split. */
 int vp_bench_ppo(vp_backend* b, const vp_bench_opts* o);
 
+/* `vulpes bench attn`: ms, TFLOP/s and GB/s of the attention ops' forward and forward + backward
+ * on the models' shapes (B divided by 256 on the CPU). */
+int vp_bench_attn(vp_backend* b, const vp_bench_opts* o);
+
 #endif /* VP_BENCH_H */

@@ -9,6 +9,8 @@
 #                  (bench/torch_collect.py, S = 64 at 4096, 65536 and 262144 envs) and the ratio
 #   torch-ppo: vulpes bench ppo, then the PyTorch reference of its minibatch updates
 #              (bench/torch_ppo.py, the same shapes, n_envs, T, epochs and minibatches) and the ratio
+#   torch-attn: vulpes bench attn, then the PyTorch reference of its shapes
+#               (bench/torch_attn.py, scaled_dot_product_attention in FP32) and the ratios
 #   step-sweep: vulpes bench step at B = 1024 .. 65536
 #   python-cuda: the Python VectorEnv on CUDA (its test and env steps/s), wheels from .deps/wheels
 #   modules-step: vulpes bench step with each network module on (--ablate)
@@ -82,6 +84,9 @@ for s in $steps; do
     torch-ppo)
       run bench_ppo build-gpu/vulpes bench ppo --backend cuda --json "$OUT/ppo.jsonl"
       run torch_ppo timeout 480 python3 bench/torch_ppo.py --vulpes "$OUT/ppo.jsonl" --json "$OUT/torch_ppo.jsonl" ;;
+    torch-attn)
+      run bench_attn build-gpu/vulpes bench attn --backend cuda --json "$OUT/attn.jsonl"
+      run torch_attn timeout 480 python3 bench/torch_attn.py --vulpes "$OUT/attn.jsonl" --json "$OUT/torch_attn.jsonl" ;;
     step-profile)
       # every kernel of the first (eager, validation) step, timed alone by Nsight Compute
       run ncu_step ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \

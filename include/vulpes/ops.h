@@ -252,12 +252,25 @@ typedef struct vp_attn_desc {
 /* out = softmax(scale q k^T [+ causal mask]) v per sequence and head, with the rows'
  * log-sum-exp of the scaled logits in lse (kept for the backward). q [B, Lq, NH * D],
  * k and v [B, Lk, NH * D], out [B, Lq, NH * D] (head h: columns h * D .. h * D + D - 1 of a
- * row), lse [B, NH, Lq]; all f32. */
+ * row), lse [B, NH, Lq]; all f32.
+ *   q, k, v, out: any leading shape of B * L rows with a last extent of NH * D;
+ *   lse:          any shape of B * NH * Lq elements; lse[b, h, i] = log sum_j exp(s_ij),
+ *                 s_ij = scale q_i . k_j over the keys j that query i sees;
+ *   causal:       query i sees keys 0 .. i, so no row is ever fully masked (key 0 stays);
+ *   softmax:      shifted by the row's largest logit (no overflow for large logits);
+ *   out, lse must not alias the inputs. CPU: double sums; CUDA: one fused kernel, FP32 with an
+ *   online softmax. Errors: VP_ERR_INVALID_ARG (NULL, a bad scale, a wrong dtype), VP_ERR_SHAPE
+ *   (a descriptor out of its ranges, a tensor of the wrong size), VP_ERR_DEVICE. */
 vp_status vp_attention(vp_backend* b, const vp_attn_desc* d, const vp_tensor* q, const vp_tensor* k,
                        const vp_tensor* v, vp_tensor* out, vp_tensor* lse);
 
 /* The gradients dq, dk, dv (shapes of q, k, v; overwritten) of vp_attention given dout
- * (shape of out), from its inputs and its outputs out and lse. */
+ * (shape of out), from its inputs and its outputs out and lse.
+ *   P_ij = exp(s_ij - lse_i) is recomputed from lse (no [Lq, Lk] matrix is kept);
+ *   delta_i = dout_i . out_i, dS_ij = P_ij (dout_i . v_j - delta_i);
+ *   dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i, dv_j = sum_i P_ij dout_i;
+ *   every row is summed in a fixed order (the same bits on every run) and needs no workspace;
+ *   dq, dk, dv must not alias each other or the inputs. Errors as vp_attention's. */
 vp_status vp_attention_backward(vp_backend* b, const vp_attn_desc* d, const vp_tensor* q, const vp_tensor* k,
                                 const vp_tensor* v, const vp_tensor* out, const vp_tensor* lse,
                                 const vp_tensor* dout, vp_tensor* dq, vp_tensor* dk, vp_tensor* dv);

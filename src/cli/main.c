@@ -47,6 +47,8 @@ static const vp_cli_command COMMANDS[] = {
      vp_cmd_bench, vp_bench_ppo},
     {"bench", "act", "", "us per live decision on one CPU core (default model): median, p99, FLOPs", vp_cmd_bench,
      vp_bench_act},
+    {"bench", "attn", "", "attention forward and forward+backward on the models' shapes: ms, TFLOP/s, GB/s",
+     vp_cmd_bench, vp_bench_attn},
 };
 #define N_COMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention.cuh"
 #include "common.cuh"
 #include "elementwise.cuh"
 #include "fill.cuh"
