@@ -2,6 +2,7 @@
 # The TLOB encoder from the command line, on the CPU at tiny sizes: vulpes train with
 # model.encoder=tlob writes a run whose config and checkpoint carry the encoder, vulpes backtest
 # runs that checkpoint and vulpes act decides from it (the one-bar forward over the window);
+# PPO trains on the same encoder;
 # vulpes ablate takes model.encoder=tlob and model.encoder=none as switches; a config written
 # with the replaced model.use_mamba still trains, read as model.encoder with a deprecation
 # warning; a bad encoder value is refused naming the key and its values.
@@ -31,6 +32,12 @@ grep -q "Sharpe" "$tmp/bt_out" || fail "the backtest printed no Sharpe: $(cat "$
 [ -f "$tmp/bt/trades.csv" ] || fail "the backtest wrote no trades.csv: $(ls "$tmp/bt")"
 act=$("$v" act --checkpoint "$ck" --backend cpu 2> "$tmp/act_err") || fail "vulpes act exited $?: $(cat "$tmp/act_err")"
 grep -qE '"direction":[[:space:]]*"(short|flat|long)"' <<< "$act" || fail "vulpes act gave no direction: $act"
+
+# PPO's actor-critic on the same encoder: trains and keeps the tlob.* tensors in its checkpoint
+# shellcheck disable=SC2086
+"$v" train examples/eurusd.yaml train.algo=ppo ppo.rollout_steps=16 model.encoder=tlob model.tlob_heads=2 $tiny \
+  --backend cpu --out "$tmp/ppo" > /dev/null 2> "$tmp/ppo_err" || fail "PPO with TLOB exited $?: $(cat "$tmp/ppo_err")"
+grep -qa 'tlob.f.fc1.w' "$tmp/ppo/best.safetensors" || fail "the PPO checkpoint holds no tlob.f.fc1.w"
 
 # an ablation of the encoder: both values are switches of the default (mamba2) base
 # shellcheck disable=SC2086
