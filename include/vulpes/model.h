@@ -1,4 +1,4 @@
-/* vulpes: the agent network (SPEC section 4): per-bar trunk, Mamba2 temporal mixer,
+/* vulpes: the agent network (SPEC section 4): per-bar trunk, market encoder (Mamba2, TLOB or none),
  * portfolio projection, distributional dueling branching head (C51) and IQN head.
  *
  * Parameters live in one flat f32 buffer described by one table (name, shape, init,
@@ -172,7 +172,7 @@ vp_status vp_model_forward(const vp_model* m, const vp_tensor* params, vp_model_
                            const vp_tensor* features, const vp_tensor* bar_idx,
                            const vp_tensor* portfolio, const vp_tensor* taus, int64_t batch);
 
-/* Market part of the forward (SPEC 4.1-4.2: trunk, then Mamba2 or the last bar) with
+/* Market part of the forward (SPEC 4.1-4.2: trunk, then the encoder: Mamba2, TLOB or the last bar) with
  * params [n_weights], features [T, F] and bar_idx [batch] i32 as in vp_model_forward:
  * writes the encoding e [batch, H] into the activations (vp_model_encoding). Needs no
  * portfolio. */

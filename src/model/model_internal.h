@@ -157,7 +157,7 @@ vp_tensor vp_model_slot_rows(const vp_model* m, const vp_tensor* flat, vp_pslot 
 enum { VP_ACTS_ENCODED = 1, VP_ACTS_HEADS = 2, VP_ACTS_OWN_ENC = 4, VP_ACTS_IQN = 8 };
 
 /* Everything a forward keeps for the backward, the outputs and the backward's scratch.
- * Extents use the largest batch B; R = B * Kt trunk rows (Kt = K with Mamba2, else 1);
+ * Extents use the largest batch B; R = B * Kt trunk rows (Kt = K with a mixer, Mamba2 or TLOB; 1 without);
  * L = H + 2N + NH in_proj columns kept for all steps; Q = B * n_taus IQN rows. */
 struct vp_model_acts {
     const vp_model* model;     /* owner of the configuration */
@@ -294,7 +294,7 @@ typedef struct vp_trunk_views {
 /* The trunk views of activations `a` over R rows (model_acts.c). */
 vp_trunk_views vp_model_trunk_views(const vp_model_acts* a, int64_t R);
 
-/* Rows of the trunk per sample: K with Mamba2, 1 without. */
+/* Rows of the trunk per sample: K with a mixer (Mamba2 or TLOB), 1 without (encoder none). */
 int vp_model_trunk_steps(const vp_model_cfg* c);
 
 /* ---- pieces (model_forward.c, model_backward.c) ------------------------------------- */

@@ -248,25 +248,42 @@ void vp_model_tlob_layout(vp_model_acts* a, vp_model_take_fn* take, void* ctx) {
         const int64_t L = side ? H : K, W = side ? K : H, n = S * B * L;
         const int64_t NH = side ? c->tlob_feature_heads : c->tlob_heads;
         take(ctx, &t->x, "tl_x", n, W);
-        take(ctx, &t->q, "tl_q", n, W);
-        take(ctx, &t->k, "tl_k", n, W);
-        take(ctx, &t->v, "tl_v", n, W);
-        take(ctx, &t->o, "tl_o", n, W);
-        take(ctx, &t->lse, "tl_lse", S * B * NH, L);
-        take(ctx, &t->a, "tl_a", n, W);
-        take(ctx, &t->y, "tl_y", n, W);
-        take(ctx, &t->u, "tl_u", n, TM * W);
-        // forward only: GELU in place (the backward alone reads its input)
-        if (BW)
-            take(ctx, &t->g, "tl_g", n, TM * W);
-        else
-            t->g = t->u;
-        take(ctx, &t->z, "tl_z", n, W);
         take(ctx, &t->out, "tl_out_side", n, W);
+        take(ctx, &t->lse, "tl_lse", S * B * NH, L);
         take(ctx, &t->mean1, "tl_mean1", n, 1);
         take(ctx, &t->rstd1, "tl_rstd1", n, 1);
         take(ctx, &t->mean2, "tl_mean2", n, 1);
         take(ctx, &t->rstd2, "tl_rstd2", n, 1);
+        if (!BW && side == 1) {
+            // forward only: the feature side runs after the temporal one is done, on rows of the
+            // same count (B H x K = B K x H), so it reuses the temporal side's scratch
+            const vp_tlob_side* t0 = &a->tl[0];
+            t->q = vp_tensor_2d(t0->q.data, VP_F32, t0->q.mem, t0->q.data ? n : 0, W);
+            t->k = vp_tensor_2d(t0->k.data, VP_F32, t0->k.mem, t0->k.data ? n : 0, W);
+            t->v = vp_tensor_2d(t0->v.data, VP_F32, t0->v.mem, t0->v.data ? n : 0, W);
+            t->o = vp_tensor_2d(t0->o.data, VP_F32, t0->o.mem, t0->o.data ? n : 0, W);
+            t->a = vp_tensor_2d(t0->a.data, VP_F32, t0->a.mem, t0->a.data ? n : 0, W);
+            t->y = vp_tensor_2d(t0->y.data, VP_F32, t0->y.mem, t0->y.data ? n : 0, W);
+            t->u = vp_tensor_2d(t0->u.data, VP_F32, t0->u.mem, t0->u.data ? n : 0, TM * W);
+            t->g = t->u;
+            t->z = t->a;
+            continue;
+        }
+        take(ctx, &t->q, "tl_q", n, W);
+        take(ctx, &t->k, "tl_k", n, W);
+        take(ctx, &t->v, "tl_v", n, W);
+        take(ctx, &t->o, "tl_o", n, W);
+        take(ctx, &t->a, "tl_a", n, W);
+        take(ctx, &t->y, "tl_y", n, W);
+        take(ctx, &t->u, "tl_u", n, TM * W);
+        if (BW) {
+            take(ctx, &t->g, "tl_g", n, TM * W);
+            take(ctx, &t->z, "tl_z", n, W);
+            continue;
+        }
+        // forward only: GELU in place and z over a (the backward alone reads u and a)
+        t->g = t->u;
+        t->z = t->a;
     }
     const int64_t R = on ? B * K : 0, RB = R * BW;
     take(ctx, &a->tl_out, "tl_out", R, H);
