@@ -303,6 +303,10 @@ static void test_errors(void) {
     CHECK_STATUS(vp_attention(g_b, &d, &tq, &tk, &tv, &wide, &tl), VP_ERR_SHAPE, "out");
     CHECK_STATUS(vp_attention(g_b, &d, &tq, &tk, &tv, &to, &tk), VP_ERR_SHAPE, "lse");
     CHECK_STATUS(vp_attention(g_b, &d, &tq, &tk, &tv, &to, NULL), VP_ERR_INVALID_ARG, "lse");
+    /* outputs overlapping an input or each other */
+    vp_tensor tl_in_out = vp_tensor_1d(a.out + 8, VP_F32, VP_MEM_HOST, 16);
+    CHECK_STATUS(vp_attention(g_b, &d, &tq, &tk, &tv, &tq, &tl), VP_ERR_INVALID_ARG, "out overlaps q");
+    CHECK_STATUS(vp_attention(g_b, &d, &tq, &tk, &tv, &to, &tl_in_out), VP_ERR_INVALID_ARG, "lse overlaps out");
     /* backward: every tensor checked, descriptor too */
     vp_tensor tg = to, tdq = vp_tensor_2d(big, VP_F32, VP_MEM_HOST, 8, 16);
     vp_tensor tdk = vp_tensor_2d(big + 512, VP_F32, VP_MEM_HOST, 6, 16);
@@ -321,6 +325,13 @@ static void test_errors(void) {
     CHECK_STATUS(vp_attention_backward(g_b, &d, &tq, &tk, &tv, &to, &tl, &tg, &tdq, &tdq, &tdv), VP_ERR_SHAPE, "dk");
     CHECK_STATUS(vp_attention_backward(g_b, &d, &tq, &tk, &tv, &to, &tl, &tg, &tdq, &tdk, &ti), VP_ERR_INVALID_ARG,
                  "dv");
+    vp_tensor tdk_over = vp_tensor_2d(big + 100, VP_F32, VP_MEM_HOST, 6, 16);
+    CHECK_STATUS(vp_attention_backward(g_b, &d, &tq, &tk, &tv, &to, &tl, &tg, &tdq, &tdk_over, &tdv), VP_ERR_INVALID_ARG,
+                 "dk overlaps dq");
+    CHECK_STATUS(vp_attention_backward(g_b, &d, &tq, &tk, &tv, &to, &tl, &tg, &tdq, &tdk, &tk), VP_ERR_INVALID_ARG,
+                 "dv overlaps k");
+    CHECK_STATUS(vp_attention_backward(g_b, &d, &tq, &tk, &tv, &to, &tl, &tg, &tg, &tdk, &tdv), VP_ERR_INVALID_ARG,
+                 "dq overlaps out");
     free(big);
     attn_buf_free(&a);
 }

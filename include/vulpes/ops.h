@@ -258,8 +258,9 @@ typedef struct vp_attn_desc {
  *                 s_ij = scale q_i . k_j over the keys j that query i sees;
  *   causal:       query i sees keys 0 .. i, so no row is ever fully masked (key 0 stays);
  *   softmax:      shifted by the row's largest logit (no overflow for large logits);
- *   out, lse must not alias the inputs. CPU: double sums; CUDA: one fused kernel, FP32 with an
- *   online softmax. Errors: VP_ERR_INVALID_ARG (NULL, a bad scale, a wrong dtype), VP_ERR_SHAPE
+ *   out, lse may not overlap the inputs or each other (refused). CPU: double sums; CUDA: one
+ *   fused kernel, FP32 with an online softmax. Errors: VP_ERR_INVALID_ARG (NULL, a bad scale, a
+ *   wrong dtype, an overlap), VP_ERR_SHAPE
  *   (a descriptor out of its ranges, a tensor of the wrong size), VP_ERR_DEVICE. */
 vp_status vp_attention(vp_backend* b, const vp_attn_desc* d, const vp_tensor* q, const vp_tensor* k,
                        const vp_tensor* v, vp_tensor* out, vp_tensor* lse);
@@ -270,7 +271,7 @@ vp_status vp_attention(vp_backend* b, const vp_attn_desc* d, const vp_tensor* q,
  *   delta_i = dout_i . out_i, dS_ij = P_ij (dout_i . v_j - delta_i);
  *   dq_i = scale sum_j dS_ij k_j, dk_j = scale sum_i dS_ij q_i, dv_j = sum_i P_ij dout_i;
  *   every row is summed in a fixed order (the same bits on every run) and needs no workspace;
- *   dq, dk, dv must not alias each other or the inputs. Errors as vp_attention's. */
+ *   dq, dk, dv may not overlap each other or the inputs (refused). Errors as vp_attention's. */
 vp_status vp_attention_backward(vp_backend* b, const vp_attn_desc* d, const vp_tensor* q, const vp_tensor* k,
                                 const vp_tensor* v, const vp_tensor* out, const vp_tensor* lse,
                                 const vp_tensor* dout, vp_tensor* dq, vp_tensor* dk, vp_tensor* dv);

@@ -143,12 +143,16 @@ __device__ __forceinline__ void attn_scale(float4* acc, float w) {
 template <int DP>
 __device__ void attn_load_chunk(float* dst, const float* src, const attn_shape& s, const attn_geo& geo, int64_t bh0,
                                 int L, int p0) {
-    const int per = geo.kc * DP, n = geo.g * per;
-    for (int idx = threadIdx.x; idx < n; idx += blockDim.x) {
-        const int gg = idx / per, rem = idx - gg * per, jj = rem / DP, c = rem - jj * DP;
+    const int per = geo.kc * DP;
+    const int64_t stride = (int64_t)s.heads * s.dim; /* elements between positions */
+    for (int gg = 0; gg < geo.g; ++gg) {
         const int64_t bh = bh0 + gg;
-        const int p = p0 + jj;
-        dst[gg * geo.gs + jj * DP + c] = (bh < s.bh && p < L && c < s.dim) ? src[attn_row(s, bh, L, p) + c] : 0.0f;
+        const float* row0 = bh < s.bh ? src + attn_row(s, bh, L, 0) : src;
+        float* out = dst + gg * geo.gs;
+        for (int idx = threadIdx.x; idx < per; idx += blockDim.x) {
+            const int jj = idx / DP, c = idx % DP, p = p0 + jj; /* DP is a power of two: shifts */
+            out[idx] = (bh < s.bh && p < L && c < s.dim) ? row0[(int64_t)p * stride + c] : 0.0f;
+        }
     }
 }
 
