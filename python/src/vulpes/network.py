@@ -23,15 +23,15 @@ def encoder_of(c):
     return e if isinstance(e, str) else ENCODERS[int(e)]
 
 
-def _tlob_side(p, c, x, nm, blk, heads):
+def _tlob_side(p, c, x, nm, blk, L, W, heads):
     """One TLOB sublayer (docs/model.md, "TLOB encoder") over x [B, L, W] with block blk of the
-    tensors named nm: LN(a + fc2(gelu(fc1 a))), a = LN(x + attention(x) Wo^T + bo)."""
-    B, L, W = x.shape
+    tensors named nm: LN(a + fc2(gelu(fc1 a))), a = LN(x + attention(x) Wo^T + bo). L and W come
+    from the configuration (plain ints, so an ONNX export keeps only the batch dynamic)."""
     M, D = c["tlob_mlp"] * W, W // heads
     qkv = x @ p[nm + ".qkv.w"][3 * W * blk:3 * W * (blk + 1)].T + p[nm + ".qkv.b"][3 * W * blk:3 * W * (blk + 1)]
-    q, k, v = (t.reshape(B, L, heads, D).transpose(1, 2) for t in qkv.split(W, -1))
+    q, k, v = (t.reshape(-1, L, heads, D).transpose(1, 2) for t in qkv.split(W, -1))
     att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D), -1)
-    o = (att @ v).transpose(1, 2).reshape(B, L, W)
+    o = (att @ v).transpose(1, 2).reshape(-1, L, W)
     rows = slice(W * blk, W * (blk + 1))
     a = x + o @ p[nm + ".o.w"][rows].T + p[nm + ".o.b"][rows]
     y = Fn.layer_norm(a, (W,), p[nm + ".ln1.g"][rows], p[nm + ".ln1.b"][rows], c["ln_eps"])
@@ -43,10 +43,11 @@ def _tlob_side(p, c, x, nm, blk, heads):
 def tlob(p, c, h2):
     """The TLOB encoder over the trunk rows h2 [B, K, H]: the encoding [B, H], the last step's row
     of the last block (each block: the temporal sublayer, then the feature one on the transpose)."""
+    K, H = c["window"], c["hidden"]
     x = h2 + p["tlob.pos"]
     for blk in range(c["tlob_blocks"]):
-        x = _tlob_side(p, c, x, "tlob.t", blk, c["tlob_heads"])
-        x = _tlob_side(p, c, x.transpose(1, 2), "tlob.f", blk, c["tlob_feature_heads"]).transpose(1, 2)
+        x = _tlob_side(p, c, x, "tlob.t", blk, K, H, c["tlob_heads"])
+        x = _tlob_side(p, c, x.transpose(1, 2), "tlob.f", blk, H, K, c["tlob_feature_heads"]).transpose(1, 2)
     return x[:, -1]
 
 
