@@ -27,7 +27,8 @@ static void check_old(const char* dir, const char* encoder, const char* old_line
     CHECK_OK(vp_backend_cpu_init(&b));
     vp_config cfg;
     vp_config_defaults(&cfg);
-    const char* over[5] = {"model.hidden=16", "model.mamba_head_dim=8", "model.head_hidden=16", "model.iqn_cos=8", NULL};
+    const char* over[5] = {"model.hidden=16", "model.mamba_head_dim=8", "model.head_hidden=16", "model.iqn_cos=8",
+                           NULL};
     char enc[64];
     snprintf(enc, sizeof enc, "model.encoder=%s", encoder);
     over[4] = enc;

@@ -337,7 +337,8 @@ vp_status vp_cfg_legacy_key(const char* name, const char* text, vp_cfg_form form
     if (!vp_cfg_legacy_target(name)) return VP_OK;
     bool on = false;
     if ((form != VP_CFG_PLAIN && form != VP_CFG_TAG_BOOL) || !parse_bool(text, &on)) {
-        if (form == VP_CFG_PLAIN && !text[0]) VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected true or false, got nothing", source, name);
+        if (form == VP_CFG_PLAIN && !text[0])
+            VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected true or false, got nothing", source, name);
         VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected true or false, got %s'%.200s' (deprecated: write model.encoder)",
                 source, name, form_noun(form), text);
     }

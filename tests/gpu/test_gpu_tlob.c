@@ -73,7 +73,7 @@ static void test_transpose(void) {
     }
 }
 
-/* A model of the case on backend b. */
+/* The configuration of a case: the default network with the case's encoder extents. */
 static vp_model_cfg cfg_of(const tlob_case* k) {
     vp_model_cfg c = vp_model_cfg_default();
     c.encoder = VP_ENCODER_TLOB;
@@ -109,8 +109,10 @@ static void run_case(const tlob_case* k) {
     twin_1d(&de, VP_F32, ne);
     twin_rand(&h2, 0, 2);
     twin_rand(&de, -1, 1);
-    vp_tensor h2c = vp_tensor_1d(ac->h2.data, VP_F32, ac->h2.mem, nh), h2g = vp_tensor_1d(ag->h2.data, VP_F32, ag->h2.mem, nh);
-    vp_tensor dec = vp_tensor_1d(ac->d_h.data, VP_F32, ac->d_h.mem, ne), deg = vp_tensor_1d(ag->d_h.data, VP_F32, ag->d_h.mem, ne);
+    vp_tensor h2c = vp_tensor_1d(ac->h2.data, VP_F32, ac->h2.mem, nh);
+    vp_tensor h2g = vp_tensor_1d(ag->h2.data, VP_F32, ag->h2.mem, nh);
+    vp_tensor dec = vp_tensor_1d(ac->d_h.data, VP_F32, ac->d_h.mem, ne);
+    vp_tensor deg = vp_tensor_1d(ag->d_h.data, VP_F32, ag->d_h.mem, ne);
     CHECK_OK(vp_copy(g_cpu, &h2.h, &h2c));
     CHECK_OK(vp_copy(g_gpu, &h2.d, &h2g));
     CHECK_OK(vp_copy(g_cpu, &de.h, &dec));
