@@ -9,6 +9,8 @@
 #                  (bench/torch_collect.py, S = 64 at 4096, 65536 and 262144 envs) and the ratio
 #   torch-ppo: vulpes bench ppo, then the PyTorch reference of its minibatch updates
 #              (bench/torch_ppo.py, the same shapes, n_envs, T, epochs and minibatches) and the ratio
+#   torch-iql: vulpes bench iql, then the PyTorch reference of its update (bench/torch_iql.py, the
+#              same shapes and B = 8192) and the ratio
 #   torch-attn: vulpes bench attn, then the PyTorch reference of its shapes
 #               (bench/torch_attn.py, scaled_dot_product_attention in FP32) and the ratios
 #   step-sweep: vulpes bench step at B = 1024 .. 65536
@@ -84,6 +86,9 @@ for s in $steps; do
     torch-ppo)
       run bench_ppo build-gpu/vulpes bench ppo --backend cuda --json "$OUT/ppo.jsonl"
       run torch_ppo timeout 480 python3 bench/torch_ppo.py --vulpes "$OUT/ppo.jsonl" --json "$OUT/torch_ppo.jsonl" ;;
+    torch-iql)
+      run bench_iql build-gpu/vulpes bench iql --backend cuda --json "$OUT/iql.jsonl"
+      run torch_iql timeout 480 python3 bench/torch_iql.py --vulpes "$OUT/iql.jsonl" --json "$OUT/torch_iql.jsonl" ;;
     torch-attn)
       run bench_attn build-gpu/vulpes bench attn --backend cuda --json "$OUT/attn.jsonl"
       run torch_attn timeout 480 python3 bench/torch_attn.py --vulpes "$OUT/attn.jsonl" --json "$OUT/torch_attn.jsonl" ;;

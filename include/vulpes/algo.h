@@ -192,8 +192,9 @@ vp_status vp_algo_train_envs_init(vp_backend* b, const vp_train_data* d, const v
 
 /* The algorithms, in table order: X(name) for each, its table vp_<name>_algo. dqn: the DQN
  * agent (C51 + IQN heads on a Mamba2 encoder, prioritised replay; src/learn/dqn_*.c); ppo:
- * PPO, an actor-critic on the same encoder (src/learn/ppo_*.c, docs/ppo.md). */
-#define VP_ALGOS(X) X(dqn) X(ppo)
+ * PPO, an actor-critic on the same encoder (src/learn/ppo_*.c, docs/ppo.md); iql: IQL, offline
+ * from a recorded dataset (src/learn/iql_*.c, docs/iql.md). */
+#define VP_ALGOS(X) X(dqn) X(ppo) X(iql)
 
 #define VP_ALGO_EXTERN_(name) extern const vp_algo_ops vp_##name##_algo;
 VP_ALGOS(VP_ALGO_EXTERN_)

@@ -43,7 +43,8 @@ typedef struct vp_api_model vp_api_model;
 /* Opens `checkpoint` (best.safetensors or last.safetensors of a training run: checksum, the config
  * in its metadata, the parameters checked against the network that config makes) into *out. The
  * forward runs in full FP32. A PPO checkpoint (train.algo ppo) opens as its actor-critic
- * (vulpes/ppo.h). Close with vp_api_model_close. */
+ * (vulpes/ppo.h), an IQL checkpoint (train.algo iql) as its network (vulpes/iql.h). Close with
+ * vp_api_model_close. */
 int vp_api_model_open(const char* checkpoint, vp_api_model** out);
 
 /* Frees a network (NULL is a no-op). */
@@ -55,13 +56,13 @@ void vp_api_model_close(vp_api_model* m);
  * "branch_size0" .. "branch_size7", "iqn_cos", "ln_eps", "rms_eps", "n_heads" (A, the sum of
  * the branch sizes), the input modules' "vsn", "vsn_hidden", "spectral_norm", "kan" (0 / 1),
  * "kan_grid", "kan_order", "kan_range", and the head modules' "stoch_depth", "q_denoise",
- * "cross_branch" (0 / 1) and "risk_budget", and "adaptive_atoms" (0 / 1), the TLOB encoder's "tlob_blocks", "tlob_heads",
- * "tlob_feature_heads", "tlob_mlp"; "ppo" is 1 for a PPO
- * actor-critic. An unknown name is VP_ERR_INVALID_ARG naming it. */
+ * "cross_branch" (0 / 1) and "risk_budget", and "adaptive_atoms" (0 / 1), the TLOB encoder's
+ * "tlob_blocks", "tlob_heads", "tlob_feature_heads", "tlob_mlp"; "ppo" is 1 for a PPO
+ * actor-critic, "iql" 1 for an IQL network. An unknown name is VP_ERR_INVALID_ARG naming it. */
 int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out);
 
 /* Parameter tensors of the network (the rows of its parameter table, in table order; a PPO
- * actor-critic's: the tensors its checkpoint holds, in the checkpoint's order). */
+ * actor-critic's or an IQL network's: the tensors its checkpoint holds, in the checkpoint's order). */
 int vp_api_model_n_params(const vp_api_model* m);
 
 /* Name of parameter i ("trunk.w1", as in the checkpoint); NULL when i is out of range. */
@@ -82,8 +83,8 @@ int vp_api_model_param(const vp_api_model* m, const char* name, float* dst /* [c
  *   q         [batch, A]    C51 expected values per action head (the env's action layout)
  *   log_probs [batch, A, Z] C51 log-probabilities per head, or NULL when not wanted
  *   quantiles [batch, n_taus, A] IQN quantile values, or NULL when not wanted (needs taus)
- * batch >= 1. A PPO actor-critic writes its policy logits into q (one categorical per branch)
- * and takes no taus, log_probs or quantiles. */
+ * batch >= 1. A PPO actor-critic, and an IQL network, writes its policy logits into q (one
+ * categorical per branch) and takes no taus, log_probs or quantiles. */
 int vp_api_model_forward(vp_api_model* m, const float* window, const float* portfolio, const float* taus,
                          int64_t batch, int n_taus, float* q, float* log_probs, float* quantiles);
 
@@ -92,8 +93,8 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
  * network has no such head or no forward ran. */
 int vp_api_model_size_scale(const vp_api_model* m, float* dst, int64_t cap);
 
-/* A PPO actor-critic's values [batch] of the last vp_api_model_forward into dst [cap >= its
- * batch] (host memory); VP_ERR_STATE for a DQN network or before a forward. */
+/* A PPO actor-critic's values (an IQL network's V(s)) [batch] of the last vp_api_model_forward
+ * into dst [cap >= its batch] (host memory); VP_ERR_STATE for a DQN network or before a forward. */
 int vp_api_model_values(const vp_api_model* m, float* dst, int64_t cap);
 
 /* ---- a vector of market environments ------------------------------------------------------------ */

@@ -299,10 +299,26 @@ typedef enum vp_run_precision {
       "stop an iteration's epochs once approx_kl exceeds it; 0: off")                      \
     X(ppo, norm_adv, BOOL, true, 0, 1, "[]", NULL, "normalise the advantages per minibatch")
 
+/* [iql] IQL, offline from a recorded dataset (train.algo iql; docs/iql.md); it shares learn.lr,
+ * beta1, beta2, eps, weight_decay, clip_norm and gamma, and train.train_steps as its updates per
+ * iteration, and ignores the replay and collect keys. */
+#define VP_CFG_KEYS_iql(X)                                                                  \
+    X(iql, dataset, STRING, "", 0, 0, "[]", NULL,                                          \
+      "the dataset `vulpes record` wrote on the training span (required for train.algo iql)") \
+    X(iql, expectile, FLOAT, 0.7, 0, 1, "()", NULL, "tau of the value's expectile regression") \
+    X(iql, beta, FLOAT, 3.0, 0, VP_CFG_INF, "[)", NULL,                                    \
+      "inverse temperature of the policy's advantage weights exp(beta A)")                  \
+    X(iql, adv_clip, FLOAT, 100.0, 0, VP_CFG_INF, "()", NULL,                              \
+      "largest advantage weight: min(exp(beta A), adv_clip)")                              \
+    X(iql, tau_polyak, FLOAT, 0.005, 0, 1, "(]", NULL,                                     \
+      "Polyak rate of the target Q heads after each update")                               \
+    X(iql, batch, INT, 256, 0, VP_CFG_INF, "[)", NULL,                                     \
+      "dataset rows per update, drawn with replacement; 0: learn.batch")
+
 /* [train] the training loop. */
 #define VP_CFG_KEYS_train(X)                                                                \
     X(train, algo, STRING, "dqn", 0, 0, "[]", NULL,                                        \
-      "the training algorithm, an entry of the table in src/learn/algo.c (dqn, ppo)")           \
+      "the training algorithm, an entry of the table in src/learn/algo.c (dqn, ppo, iql)")           \
     X(train, iterations, INT, 20000, 1, VP_CFG_INF, "[)", NULL,                            \
       "iterations of collect + learner steps")                                             \
     X(train, train_steps, INT, 1, 0, VP_CFG_INF, "[)", NULL, "learner steps per iteration") \
@@ -357,7 +373,7 @@ typedef enum vp_run_precision {
 /* The sections, in file order. */
 #define VP_CONFIG_SECTIONS(S)                                                               \
     S(data) S(split) S(features) S(instrument) S(env) S(model) S(learn) S(signals) S(replay) \
-    S(collect) S(curiosity) S(her) S(ppo) S(train) S(walkforward) S(metrics) S(run)
+    S(collect) S(curiosity) S(her) S(ppo) S(iql) S(train) S(walkforward) S(metrics) S(run)
 
 /* ---- the typed struct, generated from the table ---------------------------------------- */
 

@@ -51,18 +51,22 @@ vp_status vp_offline_alloc(vp_offline_data* d, int64_t T, int64_t E, int P);
 /* Frees the arrays of *d and zeroes it (a zeroed one is a no-op). */
 void vp_offline_free(vp_offline_data* d);
 
-/* Checks every field of d: sizes, bars inside d->span, actions inside their branches, done
- * 0 or 1, finite rewards and portfolios, logp finite or NaN (never +inf, never > 0), the data
- * record (vp_data_record_check). The message starts with `where` and names the field and row. */
+/* Checks every field of d: sizes, bars inside d->span and one bar on after a step whose
+ * episode went on, actions inside their branches, done 0 or 1, finite rewards and portfolios,
+ * logp finite or NaN (never +inf, never > 0), a non-empty behaviour, the data record
+ * (vp_data_record_check) and the span inside its bars. The message starts with `where` and
+ * names the field and row. */
 vp_status vp_offline_check(const vp_offline_data* d, const char* where);
 
-/* Writes d to path as safetensors atomically (a temporary file renamed into place), after
- * vp_offline_check; metadata "vulpes.offline.*" holds T, E, P, the span, seed, behaviour and
- * the data record. */
+/* Writes d to path as safetensors atomically (PATH.tmp renamed into place), after
+ * vp_offline_check: tensors bar, portfolio, action, reward, done, logp; metadata
+ * "vulpes.offline.*" holds the format (1), T, E, P, the span, seed and behaviour, and
+ * "vulpes.data.*" the data record as a checkpoint writes it (docs/offline.md). */
 vp_status vp_offline_save(const vp_offline_data* d, const char* path);
 
-/* Reads path into *d, checking the header, every tensor's dtype, shape and byte range and
- * the metadata before use, then vp_offline_check; the message names the file and the field. */
+/* Reads path into *d, checking the header, every tensor's dtype, exact shape and byte range
+ * (none missing, none extra) and every metadata value before use, then vp_offline_check; the
+ * message starts "dataset PATH:" and names the field. On failure *d is zeroed. */
 vp_status vp_offline_load(const char* path, vp_offline_data* d);
 
 /* Fails unless d was recorded on the bars of `t` (vp_data_record_same on their records) and

@@ -29,6 +29,7 @@
 #include "vulpes/dataset.h"
 #include "vulpes/data_record.h"
 #include "vulpes/offline.h"
+#include "vulpes/record.h"
 
 /* the environment, the agent and its learning */
 #include "vulpes/env.h"
@@ -44,6 +45,7 @@
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
 #include "vulpes/ppo.h"
+#include "vulpes/iql.h"
 #include "vulpes/train.h"
 
 /* evaluation: backtests, walk-forward, reports */

@@ -1,7 +1,8 @@
 /* The flat C API's network: a checkpoint's config and parameters on the CPU backend, its
  * configuration and parameters by name, and the C forward on caller-given windows. A PPO
  * checkpoint opens as its actor-critic (vulpes/ppo.h): the forward's q is its policy logits
- * and vp_api_model_values its values. */
+ * and vp_api_model_values its values; an IQL checkpoint (vulpes/iql.h) likewise: q its policy
+ * head's logits, the values its V(s). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "vulpes/config.h"
 #include "vulpes/dqn.h"
 #include "vulpes/features.h"
+#include "vulpes/iql.h"
 #include "vulpes/model.h"
 #include "vulpes/ppo.h"
 #include "vulpes/train.h"
@@ -26,11 +28,21 @@ struct vp_api_model {
     vp_ppo_acts* pacts;  /* its activations for up to acts_batch samples */
     int n_ppo;           /* its checkpoint tensors */
     const char** ppo_names; /* [n_ppo] their names */
-    vp_tensor* ppo_views;   /* [n_ppo] their views of ppo->params */
+    vp_tensor* ppo_views;   /* [n_ppo] their views of ppo->params (of iql->params for an IQL network) */
+    vp_iql_net* iql;        /* an IQL checkpoint's network (its tensors in n_ppo, ppo_names, ppo_views) */
+    vp_iql_acts* iacts;     /* its activations for up to acts_batch samples */
 };
 
+/* Whether m holds a network with heads of its own over the encoder (PPO's or IQL's). */
+static int heads_net(const vp_api_model* m) { return m->ppo != NULL || m->iql != NULL; }
+
+/* The network configuration of m. */
+static const vp_model_cfg* cfg_of(const vp_api_model* m) {
+    return m->ppo ? &m->ppo->enc.cfg : m->iql ? &m->iql->enc.cfg : &m->model.cfg;
+}
+
 /* The model configuration of the training run whose config YAML the checkpoint holds. */
-static vp_status model_cfg_of(const char* path, vp_model_cfg* out, int* is_ppo) {
+static vp_status model_cfg_of(const char* path, vp_model_cfg* out, int* is_ppo, int* is_iql) {
     vp_checkpoint* ck = NULL;
     VP_TRY(vp_checkpoint_open(&ck, path));
     const char* yaml = vp_checkpoint_meta(ck, "config");
@@ -43,8 +55,9 @@ static vp_status model_cfg_of(const char* path, vp_model_cfg* out, int* is_ppo) 
     VP_TRY(s);
     VP_TRY(vp_config_check(&cfg));
     *is_ppo = strcmp(cfg.train.algo, "ppo") == 0;
-    VP_REQUIRE(*is_ppo || strcmp(cfg.train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
-               "checkpoint %s was trained by train.algo '%s'; only the dqn and ppo networks can be opened", path,
+    *is_iql = strcmp(cfg.train.algo, "iql") == 0;
+    VP_REQUIRE(*is_ppo || *is_iql || strcmp(cfg.train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
+               "checkpoint %s was trained by train.algo '%s'; only the dqn, ppo and iql networks can be opened", path,
                cfg.train.algo);
     // F as the dataset computes it: every feature, the configured normalisation window
     vp_feature_cfg fc = vp_feature_cfg_default();
@@ -70,17 +83,34 @@ static vp_status ppo_open(vp_api_model* m, const vp_model_cfg* mc, const char* c
     return VP_OK;
 }
 
+/* An IQL checkpoint's network in FP32 and its tensor list into m. */
+static vp_status iql_open(vp_api_model* m, const vp_model_cfg* mc, const char* checkpoint) {
+    m->iql = (vp_iql_net*)calloc(1, sizeof *m->iql);
+    VP_REQUIRE(m->iql != NULL, VP_ERR_OOM, "opening checkpoint %s: out of memory", checkpoint);
+    VP_TRY(vp_iql_net_init(m->iql, m->backend, mc, 0));
+    m->iql->enc.precision = VP_PREC_FP32;
+    VP_TRY(vp_iql_read_params(m->backend, m->iql, checkpoint, &m->iql->params));
+    m->n_ppo = vp_iql_net_tensors(m->iql, NULL, NULL, NULL, 0);
+    m->ppo_names = (const char**)calloc((size_t)m->n_ppo, sizeof *m->ppo_names);
+    m->ppo_views = (vp_tensor*)calloc((size_t)m->n_ppo, sizeof *m->ppo_views);
+    VP_REQUIRE(m->ppo_names && m->ppo_views, VP_ERR_OOM, "opening checkpoint %s: out of memory", checkpoint);
+    vp_iql_net_tensors(m->iql, &m->iql->params, m->ppo_names, m->ppo_views, m->n_ppo);
+    return VP_OK;
+}
+
 int vp_api_model_open(const char* checkpoint, vp_api_model** out) {
     VP_REQUIRE(checkpoint != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_api_model_open: checkpoint or out is NULL");
     *out = NULL;
     vp_model_cfg mc;
-    int is_ppo = 0;
-    VP_TRY(model_cfg_of(checkpoint, &mc, &is_ppo));
+    int is_ppo = 0, is_iql = 0;
+    VP_TRY(model_cfg_of(checkpoint, &mc, &is_ppo, &is_iql));
     vp_api_model* m = (vp_api_model*)calloc(1, sizeof *m);
     VP_REQUIRE(m != NULL, VP_ERR_OOM, "opening checkpoint %s: out of memory", checkpoint);
     vp_status s = vp_backend_cpu_init(&m->backend);
     if (s == VP_OK && is_ppo) {
         s = ppo_open(m, &mc, checkpoint);
+    } else if (s == VP_OK && is_iql) {
+        s = iql_open(m, &mc, checkpoint);
     } else {
         if (s == VP_OK) s = vp_model_init(&m->model, m->backend, &mc, 0);
         if (s == VP_OK) m->model.precision = VP_PREC_FP32;
@@ -103,6 +133,9 @@ void vp_api_model_close(vp_api_model* m) {
     free(m->ppo_views);
     if (m->ppo) vp_ppo_net_free(m->ppo);
     free(m->ppo);
+    vp_iql_acts_free(m->iacts);
+    if (m->iql) vp_iql_net_free(m->iql);
+    free(m->iql);
     if (m->backend) vp_model_free(&m->model);
     vp_backend_free(m->backend);
     free(m);
@@ -110,12 +143,12 @@ void vp_api_model_close(vp_api_model* m) {
 
 int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
     VP_REQUIRE(m != NULL && name != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_api_model_cfg: NULL argument");
-    const vp_model_cfg* c = m->ppo ? &m->ppo->enc.cfg : &m->model.cfg;
+    const vp_model_cfg* c = cfg_of(m);
     const struct {
         const char* name;
         double value;
     } v[] = {
-        {"ppo", m->ppo ? 1 : 0},
+        {"ppo", m->ppo ? 1 : 0}, {"iql", m->iql ? 1 : 0},
         {"n_features", c->n_features}, {"n_portfolio", c->n_portfolio}, {"window", c->window},
         {"hidden", c->hidden}, {"encoder", c->encoder}, {"mamba_state", c->mamba_state},
         {"mamba_head_dim", c->mamba_head_dim}, {"mamba_conv", c->mamba_conv}, {"head_hidden", c->head_hidden},
@@ -143,14 +176,14 @@ int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out) {
     VP_FAIL(VP_ERR_INVALID_ARG, "the network has no configuration value '%.60s' (vulpes/api.h lists them)", name);
 }
 
-int vp_api_model_n_params(const vp_api_model* m) { return m ? (m->ppo ? m->n_ppo : m->model.n_params) : 0; }
+int vp_api_model_n_params(const vp_api_model* m) { return m ? (heads_net(m) ? m->n_ppo : m->model.n_params) : 0; }
 
 const char* vp_api_model_param_name(const vp_api_model* m, int i) {
-    if (m && m->ppo) return i >= 0 && i < m->n_ppo ? m->ppo_names[i] : NULL;
+    if (m && heads_net(m)) return i >= 0 && i < m->n_ppo ? m->ppo_names[i] : NULL;
     return (m && i >= 0 && i < m->model.n_params) ? m->model.info[i].name : NULL;
 }
 
-/* The view of PPO tensor `name` of m's actor-critic, or an error naming it. */
+/* The view of tensor `name` of m's PPO or IQL network, or an error naming it. */
 static vp_status find_ppo(const vp_api_model* m, const char* name, const vp_tensor** out) {
     VP_REQUIRE(name != NULL, VP_ERR_INVALID_ARG, "parameter name is NULL");
     for (int i = 0; i < m->n_ppo; ++i)
@@ -171,7 +204,7 @@ static vp_status find_param(const vp_api_model* m, const char* name, const vp_pa
 
 int vp_api_model_param_shape(const vp_api_model* m, const char* name, int64_t* shape, int* ndim) {
     VP_REQUIRE(shape != NULL && ndim != NULL, VP_ERR_INVALID_ARG, "vp_api_model_param_shape: shape or ndim is NULL");
-    if (m && m->ppo) {
+    if (m && heads_net(m)) {
         const vp_tensor* t = NULL;
         VP_TRY(find_ppo(m, name, &t));
         *ndim = t->ndim;
@@ -189,7 +222,7 @@ int vp_api_model_param_shape(const vp_api_model* m, const char* name, int64_t* s
 
 int vp_api_model_param(const vp_api_model* m, const char* name, float* dst, int64_t cap) {
     VP_REQUIRE(dst != NULL, VP_ERR_INVALID_ARG, "vp_api_model_param: dst is NULL");
-    if (m && m->ppo) {
+    if (m && heads_net(m)) {
         const vp_tensor* t = NULL;
         VP_TRY(find_ppo(m, name, &t));
         const int64_t n = vp_tensor_numel(t);
@@ -207,16 +240,20 @@ int vp_api_model_param(const vp_api_model* m, const char* name, float* dst, int6
 
 /* Activations and decision rows for `batch` samples with `n_taus` taus (remade when they do not fit). */
 static vp_status ensure_acts(vp_api_model* m, int64_t batch, int n_taus) {
-    if ((m->acts || m->pacts) && batch <= m->acts_batch && n_taus == m->acts_taus) return VP_OK;
+    if ((m->acts || m->pacts || m->iacts) && batch <= m->acts_batch && n_taus == m->acts_taus) return VP_OK;
     vp_model_acts_free(m->acts);
     vp_ppo_acts_free(m->pacts);
+    vp_iql_acts_free(m->iacts);
     m->acts = NULL;
     m->pacts = NULL;
+    m->iacts = NULL;
     free(m->bar_idx);
     m->bar_idx = (int32_t*)malloc(sizeof(int32_t) * (size_t)batch);
     VP_REQUIRE(m->bar_idx != NULL, VP_ERR_OOM, "forward of %lld samples: out of memory", (long long)batch);
     if (m->ppo)
         VP_TRY(vp_ppo_acts_init(&m->pacts, m->ppo, batch, 0, 1));
+    else if (m->iql)
+        VP_TRY(vp_iql_acts_init(&m->iacts, m->iql, batch, 0, 1));
     else
         VP_TRY(vp_model_acts_init(&m->acts, &m->model, batch, n_taus, 0));
     m->acts_batch = batch;
@@ -235,7 +272,7 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
                          int64_t batch, int n_taus, float* q, float* log_probs, float* quantiles) {
     VP_REQUIRE(m != NULL && window != NULL && portfolio != NULL && q != NULL, VP_ERR_INVALID_ARG,
                "vp_api_model_forward: model, window, portfolio or q is NULL");
-    const vp_model_cfg* c = m->ppo ? &m->ppo->enc.cfg : &m->model.cfg;
+    const vp_model_cfg* c = cfg_of(m);
     const int64_t K = c->window;
     VP_REQUIRE(batch >= 1 && batch <= INT32_MAX / K, VP_ERR_INVALID_ARG,
                "forward of %lld samples: the batch must be 1 .. %lld (its windows' rows are counted in 32 bits)",
@@ -244,8 +281,9 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
                "forward: taus must be given exactly when n_taus > 0 (n_taus %d, taus %s)", n_taus,
                taus ? "given" : "NULL");
     VP_REQUIRE(quantiles == NULL || n_taus > 0, VP_ERR_INVALID_ARG, "forward: IQN quantiles need taus");
-    VP_REQUIRE(!m->ppo || (n_taus == 0 && log_probs == NULL), VP_ERR_INVALID_ARG,
-               "forward: a PPO network has no C51 log-probabilities or IQN head (give NULL log_probs and no taus)");
+    VP_REQUIRE(!heads_net(m) || (n_taus == 0 && log_probs == NULL), VP_ERR_INVALID_ARG,
+               "forward: a %s network has no C51 log-probabilities or IQN head (give NULL log_probs and no taus)",
+               m->ppo ? "PPO" : "IQL");
     const int64_t F = c->n_features, P = c->n_portfolio, A = vp_model_cfg_actions(c);
     VP_TRY(ensure_acts(m, batch, n_taus));
     // the caller's windows as one feature matrix [batch K, F]: sample i decides at its last row
@@ -254,6 +292,14 @@ int vp_api_model_forward(vp_api_model* m, const float* window, const float* port
     vp_tensor bars = vp_tensor_1d(m->bar_idx, VP_I32, VP_MEM_HOST, batch);
     vp_tensor port = vp_tensor_2d((void*)portfolio, VP_F32, VP_MEM_HOST, batch, P);
     vp_tensor tt = taus ? vp_tensor_2d((void*)taus, VP_F32, VP_MEM_HOST, batch, n_taus) : (vp_tensor){0};
+    if (m->iql) {
+        // the IQL network: q receives the policy head's logits, vp_api_model_values V(s)
+        VP_TRY(vp_iql_net_encode(m->iql, &m->iql->params, m->iacts, &feats, &bars, NULL, &port, batch));
+        VP_TRY(vp_iql_net_head(m->iql, &m->iql->params, NULL, m->iacts, VP_IQL_MLP_PI));
+        VP_TRY(vp_iql_net_head(m->iql, &m->iql->params, NULL, m->iacts, VP_IQL_MLP_V));
+        const vp_tensor lg = vp_iql_out(m->iacts, VP_IQL_MLP_PI, 0);
+        return copy_out(m, &lg, q, batch * A);
+    }
     if (m->ppo) {
         // the actor-critic: q receives the policy logits, vp_api_model_values the values
         VP_TRY(vp_ppo_net_encode(m->ppo, &m->ppo->params, m->pacts, &feats, &bars, batch));
@@ -280,9 +326,10 @@ int vp_api_model_size_scale(const vp_api_model* m, float* dst, int64_t cap) {
 
 int vp_api_model_values(const vp_api_model* m, float* dst, int64_t cap) {
     VP_REQUIRE(m != NULL && dst != NULL, VP_ERR_INVALID_ARG, "vp_api_model_values: model or dst is NULL");
-    VP_REQUIRE(m->ppo != NULL && m->pacts != NULL, VP_ERR_STATE,
-               "the values: the network is not a PPO actor-critic or ran no forward");
-    const vp_tensor v = vp_ppo_values(m->pacts);
+    VP_REQUIRE((m->ppo != NULL && m->pacts != NULL) || (m->iql != NULL && m->iacts != NULL), VP_ERR_STATE,
+               "the values: the network is not a PPO actor-critic or an IQL network, or ran no forward");
+    const vp_tensor vi = m->iacts ? vp_iql_out(m->iacts, VP_IQL_MLP_V, 0) : (vp_tensor){0};
+    const vp_tensor v = m->iacts ? vp_tensor_1d(vi.data, VP_F32, vi.mem, vi.shape[0]) : vp_ppo_values(m->pacts);
     VP_REQUIRE(cap >= vp_tensor_numel(&v), VP_ERR_INVALID_ARG, "the values of %lld samples do not fit in %lld",
                (long long)vp_tensor_numel(&v), (long long)cap);
     return vp_download(m->backend, dst, &v, sizeof(float) * (size_t)vp_tensor_numel(&v));

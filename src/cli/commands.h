@@ -90,4 +90,7 @@ int vp_cmd_ablate(int argc, char** argv);
 /* `vulpes search CONFIG SPACE.yaml --trials N [options]`, or `vulpes search --resume DIR`. */
 int vp_cmd_search(int argc, char** argv);
 
+/* `vulpes record CONFIG (--policy NAME[:opts] | --checkpoint CK) --out FILE [options]`. */
+int vp_cmd_record(int argc, char** argv);
+
 #endif /* VP_CLI_COMMANDS_H */

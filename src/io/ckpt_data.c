@@ -1,5 +1,6 @@
-/* The record of the training data in a checkpoint's metadata (vulpes.data.*): written from a
- * vp_data_record, read back with every value checked (type, form, range). */
+/* The record of the training data in a file's metadata (vulpes.data.*): written from a
+ * vp_data_record, read back with every value checked (type, form, range); the checked readers
+ * of whole numbers and decimal numbers in metadata (io/meta_read.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/meta_read.h"
 #include "vulpes/checkpoint.h"
 
 /* The record's keys, in the order they are written (a file's two last). */
@@ -55,45 +57,61 @@ vp_status vp_checkpoint_data_meta(const vp_data_record* r, vp_ckpt_data_meta* ou
     return VP_OK;
 }
 
-/* The value of `key`, required. */
-static vp_status need(const vp_checkpoint* ck, const char* key, const char** out) {
-    *out = vp_checkpoint_meta(ck, key);
-    VP_REQUIRE(*out != NULL, VP_ERR_PARSE, "checkpoint %s: metadata '%s' is missing from the record of the training "
-               "data", vp_checkpoint_path(ck), key);
+/* ---- reading ---------------------------------------------------------------------------------- */
+
+vp_status vp_meta_need(const vp_meta_src* m, const char* key, const char* what, const char** out) {
+    *out = m->get(m->ctx, key);
+    VP_REQUIRE(*out != NULL, VP_ERR_PARSE, "%s: metadata '%s' is missing%s", m->label, key, what);
     return VP_OK;
 }
 
-/* An integer value: decimal digits only (a sign, spaces or a fraction refused). */
-static vp_status read_int(const vp_checkpoint* ck, const char* key, int64_t* out) {
-    const char* v = NULL;
-    VP_TRY(need(ck, key, &v));
+/* Decimal digits only (no sign, spaces or fraction) within 64 bits into *out; 0 when not. */
+static int parse_digits(const char* v, uint64_t* out) {
     char* end = NULL;
     errno = 0;
-    const long long x = (v[0] >= '0' && v[0] <= '9') ? strtoll(v, &end, 10) : 0;
-    VP_REQUIRE(end != NULL && end != v && *end == '\0' && errno == 0, VP_ERR_PARSE,
-               "checkpoint %s: metadata '%s' = '%.40s' is not a whole number", vp_checkpoint_path(ck), key, v);
+    const unsigned long long x = (v[0] >= '0' && v[0] <= '9') ? strtoull(v, &end, 10) : 0;
+    *out = (uint64_t)x;
+    return end != NULL && end != v && *end == '\0' && errno == 0;
+}
+
+vp_status vp_meta_int(const vp_meta_src* m, const char* key, const char* what, int64_t* out) {
+    const char* v = NULL;
+    VP_TRY(vp_meta_need(m, key, what, &v));
+    uint64_t x = 0;
+    VP_REQUIRE(parse_digits(v, &x) && x <= (uint64_t)INT64_MAX, VP_ERR_PARSE,
+               "%s: metadata '%s' = '%.40s' is not a whole number", m->label, key, v);
     *out = (int64_t)x;
     return VP_OK;
 }
 
-/* A number value: a decimal number (no spaces, no nan or inf words). */
-static vp_status read_num(const vp_checkpoint* ck, const char* key, double* out) {
+vp_status vp_meta_u64(const vp_meta_src* m, const char* key, const char* what, uint64_t* out) {
     const char* v = NULL;
-    VP_TRY(need(ck, key, &v));
+    VP_TRY(vp_meta_need(m, key, what, &v));
+    VP_REQUIRE(parse_digits(v, out), VP_ERR_PARSE, "%s: metadata '%s' = '%.40s' is not a whole number below 2^64",
+               m->label, key, v);
+    return VP_OK;
+}
+
+vp_status vp_meta_num(const vp_meta_src* m, const char* key, const char* what, double* out) {
+    const char* v = NULL;
+    VP_TRY(vp_meta_need(m, key, what, &v));
     const int starts = (v[0] >= '0' && v[0] <= '9') || v[0] == '-' || v[0] == '+' || v[0] == '.';
     char* end = NULL;
     const double x = starts ? strtod(v, &end) : 0.0;
     const int word = strpbrk(v, "nNiI") != NULL;
     VP_REQUIRE(starts && !word && end != v && *end == '\0', VP_ERR_PARSE,
-               "checkpoint %s: metadata '%s' = '%.40s' is not a number", vp_checkpoint_path(ck), key, v);
+               "%s: metadata '%s' = '%.40s' is not a number", m->label, key, v);
     *out = x;
     return VP_OK;
 }
 
+/* What a missing key of the record is missing from. */
+#define FROM_RECORD " from the record of the training data"
+
 /* The hash: "xxh64:" and 16 lowercase hex digits. */
-static vp_status read_hash(const vp_checkpoint* ck, uint64_t* out) {
+static vp_status read_hash(const vp_meta_src* m, uint64_t* out) {
     const char* v = NULL;
-    VP_TRY(need(ck, KEY_HASH, &v));
+    VP_TRY(vp_meta_need(m, KEY_HASH, FROM_RECORD, &v));
     int ok = strncmp(v, "xxh64:", 6) == 0 && strlen(v) == 22;
     uint64_t h = 0;
     for (int i = 6; ok && i < 22; ++i) {
@@ -102,52 +120,64 @@ static vp_status read_hash(const vp_checkpoint* ck, uint64_t* out) {
         ok = d >= 0;
         h = (h << 4) | (uint64_t)(ok ? d : 0);
     }
-    VP_REQUIRE(ok, VP_ERR_PARSE, "checkpoint %s: metadata '" KEY_HASH "' = '%.40s' is not xxh64:<16 lowercase hex "
-               "digits>", vp_checkpoint_path(ck), v);
+    VP_REQUIRE(ok, VP_ERR_PARSE, "%s: metadata '" KEY_HASH "' = '%.40s' is not xxh64:<16 lowercase hex digits>",
+               m->label, v);
     *out = h;
     return VP_OK;
 }
 
-vp_status vp_checkpoint_data(const vp_checkpoint* ck, vp_data_record* out, int* present) {
-    VP_REQUIRE(ck != NULL && out != NULL && present != NULL, VP_ERR_INVALID_ARG, "vp_checkpoint_data: NULL argument");
+vp_status vp_meta_data_record(const vp_meta_src* m, vp_data_record* out, int* present) {
+    VP_REQUIRE(m != NULL && m->get != NULL && out != NULL && present != NULL, VP_ERR_INVALID_ARG,
+               "vp_meta_data_record: NULL argument");
     memset(out, 0, sizeof *out);
     *present = 0;
     // an older file has none of the keys
     int any = 0;
-    for (int i = 0; i < VP_CKPT_DATA_KEYS; ++i) any |= vp_checkpoint_meta(ck, keys[i]) != NULL;
+    for (int i = 0; i < VP_CKPT_DATA_KEYS; ++i) any |= m->get(m->ctx, keys[i]) != NULL;
     if (!any) return VP_OK;
     // the kind decides which keys belong
     const char* kind = NULL;
-    VP_TRY(need(ck, KEY_KIND, &kind));
+    VP_TRY(vp_meta_need(m, KEY_KIND, FROM_RECORD, &kind));
     int k = -1;
     for (int i = 0; i < VP_DATA_KIND_COUNT; ++i)
         if (strcmp(kind, vp_data_kind_name((vp_data_kind)i)) == 0) k = i;
-    VP_REQUIRE(k >= 0, VP_ERR_PARSE, "checkpoint %s: metadata '" KEY_KIND "' = '%.40s' is not file, synthetic or given",
-               vp_checkpoint_path(ck), kind);
+    VP_REQUIRE(k >= 0, VP_ERR_PARSE, "%s: metadata '" KEY_KIND "' = '%.40s' is not file, synthetic or given",
+               m->label, kind);
     out->kind = (vp_data_kind)k;
     const char* source = NULL;
-    VP_TRY(need(ck, KEY_SOURCE, &source));
-    VP_REQUIRE(strlen(source) < sizeof out->source, VP_ERR_PARSE,
-               "checkpoint %s: metadata '" KEY_SOURCE "' is longer than %zu bytes", vp_checkpoint_path(ck),
-               sizeof out->source - 1);
+    VP_TRY(vp_meta_need(m, KEY_SOURCE, FROM_RECORD, &source));
+    VP_REQUIRE(strlen(source) < sizeof out->source, VP_ERR_PARSE, "%s: metadata '" KEY_SOURCE
+               "' is longer than %zu bytes", m->label, sizeof out->source - 1);
     snprintf(out->source, sizeof out->source, "%s", source);
-    VP_TRY(read_int(ck, KEY_BARS, &out->n_bars));
-    VP_TRY(read_num(ck, KEY_INTERVAL, &out->interval_s));
-    VP_TRY(read_num(ck, KEY_MEDIAN, &out->train_median_close));
-    VP_TRY(read_num(ck, KEY_MIN, &out->close_min));
-    VP_TRY(read_num(ck, KEY_MAX, &out->close_max));
+    VP_TRY(vp_meta_int(m, KEY_BARS, FROM_RECORD, &out->n_bars));
+    VP_TRY(vp_meta_num(m, KEY_INTERVAL, FROM_RECORD, &out->interval_s));
+    VP_TRY(vp_meta_num(m, KEY_MEDIAN, FROM_RECORD, &out->train_median_close));
+    VP_TRY(vp_meta_num(m, KEY_MIN, FROM_RECORD, &out->close_min));
+    VP_TRY(vp_meta_num(m, KEY_MAX, FROM_RECORD, &out->close_max));
     if (out->kind == VP_DATA_FILE) {
-        VP_TRY(read_int(ck, KEY_BYTES, &out->bytes));
-        VP_TRY(read_hash(ck, &out->hash));
+        VP_TRY(vp_meta_int(m, KEY_BYTES, FROM_RECORD, &out->bytes));
+        VP_TRY(read_hash(m, &out->hash));
     } else {
-        VP_REQUIRE(vp_checkpoint_meta(ck, KEY_BYTES) == NULL && vp_checkpoint_meta(ck, KEY_HASH) == NULL,
-                   VP_ERR_PARSE, "checkpoint %s: a %s data source has no '" KEY_BYTES "' or '" KEY_HASH "'",
-                   vp_checkpoint_path(ck), kind);
+        VP_REQUIRE(m->get(m->ctx, KEY_BYTES) == NULL && m->get(m->ctx, KEY_HASH) == NULL, VP_ERR_PARSE,
+                   "%s: a %s data source has no '" KEY_BYTES "' or '" KEY_HASH "'", m->label, kind);
     }
     // the values together
     char where[1100];
-    snprintf(where, sizeof where, "checkpoint %s: the record of the training data", vp_checkpoint_path(ck));
+    snprintf(where, sizeof where, "%s: the record of the training data", m->label);
     VP_TRY(vp_data_record_check(out, where));
     *present = 1;
     return VP_OK;
+}
+
+/* vp_checkpoint_meta as a vp_meta_src lookup. */
+static const char* ckpt_get(const void* ctx, const char* key) {
+    return vp_checkpoint_meta((const vp_checkpoint*)ctx, key);
+}
+
+vp_status vp_checkpoint_data(const vp_checkpoint* ck, vp_data_record* out, int* present) {
+    VP_REQUIRE(ck != NULL && out != NULL && present != NULL, VP_ERR_INVALID_ARG, "vp_checkpoint_data: NULL argument");
+    char label[1100];
+    snprintf(label, sizeof label, "checkpoint %s", vp_checkpoint_path(ck));
+    const vp_meta_src m = {ckpt_get, ck, label};
+    return vp_meta_data_record(&m, out, present);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "learn/headnet.h"
 #include "model/model_internal.h"
 #include "vulpes/ops.h"
 #include "vulpes/ppo.h"
@@ -99,14 +100,12 @@ vp_status vp_ppo_net_heads(const vp_ppo_net* n, const vp_tensor* params, vp_ppo_
     vp_tensor h = rows_of(&a->h, batch), pi_h = rows_of(&a->pi_h, batch), v_h = rows_of(&a->v_h, batch);
     vp_tensor lg = rows_of(&a->logits, batch), v = rows_of(&a->value, batch);
     vp_tensor port = vp_tensor_2d(portfolio->data, VP_F32, portfolio->mem, batch, c->n_portfolio);
-    vp_tensor pw = vp_model_slot(&n->enc, &pe, VP_PS_PORT_W), pb = vp_model_slot(&n->enc, &pe, VP_PS_PORT_B);
     vp_tensor w1 = vp_ppo_head_view(n, params, VP_PPO_PI1_W), b1 = vp_ppo_head_view(n, params, VP_PPO_PI1_B);
     vp_tensor w2 = vp_ppo_head_view(n, params, VP_PPO_PI2_W), b2 = vp_ppo_head_view(n, params, VP_PPO_PI2_B);
     vp_tensor u1 = vp_ppo_head_view(n, params, VP_PPO_V1_W), c1 = vp_ppo_head_view(n, params, VP_PPO_V1_B);
     vp_tensor u2 = vp_ppo_head_view(n, params, VP_PPO_V2_W), c2 = vp_ppo_head_view(n, params, VP_PPO_V2_B);
     // h = e + W_p p + b_p
-    VP_TRY(vp_copy(m->backend, &e, &h));
-    VP_TRY(vp_model_linear(m, &port, &pw, &pb, VP_EPI_BIAS, 1.0f, &h));
+    VP_TRY(vp_headnet_project(m, &pe, &e, &port, &h));
     // the policy's logits and the value
     VP_TRY(vp_model_linear(m, &h, &w1, &b1, VP_EPI_BIAS_RELU, 0.0f, &pi_h));
     VP_TRY(vp_model_linear(m, &pi_h, &w2, &b2, VP_EPI_BIAS, 0.0f, &lg));
@@ -151,16 +150,9 @@ vp_status vp_ppo_net_backward(vp_ppo_net* n, const vp_tensor* params, vp_ppo_act
     VP_TRY(vp_model_linear_backward(m, &v_h, &W[VP_PPO_V2_W], &dv, &G[VP_PPO_V2_W], &G[VP_PPO_V2_B], &d_vh, 0.0f));
     VP_TRY(vp_unary_backward(be, VP_UNARY_RELU, &v_h, &d_vh, &d_vh));
     VP_TRY(vp_model_linear_backward(m, &h, &W[VP_PPO_V1_W], &d_vh, &G[VP_PPO_V1_W], &G[VP_PPO_V1_B], &d_h, 1.0f));
-    // the portfolio projection; d e = d h
+    // the portfolio projection and the encoder
     vp_tensor port = vp_tensor_2d(a->portfolio->data, VP_F32, a->portfolio->mem, B, c->n_portfolio);
-    vp_tensor pw = vp_model_slot(m, &pe, VP_PS_PORT_W);
-    vp_tensor gpw = vp_model_slot(m, &m->grads, VP_PS_PORT_W), gpb = vp_model_slot(m, &m->grads, VP_PS_PORT_B);
-    VP_TRY(vp_model_linear_backward(m, &port, &pw, &d_h, &gpw, &gpb, NULL, 0.0f));
-    // the encoder (Mamba2, TLOB or none) from d e, then the trunk
-    vp_model_acts* ea = a->enc;
-    vp_tensor de = vp_acts_rows(&ea->d_h, B);
-    VP_TRY(vp_copy(be, &d_h, &de));
-    return vp_model_encoder_backward(m, &pe, ea, B);
+    return vp_headnet_backward(m, &pe, a->enc, &port, &d_h, B);
 }
 
 vp_status vp_ppo_net_commit(const vp_ppo_net* n, vp_tensor* params, const vp_ppo_acts* a) {

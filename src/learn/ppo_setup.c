@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "learn/ppo_impl.h"
+#include "learn/train_checks.h"
 #include "vulpes/algo.h"
 #include "vulpes/ops.h"
 #include "vulpes/ppo.h"
@@ -24,17 +25,7 @@ vp_status vp_ppo_cfg_make(const vp_config* cfg, vp_ppo_cfg* out) {
                "ppo.epochs x ppo.minibatches = %lld x %lld updates per iteration: at most 10^9",
                (long long)p->epochs, (long long)p->minibatches);
     // the DQN learner's switches: PPO has no C51 support, replay or Polyak target to apply them to
-    const vp_config_signals* sg = &cfg->signals;
-    const char* dqn_only = cfg->learn.adaptive_atoms          ? "learn.adaptive_atoms"
-                           : cfg->learn.popart                ? "learn.popart"
-                           : cfg->learn.lr_schedule != 0      ? "learn.lr_schedule"
-                           : cfg->curiosity.enabled           ? "curiosity.enabled"
-                           : cfg->her.enabled                 ? "her.enabled"
-                           : sg->enable || sg->adapt_tau      ? (sg->enable ? "signals.enable" : "signals.adapt_tau")
-                           : sg->adapt_epsilon                ? "signals.adapt_epsilon"
-                           : sg->adapt_gamma                  ? "signals.adapt_gamma"
-                           : sg->kelly                        ? "signals.kelly"
-                                                              : NULL;
+    const char* dqn_only = vp_train_dqn_switch(cfg);
     VP_REQUIRE(dqn_only == NULL, VP_ERR_UNSUPPORTED,
                "train.algo = ppo: %s is a switch of the DQN learner (docs/modules.md); PPO does not apply it, so "
                "turn it off", dqn_only);

@@ -70,3 +70,18 @@ vp_status vp_train_check_scales(const vp_config* cfg, const vp_train_data* d) {
                d->source, reward, pmax, mult, pos, eq, scale);
     return VP_OK;
 }
+
+const char* vp_train_dqn_switch(const vp_config* cfg) {
+    const vp_config_signals* sg = &cfg->signals;
+    return cfg->learn.adaptive_atoms     ? "learn.adaptive_atoms"
+           : cfg->learn.popart           ? "learn.popart"
+           : cfg->learn.lr_schedule != 0 ? "learn.lr_schedule"
+           : cfg->curiosity.enabled      ? "curiosity.enabled"
+           : cfg->her.enabled            ? "her.enabled"
+           : sg->enable                  ? "signals.enable"
+           : sg->adapt_tau               ? "signals.adapt_tau"
+           : sg->adapt_epsilon           ? "signals.adapt_epsilon"
+           : sg->adapt_gamma             ? "signals.adapt_gamma"
+           : sg->kelly                   ? "signals.kelly"
+                                         : NULL;
+}

@@ -16,4 +16,9 @@ vp_status vp_train_check_resumable(const char* dir);
  * step would be NaN), naming the keys. */
 vp_status vp_train_check_scales(const vp_config* cfg, const vp_train_data* d);
 
+/* The key of the first switch of the DQN learner that is on (learn.adaptive_atoms, learn.popart,
+ * learn.lr_schedule, curiosity.enabled, her.enabled, signals.*), NULL when none: the algorithms
+ * without C51 support, replay or a DQN target refuse them. */
+const char* vp_train_dqn_switch(const vp_config* cfg);
+
 #endif /* VP_LEARN_TRAIN_CHECKS_H */

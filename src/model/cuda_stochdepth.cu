@@ -10,7 +10,8 @@ __global__ void sd_forward_kernel(const float* __restrict__ u, const float* __re
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < B * H; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t b = i / H;
         const float s = u[b] >= p ? keep : 0.0f;
-        e[i] = last[i] + s * o[i];
+        // rounded as the CPU loop rounds it (a product, then a sum: no fused multiply-add)
+        e[i] = __fadd_rn(last[i], __fmul_rn(s, o[i]));
         if (i % H == 0) scale[b] = s;
     }
 }

@@ -6,6 +6,7 @@ from ._lib import VulpesError, library_path
 
 __all__ = ["VulpesError", "library_path", "train", "backtest", "read_run", "RunResult", "load", "CModel",
            "VulpesNet", "VulpesPPONet", "export_onnx", "VectorEnv", "VulpesEnv"]
+__all__ += ["VulpesIQLNet"]
 
 __version__ = "0.1.0"
 
@@ -14,6 +15,7 @@ _LAZY = {
     "load": "model", "CModel": "model", "VulpesNet": "model", "VulpesPPONet": "model",
     "export_onnx": "onnx_export",
     "VectorEnv": "env", "VulpesEnv": "env",
+    "VulpesIQLNet": "model",
 }
 
 

@@ -8,15 +8,16 @@ import torch
 
 from . import _lib
 from .network import forward as _forward
+from .network import iql_heads as _iql_heads
 from .network import ppo_heads as _ppo_heads
 
-__all__ = ["CModel", "VulpesNet", "VulpesPPONet", "load"]
+__all__ = ["CModel", "VulpesNet", "VulpesPPONet", "VulpesIQLNet", "load"]
 
 # vp_model_cfg fields vulpes.network.forward reads (besides branch_sizes).
 _INT_KEYS = ("n_features", "n_portfolio", "window", "hidden", "encoder", "mamba_state", "mamba_head_dim",
              "mamba_conv", "tlob_blocks", "tlob_heads", "tlob_feature_heads", "tlob_mlp", "head_hidden", "n_atoms", "n_branches", "iqn_cos", "n_heads",
              "vsn", "vsn_hidden", "spectral_norm", "kan", "kan_grid", "kan_order", "q_denoise", "cross_branch",
-             "adaptive_atoms", "ppo")
+             "adaptive_atoms", "ppo", "iql")
 _FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "kan_range", "stoch_depth", "risk_budget")
 
 
@@ -79,7 +80,8 @@ class CModel:
         """The C forward of window [B, K, F], portfolio [B, P] and taus [B, N] (or None): a dict
         of numpy arrays q [B, A], log_probs [B, A, Z], with taus quantiles [B, N, A], and with the
         risk-budget head size_scale [B]; for a PPO actor-critic (config ppo 1, no taus) logits
-        [B, A] and value [B]."""
+        [B, A] and value [B], for an IQL network (config iql 1, no taus) its policy head's logits
+        [B, A] and its value V(s) [B]."""
         c = self.config
         w = np.ascontiguousarray(window, dtype=np.float32)
         p = np.ascontiguousarray(portfolio, dtype=np.float32)
@@ -87,9 +89,9 @@ class CModel:
         if w.shape[1:] != (c["window"], c["n_features"]) or p.shape != (B, c["n_portfolio"]):
             raise ValueError(f"window must be [B, {c['window']}, {c['n_features']}] and portfolio "
                              f"[B, {c['n_portfolio']}]; got {w.shape} and {p.shape}")
-        if c["ppo"]:
+        if c["ppo"] or c["iql"]:
             if taus is not None:
-                raise ValueError("a PPO network has no IQN head: give no taus")
+                raise ValueError(f"a {'PPO' if c['ppo'] else 'IQL'} network has no IQN head: give no taus")
             logits = np.empty((B, c["n_heads"]), np.float32)
             value = np.empty(B, np.float32)
             L = _lib.lib()
@@ -152,6 +154,8 @@ class VulpesNet(torch.nn.Module):
 
 
 class VulpesPPONet(VulpesNet):
+    _heads = staticmethod(_ppo_heads)
+
     """A PPO checkpoint's actor-critic (include/vulpes/ppo.h) as a torch.nn.Module: forward(window
     [B, K, F], portfolio [B, P]) returns (logits [B, A], value [B]), one categorical per action
     branch of the env's layout (direction 3, size 4, take-profit 3, stop-loss 3); greedy(window,
@@ -165,7 +169,7 @@ class VulpesPPONet(VulpesNet):
         extras = {"h_only": True}
         p = self.param_dict()
         _forward(p, self.config, window.reshape(B * K, F), bar, portfolio, None, extras=extras)
-        return _ppo_heads(p, extras["h"])
+        return self._heads(p, extras["h"])
 
     def greedy(self, window, portfolio):
         logits, _ = self.forward(window, portfolio)
@@ -176,11 +180,22 @@ class VulpesPPONet(VulpesNet):
         return torch.stack(out, 1)
 
 
+class VulpesIQLNet(VulpesPPONet):
+    """An IQL checkpoint's network (include/vulpes/iql.h) as a torch.nn.Module: forward(window
+    [B, K, F], portfolio [B, P]) returns (logits [B, A], value [B]): the policy head's per-branch
+    logits and V(s); greedy(window, portfolio) the argmax of each branch [B, 4], the choice a
+    backtest makes. Its Q heads are parameters too (iql.q1.*, iql.q2.*): vulpes.network.iql_mlp
+    computes them."""
+    _heads = staticmethod(_iql_heads)
+
+
 def load(checkpoint):
     """The network of a vulpes checkpoint (best.safetensors or last.safetensors) as a VulpesNet on the
     CPU, in float32 and eval mode; it computes the C forward's Q values, C51 log-probabilities and
-    IQN quantiles. A PPO checkpoint gives a VulpesPPONet (policy logits and values)."""
+    IQN quantiles. A PPO checkpoint gives a VulpesPPONet (policy logits and values), an IQL one a
+    VulpesIQLNet (its policy head's logits and V(s))."""
     with CModel(checkpoint) as m:
-        net = (VulpesPPONet if m.config["ppo"] else VulpesNet)(m.config, m.params())
+        cls = VulpesPPONet if m.config["ppo"] else VulpesIQLNet if m.config["iql"] else VulpesNet
+        net = cls(m.config, m.params())
     net.checkpoint = str(checkpoint)
     return net.eval()

@@ -108,6 +108,21 @@ def ppo_heads(p, h):
     return logits, value
 
 
+def iql_mlp(p, h, name, relu_inputs=None, prefix=""):
+    """One MLP of the IQL network (include/vulpes/iql.h) on h [B, H]: PREFIX + "iql.NAME.l1"
+    relu, then ".l2"; NAME q1, q2 (per-head Q [B, A]), v ([B, 1]) or pi (logits [B, A])."""
+    k = prefix + "iql." + name
+    a = h @ p[k + ".l1.w"].T + p[k + ".l1.b"]
+    if relu_inputs is not None:
+        relu_inputs.append(a.detach().abs().min().item())
+    return torch.relu(a) @ p[k + ".l2.w"].T + p[k + ".l2.b"]
+
+
+def iql_heads(p, h):
+    """The IQL network's policy logits [B, A] and values V(s) [B] on h [B, H]."""
+    return iql_mlp(p, h, "pi"), iql_mlp(p, h, "v")[:, 0]
+
+
 def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
     """log_probs [B, A, Z], q [B, A], iqn [B, n, A] (None without taus); extras (a dict, when
     given) receives h [B, H], the heads' input, and with the risk-budget head size_scale [B];

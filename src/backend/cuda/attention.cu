@@ -400,8 +400,8 @@ static attn_geo attn_geo_make(int rows, int cols, int tpr, int dp, int64_t bh, i
 template <int KIND, int DC, int TPR>
 static void attn_launch_one(const attn_ptrs& a, const attn_shape& s, const attn_geo& geo, cudaStream_t st) {
     const unsigned grid = (unsigned)(geo.nblk < (1 << 30) ? geo.nblk : (1 << 30));
-    if (KIND == ATTN_FWD) attn_fwd_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
-    else if (KIND == ATTN_DQ) attn_dq_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
+    if constexpr (KIND == ATTN_FWD) attn_fwd_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
+    else if constexpr (KIND == ATTN_DQ) attn_dq_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
     else attn_dkv_kernel<DC, TPR><<<grid, ATTN_THREADS, geo.smem, st>>>(a, s, geo);
 }
 

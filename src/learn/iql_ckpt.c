@@ -1,0 +1,169 @@
+/* IQL's checkpoints. last.safetensors (VP_CKPT_RESUME) holds the network's parameters by name
+ * (the encoder's rows IQL uses, then "iql.*" heads), the target Q heads ("target.iql.q1.*",
+ * "target.iql.q2.*"), the AdamW moments ("adam.m.", "adam.v.") and step, the draws' counter,
+ * the last statistics, and the host counters, seeds, config and the dataset's behaviour as
+ * metadata: enough to continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best
+ * parameters. Both record vulpes.algo "iql" and the training data (vulpes.data.*). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "learn/iql_impl.h"
+#include "learn/train_ckpt.h"
+
+/* Every parameter tensor of `flat` by name under `prefix`. */
+static vp_status add_params(vp_ckpt_list* l, const vp_iql_net* n, const char* prefix, const vp_tensor* flat) {
+    const int count = vp_iql_net_tensors(n, NULL, NULL, NULL, 0);
+    const char** names = (const char**)calloc((size_t)count, sizeof *names);
+    vp_tensor* views = (vp_tensor*)calloc((size_t)count, sizeof *views);
+    if (!names || !views) {
+        free(names);
+        free(views);
+        VP_FAIL(VP_ERR_OOM, "checkpoint: out of host memory for %d tensor names", count);
+    }
+    vp_iql_net_tensors(n, flat, names, views, count);
+    for (int i = 0; i < count; ++i) vp_ckpt_list_add(l, prefix, names[i], views[i]);
+    free(names);
+    free(views);
+    return VP_OK;
+}
+
+/* Every tensor of a resume checkpoint. */
+static vp_status resume_items(vp_iql_trainer* t, vp_ckpt_list* l) {
+    const vp_iql_net* n = &t->net;
+    VP_TRY(vp_ckpt_list_init(l, 3 * vp_iql_net_tensors(n, NULL, NULL, NULL, 0) + VP_IQL_MLP_V * 4 + 8));
+    VP_TRY(add_params(l, n, "", &n->params));
+    for (int h = VP_IQL_Q1_W1; h < VP_IQL_V_W1; ++h)
+        vp_ckpt_list_add(l, "target.", vp_iql_head_name((vp_iql_head)h), vp_iql_target_view(n, &t->target, (vp_iql_head)h));
+    VP_TRY(add_params(l, n, "adam.m.", &t->adam_m));
+    VP_TRY(add_params(l, n, "adam.v.", &t->adam_v));
+    vp_ckpt_list_add(l, "", "adam.step", t->adam_step);
+    vp_ckpt_list_add(l, "", "iql.counters", t->ctr);
+    vp_ckpt_list_add(l, "", "iql.stats", t->stats);
+    vp_ckpt_list_add(l, "", "iql.grad_norm", t->grad_norm);
+    return VP_OK;
+}
+
+vp_status vp_iql_trainer_save(vp_iql_trainer* t, const char* path, vp_ckpt_kind kind, double best_val_sharpe,
+                              int64_t best_iteration) {
+    VP_REQUIRE(t != NULL && t->val != NULL && path != NULL, VP_ERR_INVALID_ARG, "vp_iql_trainer_save: NULL argument");
+    VP_REQUIRE(kind >= 0 && kind < VP_CKPT_KIND_COUNT, VP_ERR_INVALID_ARG, "vp_iql_trainer_save: bad kind %d", (int)kind);
+    VP_TRY(vp_backend_sync(t->backend));
+    char* yaml = NULL;
+    VP_TRY(vp_config_to_yaml(&t->cfg, &yaml));
+    // Metadata: what the file is, the config, counters, seeds, the dataset, the best score and the data.
+    vp_ckpt_meta_list ml;
+    memset(&ml, 0, sizeof ml);
+    vp_ckpt_meta_head(&ml, kind, "iql", t->backend, yaml, &t->count, 0, best_val_sharpe, best_iteration);
+    vp_ckpt_meta_add(&ml, "vulpes.rng", "philox4x32-10; counters: iql.counters (batch rows)");
+    vp_ckpt_meta_u64(&ml, "vulpes.seed.learner", t->parts.learner.seed);
+    vp_ckpt_meta_add(&ml, "vulpes.iql.behaviour", t->ds_behaviour);
+    vp_ckpt_meta_int(&ml, "vulpes.iql.rows", t->steps * t->n_envs);
+    vp_ckpt_data_meta dm;
+    vp_status s = vp_ckpt_meta_data(&ml, t->data, &dm);
+    // Tensors: everything for a resume, the best parameters otherwise.
+    vp_ckpt_list l;
+    memset(&l, 0, sizeof l);
+    if (s == VP_OK && kind == VP_CKPT_RESUME) {
+        s = resume_items(t, &l);
+    } else if (s == VP_OK) {
+        s = vp_ckpt_list_init(&l, vp_iql_net_tensors(&t->net, NULL, NULL, NULL, 0));
+        if (s == VP_OK) s = add_params(&l, &t->net, "", &t->best_params);
+    }
+    if (s == VP_OK) s = vp_checkpoint_save(t->backend, path, l.items, l.n, ml.pairs, ml.n);
+    vp_ckpt_list_free(&l);
+    free(yaml);
+    if (s != VP_OK) return vp_error_context(s, "writing checkpoint %s", path);
+    return VP_OK;
+}
+
+/* The host counters against the config: no env steps, train.train_steps updates per iteration. */
+static vp_status check_counters(vp_iql_trainer* t, const char* path, const vp_train_counters* c, int64_t best_it) {
+    const int64_t U = t->ic.updates;
+    VP_REQUIRE(c->iteration >= 0 && c->iteration <= (INT64_MAX / 4) / U && c->collect_steps == 0 &&
+                   c->env_steps == 0 && c->warmup_steps == 0 && c->learner_steps == c->iteration * U &&
+                   best_it >= -1 && best_it <= c->iteration,
+               VP_ERR_PARSE, "checkpoint %s: counters (iteration %lld, collect_steps %lld, env_steps %lld, "
+               "learner_steps %lld, best_iteration %lld) do not fit an offline run of train.train_steps %lld", path,
+               (long long)c->iteration, (long long)c->collect_steps, (long long)c->env_steps,
+               (long long)c->learner_steps, (long long)best_it, (long long)U);
+    return VP_OK;
+}
+
+/* The restored device counters against the host counters. */
+static vp_status check_restored(vp_iql_trainer* t, const char* path, const vp_train_counters* c) {
+    int64_t ctr = 0;
+    int32_t step = 0;
+    VP_TRY(vp_download(t->backend, &ctr, &t->ctr, sizeof ctr));
+    VP_TRY(vp_download(t->backend, &step, &t->adam_step, sizeof step));
+    VP_REQUIRE(ctr == c->learner_steps && (int64_t)step == (c->learner_steps < INT32_MAX ? c->learner_steps : INT32_MAX),
+               VP_ERR_PARSE, "checkpoint %s: tensors 'iql.counters' (%lld updates) and 'adam.step' (%d) do not match "
+               "its counters (learner_steps %lld)", path, (long long)ctr, (int)step, (long long)c->learner_steps);
+    return VP_OK;
+}
+
+vp_status vp_iql_trainer_load(vp_iql_trainer* t, const char* path, double* best_val_sharpe, int64_t* best_iteration) {
+    VP_REQUIRE(t != NULL && t->val != NULL && path != NULL && best_val_sharpe != NULL && best_iteration != NULL,
+               VP_ERR_INVALID_ARG, "vp_iql_trainer_load: NULL argument");
+    vp_checkpoint* ck = NULL;
+    VP_TRY(vp_checkpoint_open(&ck, path));
+    const char* kind = vp_checkpoint_meta(ck, "vulpes.kind");
+    const char* algo = vp_checkpoint_meta(ck, "vulpes.algo");
+    vp_status s = (kind && strcmp(kind, "resume") == 0)
+                      ? VP_OK
+                      : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s is not a resume checkpoint (vulpes.kind "
+                                     "'%s'; last.safetensors is)", path, kind ? kind : "(none)");
+    if (s == VP_OK && !(algo && strcmp(algo, "iql") == 0))
+        s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s holds no IQL run (vulpes.algo '%s')", path,
+                         algo ? algo : "(none)");
+    if (s == VP_OK) s = vp_ckpt_check_config(&t->cfg, t->data, ck);
+    if (s == VP_OK) s = vp_checkpoint_allow_nonfinite(ck, "iql.stats");
+    if (s == VP_OK) s = vp_checkpoint_allow_nonfinite(ck, "iql.grad_norm");
+    // The host counters, checked before any tensor is read.
+    vp_train_counters c;
+    memset(&c, 0, sizeof c);
+    int64_t best_it = -1;
+    double best_sh = NAN;
+    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.iteration", &c.iteration);
+    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.collect_steps", &c.collect_steps);
+    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.env_steps", &c.env_steps);
+    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.learner_steps", &c.learner_steps);
+    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.best_iteration", &best_it);
+    if (s == VP_OK) s = vp_ckpt_meta_read_num(ck, "vulpes.best_val_sharpe", &best_sh);
+    if (s == VP_OK) s = check_counters(t, path, &c, best_it);
+    // Tensors straight into the run's buffers, then checked.
+    vp_ckpt_list l;
+    memset(&l, 0, sizeof l);
+    if (s == VP_OK) s = resume_items(t, &l);
+    if (s == VP_OK) s = vp_checkpoint_read_all(t->backend, ck, l.items, l.n);
+    if (s == VP_OK) s = vp_backend_sync(t->backend);
+    if (s == VP_OK) s = check_restored(t, path, &c);
+    if (s == VP_OK) {
+        t->count = c;
+        *best_iteration = best_it;
+        *best_val_sharpe = best_sh;
+    }
+    vp_ckpt_list_free(&l);
+    vp_checkpoint_close(ck);
+    return s;
+}
+
+vp_status vp_iql_read_params(vp_backend* b, const vp_iql_net* n, const char* path, vp_tensor* dst) {
+    VP_REQUIRE(b != NULL && n != NULL && path != NULL && dst != NULL, VP_ERR_INVALID_ARG,
+               "vp_iql_read_params: NULL argument");
+    vp_checkpoint* ck = NULL;
+    VP_TRY(vp_checkpoint_open(&ck, path));
+    const char* algo = vp_checkpoint_meta(ck, "vulpes.algo");
+    vp_status s = (algo && strcmp(algo, "iql") == 0)
+                      ? VP_OK
+                      : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s holds no IQL network (vulpes.algo '%s')",
+                                     path, algo ? algo : "(none)");
+    vp_ckpt_list l;
+    memset(&l, 0, sizeof l);
+    if (s == VP_OK) s = vp_ckpt_list_init(&l, vp_iql_net_tensors(n, NULL, NULL, NULL, 0));
+    if (s == VP_OK) s = add_params(&l, n, "", dst);
+    if (s == VP_OK) s = vp_checkpoint_read_all(b, ck, l.items, l.n);
+    vp_ckpt_list_free(&l);
+    vp_checkpoint_close(ck);
+    return s;
+}
