@@ -40,11 +40,13 @@ static int write_checkpoint(vp_backend* b, const vp_config* cfg, vp_model* m, co
 }
 
 /* The GEMM FLOPs of one live decision: the new bar's trunk and in_proj rows, z and out_proj
- * of the last bar, the heads. */
+ * of the last bar (Mamba2) or the TLOB blocks over the window, the heads. */
 static double live_flops(const vp_model_cfg* c) {
     const double F = c->n_features, H = c->hidden, P = c->n_portfolio, HH = c->head_hidden, Z = c->n_atoms;
-    const double A = vp_model_cfg_actions(c), L = c->use_mamba ? H + 2.0 * c->mamba_state + H / c->mamba_head_dim : 0;
-    const double trunk = 2.0 * (F * H + H * H), mixer = c->use_mamba ? 2.0 * (H * L + 2.0 * H * H) : 0.0;
+    const int MB = c->encoder == VP_ENCODER_MAMBA2;
+    const double A = vp_model_cfg_actions(c), L = MB ? H + 2.0 * c->mamba_state + H / c->mamba_head_dim : 0;
+    const double mixer = MB ? 2.0 * (H * L + 2.0 * H * H) : vp_model_tlob_flops(c, 1.0);
+    const double trunk = 2.0 * (F * H + H * H);
     return trunk + mixer + 2.0 * (P * H + 2.0 * H * HH + HH * Z + HH * A * Z);
 }
 

@@ -38,7 +38,7 @@ static iql_work count(const vp_iql_trainer* t) {
     const vp_model_cfg* m = &t->net.enc.cfg;
     const double B = (double)t->ic.batch, W = (double)vp_iql_net_numel(&t->net), NT = (double)t->net.n_target;
     const double H = m->hidden, P = m->n_portfolio, HH = m->head_hidden, A = vp_model_cfg_actions(m);
-    const double NB = VP_ENV_BRANCHES, K = m->use_mamba ? m->window : 1, F = m->n_features;
+    const double NB = VP_ENV_BRANCHES, K = m->encoder == VP_ENCODER_NONE ? 1 : m->window, F = m->n_features;
     const double dqn_heads = vp_bench_heads_flops(m);
     const double enc_fwd = vp_model_flops(m, 1, 0, 0) - dqn_heads, enc_fb = vp_model_flops(m, 1, 0, 1) - 3.0 * dqn_heads;
     const double proj = 2.0 * H * P, mlp_a = 2.0 * (HH * H + A * HH), mlp_1 = 2.0 * (HH * H + HH);
@@ -145,11 +145,11 @@ static int bench_case(vp_backend* b, const vp_train_data* d, const vp_offline_da
     printf("%-5s %-7s %6lld %4d %10.3f %12.4g %8.3g %9.4f %8.0f %6s\n", cuda ? "cuda" : "cpu", "update",
            (long long)batch, m->hidden, ms, rows, tflops, w.flops * 1e-6, w.bytes, cuda ? fb : "-");
     fprintf(js, "{\"bench\":\"iql\",\"what\":\"update\",\"backend\":\"%s\",\"device\":\"%s\",\"batch\":%lld,"
-            "\"n_features\":%d,\"n_portfolio\":%d,\"window\":%d,\"hidden\":%d,\"use_mamba\":%d,\"mamba_state\":%d,"
+            "\"n_features\":%d,\"n_portfolio\":%d,\"window\":%d,\"hidden\":%d,\"encoder\":%d,\"mamba_state\":%d,"
             "\"mamba_head_dim\":%d,\"mamba_conv\":%d,\"head_hidden\":%d,\"parameters\":%lld,\"dataset_rows\":%lld,"
             "\"ms_per_update\":%.6g,\"rows_per_s\":%.6g,\"tflops\":%.6g,\"flop_per_row\":%.6g,\"bytes_per_row\":%.6g,"
             "\"floor_s_per_row\":%.6g,\"floor_frac\":%.6g}\n", cuda ? "cuda" : "cpu", vp_backend_name(b),
-            (long long)batch, m->n_features, m->n_portfolio, m->window, m->hidden, m->use_mamba ? 1 : 0,
+            (long long)batch, m->n_features, m->n_portfolio, m->window, m->hidden, (int)m->encoder,
             m->mamba_state, m->mamba_head_dim, m->mamba_conv, m->head_hidden, (long long)vp_iql_net_numel(&t.net),
             (long long)(t.steps * t.n_envs), ms, rows, tflops, w.flops, w.bytes, w.floor_s, cuda ? frac : 0.0);
     fflush(js);

@@ -138,13 +138,13 @@ static void json_head(FILE* js, const char* what, vp_backend* b, const vp_ppo_tr
     const vp_model_cfg* m = &t->net.enc.cfg;
     fprintf(js, "{\"bench\":\"ppo\",\"what\":\"%s\",\"backend\":\"%s\",\"device\":\"%s\",\"n_envs\":%lld,"
             "\"rollout_steps\":%lld,\"epochs\":%lld,\"minibatches\":%lld,\"minibatch\":%lld,\"path\":\"%s\","
-            "\"span_rows\":%lld,\"n_features\":%d,\"n_portfolio\":%d,\"window\":%d,\"hidden\":%d,\"use_mamba\":%d,"
+            "\"span_rows\":%lld,\"n_features\":%d,\"n_portfolio\":%d,\"window\":%d,\"hidden\":%d,\"encoder\":%d,"
             "\"mamba_state\":%d,\"mamba_head_dim\":%d,\"mamba_conv\":%d,\"head_hidden\":%d,\"parameters\":%lld,",
             what, vp_backend_get_kind(b) == VP_BACKEND_CUDA ? "cuda" : "cpu", vp_backend_name(b),
             (long long)t->env.n_envs, (long long)t->pc.rollout_steps, (long long)t->pc.epochs,
             (long long)t->pc.minibatches, (long long)vp_tensor_numel(&t->m_bar),
             t->encode_once ? "encode_once" : "stepwise", (long long)(t->encode_once ? t->span_rows : 0),
-            m->n_features, m->n_portfolio, m->window, m->hidden, m->use_mamba ? 1 : 0, m->mamba_state,
+            m->n_features, m->n_portfolio, m->window, m->hidden, (int)m->encoder, m->mamba_state,
             m->mamba_head_dim, m->mamba_conv, m->head_hidden, (long long)vp_ppo_net_numel(&t->net));
 }
 

@@ -19,7 +19,7 @@ vp_bench_ppo_work vp_bench_ppo_count(const vp_ppo_trainer* t) {
     const double E = (double)t->env.n_envs, T = (double)t->pc.rollout_steps;
     const double M = (double)vp_tensor_numel(&t->m_bar), W = (double)vp_ppo_net_numel(&t->net);
     const double H = m->hidden, P = m->n_portfolio, HH = m->head_hidden, A = vp_model_cfg_actions(m);
-    const double NB = VP_ENV_BRANCHES, K = m->use_mamba ? m->window : 1, F = m->n_features;
+    const double NB = VP_ENV_BRANCHES, K = m->encoder == VP_ENCODER_NONE ? 1 : m->window, F = m->n_features;
     // the encoder: the DQN network's forward less its portfolio projection and C51 heads (all
     // of which vp_model_flops counts as products whose input needs a gradient)
     const double dqn_heads = vp_bench_heads_flops(m);

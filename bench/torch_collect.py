@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import golden  # noqa: E402  (the reference network)
 from torch_timing import time_launches  # noqa: E402  (bench/, this script's folder)
 
-MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, use_mamba=1, mamba_state=16,
+MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, encoder=0, mamba_state=16,
              mamba_head_dim=64, mamba_conv=4, head_hidden=128, n_atoms=51, v_min=-10.0, v_max=10.0,
              branch_sizes=[3, 4, 3, 3], iqn_cos=64, ln_eps=1e-5, rms_eps=1e-5)
 BARS = 200000           # the bench's market

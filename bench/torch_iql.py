@@ -42,7 +42,7 @@ from vulpes.network import forward, iql_mlp  # noqa: E402  (the network)
 from torch_timing import time_launches  # noqa: E402  (bench/, this script's folder)
 
 # The default model (SPEC section 4), as bench/torch_ppo.py; the vulpes JSON overrides the shapes.
-MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, use_mamba=1, mamba_state=16,
+MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, encoder=0, mamba_state=16,
              mamba_head_dim=64, mamba_conv=4, head_hidden=128, n_atoms=51, v_min=-10.0, v_max=10.0,
              branch_sizes=[3, 4, 3, 3], iqn_cos=64, ln_eps=1e-5, rms_eps=1e-5)
 # iql.* and learn.* defaults (include/vulpes/config.h)
@@ -50,17 +50,20 @@ IQL = dict(expectile=0.7, beta=3.0, adv_clip=100.0, tau_polyak=0.005, gamma=0.99
            eps=1.5e-4, weight_decay=0.0, clip_norm=10.0)
 SPAN = 14000   # feature rows the decision bars index (the bench market's training span)
 T_STEPS, ENVS = 256, 64  # the bench dataset's steps and envs
-SHAPE_KEYS = ("n_features", "n_portfolio", "window", "hidden", "use_mamba", "mamba_state", "mamba_head_dim",
+SHAPE_KEYS = ("n_features", "n_portfolio", "window", "hidden", "encoder", "mamba_state", "mamba_head_dim",
               "mamba_conv", "head_hidden")
 MLPS = ("q1", "q2", "v", "pi")
 
 
 def row_flops(c):
     """GEMM FLOPs of one row's update, counted as bench/bench_iql.c counts them."""
-    F, P, H, K = c["n_features"], c["n_portfolio"], c["hidden"], c["window"] if c["use_mamba"] else 1
+    if c["encoder"] == 1:
+        raise SystemExit("torch_iql.py: the FLOP count covers the Mamba2 mixer and no encoder, not TLOB")
+    mb = c["encoder"] == 0  # vp_model_encoder: 0 mamba2, 2 none
+    F, P, H, K = c["n_features"], c["n_portfolio"], c["hidden"], c["window"] if mb else 1
     HH, A = c["head_hidden"], sum(c["branch_sizes"])
     first, rest = 2.0 * K * H * F, 2.0 * K * H * H
-    if c["use_mamba"]:
+    if mb:
         N, NH = c["mamba_state"], H // c["mamba_head_dim"]
         rest += 2.0 * K * (H + 2 * N + NH) * H + 2 * 2.0 * H * H
     enc_fwd, enc_fb = first + rest, 2 * first + 3 * rest

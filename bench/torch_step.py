@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import golden  # noqa: E402  (the reference network and losses)
 from torch_timing import time_launches  # noqa: E402  (bench/, this script's folder)
 
-MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, use_mamba=1, mamba_state=16,
+MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, encoder=0, mamba_state=16,
              mamba_head_dim=64, mamba_conv=4, head_hidden=128, n_atoms=51, v_min=-10.0, v_max=10.0,
              branch_sizes=[3, 4, 3, 3], iqn_cos=64, ln_eps=1e-5, rms_eps=1e-5)
 LEARN = dict(n_taus=64, n_target_taus=64, kappa=1.0, lr=1e-4, beta1=0.9, beta2=0.999, eps=1.5e-4,
@@ -49,12 +49,13 @@ def model_flops(c, B, n_taus, backward):
     the input gradient of all but those whose input needs none."""
     def mm(m, n, k):
         return 2.0 * m * n * k
-    F, H, K = c["n_features"], c["hidden"], c["window"] if c["use_mamba"] else 1
-    N, NH = c["mamba_state"], c["hidden"] // c["mamba_head_dim"] if c["use_mamba"] else 0
+    mb = c["encoder"] == 0  # vp_model_encoder: 0 mamba2, 2 none (TLOB is not counted here)
+    F, H, K = c["n_features"], c["hidden"], c["window"] if mb else 1
+    N, NH = c["mamba_state"], c["hidden"] // c["mamba_head_dim"] if mb else 0
     HH, Z, A, Q = c["head_hidden"], c["n_atoms"], sum(c["branch_sizes"]), B * n_taus
     R = B * K
     first, rest = mm(R, H, F), mm(R, H, H)
-    if c["use_mamba"]:
+    if mb:
         rest += mm(R, H + 2 * N + NH, H) + mm(B, H, H) + mm(B, H, H)
     rest += mm(B, H, c["n_portfolio"]) + 2 * mm(B, HH, H) + mm(B, Z, HH) + mm(B, A * Z, HH)
     if n_taus > 0:

@@ -165,12 +165,14 @@ static inline void ref_forward_in(const vp_model* m, const double* p, const doub
                                   const double* port, const double* taus, int64_t B, int T, ref_sn_state* sn,
                                   double* logp, double* q, double* zq) {
     const vp_model_cfg* c = &m->cfg;
-    const int H = c->hidden, Kt = c->use_mamba ? c->window : 1;
+    const int H = c->hidden, Kt = c->encoder == VP_ENCODER_NONE ? 1 : c->window;
     double* h2 = ref_alloc(B * Kt * H);
     double* e = ref_alloc(B * H);
     ref_trunk_in(m, p, features, bar, B, Kt, sn, h2);
-    if (c->use_mamba)
+    if (c->encoder == VP_ENCODER_MAMBA2)
         ref_mamba(m, p, h2, B, e);
+    else if (c->encoder == VP_ENCODER_TLOB)
+        ref_tlob(m, p, h2, B, e);
     else
         memcpy(e, h2, sizeof(double) * (size_t)(B * H));
     ref_heads(m, p, e, port, taus, B, T, logp, q, zq);

@@ -106,6 +106,7 @@ static inline double ref_unary(vp_unary_op op, double x) {
     case VP_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
     case VP_UNARY_EXP: return exp(x);
     case VP_UNARY_TANH: return tanh(x);
+    case VP_UNARY_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
     default: return NAN;
     }
 }

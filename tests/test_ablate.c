@@ -1,5 +1,5 @@
 /* vulpes ablate on the CPU: a tiny config on a synthetic market, the base and the variant
- * model.use_mamba=false, 2 seeds each, 2 runs at once. The table's every figure is checked
+ * model.encoder=none, 2 seeds each, 2 runs at once. The table's every figure is checked
  * against the runs' own files (summary.json's test-span Sharpe and moments, metrics.jsonl's
  * "run" and "timing" events): the mean and standard error over the seeds by hand, the
  * deflated Sharpe over the 4 runs from the metrics' DSR functions, the parameter counts; the
@@ -52,7 +52,7 @@ static void read_run(const char* dir, run_files* f) {
 
 /* The run folders in table order: base seeds 11, 12, then the variant's. */
 static void run_dir(const char* root, int k, char* out, size_t n) {
-    static const char* slugs[2] = {"base", "model.use_mamba=false"};
+    static const char* slugs[2] = {"base", "model.encoder=none"};
     snprintf(out, n, "%s/runs/%s/seed_%d", root, slugs[k / 2], 11 + k % 2);
 }
 
@@ -60,7 +60,7 @@ static void run_dir(const char* root, int k, char* out, size_t n) {
 static void check_table(const char* root, const vp_ablate_result* r) {
     CHECK(r->n_variants == 2 && r->n_runs == 4 && r->n_done == 4 && !r->interrupted && r->n_trials == 4,
           "%d variants, %lld runs, %lld done", r->n_variants, (long long)r->n_runs, (long long)r->n_done);
-    CHECK(strcmp(r->variants[0].name, "base") == 0 && strcmp(r->variants[1].name, "model.use_mamba=false") == 0,
+    CHECK(strcmp(r->variants[0].name, "base") == 0 && strcmp(r->variants[1].name, "model.encoder=none") == 0,
           "variants '%s', '%s'", r->variants[0].name, r->variants[1].name);
     run_files f[4];
     char d[600];
@@ -82,8 +82,8 @@ static void check_table(const char* root, const vp_ablate_result* r) {
         char cy[700];
         snprintf(cy, sizeof cy, "%s/config.yaml", d);
         CHECK_OK(vp_config_load_file(&c, cy));
-        CHECK(c.run.seed == 11 + k % 2 && c.model.use_mamba == (k < 2), "run %d: seed %lld, use_mamba %d", k,
-              (long long)c.run.seed, (int)c.model.use_mamba);
+        CHECK(c.run.seed == 11 + k % 2 && c.model.encoder == (k < 2 ? VP_ENCODER_MAMBA2 : VP_ENCODER_NONE),
+              "run %d: seed %lld, encoder %d", k, (long long)c.run.seed, (int)c.model.encoder);
     }
     // the Mamba2 mixer's weights are gone without it
     CHECK(f[0].params == f[1].params && f[2].params == f[3].params && f[2].params < f[0].params,
@@ -136,14 +136,14 @@ static void check_files(const char* root, const vp_ablate_result* r) {
     cJSON_Delete(j);
     char* csv = vpt_read_file(root, "ablate.csv", NULL);
     char want[400];
-    snprintf(want, sizeof want, "\nmodel.use_mamba=false,model.use_mamba,false,2,2,%.17g,%.17g,", r->rows[1].sharpe_mean,
+    snprintf(want, sizeof want, "\nmodel.encoder=none,model.encoder,none,2,2,%.17g,%.17g,", r->rows[1].sharpe_mean,
              r->rows[1].sharpe_se);
     CHECK(csv && strncmp(csv, "variant,key,value,seeds,defined,sharpe_mean,", 44) == 0 && strstr(csv, want),
           "ablate.csv lacks '%s':\n%s", want, csv ? csv : "(none)");
     free(csv);
     char* html = vpt_read_file(root, "report.html", NULL);
     CHECK(html && strstr(html, "<a href=\"runs/base/seed_11/report.html\">") &&
-              strstr(html, "<a href=\"runs/model.use_mamba=false/seed_12/report.html\">") &&
+              strstr(html, "<a href=\"runs/model.encoder=none/seed_12/report.html\">") &&
               strstr(html, "Content-Security-Policy") && !strstr(html, "<script"),
           "report.html: the run links or the policy are missing");
     free(html);
@@ -161,7 +161,7 @@ static void test_ablate_table(void) {
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
     vpt_job_tiny_config(&cfg);
-    const char* sw[1] = {"model.use_mamba=false"};
+    const char* sw[1] = {"model.encoder=none"};
     snprintf(dir, sizeof dir, "%s/ab", root);
     vp_ablate_opts o = {dir, VP_RUN_CREATE, sw, 1, 2, 2, NULL, NULL, 0, 1};
     vp_ablate_result r;
@@ -174,7 +174,7 @@ static void test_ablate_table(void) {
     FILE* f = open_memstream(&text, &len);
     CHECK_OK(vp_ablate_print(&r, f));
     fclose(f);
-    CHECK(text && strstr(text, "\nbase  ") && strstr(text, "\nmodel.use_mamba=false  ") &&
+    CHECK(text && strstr(text, "\nbase  ") && strstr(text, "\nmodel.encoder=none  ") &&
               strstr(text, "deflated Sharpe over 4 runs"),
           "the table:\n%s", text ? text : "");
     free(text);
@@ -238,8 +238,8 @@ static void test_ablate_refused(void) {
     CHECK_OK(vp_backend_cpu_init(&be));
     vp_config cfg;
     vpt_job_tiny_config(&cfg);
-    const char* unknown[2] = {"model.use_mamba=false", "model.use_mambo"};
-    refused(&cfg, be, root, unknown, 2, 2, "switch 'model.use_mambo': unknown key 'model.use_mambo'; did you mean 'model.use_mamba'?");
+    const char* unknown[2] = {"model.encoder=none", "model.encodr"};
+    refused(&cfg, be, root, unknown, 2, 2, "switch 'model.encodr': unknown key 'model.encodr'; did you mean 'model.encoder'?");
     const char* seed[1] = {"run.seed=3"};
     refused(&cfg, be, root, seed, 1, 2, "switch 'run.seed=3': run.seed is not a switch");
     const char* iters[1] = {"train.iterations=9"};
@@ -249,8 +249,8 @@ static void test_ablate_refused(void) {
     const char* bare[1] = {"model.hidden"};
     refused(&cfg, be, root, bare, 1, 2, "switch 'model.hidden': model.hidden is not a bool key, so the switch needs "
             "its value: model.hidden=VALUE");
-    const char* same[1] = {"model.use_mamba"};
-    refused(&cfg, be, root, same, 1, 2, "switch 'model.use_mamba': the base config already has model.use_mamba = true");
+    const char* same[1] = {"model.encoder=mamba2"};
+    refused(&cfg, be, root, same, 1, 2, "switch 'model.encoder=mamba2': the base config already has model.encoder = mamba2");
     const char* bad[1] = {"model.hidden=wide"};
     refused(&cfg, be, root, bad, 1, 2, "switch 'model.hidden=wide'");
     const char* twice[2] = {"learn.n_step=1", "learn.n_step=1"};

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vulpes ablate from the command line: a tiny ablation of examples/eurusd.yaml (the base and
-# model.use_mamba=false, 2 seeds, 2 at once) prints its table and writes its files; a resume
+# model.encoder=none, 2 seeds, 2 at once) prints its table and writes its files; a resume
 # of the finished ablation trains nothing again; refused switches name the switch, exit 1 and
 # leave no folder; the learner modules' switches run; usage errors exit 2; bench step --ablate
 # refuses a key that does not exist.
@@ -13,19 +13,19 @@ tiny="train.iterations=4 train.eval_every=2 train.log_every=2 learn.batch=16 rep
 
 # the ablation: a line per variant, the folder's files, each run's own folder
 # shellcheck disable=SC2086
-out=$("$v" ablate examples/eurusd.yaml --switch model.use_mamba=false --seeds 2 --parallel 2 $tiny --backend cpu \
+out=$("$v" ablate examples/eurusd.yaml --switch model.encoder=none --seeds 2 --parallel 2 $tiny --backend cpu \
   --out "$tmp/ab" 2> "$tmp/err") || fail "vulpes ablate exited $?: $(cat "$tmp/err")"
 grep -qE '^variant +seeds +test Sharpe +\+- SE +deflated Sharpe +best seed +ms/learn step +parameters$' <<< "$out" ||
   fail "heading: $out"
 grep -qE '^base +2 ' <<< "$out" || fail "base line: $out"
-grep -qE '^model\.use_mamba=false +2 ' <<< "$out" || fail "variant line: $out"
+grep -qE '^model\.encoder=none +2 ' <<< "$out" || fail "variant line: $out"
 grep -qF "deflated Sharpe over 4 runs" <<< "$out" || fail "deflation line: $out"
 grep -qF "ablation folder: $tmp/ab (report.html)" <<< "$out" || fail "folder line: $out"
 grep -qF "ablation: 2 runs at once" "$tmp/err" || fail "no line on the runs at once: $(cat "$tmp/err")"
 for f in ablate.csv ablate.json report.html ablate_plan.json config.yaml; do
   [ -f "$tmp/ab/$f" ] || fail "$f is missing"
 done
-for d in base/seed_1 base/seed_2 model.use_mamba=false/seed_1 model.use_mamba=false/seed_2; do
+for d in base/seed_1 base/seed_2 model.encoder=none/seed_1 model.encoder=none/seed_2; do
   [ -f "$tmp/ab/runs/$d/report.html" ] && [ -f "$tmp/ab/runs/$d/best.safetensors" ] || fail "run $d is incomplete"
 done
 [ "$(grep -c '"event":"ablate_run"' "$tmp/ab/metrics.jsonl")" = 4 ] || fail "metrics.jsonl: not 4 ablate_run events"
@@ -63,7 +63,7 @@ rc=0; msg=$("$v" ablate --resume "$tmp/ab" --seeds 3 2>&1) || rc=$?
 [ "$rc" = 2 ] && grep -qF -- "--resume continues its folder" <<< "$msg" || fail "--resume --seeds (exit $rc): $msg"
 
 # bench step --ablate: a key that does not exist is refused by name before anything is timed
-rc=0; msg=$("$v" bench step --backend cpu --quick --ablate model.use_mamba=false,model.no_such_module 2>&1) || rc=$?
+rc=0; msg=$("$v" bench step --backend cpu --quick --ablate model.encoder=none,model.no_such_module 2>&1) || rc=$?
 [ "$rc" = 2 ] && grep -qF "switch 'model.no_such_module': unknown key 'model.no_such_module'" <<< "$msg" || fail "bench --ablate (exit $rc): $msg"
 ! grep -q "^phase" <<< "$msg" || fail "bench --ablate timed before refusing: $msg"
 echo "cli ablate: table, files, resume, refusals checked"

@@ -31,7 +31,7 @@ short=$("$v" -h) || fail "vulpes -h exited $?"
 [ "$(head -1 <<< "$short")" = "$(head -1 <<< "$help")" ] || fail "-h differs from --help"
 
 # the same messages from the shared parser in every command
-for c in "train x.yaml" "walkforward x.yaml" "ablate x.yaml --switch model.use_mamba=false --seeds 1" "bench step"; do
+for c in "train x.yaml" "walkforward x.yaml" "ablate x.yaml --switch model.encoder=none --seeds 1" "bench step"; do
   rc=0
   # shellcheck disable=SC2086
   msg=$("$v" $c --backend gpu 2>&1 > /dev/null) || rc=$?

@@ -27,7 +27,7 @@ static vp_model_cfg small_model(int F) {
     m.n_features = F;
     m.window = 3;
     m.hidden = 8;
-    m.use_mamba = 1;
+    m.encoder = VP_ENCODER_MAMBA2;
     m.mamba_state = 2;
     m.mamba_head_dim = 4;
     m.mamba_conv = 2;

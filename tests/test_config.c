@@ -59,7 +59,7 @@ static void test_defaults_follow_spec(void) {
     CHECK(c.model.mamba_head_dim == 64 && c.model.mamba_conv == 4 && c.model.head_hidden == 128, "mamba/head dims");
     CHECK(c.model.n_atoms == 51 && c.model.v_min == -10.0 && c.model.v_max == 10.0, "C51 support");
     CHECK(c.model.iqn_taus == 64 && c.model.iqn_target_taus == 64 && c.model.iqn_cos == 64, "IQN sizes");
-    CHECK(c.model.use_mamba == true, "mamba on");
+    CHECK(c.model.encoder == VP_ENCODER_MAMBA2, "mamba2 encoder");
     CHECK(c.learn.batch == 8192 && c.learn.n_step == 3 && c.learn.gamma == 0.99, "batch, n-step, gamma");
     CHECK(c.learn.lr == 1e-4 && c.learn.beta1 == 0.9 && c.learn.beta2 == 0.999 && c.learn.eps == 1.5e-4, "AdamW");
     CHECK(c.learn.weight_decay == 0.0 && c.learn.clip_norm == 10.0 && c.learn.tau == 0.005, "decay, clip, tau");
@@ -156,10 +156,16 @@ static void test_overrides(void) {
     CHECK(strcmp(c.data.path, "dir/a=b.csv") == 0, "path %s", c.data.path);
     CHECK_OK(vp_config_override(&c, "run.backend=cpu"));
     CHECK(c.run.backend == VP_RUN_BACKEND_CPU, "backend %d", c.run.backend);
+    CHECK_OK(vp_config_override(&c, "model.encoder=tlob"));
+    CHECK(c.model.encoder == VP_ENCODER_TLOB, "encoder %d", (int)c.model.encoder);
+    CHECK_STATUS(vp_config_override(&c, "model.encoder=transformer"), VP_ERR_INVALID_ARG, "model.encoder");
+    // the key model.encoder replaced, still read (deprecated): true -> mamba2, false -> none
     CHECK_OK(vp_config_override(&c, "model.use_mamba=no"));
-    CHECK(c.model.use_mamba == false, "use_mamba");
+    CHECK(c.model.encoder == VP_ENCODER_NONE, "use_mamba=no: encoder %d", (int)c.model.encoder);
     CHECK_OK(vp_config_override(&c, "model.use_mamba=On"));
-    CHECK(c.model.use_mamba == true, "use_mamba");
+    CHECK(c.model.encoder == VP_ENCODER_MAMBA2, "use_mamba=On: encoder %d", (int)c.model.encoder);
+    CHECK_STATUS(vp_config_override(&c, "model.use_mamba=tlob"), VP_ERR_INVALID_ARG,
+                 "model.use_mamba: expected true or false, got 'tlob' (deprecated: write model.encoder)");
     // errors name the command line and the key
     CHECK_STATUS(vp_config_override(&c, "learn.bach=3"), VP_ERR_INVALID_ARG,
                  "command line: unknown key 'learn.bach' (did you mean 'learn.batch'?)");
@@ -201,7 +207,7 @@ static void test_cross_key_rules(void) {
     vp_config_defaults(&c);
     c.model.hidden = 100;
     CHECK_STATUS(vp_config_check(&c), VP_ERR_INVALID_ARG, "model.hidden (100) is not a multiple of model.mamba_head_dim");
-    c.model.use_mamba = false;
+    c.model.encoder = VP_ENCODER_NONE;
     CHECK_OK(vp_config_check(&c));
     vp_config_defaults(&c);
     c.collect.epsilon_end = 0.5;

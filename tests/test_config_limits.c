@@ -174,7 +174,7 @@ static void test_scalar_forms(void) {
                                    "features: {window: !!int 300}\nlearn: {lr: !!float 0.5}\nmodel: {use_mamba: !!bool false}\n"
                                    "data: {path: !!str 123}\nrun: {backend: !!str cpu, name: ! 7}\nsplit: !!map {embargo: 4}\n",
                                    "tags.yaml"));
-    CHECK(c.features.window == 300 && c.learn.lr == 0.5 && !c.model.use_mamba && strcmp(c.data.path, "123") == 0 &&
+    CHECK(c.features.window == 300 && c.learn.lr == 0.5 && c.model.encoder == VP_ENCODER_NONE && strcmp(c.data.path, "123") == 0 &&
               c.run.backend == VP_RUN_BACKEND_CPU && strcmp(c.run.name, "7") == 0 && c.split.embargo == 4,
           "tagged values");
     // the forms the docs promise still load

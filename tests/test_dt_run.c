@@ -40,7 +40,7 @@ static const char* YAML =
     "model:\n"
     "  window: 4\n"
     "  hidden: 16\n"
-    "  use_mamba: false\n"
+    "  encoder: none\n"
     "  head_hidden: 16\n"
     "learn:\n"
     "  lr: 0.001\n"

@@ -14,7 +14,7 @@
 /* An encoder config of width H without Mamba2, portfolio P, features F. */
 static inline vp_model_cfg vpt_dt_model_cfg(int H, int P, int F) {
     vp_model_cfg m = vp_model_cfg_default();
-    m.n_features = F, m.n_portfolio = P, m.window = 4, m.hidden = H, m.use_mamba = 0;
+    m.n_features = F, m.n_portfolio = P, m.window = 4, m.hidden = H, m.encoder = VP_ENCODER_NONE;
     m.mamba_head_dim = H, m.head_hidden = 8, m.n_atoms = 11, m.iqn_cos = 8;
     return m;
 }

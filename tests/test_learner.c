@@ -14,7 +14,7 @@ static vp_learner_cfg small_cfg(int use_mamba) {
     c.model.n_portfolio = 3;
     c.model.window = 3;
     c.model.hidden = 8;
-    c.model.use_mamba = use_mamba;
+    c.model.encoder = use_mamba ? VP_ENCODER_MAMBA2 : VP_ENCODER_NONE;
     c.model.mamba_state = 2;
     c.model.mamba_head_dim = 4;
     c.model.mamba_conv = 2;

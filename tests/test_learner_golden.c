@@ -37,7 +37,11 @@ static vp_learner_cfg read_cfg(const vp_st_file* f, int64_t* rows) {
     m->n_portfolio = (int)cfg_num(j, "n_portfolio");
     m->window = (int)cfg_num(j, "window");
     m->hidden = (int)cfg_num(j, "hidden");
-    m->use_mamba = (int)cfg_num(j, "use_mamba");
+    // golden files written before model.encoder carry use_mamba (1: mamba2, 0: none)
+    if (cJSON_GetObjectItemCaseSensitive(j, "encoder"))
+        m->encoder = (vp_model_encoder)cfg_num(j, "encoder");
+    else
+        m->encoder = cfg_num(j, "use_mamba") ? VP_ENCODER_MAMBA2 : VP_ENCODER_NONE;
     m->mamba_state = (int)cfg_num(j, "mamba_state");
     m->mamba_head_dim = (int)cfg_num(j, "mamba_head_dim");
     m->mamba_conv = (int)cfg_num(j, "mamba_conv");

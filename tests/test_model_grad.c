@@ -5,11 +5,16 @@
  * branches (3, 2), 4 cosines, 3 taus, B = 4; K = 3 (shorter than the conv) and K = 5. */
 #include "test_model_util.h"
 
-static vp_model_cfg small_cfg(int use_mamba, int K) {
+static vp_model_cfg small_cfg(vp_model_encoder enc, int K) {
     vp_model_cfg c = tmu_cfg((tmu_dims){.F = 5, .P = 3, .K = K, .H = 8, .head_dim = 4, .N = 3, .conv = 4,
                                         .head_hidden = 6, .Z = 7, .v_min = -2.0f, .v_max = 3.0f, .n_cos = 4,
                                         .branches = {3, 2}});
-    c.use_mamba = use_mamba;
+    c.encoder = enc;
+    // TLOB: 2 blocks, 2 temporal heads of 4, the feature heads dividing K, MLP x2
+    c.tlob_blocks = 2;
+    c.tlob_heads = 2;
+    c.tlob_feature_heads = 1;
+    c.tlob_mlp = 2;
     return c;
 }
 
@@ -168,8 +173,9 @@ static void check_param_grads(fixture* f, const char* prefix, double (*loss)(con
 }
 
 /* Runs the C forward and backward, compares outputs with the reference and every gradient with FD. */
-static void check_whole(int use_mamba, int K) {
-    vp_model_cfg c = small_cfg(use_mamba, K);
+static void check_whole(vp_model_encoder enc, int K) {
+    vp_model_cfg c = small_cfg(enc, K);
+    const char* en = vp_model_encoder_name(enc);
     fixture f;
     CHECK(fixture_init(&f, &c, 7 + (uint64_t)K), "fixture: %s", vp_last_error());
     if (!f.a) {
@@ -199,14 +205,15 @@ static void check_whole(int use_mamba, int K) {
     double e2 = ref_rel_err(got, q, f.B * A);
     ref_from_f32(got, t_zq.data, f.B * f.T * A);
     double e3 = ref_rel_err(got, zq, f.B * f.T * A);
-    CHECK(e1 < FWD_TOL && e2 < FWD_TOL && e3 < FWD_TOL, "mamba %d K %d: forward vs reference: logp %.3g q %.3g iqn %.3g",
-          use_mamba, K, e1, e2, e3);
+    CHECK(e1 < FWD_TOL && e2 < FWD_TOL && e3 < FWD_TOL, "%s K %d: forward vs reference: logp %.3g q %.3g iqn %.3g",
+          en, K, e1, e2, e3);
     // backward vs FD of the reference, every tensor
     g_worst = 0;
     check_param_grads(&f, "", ref_loss);
-    fprintf(stderr, "  mamba %d K %d: %d tensors, forward rel err logp %.2g q %.2g iqn %.2g, worst grad rel err %.2g\n",
-            use_mamba, K, f.m.n_params, e1, e2, e3, g_worst);
-    CHECK((vp_model_find_param(&f.m, "mamba.A_log") != NULL) == (use_mamba != 0), "mamba tensors present iff on");
+    fprintf(stderr, "  %s K %d: %d tensors, forward rel err logp %.2g q %.2g iqn %.2g, worst grad rel err %.2g\n",
+            en, K, f.m.n_params, e1, e2, e3, g_worst);
+    CHECK((vp_model_find_param(&f.m, "mamba.A_log") != NULL) == (enc == VP_ENCODER_MAMBA2), "mamba tensors present iff on");
+    CHECK((vp_model_find_param(&f.m, "tlob.pos") != NULL) == (enc == VP_ENCODER_TLOB), "tlob tensors present iff on");
     free(logp);
     free(q);
     free(zq);
@@ -214,9 +221,10 @@ static void check_whole(int use_mamba, int K) {
     fixture_free(&f);
 }
 
-static void test_whole_mamba_k3(void) { check_whole(1, 3); }
-static void test_whole_mamba_k5(void) { check_whole(1, 5); }
-static void test_whole_no_mamba(void) { check_whole(0, 3); }
+static void test_whole_mamba_k3(void) { check_whole(VP_ENCODER_MAMBA2, 3); }
+static void test_whole_mamba_k5(void) { check_whole(VP_ENCODER_MAMBA2, 5); }
+static void test_whole_no_mamba(void) { check_whole(VP_ENCODER_NONE, 3); }
+static void test_whole_tlob_k3(void) { check_whole(VP_ENCODER_TLOB, 3); }
 
 /* Trunk alone: loss sum(w * h2) over all window rows. */
 static double* g_trunk_w;
@@ -231,7 +239,7 @@ static double trunk_loss(const fixture* f) {
 }
 
 static void test_trunk_piece(void) {
-    vp_model_cfg c = small_cfg(1, 3);
+    vp_model_cfg c = small_cfg(VP_ENCODER_MAMBA2, 3);
     fixture f;
     CHECK(fixture_init(&f, &c, 21), "fixture: %s", vp_last_error());
     if (!f.a) {
@@ -267,7 +275,7 @@ static void test_trunk_piece(void) {
 
 /* encode + heads equals forward; outside encodings run the heads only; misuse is refused. */
 static void test_split_and_misuse(void) {
-    vp_model_cfg c = small_cfg(1, 3);
+    vp_model_cfg c = small_cfg(VP_ENCODER_MAMBA2, 3);
     fixture f;
     CHECK(fixture_init(&f, &c, 5), "fixture: %s", vp_last_error());
     if (!f.a) {
@@ -315,6 +323,7 @@ int main(void) {
     RUN_TEST(test_whole_mamba_k3);
     RUN_TEST(test_whole_mamba_k5);
     RUN_TEST(test_whole_no_mamba);
+    RUN_TEST(test_whole_tlob_k3);
     RUN_TEST(test_split_and_misuse);
     return vpt_finish();
 }

@@ -4,7 +4,7 @@
  * among all of them in one batch, and the heads the same Q values, bit for bit on the CPU; for the
  * default network (Mamba2 over 8 bars, width 256; with the portable, AVX2 and AVX-512 loops
  * where the processor has them), a tiny one, one whose window is shorter than the conv and
- * one without Mamba2. The first K - 1 bars read bar 0 below their window's start, as the
+ * one without Mamba2, and with the TLOB encoder (the whole window's trunk rows from the ring). The first K - 1 bars read bar 0 below their window's start, as the
  * batch encoder clamps. */
 #include "model/model_internal.h"
 #include "vp_test.h"
@@ -51,7 +51,7 @@ static void check_model(const vp_model_cfg* cfg, const char* what) {
     vp_model_inc w;
     CHECK_OK(vp_model_inc_init(&w, &m, &m.params));
     const int64_t L = w.L;
-    CHECK(L == (cfg->use_mamba ? H + 2 * cfg->mamba_state + H / cfg->mamba_head_dim : 0), "%s: L %lld", what,
+    CHECK(L == (cfg->encoder == VP_ENCODER_MAMBA2 ? H + 2 * cfg->mamba_state + H / cfg->mamba_head_dim : 0), "%s: L %lld", what,
           (long long)L);
     vp_model_inc_ring ring;
     CHECK_OK(vp_model_inc_ring_init(&ring, &w));
@@ -107,8 +107,18 @@ static void test_short_window(void) {
 
 static void test_no_mamba(void) {
     vp_model_cfg c = vpt_tiny_model(32);
-    c.use_mamba = 0;
+    c.encoder = VP_ENCODER_NONE;
     check_model(&c, "tiny network without Mamba2");
+}
+
+static void test_tlob(void) {
+    vp_model_cfg c = vpt_tiny_model(32);
+    c.encoder = VP_ENCODER_TLOB;
+    c.tlob_feature_heads = c.window % 2 == 0 ? 2 : 1;
+    check_model(&c, "tiny network with the TLOB encoder");
+    c = vp_model_cfg_default();
+    c.encoder = VP_ENCODER_TLOB;
+    check_model(&c, "default network with the TLOB encoder");
 }
 
 static void test_adaptive_atoms(void) {
@@ -122,6 +132,7 @@ int main(void) {
     RUN_TEST(test_tiny_model);
     RUN_TEST(test_short_window);
     RUN_TEST(test_no_mamba);
+    RUN_TEST(test_tlob);
     RUN_TEST(test_adaptive_atoms);
     return vpt_finish();
 }

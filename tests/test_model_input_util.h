@@ -14,7 +14,7 @@ static inline vp_model_cfg tmi_cfg(int use_mamba, int K) {
     vp_model_cfg c = tmu_cfg((tmu_dims){.F = 5, .P = 3, .K = K, .H = 8, .head_dim = 4, .N = 3, .conv = 4,
                                         .head_hidden = 6, .Z = 7, .v_min = -2.0f, .v_max = 3.0f, .n_cos = 4,
                                         .branches = {3, 2}});
-    c.use_mamba = use_mamba;
+    c.encoder = use_mamba ? VP_ENCODER_MAMBA2 : VP_ENCODER_NONE;
     c.vsn_hidden = 3;
     c.kan_grid = 3;
     c.kan_order = 2;

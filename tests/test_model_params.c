@@ -61,7 +61,7 @@ static void test_default_table(void) {
           "param view");
     vp_model_free(&m);
     // without Mamba2 the mamba tensors are absent
-    c.use_mamba = 0;
+    c.encoder = VP_ENCODER_NONE;
     CHECK_OK(vp_model_init(&m, be, &c, 1));
     CHECK(m.n_params == 24 && vp_model_find_param(&m, "mamba.in_proj.w") == NULL, "no mamba tensors");
     CHECK(m.slot[VP_PS_MAMBA_D] == -1, "absent slot");
@@ -159,7 +159,7 @@ static void test_cfg_checks(void) {
     CHECK_OK(vp_model_cfg_check(&c));
     c.hidden = 200;
     CHECK_STATUS(vp_model_cfg_check(&c), VP_ERR_INVALID_ARG, "mamba_head_dim");
-    c.use_mamba = 0;
+    c.encoder = VP_ENCODER_NONE;
     CHECK_OK(vp_model_cfg_check(&c));
     c = vp_model_cfg_default();
     c.window = 0;

@@ -160,9 +160,9 @@ static void test_cfg_checks(void) {
     c.stoch_depth = -0.1f;
     CHECK_STATUS(vp_model_cfg_check(&c), VP_ERR_INVALID_ARG, "stoch_depth = -0.1 must lie in [0, 1)");
     c.stoch_depth = 0.2f;
-    c.use_mamba = 0;
-    CHECK_STATUS(vp_model_cfg_check(&c), VP_ERR_INVALID_ARG, "use_mamba is off");
-    c.use_mamba = 1;
+    c.encoder = VP_ENCODER_NONE;
+    CHECK_STATUS(vp_model_cfg_check(&c), VP_ERR_INVALID_ARG, "the encoder is none, not mamba2");
+    c.encoder = VP_ENCODER_MAMBA2;
     CHECK_OK(vp_model_cfg_check(&c));
 }
 

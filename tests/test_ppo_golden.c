@@ -66,7 +66,12 @@ static void golden_update(const char* path) {
     if (!j) return;
     vp_model_cfg m = vp_model_cfg_default();
     m.n_features = (int)num(j, "n_features"), m.n_portfolio = (int)num(j, "n_portfolio");
-    m.window = (int)num(j, "window"), m.hidden = (int)num(j, "hidden"), m.use_mamba = (int)num(j, "use_mamba");
+    m.window = (int)num(j, "window"), m.hidden = (int)num(j, "hidden");
+    // golden files written before model.encoder carry use_mamba (1: mamba2, 0: none)
+    if (cJSON_GetObjectItemCaseSensitive(j, "encoder"))
+        m.encoder = (vp_model_encoder)num(j, "encoder");
+    else
+        m.encoder = num(j, "use_mamba") ? VP_ENCODER_MAMBA2 : VP_ENCODER_NONE;
     m.mamba_state = (int)num(j, "mamba_state"), m.mamba_head_dim = (int)num(j, "mamba_head_dim");
     m.mamba_conv = (int)num(j, "mamba_conv"), m.head_hidden = (int)num(j, "head_hidden");
     m.n_atoms = (int)num(j, "n_atoms"), m.iqn_cos = (int)num(j, "iqn_cos");
@@ -132,8 +137,8 @@ static void golden_update(const char* path) {
     for (int i = 0; i < 6; ++i) CHECK_OK(vp_st_read(&f, sk[i], VP_F32, 1, &want[i]));
     const double got[6] = {pg, vl, en, kl, loss, ((const float*)t.grad_norm.data)[0]};
     for (int i = 0; i < 6; ++i) CHECK_NEAR(got[i], want[i], 1e-5, 1e-5);
-    fprintf(stderr, "  %s (use_mamba %d): loss %.6f (PyTorch %.6f), approx_kl %.6f (%.6f), grad norm %.6f (%.6f)\n",
-            path, m.use_mamba, loss, (double)want[4], kl, (double)want[3], got[5], (double)want[5]);
+    fprintf(stderr, "  %s (encoder %s): loss %.6f (PyTorch %.6f), approx_kl %.6f (%.6f), grad norm %.6f (%.6f)\n",
+            path, vp_model_encoder_name(m.encoder), loss, (double)want[4], kl, (double)want[3], got[5], (double)want[5]);
     // every gradient, and every parameter after the step (and its change)
     double worst_g = 0.0, worst_p = 0.0, worst_d = 0.0;
     for (int i = 0; i < n; ++i) {

@@ -15,7 +15,7 @@ static const char* GOOD =
     "learn.gamma: {uniform: [0.9, 0.999]}\n"
     "model:\n"
     "  hidden: {choice: [32, 64, 128]}\n"
-    "  use_mamba: {choice: [true, false]}\n"
+    "  encoder: {choice: [mamba2, none]}\n"
     "learn.n_step:\n"
     "  int: [1, 5]\n";
 
@@ -25,7 +25,7 @@ static void test_parse(void) {
     vp_search_space s;
     CHECK_OK(vp_search_space_parse(GOOD, "space.yaml", &base, &s));
     CHECK(s.n_params == 5, "%d keys, expected 5", s.n_params);
-    const char* names[5] = {"learn.lr", "learn.gamma", "model.hidden", "model.use_mamba", "learn.n_step"};
+    const char* names[5] = {"learn.lr", "learn.gamma", "model.hidden", "model.encoder", "learn.n_step"};
     const vp_search_dist dist[5] = {VP_SEARCH_LOG_UNIFORM, VP_SEARCH_UNIFORM, VP_SEARCH_CHOICE, VP_SEARCH_CHOICE,
                                     VP_SEARCH_INT};
     const int lines[5] = {2, 3, 5, 6, 7};
@@ -41,7 +41,7 @@ static void test_parse(void) {
     CHECK(s.params[4].lo == 1 && s.params[4].hi == 5, "n_step bounds [%g, %g]", s.params[4].lo, s.params[4].hi);
     CHECK(s.params[2].n_choices == 3 && strcmp(s.params[2].choices[0], "32") == 0 &&
               strcmp(s.params[2].choices[2], "128") == 0, "hidden's choices");
-    CHECK(s.params[3].n_choices == 2 && strcmp(s.params[3].choices[1], "false") == 0, "use_mamba's choices");
+    CHECK(s.params[3].n_choices == 2 && strcmp(s.params[3].choices[1], "none") == 0, "encoder's choices");
     // the canonical text reads back to the same space, and writes the same text again
     char *y1 = NULL, *y2 = NULL;
     CHECK_OK(vp_search_space_to_yaml(&s, &y1));
@@ -50,8 +50,8 @@ static void test_parse(void) {
     CHECK_OK(vp_search_space_to_yaml(&t, &y2));
     CHECK(y1 && y2 && strcmp(y1, y2) == 0, "canonical text differs:\n%s\n%s", y1 ? y1 : "", y2 ? y2 : "");
     CHECK(y1 && strcmp(y1, "learn.lr: {log_uniform: [1e-05, 0.01]}\nlearn.gamma: {uniform: [0.9, 0.999]}\n"
-                           "model.hidden: {choice: [\"32\", \"64\", \"128\"]}\nmodel.use_mamba: {choice: [\"true\", "
-                           "\"false\"]}\nlearn.n_step: {int: [1, 5]}\n") == 0, "canonical text: %s", y1 ? y1 : "");
+                           "model.hidden: {choice: [\"32\", \"64\", \"128\"]}\nmodel.encoder: {choice: [\"mamba2\", "
+                           "\"none\"]}\nlearn.n_step: {int: [1, 5]}\n") == 0, "canonical text: %s", y1 ? y1 : "");
     CHECK(t.n_params == 5 && t.params[0].lo == s.params[0].lo && t.params[1].hi == s.params[1].hi, "read back");
     free(y1);
     free(y2);
@@ -76,7 +76,7 @@ static void test_refused(void) {
         {"learn.lr: {int: [1, 2]}\n", "space.yaml:1: learn.lr: int needs an integer key"},
         {"model.hidden: {uniform: [16, 64]}\n", "space.yaml:1: model.hidden: uniform needs a number key; model.hidden "
                                                 "is not one (int: [lo, hi] for an integer key)"},
-        {"model.use_mamba: {log_uniform: [0, 1]}\n", "model.use_mamba: log_uniform needs a number key"},
+        {"model.encoder: {log_uniform: [0, 1]}\n", "model.encoder: log_uniform needs a number key"},
         {"learn.lr: {uniform: [0.1]}\n", "space.yaml:1: learn.lr: uniform takes two bounds [lo, hi], got 1 value"},
         {"learn.lr: {uniform: [0.1, 0.2, 0.3]}\n", "learn.lr: uniform takes two bounds [lo, hi], got 3 values"},
         {"learn.lr: {uniform: [0.1, abc]}\n", "space.yaml:1: learn.lr: a bound must be a finite number, got 'abc'"},
@@ -189,7 +189,7 @@ static void test_distributions(void) {
         const int k = atoi(d.values[4]);
         if (k >= 0 && k <= 6) n_step[k]++;
         for (int c = 0; c < 3; ++c) hidden[c] += strcmp(d.values[2], s.params[2].choices[c]) == 0;
-        mamba[strcmp(d.values[3], "true") == 0 ? 0 : 1]++;
+        mamba[strcmp(d.values[3], "mamba2") == 0 ? 0 : 1]++;
     }
     // log10 lr uniform on [-5, -2]: mean -3.5, SE 0.866 / sqrt(n) = 0.006; 5 SE
     CHECK_NEAR(sum_log / n, -3.5, 0.03, 0.0);
@@ -200,7 +200,7 @@ static void test_distributions(void) {
     CHECK(n_step[0] == 0 && n_step[6] == 0, "n_step outside [1, 5]: %d zeros, %d sixes", n_step[0], n_step[6]);
     for (int k = 1; k <= 5; ++k) CHECK(abs(n_step[k] - n / 5) < 283, "n_step %d drawn %d times of %d", k, n_step[k], n);
     for (int c = 0; c < 3; ++c) CHECK(abs(hidden[c] - n / 3) < 334, "hidden choice %d drawn %d times", c, hidden[c]);
-    CHECK(abs(mamba[0] - n / 2) < 354, "use_mamba true drawn %d times of %d", mamba[0], n);
+    CHECK(abs(mamba[0] - n / 2) < 354, "encoder mamba2 drawn %d times of %d", mamba[0], n);
 }
 
 static void test_apply(void) {

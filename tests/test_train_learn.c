@@ -46,7 +46,7 @@ static const char* LEARN_YAML =
     "model:\n"
     "  window: 4\n"
     "  hidden: 32\n"
-    "  use_mamba: true\n"
+    "  encoder: mamba2\n"
     "  mamba_head_dim: 16\n"
     "  mamba_state: 8\n"
     "  head_hidden: 32\n"

@@ -37,7 +37,7 @@ from vulpes.network import forward  # noqa: E402
 torch.set_default_dtype(torch.float64)
 
 # Model configuration (vp_model_cfg field names).
-MODEL = dict(n_features=6, n_portfolio=5, window=4, hidden=16, use_mamba=1, mamba_state=4,
+MODEL = dict(n_features=6, n_portfolio=5, window=4, hidden=16, encoder=0, mamba_state=4,
              mamba_head_dim=8, mamba_conv=4, head_hidden=12, n_atoms=11, v_min=-10.0, v_max=10.0,
              branch_sizes=[3, 4, 3, 3], iqn_cos=8, ln_eps=1e-5, rms_eps=1e-5)
 # Learner configuration (vp_learner_cfg field names); clip_norm is set from the data so that
@@ -57,7 +57,7 @@ def f32(x):
 def param_table(c):
     """(name, shape, init, fan_in) rows in the order of VP_MODEL_PARAMS."""
     F, P, H = c["n_features"], c["n_portfolio"], c["hidden"]
-    mb = c["use_mamba"]
+    mb = c["encoder"] == 0  # vp_model_encoder: 0 mamba2, 2 none
     N = c["mamba_state"] if mb else 0
     NH = c["hidden"] // c["mamba_head_dim"] if mb else 0
     CW, HH, Z = c["mamba_conv"], c["head_hidden"], c["n_atoms"]
@@ -216,10 +216,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output .safetensors file")
     ap.add_argument("--seed", type=int, default=7, help="first seed tried")
-    ap.add_argument("--no-mamba", action="store_true", help="the plain last-bar trunk (use_mamba 0)")
+    ap.add_argument("--no-mamba", action="store_true", help="the plain last-bar trunk (encoder none)")
     args = ap.parse_args()
     if args.no_mamba:
-        MODEL["use_mamba"] = 0
+        MODEL["encoder"] = 2
 
     # Redraw until float32 and float64 must take the same branches.
     for seed in range(args.seed, args.seed + 200):

@@ -35,7 +35,7 @@ from golden import draw_params, f32  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 
-MODEL = dict(n_features=6, n_portfolio=8, window=4, hidden=16, use_mamba=1, mamba_state=4, mamba_head_dim=8,
+MODEL = dict(n_features=6, n_portfolio=8, window=4, hidden=16, encoder=0, mamba_state=4, mamba_head_dim=8,
              mamba_conv=4, head_hidden=12, n_atoms=11, v_min=-10.0, v_max=10.0, branch_sizes=[3, 4, 3, 3],
              iqn_cos=8, ln_eps=1e-5, rms_eps=1e-5)
 PPO = dict(minibatch=8, clip=0.2, vf_clip=0.2, ent_coef=0.01, vf_coef=0.5, lr=1e-3, beta1=0.9, beta2=0.999,
@@ -145,10 +145,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output .safetensors file")
     ap.add_argument("--seed", type=int, default=3, help="first seed tried")
-    ap.add_argument("--no-mamba", action="store_true", help="the plain last-bar trunk (use_mamba 0)")
+    ap.add_argument("--no-mamba", action="store_true", help="the plain last-bar trunk (encoder none)")
     args = ap.parse_args()
     if args.no_mamba:
-        MODEL["use_mamba"] = 0
+        MODEL["encoder"] = 2
     for seed in range(args.seed, args.seed + 500):
         params, feats, bt = draw_case(seed)
         r = update(params, feats, bt)

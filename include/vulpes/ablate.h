@@ -46,7 +46,7 @@ extern "C" {
 
 /* One variant: the base, or the base with one key changed. */
 typedef struct vp_ablate_variant {
-    char name[VP_ABLATE_NAME_MAX];  /* "base", or the switch as given ("model.use_mamba=false") */
+    char name[VP_ABLATE_NAME_MAX];  /* "base", or the switch as given ("model.encoder=none") */
     char slug[VP_ABLATE_NAME_MAX];  /* its folder name under runs/ */
     const vp_config_key* key;       /* the key it changes (NULL: the base) */
     char value[VP_CONFIG_STR_MAX];  /* the value it sets ("true" for a bare bool key; "" for the base) */

@@ -51,12 +51,13 @@ int vp_api_model_open(const char* checkpoint, vp_api_model** out);
 void vp_api_model_close(vp_api_model* m);
 
 /* A model configuration value by its vp_model_cfg field name (vulpes/model.h) into *out:
- * "n_features" F, "n_portfolio" P, "window" K, "hidden", "use_mamba" (0 / 1), "mamba_state",
+ * "n_features" F, "n_portfolio" P, "window" K, "hidden", "encoder" (0 mamba2 / 1 tlob / 2 none), "mamba_state",
  * "mamba_head_dim", "mamba_conv", "head_hidden", "n_atoms" Z, "v_min", "v_max", "n_branches",
  * "branch_size0" .. "branch_size7", "iqn_cos", "ln_eps", "rms_eps", "n_heads" (A, the sum of
  * the branch sizes), the input modules' "vsn", "vsn_hidden", "spectral_norm", "kan" (0 / 1),
  * "kan_grid", "kan_order", "kan_range", and the head modules' "stoch_depth", "q_denoise",
- * "cross_branch" (0 / 1) and "risk_budget", and "adaptive_atoms" (0 / 1); "ppo" is 1 for a PPO
+ * "cross_branch" (0 / 1) and "risk_budget", and "adaptive_atoms" (0 / 1), the TLOB encoder's
+ * "tlob_blocks", "tlob_heads", "tlob_feature_heads", "tlob_mlp"; "ppo" is 1 for a PPO
  * actor-critic, "iql" 1 for an IQL network. An unknown name is VP_ERR_INVALID_ARG naming it. */
 int vp_api_model_cfg(const vp_api_model* m, const char* name, double* out);
 

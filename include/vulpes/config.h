@@ -136,11 +136,18 @@ typedef enum vp_run_precision {
 #define VP_CFG_KEYS_model(X)                                                                \
     X(model, window, INT, 8, 1, 4096, "[]", NULL, "bars seen per decision (K)")            \
     X(model, hidden, INT, 256, 1, 65536, "[]", NULL, "trunk width (H)")                    \
-    X(model, use_mamba, BOOL, true, 0, 1, "[]", NULL,                                      \
-      "Mamba2 mixer over the K bars; false: the last bar's trunk output only")             \
+    X(model, encoder, ENUM, "mamba2", 0, 0, "[]", "mamba2|tlob|none",                      \
+      "market encoder over the K bars' trunk rows: the Mamba2 mixer, the TLOB dual-attention " \
+      "blocks, or none (the last bar's trunk output only); replaces model.use_mamba (docs/model.md)") \
     X(model, mamba_state, INT, 16, 1, 1024, "[]", NULL, "Mamba2 state size (N)")           \
     X(model, mamba_head_dim, INT, 64, 1, 65536, "[]", NULL, "Mamba2 head width; must divide model.hidden") \
     X(model, mamba_conv, INT, 4, 1, 64, "[]", NULL, "Mamba2 causal depthwise convolution width") \
+    X(model, tlob_blocks, INT, 2, 1, 16, "[]", NULL, "TLOB: dual-attention blocks (model.encoder = tlob)") \
+    X(model, tlob_heads, INT, 4, 1, 128, "[]", NULL,                                       \
+      "TLOB: heads of the temporal attention over the K bars; must divide model.hidden")   \
+    X(model, tlob_feature_heads, INT, 1, 1, 64, "[]", NULL,                                \
+      "TLOB: heads of the feature attention over the H trunk features; must divide model.window") \
+    X(model, tlob_mlp, INT, 4, 1, 16, "[]", NULL, "TLOB: MLP expansion (width x tlob_mlp, GELU)") \
     X(model, head_hidden, INT, 128, 1, 65536, "[]", NULL,                                  \
       "hidden width of the value, advantage and IQN MLPs")                                 \
     X(model, n_atoms, INT, 51, 2, 4096, "[]", NULL, "C51 atoms (Z)")                       \

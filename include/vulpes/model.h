@@ -1,4 +1,4 @@
-/* vulpes: the agent network (SPEC section 4): per-bar trunk, Mamba2 temporal mixer,
+/* vulpes: the agent network (SPEC section 4): per-bar trunk, market encoder (Mamba2, TLOB or none),
  * portfolio projection, distributional dueling branching head (C51) and IQN head.
  *
  * Parameters live in one flat f32 buffer described by one table (name, shape, init,
@@ -21,16 +21,32 @@ extern "C" {
 /* Most action branches a model may have. */
 #define VP_MAX_BRANCHES 8
 
+/* The market encoder over the K bars' trunk rows (model.encoder; the index order is the
+ * config key's values "mamba2|tlob|none"). */
+typedef enum vp_model_encoder {
+    VP_ENCODER_MAMBA2 = 0, /* the Mamba2 mixer (SPEC 4.2) */
+    VP_ENCODER_TLOB,       /* TLOB dual-attention blocks (docs/model.md, "TLOB encoder") */
+    VP_ENCODER_NONE,       /* no mixer: the last bar's trunk output */
+    VP_ENCODER_COUNT
+} vp_model_encoder;
+
+/* The encoder's config name ("mamba2", "tlob", "none"; "?" out of range). */
+const char* vp_model_encoder_name(vp_model_encoder e);
+
 /* Architecture; vp_model_cfg_default fills SPEC's defaults. */
 typedef struct vp_model_cfg {
     int n_features;      /* F: feature columns per bar (32) */
     int n_portfolio;     /* P: portfolio vector width (8) */
     int window;          /* K: bars seen per decision (8) */
     int hidden;          /* H: trunk width (256) */
-    int use_mamba;       /* 1: Mamba2 mixer over the K bars; 0: last bar's trunk output only */
+    vp_model_encoder encoder; /* the mixer over the K bars' trunk rows (VP_ENCODER_MAMBA2) */
     int mamba_state;     /* N: SSM state size (16) */
     int mamba_head_dim;  /* head dim (64); heads = hidden / head_dim (expand 1, ngroups 1) */
     int mamba_conv;      /* causal depthwise conv width (4) */
+    int tlob_blocks;     /* TLOB: dual-attention blocks (2) */
+    int tlob_heads;      /* TLOB: temporal attention heads, dividing hidden (4) */
+    int tlob_feature_heads; /* TLOB: feature attention heads, dividing window (1) */
+    int tlob_mlp;        /* TLOB: MLP expansion factor (4) */
     int head_hidden;     /* hidden width of the value / advantage / IQN MLPs (128) */
     int n_atoms;         /* Z: C51 atoms (51) */
     float v_min, v_max;  /* C51 support [-10, 10] */
@@ -68,6 +84,11 @@ vp_status vp_model_cfg_check(const vp_model_cfg* c);
  * `n_taus` IQN samples (0: no IQN head), plus its backward when `backward` is set. */
 double vp_model_flops(const vp_model_cfg* c, int64_t batch, int n_taus, int backward);
 
+/* GEMM FLOPs (2 m n k) of the TLOB blocks' forward over `batch` samples: per block and side
+ * the q, k, v and output projections, the MLP and the attention's two products (q k^T, p v);
+ * 0 unless c->encoder is VP_ENCODER_TLOB. */
+double vp_model_tlob_flops(const vp_model_cfg* c, double batch);
+
 /* How a parameter tensor is initialised (PyTorch / Mamba2 reference defaults). */
 typedef enum vp_param_init {
     VP_INIT_UNIFORM = 0, /* U(-bound, bound), bound = 1 / sqrt(fan_in) */
@@ -92,7 +113,7 @@ typedef struct vp_param_info {
 } vp_param_info;
 
 /* Internal parameter slots (the table's rows; absent ones, e.g. Mamba2 when off, map to -1). */
-#define VP_MODEL_MAX_SLOTS 64
+#define VP_MODEL_MAX_SLOTS 96
 
 /* The network: configuration, parameter table and the flat buffers. */
 typedef struct vp_model {
@@ -151,7 +172,7 @@ vp_status vp_model_forward(const vp_model* m, const vp_tensor* params, vp_model_
                            const vp_tensor* features, const vp_tensor* bar_idx,
                            const vp_tensor* portfolio, const vp_tensor* taus, int64_t batch);
 
-/* Market part of the forward (SPEC 4.1-4.2: trunk, then Mamba2 or the last bar) with
+/* Market part of the forward (SPEC 4.1-4.2: trunk, then the encoder: Mamba2, TLOB or the last bar) with
  * params [n_weights], features [T, F] and bar_idx [batch] i32 as in vp_model_forward:
  * writes the encoding e [batch, H] into the activations (vp_model_encoding). Needs no
  * portfolio. */

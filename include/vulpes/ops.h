@@ -81,6 +81,7 @@ typedef enum vp_unary_op {
     VP_UNARY_SIGMOID,   /* 1 / (1 + exp(-x)) */
     VP_UNARY_EXP,       /* exp(x) */
     VP_UNARY_TANH,      /* tanh(x) */
+    VP_UNARY_GELU,      /* x Phi(x) = 0.5 x erfc(-x / sqrt 2), the exact GELU (PyTorch's default) */
     VP_UNARY_COUNT
 } vp_unary_op;
 

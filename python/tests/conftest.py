@@ -1,6 +1,6 @@
 """Fixtures of the Python tests: the library (VULPES_LIBRARY, else the installed package's), and
 checkpoints of short training runs of the default network and of every module combination the
-model has (vulpes/model.h: the Mamba2 mixer on or off), trained once per session through
+model has (vulpes/model.h: the Mamba2 mixer, the TLOB encoder or none), trained once per session through
 vulpes.train."""
 import os
 
@@ -15,7 +15,7 @@ TINY = os.path.join(HERE, "data", "tiny_run.yaml")
 # the KAN first layer with the gate and trunk.w2's spectral norm. The head modules' run is longer,
 # so the learner moves the refinement off its identity start; so is the learner modules' run
 # (adaptive atoms and PopArt), so the spacing logits move off the uniform support.
-MODELS = {"default": {}, "no_mamba": {"model.use_mamba": False},
+MODELS = {"default": {}, "no_mamba": {"model.encoder": "none"}, "tlob": {"model.encoder": "tlob"},
           "vsn_sn": {"model.vsn": True, "model.spectral_norm": True},
           "kan": {"model.kan": True, "model.vsn": True, "model.spectral_norm": True},
           "head_modules": {"model.stoch_depth": 0.2, "model.q_denoise": True, "model.cross_branch": True,

@@ -1,5 +1,6 @@
 """vulpes.load: the PyTorch module computes the C forward's Q values, C51 log-probabilities and
-IQN quantiles within 1e-5 on the CPU, for the default network and without the Mamba2 mixer, and
+IQN quantiles within 1e-5 on the CPU, for the default network, without the Mamba2 mixer, with the
+TLOB encoder (model.encoder = tlob) in its place, and
 with every module (adaptive atoms included); the C model reports the network's configuration."""
 import numpy as np
 import pytest
@@ -24,14 +25,20 @@ def test_config_of_the_networks(runs):
         c = m.config
         # SPEC section 4 defaults: every model.* key of tiny_run.yaml is at its default
         assert (c["n_features"], c["n_portfolio"], c["window"], c["hidden"]) == (32, 8, 8, 256)
-        assert (c["use_mamba"], c["mamba_state"], c["mamba_head_dim"], c["mamba_conv"]) == (1, 16, 64, 4)
+        assert (c["encoder"], c["mamba_state"], c["mamba_head_dim"], c["mamba_conv"]) == (0, 16, 64, 4)
         assert (c["head_hidden"], c["n_atoms"], c["iqn_cos"], c["n_heads"]) == (128, 51, 64, 13)
         assert c["branch_sizes"] == [3, 4, 3, 3]
         assert (c["v_min"], c["v_max"]) == (-10.0, 10.0)
         assert "mamba.in_proj.w" in m.param_names()
         assert m.param("trunk.w1").shape == (256, 32)
     with vulpes.CModel(runs["no_mamba"].checkpoint) as m:
-        assert m.config["use_mamba"] == 0
+        assert m.config["encoder"] == 2
+        assert not any(n.startswith("mamba.") for n in m.param_names())
+    with vulpes.CModel(runs["tlob"].checkpoint) as m:
+        c = m.config
+        assert (c["encoder"], c["tlob_blocks"], c["tlob_heads"], c["tlob_feature_heads"], c["tlob_mlp"]) == (1, 2, 4, 1, 4)
+        assert m.param("tlob.pos").shape == (8, 256) and m.param("tlob.t.qkv.w").shape == (2 * 3 * 256, 256)
+        assert m.param("tlob.f.fc2.w").shape == (2 * 8, 4 * 8)
         assert not any(n.startswith("mamba.") for n in m.param_names())
 
 

@@ -73,14 +73,16 @@ int vp_api_dt_cfg(const vp_api_dt* m, const char* name, double* out) {
     } v[] = {
         {"context", d->K}, {"embed", d->D}, {"heads", d->NH}, {"layers", d->layers}, {"timesteps", d->TM},
         {"target_return", m->target}, {"n_features", c->n_features}, {"n_portfolio", c->n_portfolio},
-        {"window", c->window}, {"hidden", c->hidden}, {"use_mamba", c->use_mamba}, {"mamba_state", c->mamba_state},
+        {"window", c->window}, {"hidden", c->hidden}, {"encoder", c->encoder}, {"mamba_state", c->mamba_state},
         {"mamba_head_dim", c->mamba_head_dim}, {"mamba_conv", c->mamba_conv}, {"head_hidden", c->head_hidden},
         {"n_atoms", c->n_atoms}, {"v_min", c->v_min}, {"v_max", c->v_max}, {"n_branches", c->n_branches},
         {"iqn_cos", c->iqn_cos}, {"ln_eps", c->ln_eps}, {"rms_eps", c->rms_eps}, {"n_heads", d->A},
         {"vsn", c->vsn}, {"vsn_hidden", c->vsn_hidden}, {"spectral_norm", c->spectral_norm}, {"kan", c->kan},
         {"kan_grid", c->kan_grid}, {"kan_order", c->kan_order}, {"kan_range", c->kan_range},
         {"stoch_depth", c->stoch_depth}, {"q_denoise", c->q_denoise}, {"cross_branch", c->cross_branch},
-        {"risk_budget", c->risk_budget}, {"adaptive_atoms", c->adaptive_atoms}, {"ppo", 0},
+        {"risk_budget", c->risk_budget}, {"adaptive_atoms", c->adaptive_atoms}, {"ppo", 0}, {"iql", 0},
+        {"tlob_blocks", c->tlob_blocks}, {"tlob_heads", c->tlob_heads},
+        {"tlob_feature_heads", c->tlob_feature_heads}, {"tlob_mlp", c->tlob_mlp},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
         if (strcmp(name, v[i].name) == 0) {

@@ -44,6 +44,17 @@ typedef enum vp_cfg_form {
 vp_status vp_cfg_parse_into(vp_config* cfg, const vp_config_key* k, const char* text, vp_cfg_form form,
                             const char* source);
 
+/* The key that replaced `name` when an older table had it and it is still read
+ * (model.use_mamba: model.encoder); NULL for any other name. */
+const vp_config_key* vp_cfg_legacy_target(const char* name);
+
+/* A key that an older table had and that is still read (model.use_mamba): when `name` is one,
+ * *k becomes the key that replaced it and value[n] the replacement's value for `text` (given
+ * in `form`), with a deprecation warning logged; a text the old key would not take fails naming
+ * the old key. *k stays NULL for any other name. */
+vp_status vp_cfg_legacy_key(const char* name, const char* text, vp_cfg_form form, const char* source,
+                            const vp_config_key** k, char* value, size_t n);
+
 /* Length of the well-formed UTF-8 sequence at s[0..n) (1..4) with its code point in *cp;
  * 0 when s starts with a byte that begins none (overlong forms, surrogates and code points
  * past U+10FFFF are not well formed). */

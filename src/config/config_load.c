@@ -62,6 +62,9 @@ static vp_status set_leaf(load_ctx* c, const char* full, const yaml_event_t* v, 
     if (!k && vp_cfg_is_section(full))
         VP_FAIL(VP_ERR_INVALID_ARG, "%s: '%s' is a section: expected a mapping of its keys (e.g. '%s'), got %s",
                 where, full, vp_config_nearest_key(full)->name, vp_cfgy_event_noun(v));
+    // a key of an older table that is still read (model.use_mamba) counts as the one replacing it
+    const int legacy = !k && vp_cfg_legacy_target(full) != NULL;
+    if (legacy) k = vp_cfg_legacy_target(full);
     if (!k) return vp_cfgy_unknown_key(c, full, line);
     // the same key set twice (nested and dotted forms count as the same key)
     int idx = vp_cfg_key_index(k);
@@ -71,8 +74,8 @@ static vp_status set_leaf(load_ctx* c, const char* full, const yaml_event_t* v, 
     // a mapping or a list where a value belongs
     if (v->type != YAML_SCALAR_EVENT) {
         char what[160];
-        VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected %s, got %s", where, full, vp_cfg_describe(k, what, sizeof what),
-                vp_cfgy_event_noun(v));
+        VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected %s, got %s", where, full,
+                legacy ? "true or false" : vp_cfg_describe(k, what, sizeof what), vp_cfgy_event_noun(v));
     }
     // bytes that are not UTF-8, a NUL, a tag of another type, then the value itself
     if (vp_cfgy_holds_bad(c->t, v)) {
@@ -83,6 +86,11 @@ static vp_status set_leaf(load_ctx* c, const char* full, const yaml_event_t* v, 
     VP_TRY(vp_cfg_check_text(k, (const char*)v->data.scalar.value, v->data.scalar.length, where));
     vp_cfg_form form;
     VP_TRY(scalar_form(c, full, v, line, &form));
+    if (legacy) {
+        char mapped[64];
+        VP_TRY(vp_cfg_legacy_key(full, (const char*)v->data.scalar.value, form, where, &k, mapped, sizeof mapped));
+        return vp_cfg_parse_into(c->cfg, k, mapped, VP_CFG_PLAIN, where);
+    }
     return vp_cfg_parse_into(c->cfg, k, (const char*)v->data.scalar.value, form, where);
 }
 

@@ -107,6 +107,7 @@ static const char* const ALIASES[][2] = {
     {"hidden_size", "model.hidden"},     {"hidden_dim", "model.hidden"},
     {"episode_length", "env.episode_bars"}, {"slippage", "instrument.slippage_ticks"},
     {"tick", "instrument.tick_size"},    {"device", "run.backend"},
+    {"use_mamba", "model.encoder"},
 };
 
 /* The initials of a snake_case name ("learning_rate": "lr") into buf[cap]. */

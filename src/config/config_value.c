@@ -323,12 +323,43 @@ vp_status vp_cfg_parse_into(vp_config* cfg, const vp_config_key* k, const char* 
     }
 }
 
+/* ---- keys of older tables ------------------------------------------------------------------- */
+
+const vp_config_key* vp_cfg_legacy_target(const char* name) {
+    // model.use_mamba (a bool) became model.encoder; run folders and checkpoints written before
+    // still carry it, so it is read as model.encoder: true -> mamba2, false -> none
+    return strcmp(name, "model.use_mamba") == 0 ? vp_config_find_key("model.encoder") : NULL;
+}
+
+vp_status vp_cfg_legacy_key(const char* name, const char* text, vp_cfg_form form, const char* source,
+                            const vp_config_key** k, char* value, size_t n) {
+    *k = NULL;
+    if (!vp_cfg_legacy_target(name)) return VP_OK;
+    bool on = false;
+    if ((form != VP_CFG_PLAIN && form != VP_CFG_TAG_BOOL) || !parse_bool(text, &on)) {
+        if (form == VP_CFG_PLAIN && !text[0])
+            VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected true or false, got nothing", source, name);
+        VP_FAIL(VP_ERR_INVALID_ARG, "%s: %s: expected true or false, got %s'%.200s' (deprecated: write model.encoder)",
+                source, name, form_noun(form), text);
+    }
+    snprintf(value, n, "%s", on ? "mamba2" : "none");
+    *k = vp_cfg_legacy_target(name);
+    vp_log(VP_LOG_WARN, "%s: model.use_mamba is deprecated; read as model.encoder = %s (write that instead)", source,
+           value);
+    return VP_OK;
+}
+
 /* ---- setting keys by name -------------------------------------------------------------------- */
 
 vp_status vp_config_set(vp_config* cfg, const char* name, const char* value, const char* source) {
     VP_REQUIRE(cfg && name && value, VP_ERR_INVALID_ARG, "vp_config_set: cfg, name and value must not be NULL");
     if (!source) source = "command line";
     const vp_config_key* k = vp_config_find_key(name);
+    char mapped[64];
+    if (!k) {
+        VP_TRY(vp_cfg_legacy_key(name, value, VP_CFG_PLAIN, source, &k, mapped, sizeof mapped));
+        if (k) return vp_cfg_parse_into(cfg, k, mapped, VP_CFG_PLAIN, source);
+    }
     if (!k) {
         // a section given a value, or a key that does not exist
         if (vp_cfg_is_section(name))
@@ -376,7 +407,7 @@ vp_status vp_config_check(const vp_config* cfg) {
     VP_REQUIRE(cfg->model.v_min < cfg->model.v_max, VP_ERR_INVALID_ARG,
                "model.v_min (%g) must be below model.v_max (%g)", cfg->model.v_min, cfg->model.v_max);
     // Mamba2 heads tile the hidden width
-    VP_REQUIRE(!cfg->model.use_mamba || cfg->model.hidden % cfg->model.mamba_head_dim == 0, VP_ERR_INVALID_ARG,
+    VP_REQUIRE(cfg->model.encoder != 0 || cfg->model.hidden % cfg->model.mamba_head_dim == 0, VP_ERR_INVALID_ARG,
                "model.hidden (%lld) is not a multiple of model.mamba_head_dim (%lld)",
                (long long)cfg->model.hidden, (long long)cfg->model.mamba_head_dim);
     // exploration anneals downwards

@@ -59,7 +59,7 @@ static vp_status block_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_act
 }
 
 /* The encoder's backward from d h [BK, H]: the portfolio projection, then (on its own encoding)
- * vp_model_encoder_backward. */
+ * vp_model_encoder_backward_from. */
 static vp_status encoder_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_acts* a, const vp_tensor* dh) {
     vp_model* m = &n->enc;
     const vp_model_cfg* c = &m->cfg;
@@ -69,7 +69,7 @@ static vp_status encoder_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_a
     vp_tensor pw = vp_model_slot(m, &pe, VP_PS_PORT_W);
     vp_tensor gpw = vp_model_slot(m, &m->grads, VP_PS_PORT_W), gpb = vp_model_slot(m, &m->grads, VP_PS_PORT_B);
     VP_TRY(vp_model_linear_backward(&a->lin, &port, &pw, dh, &gpw, &gpb, NULL, 0.0f));
-    return a->own_enc ? vp_model_encoder_backward(m, &pe, a->enc, dh, BK) : VP_OK;
+    return a->own_enc ? vp_model_encoder_backward_from(m, &pe, a->enc, dh, BK) : VP_OK;
 }
 
 vp_status vp_dt_backward(vp_dt_net* n, const vp_tensor* params, vp_dt_acts* a) {

@@ -116,6 +116,6 @@ vp_status vp_headnet_backward(vp_model* m, const vp_tensor* enc_params, vp_model
     vp_tensor pw = vp_model_slot(m, enc_params, VP_PS_PORT_W);
     vp_tensor gpw = vp_model_slot(m, &m->grads, VP_PS_PORT_W), gpb = vp_model_slot(m, &m->grads, VP_PS_PORT_B);
     VP_TRY(vp_model_linear_backward(m, port, &pw, d_h, &gpw, &gpb, NULL, 0.0f));
-    // the encoder from d e = d h
-    return vp_model_encoder_backward(m, enc_params, ea, d_h, B);
+    // the encoder (Mamba2, TLOB or none) from d e = d h, then the trunk
+    return vp_model_encoder_backward_from(m, enc_params, ea, d_h, B);
 }

@@ -49,10 +49,14 @@ vp_status vp_train_parts_make(const vp_config* cfg, int n_features, vp_train_par
     m->n_portfolio = VP_ENV_PORTFOLIO + (cfg->her.enabled ? 1 : 0);
     m->window = (int)cfg->model.window;
     m->hidden = (int)cfg->model.hidden;
-    m->use_mamba = cfg->model.use_mamba ? 1 : 0;
+    m->encoder = (vp_model_encoder)cfg->model.encoder;
     m->mamba_state = (int)cfg->model.mamba_state;
     m->mamba_head_dim = (int)cfg->model.mamba_head_dim;
     m->mamba_conv = (int)cfg->model.mamba_conv;
+    m->tlob_blocks = (int)cfg->model.tlob_blocks;
+    m->tlob_heads = (int)cfg->model.tlob_heads;
+    m->tlob_feature_heads = (int)cfg->model.tlob_feature_heads;
+    m->tlob_mlp = (int)cfg->model.tlob_mlp;
     m->head_hidden = (int)cfg->model.head_hidden;
     m->n_atoms = (int)cfg->model.n_atoms;
     m->v_min = (float)cfg->model.v_min;

@@ -36,7 +36,7 @@ static void take_f32(void* ctx, vp_tensor* t, const char* name, int64_t rows, in
 static vp_status layout(vp_model_acts* a, planner* pl) {
     const vp_model_cfg* c = &a->model->cfg;
     const int64_t B = a->max_batch, R = B * vp_model_trunk_steps(c), F = c->n_features, H = c->hidden;
-    const int64_t MB = c->use_mamba, N = MB ? c->mamba_state : 0, NH = MB ? c->hidden / c->mamba_head_dim : 0;
+    const int64_t MB = c->encoder == VP_ENCODER_MAMBA2, N = MB ? c->mamba_state : 0, NH = MB ? c->hidden / c->mamba_head_dim : 0;
     const int64_t L = H + 2 * N + NH, XB = H + N, CH = H + 2 * N, CW = c->mamba_conv;
     const int64_t HH = c->head_hidden, Z = c->n_atoms, A = vp_model_cfg_actions(c), Q = B * a->max_taus;
     const int64_t BW = a->for_backward ? 1 : 0, BM = MB ? B : 0, RM = MB ? R : 0;
@@ -71,8 +71,10 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->g, "g", VP_F32, BM, H);
     take(pl, &a->yn, "yn", VP_F32, BM, H);
     take(pl, &a->rms_rstd, "rms_rstd", VP_F32, BM, 1);
-    take(pl, &a->e, "e", VP_F32, BM, H);
-    if (!MB) a->e = a->h2;
+    // the encoding: its own rows after a mixer; without one, e aliases h2 (one trunk row per sample)
+    take(pl, &a->e, "e", VP_F32, c->encoder == VP_ENCODER_NONE ? 0 : B, H);
+    if (c->encoder == VP_ENCODER_NONE) a->e = a->h2;
+    vp_model_tlob_layout(a, take_f32, pl);
     // heads
     take(pl, &a->port, "port", VP_F32, B, c->n_portfolio);
     take(pl, &a->h, "h", VP_F32, B, H);
@@ -156,11 +158,14 @@ vp_status vp_model_acts_init(vp_model_acts** out, const vp_model* m, int64_t bat
     VP_TRY(vp_mops_get(m->backend, &mops));
     const vp_inops* inops = NULL;
     VP_TRY(vp_inops_get(m->backend, &inops));
+    const vp_tlops* tlops = NULL;
+    VP_TRY(vp_tlops_get(m->backend, &tlops));
     vp_model_acts* a = (vp_model_acts*)calloc(1, sizeof *a);
     VP_REQUIRE(a != NULL, VP_ERR_OOM, "vp_model_acts_init: out of host memory");
     a->model = m;
     a->mops = mops;
     a->inops = inops;
+    a->tlops = tlops;
     a->max_batch = batch;
     a->max_taus = n_taus;
     a->for_backward = for_backward ? 1 : 0;

@@ -206,26 +206,26 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     // portfolio projection: d e = d h
     vp_tensor port = vp_acts_rows(&a->port, B), pw = PV(PORT_W), gpw = GV(PORT_W), gpb = GV(PORT_B);
     VP_TRY(vp_model_linear_backward(m, &port, &pw, &d_h, &gpw, &gpb, NULL, 0.0f));
-    // encoder: Mamba2 leaves d h2 in d_t1; without it d h2 (last bar only) is d e
-    if (c->use_mamba) {
-        VP_TRY(vp_model_mamba_backward(m, params, a, B));
-    } else {
-        vp_tensor d_t1 = vp_acts_rows(&a->d_t1, B);
-        VP_TRY(vp_copy(be, &d_h, &d_t1));
-    }
-    return vp_model_trunk_backward(m, params, a, &a->d_t1, B);
+    // the encoder (d e = d h), then the trunk
+    return vp_model_encoder_backward(m, params, a, B);
 }
 
-vp_status vp_model_encoder_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* d_e,
-                                    int64_t batch) {
-    // Mamba2 leaves d h2 in d_t1; without it d h2 (last bar only) is d e
-    if (m->cfg.use_mamba) {
-        vp_tensor de = vp_acts_rows(&a->d_h, batch);
-        VP_TRY(vp_copy(m->backend, d_e, &de));
-        VP_TRY(vp_model_mamba_backward(m, params, a, batch));
-    } else {
-        vp_tensor d_t1 = vp_acts_rows(&a->d_t1, batch);
-        VP_TRY(vp_copy(m->backend, d_e, &d_t1));
+vp_status vp_model_encoder_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
+    // Mamba2 and TLOB leave d h2 in d_t1; without a mixer d h2 (last bar only) is d e
+    switch (m->cfg.encoder) {
+    case VP_ENCODER_MAMBA2: VP_TRY(vp_model_mamba_backward(m, params, a, batch)); break;
+    case VP_ENCODER_TLOB: VP_TRY(vp_model_tlob_backward(m, params, a, batch)); break;
+    default: {
+        vp_tensor d_h = vp_acts_rows(&a->d_h, batch), d_t1 = vp_acts_rows(&a->d_t1, batch);
+        VP_TRY(vp_copy(m->backend, &d_h, &d_t1));
+    }
     }
     return vp_model_trunk_backward(m, params, a, &a->d_t1, batch);
+}
+
+vp_status vp_model_encoder_backward_from(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* d_e,
+                                         int64_t batch) {
+    vp_tensor de = vp_acts_rows(&a->d_h, batch);
+    VP_TRY(vp_copy(m->backend, d_e, &de));
+    return vp_model_encoder_backward(m, params, a, batch);
 }

@@ -15,10 +15,14 @@ vp_model_cfg vp_model_cfg_default(void) {
     c.n_portfolio = 8;
     c.window = 8;
     c.hidden = 256;
-    c.use_mamba = 1;
+    c.encoder = VP_ENCODER_MAMBA2;
     c.mamba_state = 16;
     c.mamba_head_dim = 64;
     c.mamba_conv = 4;
+    c.tlob_blocks = 2;
+    c.tlob_heads = 4;
+    c.tlob_feature_heads = 1;
+    c.tlob_mlp = 4;
     c.head_hidden = 128;
     c.n_atoms = 51;
     c.v_min = -10.0f;
@@ -57,8 +61,8 @@ vp_status vp_model_cfg_check(const vp_model_cfg* c) {
     CHECK_RANGE(n_portfolio, 1, big);
     CHECK_RANGE(window, 1, VP_MODEL_MAX_WINDOW);
     CHECK_RANGE(hidden, 1, big);
-    CHECK_RANGE(use_mamba, 0, 1);
-    if (c->use_mamba) {
+    CHECK_RANGE(encoder, 0, VP_ENCODER_COUNT - 1);
+    if (c->encoder == VP_ENCODER_MAMBA2) {
         CHECK_RANGE(mamba_state, 1, VP_MODEL_MAX_STATE);
         CHECK_RANGE(mamba_head_dim, 1, c->hidden);
         CHECK_RANGE(mamba_conv, 1, VP_MODEL_MAX_CONV);
@@ -66,6 +70,7 @@ vp_status vp_model_cfg_check(const vp_model_cfg* c) {
                    "model config: hidden = %d is not a multiple of mamba_head_dim = %d", c->hidden,
                    c->mamba_head_dim);
     }
+    if (c->encoder == VP_ENCODER_TLOB) VP_TRY(vp_model_tlob_check(c));
     CHECK_RANGE(head_hidden, 1, big);
     CHECK_RANGE(n_atoms, 2, 4096);
     VP_REQUIRE(isfinite(c->v_min) && isfinite(c->v_max) && c->v_min < c->v_max, VP_ERR_INVALID_ARG,
@@ -84,7 +89,12 @@ vp_status vp_model_cfg_check(const vp_model_cfg* c) {
     return vp_model_input_check(c);
 }
 
-int vp_model_trunk_steps(const vp_model_cfg* c) { return c->use_mamba ? c->window : 1; }
+const char* vp_model_encoder_name(vp_model_encoder e) {
+    static const char* const names[VP_ENCODER_COUNT] = {"mamba2", "tlob", "none"};
+    return (int)e >= 0 && e < VP_ENCODER_COUNT ? names[e] : "?";
+}
+
+int vp_model_trunk_steps(const vp_model_cfg* c) { return c->encoder == VP_ENCODER_NONE ? 1 : c->window; }
 
 /* 2 m n k of one product. */
 static double mm(double m, double n, double k) { return 2.0 * m * n * k; }
@@ -92,11 +102,13 @@ static double mm(double m, double n, double k) { return 2.0 * m * n * k; }
 double vp_model_flops(const vp_model_cfg* c, int64_t batch, int n_taus, int backward) {
     if (!c || vp_model_cfg_check(c) != VP_OK || batch < 1 || n_taus < 0) return 0.0;
     const double B = (double)batch, R = B * vp_model_trunk_steps(c), F = c->n_features, H = c->hidden;
-    const double N = c->mamba_state, NH = c->use_mamba ? (double)(c->hidden / c->mamba_head_dim) : 0.0;
+    const int MB = c->encoder == VP_ENCODER_MAMBA2;
+    const double N = c->mamba_state, NH = MB ? (double)(c->hidden / c->mamba_head_dim) : 0.0;
     const double HH = c->head_hidden, Z = c->n_atoms, A = vp_model_cfg_actions(c), Q = B * n_taus;
     // forward products; `first` are those whose input needs no gradient
     double first = c->kan ? 0.0 : mm(R, H, F), rest = mm(R, H, H);
-    if (c->use_mamba) rest += mm(R, H + 2 * N + NH, H) + mm(B, H, H) + mm(B, H, H);
+    if (MB) rest += mm(R, H + 2 * N + NH, H) + mm(B, H, H) + mm(B, H, H);
+    rest += vp_model_tlob_flops(c, B);
     rest += mm(B, H, c->n_portfolio) + 2 * mm(B, HH, H) + mm(B, Z, HH) + mm(B, A * Z, HH);
     if (n_taus > 0) {
         first += mm(Q, H, c->iqn_cos);

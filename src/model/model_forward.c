@@ -79,6 +79,14 @@ vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_
     return vp_model_linear(m, &yn, &out_w, NULL, VP_EPI_NONE, 1.0f, &e);
 }
 
+vp_status vp_model_encoder_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
+    switch (m->cfg.encoder) {
+    case VP_ENCODER_MAMBA2: return vp_model_mamba_forward(m, params, a, batch);
+    case VP_ENCODER_TLOB: return vp_model_tlob_forward(m, params, a, batch);
+    default: return VP_OK; // none: e aliases h2, the last bar's trunk output
+    }
+}
+
 vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t batch) {
     vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
@@ -152,7 +160,7 @@ vp_status vp_model_encode(const vp_model* m, const vp_tensor* params, vp_model_a
     a->state = 0;
     a->batch = batch;
     VP_TRY(vp_model_trunk_forward(m, params, a, features, bar_idx, batch));
-    if (m->cfg.use_mamba) VP_TRY(vp_model_mamba_forward(m, params, a, batch));
+    VP_TRY(vp_model_encoder_forward(m, params, a, batch));
     a->state = VP_ACTS_ENCODED;
     return VP_OK;
 }

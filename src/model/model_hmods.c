@@ -6,9 +6,9 @@
 vp_status vp_model_hmods_check(const vp_model_cfg* c) {
     VP_REQUIRE(c->stoch_depth >= 0.0f && c->stoch_depth < 1.0f, VP_ERR_INVALID_ARG,
                "model config: stoch_depth = %g must lie in [0, 1)", (double)c->stoch_depth);
-    VP_REQUIRE(c->stoch_depth == 0.0f || c->use_mamba, VP_ERR_INVALID_ARG,
-               "model config: stoch_depth = %g drops the Mamba2 mixer's residual branch, but use_mamba is off",
-               (double)c->stoch_depth);
+    VP_REQUIRE(c->stoch_depth == 0.0f || c->encoder == VP_ENCODER_MAMBA2, VP_ERR_INVALID_ARG,
+               "model config: stoch_depth = %g drops the Mamba2 mixer's residual branch, but the encoder is %s, not mamba2",
+               (double)c->stoch_depth, vp_model_encoder_name(c->encoder));
     VP_REQUIRE(c->q_denoise == 0 || c->q_denoise == 1, VP_ERR_INVALID_ARG,
                "model config: q_denoise = %d must be 0 or 1", c->q_denoise);
     VP_REQUIRE(c->cross_branch == 0 || c->cross_branch == 1, VP_ERR_INVALID_ARG,

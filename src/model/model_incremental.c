@@ -58,14 +58,15 @@ vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor*
     const int64_t H = c->hidden;
     w->m = m;
     w->params = params;
-    w->L = c->use_mamba ? H + 2 * c->mamba_state + H / c->mamba_head_dim : 0;
+    const int MB = c->encoder == VP_ENCODER_MAMBA2;
+    w->L = MB ? H + 2 * c->mamba_state + H / c->mamba_head_dim : 0;
     // each weight's view [out, in] (in_proj split into its x, B, C, dt rows and its z rows)
     vp_tensor src[VP_MODEL_INC_WEIGHTS];
     int64_t total = 0;
     for (int i = 0; i < VP_MODEL_INC_WEIGHTS; ++i) {
         const int mamba = SLOTS[i] == VP_PS_MAMBA_IN_W || SLOTS[i] == VP_PS_MAMBA_OUT_W;
         memset(&src[i], 0, sizeof src[i]);
-        if (mamba && !c->use_mamba) continue;
+        if (mamba && !MB) continue;
         src[i] = i == 2   ? vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, H, w->L)
                  : i == 3 ? vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, 0, H)
                           : vp_model_slot(m, params, SLOTS[i]);
@@ -112,14 +113,16 @@ vp_status vp_model_inc_ring_init(vp_model_inc_ring* r, const vp_model_inc* w) {
     VP_REQUIRE(r != NULL && w != NULL && w->m != NULL, VP_ERR_INVALID_ARG, "vp_model_inc_ring_init: NULL argument");
     memset(r, 0, sizeof *r);
     const vp_model_cfg* c = &w->m->cfg;
-    const int64_t K = c->window, H = c->hidden, XB = c->use_mamba ? H + c->mamba_state : 0;
-    const size_t floats = (size_t)(K * w->L + K * XB + H);
+    const int64_t K = c->window, H = c->hidden, XB = c->encoder == VP_ENCODER_MAMBA2 ? H + c->mamba_state : 0;
+    const int64_t TR = c->encoder == VP_ENCODER_TLOB ? K * H : 0;
+    const size_t floats = (size_t)(K * w->L + K * XB + H + TR);
     r->block = calloc(floats, sizeof(float));
     VP_REQUIRE(r->block != NULL, VP_ERR_OOM, "vp_model_inc_ring_init: %zu floats", floats);
     r->K = (int)K;
     r->xbcdt = (float*)r->block;
     r->xb = r->xbcdt + K * w->L;
     r->h2 = r->xb + K * XB;
+    r->rows = TR ? r->h2 + H : NULL;
     return VP_OK;
 }
 
@@ -149,6 +152,14 @@ vp_status vp_model_inc_push(const vp_model_inc* w, vp_model_acts* a, vp_model_in
     relu_row(&t.h2);
     memcpy(r->h2, t.h2.data, sizeof(float) * (size_t)c->hidden);
     r->n += 1;
+    if (r->rows) {
+        // TLOB keeps every bar's trunk row; the first bar stands for the bars before it
+        const int64_t H = c->hidden;
+        if (r->n == 1)
+            for (int64_t j = 0; j < r->K; ++j) memcpy(r->rows + j * H, r->h2, sizeof(float) * (size_t)H);
+        else
+            memcpy(r->rows + ((r->n - 1) % r->K) * H, r->h2, sizeof(float) * (size_t)H);
+    }
     if (w->L == 0) return VP_OK;
     // in_proj's x, B, C, dt columns of this bar, as vp_model_mamba_forward computes them for every row
     const int64_t L = w->L, K = r->K;
@@ -176,8 +187,18 @@ vp_status vp_model_inc_encode(const vp_model_inc* w, vp_model_acts* a, const vp_
     a->state = 0;
     a->batch = 1;
     vp_tensor e = vp_acts_rows(&a->e, 1);
+    if (r->rows) {
+        // TLOB: the window's trunk rows in time order (the ring from its oldest row), then the blocks
+        const int oldest = (int)(r->n % K);
+        float* h2 = (float*)a->h2.data;
+        memcpy(h2, r->rows + (int64_t)oldest * H, sizeof(float) * (size_t)((K - oldest) * H));
+        memcpy(h2 + (int64_t)(K - oldest) * H, r->rows, sizeof(float) * (size_t)(oldest * H));
+        VP_TRY(vp_model_tlob_forward(m, w->params, a, 1));
+        a->state = VP_ACTS_ENCODED;
+        return VP_OK;
+    }
     if (L == 0) {
-        // without Mamba2 the encoding is the last bar's trunk output (e aliases h2)
+        // without a mixer the encoding is the last bar's trunk output (e aliases h2)
         memcpy(e.data, r->h2, sizeof(float) * (size_t)H);
         a->state = VP_ACTS_ENCODED;
         return VP_OK;

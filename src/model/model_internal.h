@@ -5,6 +5,7 @@
 
 #include "model/inops.h"
 #include "model/mops.h"
+#include "model/tlops.h"
 #include "vulpes/model.h"
 
 #ifdef __cplusplus
@@ -17,7 +18,8 @@ extern "C" {
  * NC (IQN cosines), MB (Mamba2 on); the input modules' VS (variable selection on), VH (its
  * hidden width), SN (spectral norm on), KN (KAN on), KG (KAN grid intervals) and KFC (the KAN spline
  * coefficients per output, F (KG + order)); the head modules' QD (Q-denoise on), A2 (2 A), NB
- * (branches), XB (cross-branch messages on), RB (risk-budget head on); AD (adaptive atoms on). */
+ * (branches), XB (cross-branch messages on), RB (risk-budget head on); AD (adaptive atoms on);
+ * the TLOB encoder's TL (on), K (window), TB (blocks), TM (MLP expansion), TMH (TM H), TMK (TM K). */
 #define VP_MODEL_PARAMS(X)                                                         \
     X(TRUNK_W1, "trunk.w1", H, F, VP_INIT_UNIFORM, F, !KN)                        \
     X(TRUNK_B1, "trunk.b1", H, 0, VP_INIT_UNIFORM, F, !KN)                        \
@@ -36,6 +38,7 @@ extern "C" {
     X(MAMBA_D, "mamba.D", NH, 0, VP_INIT_ONES, 1, MB)                             \
     X(MAMBA_NORM_G, "mamba.norm.g", H, 0, VP_INIT_ONES, 1, MB)                    \
     X(MAMBA_OUT_W, "mamba.out_proj.w", H, H, VP_INIT_UNIFORM, H, MB)              \
+    VP_MODEL_TLOB_PARAMS(X)                                                        \
     X(PORT_W, "port.w", H, P, VP_INIT_UNIFORM, P, 1)                              \
     X(PORT_B, "port.b", H, 0, VP_INIT_UNIFORM, P, 1)                              \
     X(C51_V1_W, "c51.v1.w", HH, H, VP_INIT_UNIFORM, H, 1)                         \
@@ -85,6 +88,53 @@ extern "C" {
     X(KAN_SPLINE_W, "kan.spline_w", H, KFC, VP_INIT_UNIFORM, 400 * KG * KG, KN)   \
     X(KAN_SCALER, "kan.spline_scaler", H, F, VP_INIT_UNIFORM, F, KN)
 
+/* The TLOB encoder's rows (docs/model.md, "TLOB encoder"): the learned positional embedding
+ * over the K steps, then per side (temporal "tlob.t.*": K tokens of width H; feature
+ * "tlob.f.*": H tokens of width K) the TB blocks' tensors stacked block after block (block b:
+ * rows [b rows, (b + 1) rows) of a matrix, elements [b n, (b + 1) n) of a vector): the q, k, v
+ * projections (qkv rows: q, then k, then v), the attention's output projection, the first
+ * LayerNorm, the MLP width -> TM width -> width and the second LayerNorm. */
+#define VP_MODEL_TLOB_PARAMS(X)                                                    \
+    X(TLOB_POS, "tlob.pos", K, H, VP_INIT_UNIFORM, H, TL)                         \
+    VP_TLOB_SIDE_PARAMS(X, T, "tlob.t", H, TMH)                                   \
+    VP_TLOB_SIDE_PARAMS(X, F, "tlob.f", K, TMK)
+
+/* One side's rows (side S: T or F, named `nm`, token width W, MLP width MW = TM W), in the
+ * order of vp_tlob_slot. */
+#define VP_TLOB_SIDE_PARAMS(X, S, nm, W, MW)                                           \
+    X(TL##S##_QKV_W, nm ".qkv.w", TB * 3 * (W), W, VP_INIT_UNIFORM, W, TL)        \
+    X(TL##S##_QKV_B, nm ".qkv.b", TB * 3 * (W), 0, VP_INIT_UNIFORM, W, TL)        \
+    X(TL##S##_O_W, nm ".o.w", TB * (W), W, VP_INIT_UNIFORM, W, TL)                \
+    X(TL##S##_O_B, nm ".o.b", TB * (W), 0, VP_INIT_UNIFORM, W, TL)                \
+    X(TL##S##_LN1_G, nm ".ln1.g", TB * (W), 0, VP_INIT_ONES, 1, TL)               \
+    X(TL##S##_LN1_B, nm ".ln1.b", TB * (W), 0, VP_INIT_ZEROS, 1, TL)              \
+    X(TL##S##_FC1_W, nm ".fc1.w", TB * TM * (W), W, VP_INIT_UNIFORM, W, TL)       \
+    X(TL##S##_FC1_B, nm ".fc1.b", TB * TM * (W), 0, VP_INIT_UNIFORM, W, TL)       \
+    X(TL##S##_FC2_W, nm ".fc2.w", TB * (W), MW, VP_INIT_UNIFORM, MW, TL)          \
+    X(TL##S##_FC2_B, nm ".fc2.b", TB * (W), 0, VP_INIT_UNIFORM, MW, TL)           \
+    X(TL##S##_LN2_G, nm ".ln2.g", TB * (W), 0, VP_INIT_ONES, 1, TL)               \
+    X(TL##S##_LN2_B, nm ".ln2.b", TB * (W), 0, VP_INIT_ZEROS, 1, TL)
+
+/* A side's tensor as an offset from its first slot (VP_PS_TLT_QKV_W or VP_PS_TLF_QKV_W). */
+typedef enum vp_tlob_slot {
+    VP_TLS_QKV_W = 0, VP_TLS_QKV_B, VP_TLS_O_W, VP_TLS_O_B, VP_TLS_LN1_G, VP_TLS_LN1_B,
+    VP_TLS_FC1_W, VP_TLS_FC1_B, VP_TLS_FC2_W, VP_TLS_FC2_B, VP_TLS_LN2_G, VP_TLS_LN2_B, VP_TLS_COUNT
+} vp_tlob_slot;
+
+/* What one side of the TLOB blocks keeps: over n rows (tokens of all sequences) of width W
+ * per stored block, blocks one after another (row s * n_max + r of block s). */
+typedef struct vp_tlob_side {
+    vp_tensor x;                          /* [S n, W] the sublayer's input */
+    vp_tensor q, k, v, o;                 /* [S n, W] projections, attention output */
+    vp_tensor lse;                        /* [S B NH, L] the attention's log-sum-exp rows */
+    vp_tensor a;                          /* [S n, W] x + o Wo^T + bo (before the first LayerNorm) */
+    vp_tensor y;                          /* [S n, W] its LayerNorm */
+    vp_tensor u, g;                       /* [S n, TM W] fc1 output before / after GELU */
+    vp_tensor z;                          /* [S n, W] y + fc2(g) (before the second LayerNorm) */
+    vp_tensor out;                        /* [S n, W] its LayerNorm: the sublayer's output */
+    vp_tensor mean1, rstd1, mean2, rstd2; /* [S n] LayerNorm statistics */
+} vp_tlob_side;
+
 /* Parameter slots. */
 typedef enum vp_pslot {
 #define VP_PSLOT_ENUM(slot, ...) VP_PS_##slot,
@@ -107,7 +157,7 @@ vp_tensor vp_model_slot_rows(const vp_model* m, const vp_tensor* flat, vp_pslot 
 enum { VP_ACTS_ENCODED = 1, VP_ACTS_HEADS = 2, VP_ACTS_OWN_ENC = 4, VP_ACTS_IQN = 8 };
 
 /* Everything a forward keeps for the backward, the outputs and the backward's scratch.
- * Extents use the largest batch B; R = B * Kt trunk rows (Kt = K with Mamba2, else 1);
+ * Extents use the largest batch B; R = B * Kt trunk rows (Kt = K with a mixer, Mamba2 or TLOB; 1 without);
  * L = H + 2N + NH in_proj columns kept for all steps; Q = B * n_taus IQN rows. */
 struct vp_model_acts {
     const vp_model* model;     /* owner of the configuration */
@@ -217,6 +267,15 @@ struct vp_model_acts {
     vp_tensor rb;              /* [B, 1] its scale sigmoid(logit) in (0, 1) */
     const vp_tensor* rb_dl;    /* [B] d (its loss) / d logit; NULL: zero gradients */
     vp_tensor support;         /* [nb, Z] the adaptive C51 support of the last heads forward (model_atoms.h) */
+    /* the TLOB encoder (model_tlob.c; empty unless model.encoder = tlob). S stored blocks:
+     * tlob_blocks with for_backward, else 1 (every block reuses its rows) */
+    const vp_tlops* tlops;     /* its kernels */
+    int tl_stored;             /* S */
+    vp_tlob_side tl[2];        /* [0] temporal: B K rows of width H; [1] feature: B H rows of width K */
+    vp_tensor tl_out;          /* [B K, H] the last block's output (time-major) */
+    vp_tensor tl_dt;           /* [B K H] backward scratch: the feature side's gradient (transposed) */
+    vp_tensor tl_da, tl_dy, tl_do, tl_dq, tl_dk, tl_dv; /* [B K H] backward scratch */
+    vp_tensor tl_du;           /* [B K H TM] backward scratch of the MLP */
 };
 
 /* [rows, cols] view of the first rows of a 2-D activation. */
@@ -235,7 +294,7 @@ typedef struct vp_trunk_views {
 /* The trunk views of activations `a` over R rows (model_acts.c). */
 vp_trunk_views vp_model_trunk_views(const vp_model_acts* a, int64_t R);
 
-/* Rows of the trunk per sample: K with Mamba2, 1 without. */
+/* Rows of the trunk per sample: K with a mixer (Mamba2 or TLOB), 1 without (encoder none). */
 int vp_model_trunk_steps(const vp_model_cfg* c);
 
 /* ---- pieces (model_forward.c, model_backward.c) ------------------------------------- */
@@ -256,11 +315,11 @@ vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_
 vp_status vp_model_mamba_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                   int64_t batch);
 
-/* The encoder's backward for a head outside the network (PPO's, the Decision Transformer's) from
- * d e [batch, H] (another buffer than a's): Mamba2 (d e copied into a->d_h), or without it d h2 =
- * d e (last bar only), then the trunk; writes the encoder's gradients. */
-vp_status vp_model_encoder_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* d_e,
-                                    int64_t batch);
+/* The encoder's backward for a head outside the network (PPO's, IQL's, the Decision
+ * Transformer's) from d e [batch, H] (another buffer than a's): d e copied into a->d_h, then
+ * vp_model_encoder_backward; writes the encoder's gradients. */
+vp_status vp_model_encoder_backward_from(vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_tensor* d_e,
+                                         int64_t batch);
 
 /* Gated RMSNorm: a->y, a->z -> a->sz, a->g, a->yn, a->rms_rstd. */
 vp_status vp_model_gate_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
@@ -295,6 +354,32 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
 vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                 const vp_tensor* d_iqn, int64_t batch);
 
+/* The planner of model_acts.c: take(ctx, t, name, rows, cols) lays out one tensor (rows 0
+ * leaves it empty). */
+typedef void vp_model_take_fn(void* ctx, vp_tensor* t, const char* name, int64_t rows, int64_t cols);
+
+/* ---- the TLOB encoder (model_tlob.c) --------------------------------------------------- */
+
+/* Checks the TLOB fields of a configuration (vp_model_cfg_check, model.encoder = tlob). */
+vp_status vp_model_tlob_check(const vp_model_cfg* c);
+
+/* Lays out the TLOB activations with model_acts.c's planner (nothing unless it is on). */
+void vp_model_tlob_layout(vp_model_acts* a, vp_model_take_fn* take, void* ctx);
+
+/* TLOB blocks over the trunk rows: a->h2 [B K, H] + tlob.pos -> the blocks -> a->e [B, H], the
+ * last step's row of the last block's output. */
+vp_status vp_model_tlob_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
+
+/* Its backward from d e in a->d_h [B, H]: the TLOB gradients and d h2 [B K, H] into a->d_t1. */
+vp_status vp_model_tlob_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
+
+/* The encoder's forward after the trunk (Mamba2, TLOB, or e = h2 without one). */
+vp_status vp_model_encoder_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
+
+/* The encoder's backward from d e in a->d_h [B, H] down to the trunk's input gradient d h2
+ * in a->d_t1, then the trunk's backward. */
+vp_status vp_model_encoder_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch);
+
 /* ---- the input modules (model_input.c): variable selection, spectral norm, KAN ------- */
 
 /* Checks the input modules' fields of a configuration (vp_model_cfg_check). */
@@ -303,9 +388,7 @@ vp_status vp_model_input_check(const vp_model_cfg* c);
 /* GEMM FLOPs the input modules add to vp_model_flops over R trunk rows. */
 double vp_model_input_flops(const vp_model_cfg* c, double R, int backward);
 
-/* Lays out the modules' activations: take(ctx, t, name, rows, cols) for each (model_acts.c's
- * planner; rows 0 leaves a tensor empty). */
-typedef void vp_model_take_fn(void* ctx, vp_tensor* t, const char* name, int64_t rows, int64_t cols);
+/* Lays out the modules' activations with model_acts.c's planner (vp_model_take_fn). */
 void vp_model_input_layout(vp_model_acts* a, vp_model_take_fn* take, void* ctx);
 
 /* The trunk's first layer over R rows from a->x0: the selection gate (x0 -> xs), the spectral
@@ -372,6 +455,7 @@ typedef struct vp_model_inc_ring {
     float* xb;       /* [K, H + N] each bar's conv + SiLU of its x and B channels over itself and its CW - 1
                         predecessors (what a window reads at its positions >= CW - 1; Mamba2, K >= CW) */
     float* h2;       /* [H] the last bar's trunk output */
+    float* rows;     /* [K, H] each bar's trunk output (TLOB, which encodes the whole window) */
     void* block;     /* storage of the rows */
 } vp_model_inc_ring;
 
@@ -390,8 +474,8 @@ vp_status vp_model_inc_push(const vp_model_inc* w, vp_model_acts* a, vp_model_in
 /* The encoding of the window of the ring's last bar (its K bars, oldest first) into a, as
  * vp_model_encode of that bar leaves it (then vp_model_encoding, or vp_model_inc_heads): the
  * Mamba2 mixer over the cached rows (conv at the window's first CW - 1 positions, where it
- * reads no bar before the window; the scan; gate; out_proj), or the last bar's trunk output
- * without Mamba2. */
+ * reads no bar before the window; the scan; gate; out_proj), the TLOB blocks over the window's
+ * K trunk rows, or the last bar's trunk output without a mixer. */
 vp_status vp_model_inc_encode(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r);
 
 /* The one-sample mixer of vp_model_inc_encode (model_inc_mamba.c): a->xbcdt [K, L] holds the

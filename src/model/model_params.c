@@ -19,7 +19,7 @@ static uint64_t name_stream(const char* s) {
 
 /* Fills the table rows present for `c` into `info` (may be NULL to count); returns the count. */
 static int build_table(const vp_model_cfg* c, vp_param_info* info, int* slot, int64_t* total) {
-    const int64_t F = c->n_features, P = c->n_portfolio, H = c->hidden, MB = c->use_mamba;
+    const int64_t F = c->n_features, P = c->n_portfolio, H = c->hidden, MB = c->encoder == VP_ENCODER_MAMBA2;
     const int64_t N = MB ? c->mamba_state : 0, NH = MB ? c->hidden / c->mamba_head_dim : 0;
     const int64_t CW = c->mamba_conv, HH = c->head_hidden, Z = c->n_atoms, A = vp_model_cfg_actions(c);
     const int64_t NC = c->iqn_cos, QD = c->q_denoise ? 1 : 0, A2 = 2 * A;
@@ -27,6 +27,8 @@ static int build_table(const vp_model_cfg* c, vp_param_info* info, int* slot, in
     const int64_t KG = c->kan_grid, KFC = F * (c->kan_grid + c->kan_order);
     const int64_t NB = c->n_branches, XB = c->cross_branch ? 1 : 0, RB = c->risk_budget > 0.0f ? 1 : 0;
     const int64_t AD = c->adaptive_atoms ? 1 : 0;
+    const int64_t TL = c->encoder == VP_ENCODER_TLOB, K = c->window, TB = c->tlob_blocks, TM = c->tlob_mlp;
+    const int64_t TMH = TM * H, TMK = TM * K;
     int n = 0;
     int64_t off = 0;
     for (int s = 0; s < VP_MODEL_MAX_SLOTS; ++s) slot[s] = -1;

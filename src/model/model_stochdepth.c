@@ -21,7 +21,7 @@ vp_status vp_model_acts_set_drop(vp_model_acts* a, const vp_tensor* u) {
 }
 
 int vp_model_sd_active(const vp_model* m, const vp_model_acts* a) {
-    return m->cfg.stoch_depth > 0.0f && m->cfg.use_mamba && a->sd_u != NULL;
+    return m->cfg.stoch_depth > 0.0f && m->cfg.encoder == VP_ENCODER_MAMBA2 && a->sd_u != NULL;
 }
 
 vp_status vp_model_sd_forward(const vp_model* m, vp_model_acts* a, const vp_tensor* yn, const vp_tensor* W,

@@ -23,7 +23,7 @@
 /* One network shape and batch. */
 typedef struct model_case {
     const char* name;
-    int use_mamba, F, P, K, H, PD, N, CW, HH, Z, nb, sizes[4], NC;
+    int mamba, F, P, K, H, PD, N, CW, HH, Z, nb, sizes[4], NC;
     int64_t B;
     int T;
     vp_precision prec;
@@ -41,7 +41,7 @@ static const model_case CASES[] = {
 
 static vp_model_cfg cfg_of(const model_case* k) {
     vp_model_cfg c = vp_model_cfg_default();
-    c.use_mamba = k->use_mamba;
+    c.encoder = k->mamba ? VP_ENCODER_MAMBA2 : VP_ENCODER_NONE;
     c.n_features = k->F;
     c.n_portfolio = k->P;
     c.window = k->K;

@@ -79,7 +79,7 @@ static void test_fill_copy_convert(void) {
 }
 
 static void test_unary(void) {
-    static const char* names[VP_UNARY_COUNT] = {"relu", "silu", "softplus", "sigmoid", "exp", "tanh"};
+    static const char* names[VP_UNARY_COUNT] = {"relu", "silu", "softplus", "sigmoid", "exp", "tanh", "gelu"};
     char op[64], cas[64];
     for (int u = 0; u < VP_UNARY_COUNT; ++u) {
         /* exp stays finite; the others cross softplus's linear threshold at 20 */

@@ -13,9 +13,9 @@ from .network import forward as _forward
 
 __all__ = ["CDTModel", "VulpesDTNet", "checkpoint_algo"]
 
-_INT_KEYS = ("n_features", "n_portfolio", "window", "hidden", "use_mamba", "mamba_state", "mamba_head_dim",
-             "mamba_conv", "head_hidden", "n_atoms", "n_branches", "iqn_cos", "n_heads", "vsn", "vsn_hidden",
-             "spectral_norm", "kan", "kan_grid", "kan_order", "q_denoise", "cross_branch", "adaptive_atoms", "ppo",
+_INT_KEYS = ("n_features", "n_portfolio", "window", "hidden", "encoder", "mamba_state", "mamba_head_dim",
+             "mamba_conv", "tlob_blocks", "tlob_heads", "tlob_feature_heads", "tlob_mlp", "head_hidden", "n_atoms",
+             "n_branches", "iqn_cos", "n_heads", "vsn", "vsn_hidden", "spectral_norm", "kan", "kan_grid", "kan_order", "q_denoise", "cross_branch", "adaptive_atoms", "ppo", "iql",
              "context", "embed", "heads", "layers", "timesteps")
 _FLOAT_KEYS = ("v_min", "v_max", "ln_eps", "rms_eps", "kan_range", "stoch_depth", "risk_budget", "target_return")
 

@@ -1,4 +1,5 @@
-"""The agent network of SPEC section 4 in PyTorch: trunk, Mamba2 mixer, portfolio projection,
+"""The agent network of SPEC section 4 in PyTorch: trunk, market encoder (the Mamba2 mixer, the
+TLOB dual-attention blocks or none), portfolio projection,
 dueling branching C51 head and IQN head (and the head modules that act at inference: the
 Q-denoise refinement and the cross-branch messages; stochastic depth is the identity there), as one function of a parameter dict keyed by vulpes's
 parameter names (src/model/model_internal.h: "trunk.w1", ...) and a model configuration keyed
@@ -9,7 +10,45 @@ import math
 import torch
 import torch.nn.functional as Fn
 
-__all__ = ["forward"]
+__all__ = ["encoder_of", "forward"]
+
+# vp_model_encoder (include/vulpes/model.h): the index of each encoder, as the C model reports it
+ENCODERS = ("mamba2", "tlob", "none")
+
+
+def encoder_of(c):
+    """The market encoder of configuration c, "mamba2", "tlob" or "none": c["encoder"] as the C
+    model's index (vp_model_encoder) or as its name."""
+    e = c["encoder"]
+    return e if isinstance(e, str) else ENCODERS[int(e)]
+
+
+def _tlob_side(p, c, x, nm, blk, L, W, heads):
+    """One TLOB sublayer (docs/model.md, "TLOB encoder") over x [B, L, W] with block blk of the
+    tensors named nm: LN(a + fc2(gelu(fc1 a))), a = LN(x + attention(x) Wo^T + bo). L and W come
+    from the configuration (plain ints, so an ONNX export keeps only the batch dynamic)."""
+    M, D = c["tlob_mlp"] * W, W // heads
+    qkv = x @ p[nm + ".qkv.w"][3 * W * blk:3 * W * (blk + 1)].T + p[nm + ".qkv.b"][3 * W * blk:3 * W * (blk + 1)]
+    q, k, v = (t.reshape(-1, L, heads, D).transpose(1, 2) for t in qkv.split(W, -1))
+    att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(D), -1)
+    o = (att @ v).transpose(1, 2).reshape(-1, L, W)
+    rows = slice(W * blk, W * (blk + 1))
+    a = x + o @ p[nm + ".o.w"][rows].T + p[nm + ".o.b"][rows]
+    y = Fn.layer_norm(a, (W,), p[nm + ".ln1.g"][rows], p[nm + ".ln1.b"][rows], c["ln_eps"])
+    u = Fn.gelu(y @ p[nm + ".fc1.w"][M * blk:M * (blk + 1)].T + p[nm + ".fc1.b"][M * blk:M * (blk + 1)])
+    z = y + u @ p[nm + ".fc2.w"][rows].T + p[nm + ".fc2.b"][rows]
+    return Fn.layer_norm(z, (W,), p[nm + ".ln2.g"][rows], p[nm + ".ln2.b"][rows], c["ln_eps"])
+
+
+def tlob(p, c, h2):
+    """The TLOB encoder over the trunk rows h2 [B, K, H]: the encoding [B, H], the last step's row
+    of the last block (each block: the temporal sublayer, then the feature one on the transpose)."""
+    K, H = c["window"], c["hidden"]
+    x = h2 + p["tlob.pos"]
+    for blk in range(c["tlob_blocks"]):
+        x = _tlob_side(p, c, x, "tlob.t", blk, K, H, c["tlob_heads"])
+        x = _tlob_side(p, c, x.transpose(1, 2), "tlob.f", blk, H, K, c["tlob_feature_heads"]).transpose(1, 2)
+    return x[:, -1]
 
 
 def _spectral(w, u0):
@@ -90,8 +129,8 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
     with extras["h_only"] set it returns (None, None, None) after h (a PPO network has no C51 head)."""
     B, K, H = bar.shape[0], c["window"], c["hidden"]
     Z, sizes = c["n_atoms"], c["branch_sizes"]
-    mb = c["use_mamba"]
-    Kt = K if mb else 1
+    enc = encoder_of(c)
+    Kt = 1 if enc == "none" else K
 
     def relu(x):
         if relu_inputs is not None:
@@ -113,7 +152,7 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
     w2 = _spectral(p["trunk.w2"], p["trunk.w2.sn_u"]) if sn else p["trunk.w2"]
     a2 = h1 @ w2.T + p["trunk.b2"]
     h2 = relu(Fn.layer_norm(a2, (H,), p["trunk.ln2.g"], p["trunk.ln2.b"], c["ln_eps"]))
-    if mb:
+    if enc == "mamba2":
         N, hd, CW = c["mamba_state"], c["mamba_head_dim"], c["mamba_conv"]
         NH = H // hd
         # in_proj rows: z [0, H), x [H, 2H), B, C (N each), dt (NH).
@@ -139,6 +178,8 @@ def forward(p, c, feats, bar, port, taus, relu_inputs=None, extras=None):
         g = y.reshape(B, H) * Fn.silu(z)
         yn = g * torch.rsqrt(g.pow(2).mean(-1, keepdim=True) + c["rms_eps"]) * p["mamba.norm.g"]
         e = h2[:, K - 1] + yn @ p["mamba.out_proj.w"].T
+    elif enc == "tlob":
+        e = tlob(p, c, h2)
     else:
         e = h2[:, 0]
     # Portfolio projection and the dueling branching C51 head.

@@ -66,6 +66,8 @@ static inline float unary_f(vp_unary_op op, float x) {
     case VP_UNARY_SIGMOID: return sigmoid_f(x);
     case VP_UNARY_EXP: return expf(x);
     case VP_UNARY_TANH: return tanhf(x);
+    case VP_UNARY_GELU: /* in double: the rounding of x / sqrt 2 would grow x^2-fold in the left tail */
+        return (float)(0.5 * (double)x * erfc(-(double)x * 0.70710678118654752));
     default: return NAN;
     }
 }
@@ -91,6 +93,9 @@ static inline float unary_grad_f(vp_unary_op op, float x, float dy) {
     case VP_UNARY_SIGMOID: return dy * sigmoid_grad_f(x);
     case VP_UNARY_EXP: return dy * expf(x);
     case VP_UNARY_TANH: return dy * tanh_grad_f(x);
+    case VP_UNARY_GELU: /* Phi(x) + x phi(x) */
+        return dy * (float)(0.5 * erfc(-(double)x * 0.70710678118654752) +
+                            (double)x * 0.39894228040143268 * exp(-0.5 * (double)x * (double)x));
     default: return NAN;
     }
 }

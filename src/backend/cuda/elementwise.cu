@@ -31,6 +31,7 @@ __device__ __forceinline__ float unary_f(float x) {
     if (OP == VP_UNARY_SOFTPLUS) return x > 20.0f ? x : log1pf(expf(x));
     if (OP == VP_UNARY_SIGMOID) return sigmoidf_(x);
     if (OP == VP_UNARY_EXP) return expf(x);
+    if (OP == VP_UNARY_GELU) return 0.5f * x * erfcf(-x * 0.70710678118654752f);
     return tanhf(x);
 }
 
@@ -42,6 +43,8 @@ __device__ __forceinline__ float unary_df(float x, float dy) {
     if (OP == VP_UNARY_SOFTPLUS) return x > 20.0f ? dy : dy * sigmoidf_(x);
     if (OP == VP_UNARY_SIGMOID) return dy * sigmoid_grad_(x);
     if (OP == VP_UNARY_EXP) return dy * expf(x);
+    if (OP == VP_UNARY_GELU)
+        return dy * (0.5f * erfcf(-x * 0.70710678118654752f) + x * 0.39894228040143268f * expf(-0.5f * x * x));
     return dy * tanh_grad_(x);
 }
 
@@ -150,6 +153,7 @@ vp_status vp_cuda_unary(vp_backend* b, vp_unary_op op, const vp_tensor* x, vp_te
     case VP_UNARY_SIGMOID: unary_kernel<VP_UNARY_SIGMOID><<<g, VP_CUDA_THREADS, 0, st>>>(xp, yp, n, vec); break;
     case VP_UNARY_EXP: unary_kernel<VP_UNARY_EXP><<<g, VP_CUDA_THREADS, 0, st>>>(xp, yp, n, vec); break;
     case VP_UNARY_TANH: unary_kernel<VP_UNARY_TANH><<<g, VP_CUDA_THREADS, 0, st>>>(xp, yp, n, vec); break;
+    case VP_UNARY_GELU: unary_kernel<VP_UNARY_GELU><<<g, VP_CUDA_THREADS, 0, st>>>(xp, yp, n, vec); break;
     default: VP_FAIL(VP_ERR_INVALID_ARG, "cuda unary: bad op %d", (int)op);
     }
     VP_CUDA_CHECK_LAUNCH("unary_kernel");
@@ -176,6 +180,7 @@ vp_status vp_cuda_unary_backward(vp_backend* b, vp_unary_op op, const vp_tensor*
         break;
     case VP_UNARY_EXP: unary_backward_kernel<VP_UNARY_EXP><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, dp, n, vec); break;
     case VP_UNARY_TANH: unary_backward_kernel<VP_UNARY_TANH><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, dp, n, vec); break;
+    case VP_UNARY_GELU: unary_backward_kernel<VP_UNARY_GELU><<<g, VP_CUDA_THREADS, 0, st>>>(xp, gp, dp, n, vec); break;
     default: VP_FAIL(VP_ERR_INVALID_ARG, "cuda unary_backward: bad op %d", (int)op);
     }
     VP_CUDA_CHECK_LAUNCH("unary_backward_kernel");
