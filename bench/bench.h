@@ -62,6 +62,10 @@ int vp_bench_ppo(vp_backend* b, const vp_bench_opts* o);
 /* `vulpes bench iql`: ms per IQL update at B = 8192 (the dataset's rows drawn, both encodings,
  * every head, the losses, one backward, AdamW, Polyak), rows/s, TFLOP/s and its FLOP floor. */
 int vp_bench_iql(vp_backend* b, const vp_bench_opts* o);
+/* `vulpes bench dt`: ms per Decision Transformer update at B = 8192 sequences (the batch drawn,
+ * the encoder over its B K windows, the transformer, the loss, one backward, AdamW), sequences/s,
+ * tokens/s, TFLOP/s and its FLOP floor. */
+int vp_bench_dt(vp_backend* b, const vp_bench_opts* o);
 /* `vulpes bench attn`: ms, TFLOP/s and GB/s of the attention ops' forward and forward + backward
  * on the models' shapes (B divided by 256 on the CPU). */
 int vp_bench_attn(vp_backend* b, const vp_bench_opts* o);

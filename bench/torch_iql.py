@@ -169,8 +169,9 @@ def time_host(fn, iters):
     return statistics.median(per)
 
 
-def time_mode(case, mode, dev, iters):
-    s = Learn(case, mode, dev)
+def time_mode(case, mode, dev, iters, make=None):
+    """(ms per update, peak GiB, note) of the update of make(case, mode, dev) (Learn by default)."""
+    s = (make or Learn)(case, mode, dev)
     graph, note = None, ""
     if dev == "cuda":
         # warm-up (compilation, autotuning, allocator) on a side stream, as graph capture wants

@@ -11,6 +11,8 @@
 #              (bench/torch_ppo.py, the same shapes, n_envs, T, epochs and minibatches) and the ratio
 #   torch-iql: vulpes bench iql, then the PyTorch reference of its update (bench/torch_iql.py, the
 #              same shapes and B = 8192) and the ratio
+#   torch-dt: vulpes bench dt, then the PyTorch reference of its update (bench/torch_dt.py, the
+#             same shapes and B = 8192) and the ratio
 #   torch-attn: vulpes bench attn, then the PyTorch reference of its shapes
 #               (bench/torch_attn.py, scaled_dot_product_attention in FP32) and the ratios
 #   step-sweep: vulpes bench step at B = 1024 .. 65536
@@ -89,6 +91,9 @@ for s in $steps; do
     torch-iql)
       run bench_iql build-gpu/vulpes bench iql --backend cuda --json "$OUT/iql.jsonl"
       run torch_iql timeout 480 python3 bench/torch_iql.py --vulpes "$OUT/iql.jsonl" --json "$OUT/torch_iql.jsonl" ;;
+    torch-dt)
+      run bench_dt build-gpu/vulpes bench dt --backend cuda --json "$OUT/dt.jsonl"
+      run torch_dt timeout 480 python3 bench/torch_dt.py --vulpes "$OUT/dt.jsonl" --json "$OUT/torch_dt.jsonl" ;;
     torch-attn)
       run bench_attn build-gpu/vulpes bench attn --backend cuda --json "$OUT/attn.jsonl"
       run torch_attn timeout 480 python3 bench/torch_attn.py --vulpes "$OUT/attn.jsonl" --json "$OUT/torch_attn.jsonl" ;;

@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 help=$("$v" --help) || fail "vulpes --help exited $?"
 # every command and subcommand, each on a line of its own
-rows="train|walkforward|ablate|search|backtest|act|record|compare|data inspect|data synth|config|bench gemm|bench env|bench step|bench backtest|bench train|bench ppo|bench iql|bench act|bench attn"
+rows="train|walkforward|ablate|search|backtest|act|record|compare|data inspect|data synth|config|bench gemm|bench env|bench step|bench backtest|bench train|bench ppo|bench iql|bench act|bench attn|bench dt"
 IFS='|' read -r -a want <<< "$rows"
 listed=$(printf '%s\n' "$help" | grep -cE '^  (train|walkforward|ablate|search|backtest|act|record|compare|data|config|bench) ')
 [ "$listed" = "${#want[@]}" ] || fail "vulpes --help lists $listed command lines, expected ${#want[@]}:

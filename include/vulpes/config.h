@@ -323,7 +323,7 @@ typedef enum vp_run_precision {
     X(dt, layers, INT, 3, 1, 16, "[]", NULL, "transformer blocks")                          \
     X(dt, heads, INT, 1, 1, 4, "[]", NULL, "attention heads, 1 to 4 (must divide dt.embed)") \
     X(dt, embed, INT, 128, 1, 4096, "[]", NULL, "token width D")                            \
-    X(dt, batch, INT, 64, 1, 4096, "[]", NULL, "sequences per update")                      \
+    X(dt, batch, INT, 64, 1, 8192, "[]", NULL, "sequences per update")                      \
     X(dt, target_return, STRING, "best", 0, 0, "[]", NULL,                                  \
       "return-to-go the policy is conditioned on in evaluation: a number, or best (the dataset's best episode return)")
 

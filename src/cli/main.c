@@ -53,6 +53,8 @@ static const vp_cli_command COMMANDS[] = {
      vp_bench_act},
     {"bench", "attn", "", "attention forward and forward+backward on the models' shapes: ms, TFLOP/s, GB/s",
      vp_cmd_bench, vp_bench_attn},
+    {"bench", "dt", "", "Decision Transformer: ms per update at B = 8192 sequences, tokens/s, FLOP floor",
+     vp_cmd_bench, vp_bench_dt},
 };
 #define N_COMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
 
