@@ -22,7 +22,7 @@
 
 /* The overrides of the test config. */
 static const char* const OVER[] = {"train.algo=dt", "dt.context=4", "dt.embed=16", "dt.heads=4", "dt.layers=2",
-                                   "dt.batch=9", "run.precision=fp32", "model.use_mamba=true"};
+                                   "dt.batch=9", "run.precision=fp32", "model.encoder=mamba2"};
 
 /* Host copy of n bytes of a backend tensor (free it). */
 static void* fetch(vp_backend* b, const vp_tensor* t, size_t n) {
@@ -149,7 +149,8 @@ static void test_trainer(void) {
 /* A network on backend b of the trainer's shape (seed 5). */
 static void policy_net(vp_backend* b, vp_dt_net* n) {
     vp_model_cfg m = vp_model_cfg_default();
-    m.n_features = 5, m.window = 4, m.hidden = 12, m.use_mamba = 0, m.head_hidden = 8, m.n_atoms = 11, m.iqn_cos = 8;
+    m.n_features = 5, m.window = 4, m.hidden = 12, m.encoder = VP_ENCODER_NONE;
+    m.head_hidden = 8, m.n_atoms = 11, m.iqn_cos = 8;
     m.mamba_head_dim = 12;
     vp_dt_dims d;
     memset(&d, 0, sizeof d);
