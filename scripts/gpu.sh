@@ -5,6 +5,8 @@
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
 #   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|torch-collect|torch-ppo|search-bench|PROGRAM...]   (default: all)
 #   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
+#   torch-step-tlob: the same with model.encoder = tlob (vulpes bench step --ablate model.encoder=tlob,
+#                    then bench/torch_step.py --encoder tlob) and the ratio
 #   torch-collect: vulpes bench train, then the PyTorch reference of its collection
 #                  (bench/torch_collect.py, S = 64 at 4096, 65536 and 262144 envs) and the ratio
 #   torch-ppo: vulpes bench ppo, then the PyTorch reference of its minibatch updates
@@ -70,6 +72,10 @@ for s in $steps; do
     torch-step)
       run bench_step build-gpu/vulpes bench step --backend cuda --json "$OUT/step.jsonl"
       run torch_step timeout 240 python3 bench/torch_step.py --vulpes "$OUT/step.jsonl" --json "$OUT/torch_step.jsonl" ;;
+    torch-step-tlob)
+      run bench_step_tlob build-gpu/vulpes bench step --backend cuda --ablate model.encoder=tlob --json "$OUT/step_tlob.jsonl"
+      run torch_step_tlob timeout 480 python3 bench/torch_step.py --encoder tlob --vulpes "$OUT/step_tlob.jsonl" \
+        --json "$OUT/torch_step_tlob.jsonl" ;;
     python-cuda)
       # the Python VectorEnv on CUDA: wheels carried in .deps/wheels (the GPU machine has no
       # registry; PyTorch and numpy are its own), the CUDA env test and the throughput bench

@@ -54,10 +54,28 @@ def f32(x):
     return torch.as_tensor(np.asarray(x, dtype=np.float32).astype(np.float64))
 
 
+def tlob_rows(c):
+    """(name, shape, init, fan_in) of the TLOB encoder's rows (VP_MODEL_TLOB_PARAMS,
+    src/model/model_internal.h): tlob.pos, then per side (temporal "tlob.t", width H; feature
+    "tlob.f", width K) the tlob_blocks blocks' tensors stacked block after block."""
+    K, H, NB, TM = c["window"], c["hidden"], c["tlob_blocks"], c["tlob_mlp"]
+    rows = [("tlob.pos", (K, H), "uniform", H)]
+    for nm, W in (("tlob.t", H), ("tlob.f", K)):
+        rows += [(nm + ".qkv.w", (NB * 3 * W, W), "uniform", W), (nm + ".qkv.b", (NB * 3 * W,), "uniform", W),
+                 (nm + ".o.w", (NB * W, W), "uniform", W), (nm + ".o.b", (NB * W,), "uniform", W),
+                 (nm + ".ln1.g", (NB * W,), "ones", 1), (nm + ".ln1.b", (NB * W,), "zeros", 1),
+                 (nm + ".fc1.w", (NB * TM * W, W), "uniform", W), (nm + ".fc1.b", (NB * TM * W,), "uniform", W),
+                 (nm + ".fc2.w", (NB * W, TM * W), "uniform", TM * W),
+                 (nm + ".fc2.b", (NB * W,), "uniform", TM * W),
+                 (nm + ".ln2.g", (NB * W,), "ones", 1), (nm + ".ln2.b", (NB * W,), "zeros", 1)]
+    return rows
+
+
 def param_table(c):
-    """(name, shape, init, fan_in) rows in the order of VP_MODEL_PARAMS."""
+    """(name, shape, init, fan_in) rows in the order of VP_MODEL_PARAMS (encoder 0 mamba2,
+    1 tlob with its tlob_* fields, 2 none)."""
     F, P, H = c["n_features"], c["n_portfolio"], c["hidden"]
-    mb = c["encoder"] == 0  # vp_model_encoder: 0 mamba2, 2 none
+    mb = c["encoder"] == 0  # vp_model_encoder: 0 mamba2, 1 tlob, 2 none
     N = c["mamba_state"] if mb else 0
     NH = c["hidden"] // c["mamba_head_dim"] if mb else 0
     CW, HH, Z = c["mamba_conv"], c["head_hidden"], c["n_atoms"]
@@ -76,6 +94,8 @@ def param_table(c):
             ("mamba.D", (NH,), "ones", 1), ("mamba.norm.g", (H,), "ones", 1),
             ("mamba.out_proj.w", (H, H), "uniform", H),
         ]
+    if c["encoder"] == 1:
+        rows += tlob_rows(c)
     rows += [
         ("port.w", (H, P), "uniform", P), ("port.b", (H,), "uniform", P),
         ("c51.v1.w", (HH, H), "uniform", H), ("c51.v1.b", (HH,), "uniform", H),

@@ -26,6 +26,7 @@ from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "src"))
 from vulpes.network import tlob  # noqa: E402
+from golden import tlob_rows  # noqa: E402  (the tlob.* rows of the parameter table, tools/golden.py)
 
 torch.set_default_dtype(torch.float64)
 
@@ -39,29 +40,15 @@ def f32(x):
     return torch.as_tensor(np.asarray(x, dtype=np.float32).astype(np.float64))
 
 
-def param_rows(c):
-    """(name, shape, kind) of the tlob.* rows in table order (src/model/model_internal.h)."""
-    K, H, NB, TM = c["window"], c["hidden"], c["tlob_blocks"], c["tlob_mlp"]
-    rows = [("tlob.pos", (K, H), "w")]
-    for nm, W in (("tlob.t", H), ("tlob.f", K)):
-        rows += [(nm + ".qkv.w", (NB * 3 * W, W), "w"), (nm + ".qkv.b", (NB * 3 * W,), "b"),
-                 (nm + ".o.w", (NB * W, W), "w"), (nm + ".o.b", (NB * W,), "b"),
-                 (nm + ".ln1.g", (NB * W,), "g"), (nm + ".ln1.b", (NB * W,), "b"),
-                 (nm + ".fc1.w", (NB * TM * W, W), "w"), (nm + ".fc1.b", (NB * TM * W,), "b"),
-                 (nm + ".fc2.w", (NB * W, TM * W), "w"), (nm + ".fc2.b", (NB * W,), "b"),
-                 (nm + ".ln2.g", (NB * W,), "g"), (nm + ".ln2.b", (NB * W,), "b")]
-    return rows
-
-
 def draw(c, seed):
-    """Parameters, h2 and the loss weights, float32-rounded."""
+    """Parameters (weight matrices uniform over +-1/sqrt(fan_in), norm gains 1 +- 0.3, biases and
+    norm shifts +-0.3), h2 and the loss weights, float32-rounded."""
     rng = np.random.default_rng(seed)
     p = {}
-    for name, shape, kind in param_rows(c):
-        fan = shape[-1] if len(shape) == 2 else c["hidden"]
-        if kind == "w":
+    for name, shape, init, fan in tlob_rows(c):
+        if init == "uniform" and len(shape) == 2:
             v = rng.uniform(-1, 1, shape) / np.sqrt(fan)
-        elif kind == "g":
+        elif init == "ones":
             v = 1.0 + rng.uniform(-0.3, 0.3, shape)
         else:
             v = rng.uniform(-0.3, 0.3, shape)
