@@ -167,10 +167,16 @@ class Step:
 
 
 def smoke(c, B=4):
-    """One eager step of model c at batch B on the CPU, untimed: its loss (finite, or an error)."""
-    s = Step(c, B, "eager", dev="cpu")
-    before = {k: v.detach().clone() for k, v in s.params.items()}
-    s.step()
+    """One eager step of model c at batch B on the CPU, untimed, in float32 (torch's default dtype
+    is restored after): its loss (finite, or an error) and the parameter names."""
+    dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        s = Step(c, B, "eager", dev="cpu")
+        before = {k: v.detach().clone() for k, v in s.params.items()}
+        s.step()
+    finally:
+        torch.set_default_dtype(dtype)
     loss = float(s.loss)
     if not math.isfinite(loss):
         raise RuntimeError(f"smoke: loss {loss} is not finite")
@@ -229,7 +235,6 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="one eager step at B = 4 on the CPU, its loss")
     a = ap.parse_args()
     c = model_config(a.encoder)
-    torch.set_default_dtype(torch.float32)  # tools/golden.py sets float64 on import
     if a.smoke:
         loss, names = smoke(c)
         print(f"torch_step.py --smoke: encoder {a.encoder}, {len(names)} parameter tensors, "
@@ -237,6 +242,7 @@ def main():
         return
     if not torch.cuda.is_available():
         sys.exit("torch_step.py: no CUDA device")
+    torch.set_default_dtype(torch.float32)
     torch.set_default_device("cuda")
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
