@@ -36,6 +36,18 @@ vp_status vp_ckpt_net_list(vp_ckpt_list* l, vp_ckpt_net n, const vp_tensor* flat
     return vp_ckpt_add_net(l, n, "", flat);
 }
 
+vp_status vp_ckpt_save_begin(vp_ckpt_meta_list* ml, char** yaml, const char* who, vp_backend* b, const vp_config* cfg,
+                             vp_ckpt_kind kind, const char* algo, const vp_train_counters* c, double best_val_sharpe,
+                             int64_t best_iteration) {
+    *yaml = NULL;
+    VP_REQUIRE(kind >= 0 && kind < VP_CKPT_KIND_COUNT, VP_ERR_INVALID_ARG, "%s: bad kind %d", who, (int)kind);
+    VP_TRY(vp_backend_sync(b));
+    VP_TRY(vp_config_to_yaml(cfg, yaml));
+    memset(ml, 0, sizeof *ml);
+    vp_ckpt_meta_head(ml, kind, algo, b, *yaml, c, 0, best_val_sharpe, best_iteration);
+    return VP_OK;
+}
+
 vp_status vp_ckpt_save_list(vp_backend* b, const char* path, vp_status s, vp_ckpt_list* l,
                             const vp_ckpt_meta_list* ml, char* yaml) {
     if (s == VP_OK) s = vp_checkpoint_save(b, path, l->items, l->n, ml->pairs, ml->n);

@@ -31,6 +31,14 @@ vp_status vp_ckpt_add_adam(vp_ckpt_list* l, vp_ckpt_net n, const vp_tensor* m, c
 /* A new list *l (zeroed first) of flat's parameter tensors by name: a best checkpoint's. */
 vp_status vp_ckpt_net_list(vp_ckpt_list* l, vp_ckpt_net n, const vp_tensor* flat);
 
+/* The start of a save by `who` (the function named in the messages): kind checked
+ * (VP_ERR_INVALID_ARG "WHO: bad kind K"), b synced, cfg as yaml into *yaml (NULL first; to free,
+ * which vp_ckpt_save_list does), and *ml zeroed and opened with vp_ckpt_meta_head (algo, c, no
+ * warm-up counter, the best score). */
+vp_status vp_ckpt_save_begin(vp_ckpt_meta_list* ml, char** yaml, const char* who, vp_backend* b, const vp_config* cfg,
+                             vp_ckpt_kind kind, const char* algo, const vp_train_counters* c, double best_val_sharpe,
+                             int64_t best_iteration);
+
 /* The end of a save: when s (the status of building ml and l) is VP_OK, writes l's tensors and
  * ml's pairs to path; then frees l and yaml. Returns the first failure with "writing checkpoint
  * PATH" added. */

@@ -37,14 +37,11 @@ static vp_status resume_items(vp_ppo_trainer* t, vp_ckpt_list* l) {
 vp_status vp_ppo_trainer_save(vp_ppo_trainer* t, const char* path, vp_ckpt_kind kind, double best_val_sharpe,
                               int64_t best_iteration) {
     VP_REQUIRE(t != NULL && t->val != NULL && path != NULL, VP_ERR_INVALID_ARG, "vp_ppo_trainer_save: NULL argument");
-    VP_REQUIRE(kind >= 0 && kind < VP_CKPT_KIND_COUNT, VP_ERR_INVALID_ARG, "vp_ppo_trainer_save: bad kind %d", (int)kind);
-    VP_TRY(vp_backend_sync(t->backend));
-    char* yaml = NULL;
-    VP_TRY(vp_config_to_yaml(&t->cfg, &yaml));
     // Metadata: what the file is, the config, counters, seeds, the best score and the data.
     vp_ckpt_meta_list ml;
-    memset(&ml, 0, sizeof ml);
-    vp_ckpt_meta_head(&ml, kind, "ppo", t->backend, yaml, &t->count, 0, best_val_sharpe, best_iteration);
+    char* yaml = NULL;
+    VP_TRY(vp_ckpt_save_begin(&ml, &yaml, "vp_ppo_trainer_save", t->backend, &t->cfg, kind, "ppo", &t->count,
+                              best_val_sharpe, best_iteration));
     vp_ckpt_meta_add(&ml, "vulpes.rng", "philox4x32-10; counters: ppo.counters (sampling, permutations), "
                                         "env.state (episode starts)");
     vp_ckpt_meta_u64(&ml, "vulpes.seed.learner", t->parts.learner.seed);
