@@ -108,6 +108,8 @@ static void test_resume_and_tampered(void) {
     // a best checkpoint, and one of another IQL config, are not this run's resume
     snprintf(path, sizeof path, "%s/best.safetensors", dir);
     CHECK_OK(vp_iql_trainer_save(&a.t, path, VP_CKPT_BEST, 1.5, 2));
+    CHECK_STATUS(vp_iql_trainer_save(&a.t, path, VP_CKPT_KIND_COUNT, 1.5, 2), VP_ERR_INVALID_ARG,
+                 "vp_iql_trainer_save: bad kind 2");
     CHECK_STATUS(vp_iql_trainer_load(&b.t, path, &sh, &it), VP_ERR_PARSE, "not a resume checkpoint");
     static const char* const OTHER[] = {"train.algo=iql", "iql.dataset=unused.safetensors", "iql.batch=16",
                                         "train.train_steps=2", "iql.beta=1"};

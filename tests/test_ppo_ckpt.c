@@ -81,6 +81,8 @@ static void test_tampered(void) {
     // a best checkpoint, and one of another PPO config, are not this run's resume
     snprintf(path, sizeof path, "%s/best.safetensors", dir);
     CHECK_OK(vp_ppo_trainer_save(&a.t, path, VP_CKPT_BEST, 1.5, 2));
+    CHECK_STATUS(vp_ppo_trainer_save(&a.t, path, VP_CKPT_KIND_COUNT, 1.5, 2), VP_ERR_INVALID_ARG,
+                 "vp_ppo_trainer_save: bad kind 2");
     CHECK_STATUS(vp_ppo_trainer_load(&b.t, path, &sh, &it), VP_ERR_PARSE, "not a resume checkpoint");
     static const char* const OTHER[] = {"train.algo=ppo", "ppo.rollout_steps=12", "ppo.minibatches=3", "ppo.epochs=2",
                                         "ppo.clip=0.3"};

@@ -188,6 +188,13 @@ vp_status vp_algo_features_upload(vp_backend* b, const vp_train_data* d, vp_buff
 vp_status vp_algo_train_envs_init(vp_backend* b, const vp_train_data* d, const vp_tensor* features,
                                   const vp_train_parts* p, int64_t n_envs, vp_env_market* market, vp_env* env);
 
+/* Sets a->features to `features` (the instance's matrix, which must outlive a) and a->instrument
+ * and a->env to p's settings. For algorithms' create. */
+void vp_algo_bind(vp_algo* a, const vp_tensor* features, const vp_train_parts* p);
+
+/* ops->warmup of an algorithm that collects nothing before its first iteration: does nothing. */
+vp_status vp_algo_no_warmup(vp_algo* a);
+
 /* ---- the entries ------------------------------------------------------------------------------ */
 
 /* The algorithms, in table order: X(name) for each, its table vp_<name>_algo. dqn: the DQN

@@ -65,6 +65,17 @@ vp_status vp_algo_features_upload(vp_backend* b, const vp_train_data* d, vp_buff
     return vp_upload(b, out, d->features, sizeof(float) * (size_t)(T * F));
 }
 
+void vp_algo_bind(vp_algo* a, const vp_tensor* features, const vp_train_parts* p) {
+    a->features = features;
+    a->instrument = p->instrument;
+    a->env = p->env;
+}
+
+vp_status vp_algo_no_warmup(vp_algo* a) {
+    (void)a;
+    return VP_OK;
+}
+
 vp_status vp_algo_create(vp_algo* a, const vp_config* cfg, vp_backend* b, const vp_train_data* d, vp_algo_use use) {
     VP_REQUIRE(a != NULL && cfg != NULL && b != NULL && d != NULL, VP_ERR_INVALID_ARG,
                "vp_algo_create: instance, config, backend or data is NULL");

@@ -115,11 +115,7 @@ vp_status vp_trainer_load(vp_trainer* t, const char* path) {
     VP_REQUIRE(t != NULL && t->replay != NULL && path != NULL, VP_ERR_INVALID_ARG, "vp_trainer_load: NULL argument");
     vp_checkpoint* ck = NULL;
     VP_TRY(vp_checkpoint_open(&ck, path));
-    const char* kind = vp_checkpoint_meta(ck, "vulpes.kind");
-    vp_status s = (kind && strcmp(kind, "resume") == 0)
-                      ? VP_OK
-                      : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s is not a resume checkpoint (vulpes.kind "
-                                     "'%s'; last.safetensors is)", path, kind ? kind : "(none)");
+    vp_status s = vp_ckpt_check_resume(ck, path);
     if (s == VP_OK) s = vp_ckpt_check_config(&t->cfg, t->data, ck);
     if (s == VP_OK) s = vp_checkpoint_allow_nonfinite(ck, "learner.stats");
     if (s == VP_OK && vp_signals_bus_on(&t->learner.cfg.signals)) {

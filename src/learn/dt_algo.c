@@ -50,9 +50,7 @@ static vp_status infer_init(vp_algo* a, dt* p) {
     p->net.enc.precision = p->parts.precision;
     p->target = (float)dc.target_return;
     VP_TRY(vp_algo_features_upload(a->backend, a->data, &p->feat_buf, &p->features));
-    a->features = &p->features;
-    a->instrument = p->parts.instrument;
-    a->env = p->parts.env;
+    vp_algo_bind(a, &p->features, &p->parts);
     return VP_OK;
 }
 
@@ -63,21 +61,13 @@ static vp_status dt_create(vp_algo* a) {
     vp_status s = VP_OK;
     if (a->use == VP_ALGO_TRAIN) {
         s = vp_dt_trainer_init(&p->t, a->backend, &a->cfg, a->data);
-        a->features = &p->t.features;
-        a->instrument = p->t.parts.instrument;
-        a->env = p->t.parts.env;
+        vp_algo_bind(a, &p->t.features, &p->t.parts);
         a->count = p->t.count;
     } else {
         s = infer_init(a, p);
     }
     if (s != VP_OK) dt_free(a);
     return s;
-}
-
-/* Offline: the dataset is the experience, so no warm-up collects any. */
-static vp_status dt_warmup(vp_algo* a) {
-    (void)a;
-    return VP_OK;
 }
 
 static vp_status dt_iterate(vp_algo* a, int64_t n) {
@@ -165,8 +155,10 @@ static void dt_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
              t->dc.target_best ? " (the dataset's best)" : " (dt.target_return)");
 }
 
+/* Offline: the dataset is the experience, so no warm-up collects any (vp_algo_no_warmup). */
 const vp_algo_ops vp_dt_algo = {
-    "dt",        dt_create,    dt_free, dt_warmup, dt_iterate,     dt_stats,      dt_info,
-    dt_validate, dt_keep_best, dt_save, dt_load,   dt_load_params, dt_warm_start, dt_policy,
+    "dt",               dt_create,          dt_free,            vp_algo_no_warmup,  dt_iterate,
+    dt_stats,           dt_info,            dt_validate,        dt_keep_best,       dt_save,
+    dt_load,            dt_load_params,     dt_warm_start,      dt_policy,
     dt_start_note,
 };

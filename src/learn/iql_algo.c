@@ -46,9 +46,7 @@ static vp_status infer_init(vp_algo* a, iql* p) {
     VP_TRY(vp_iql_net_init(&p->net, a->backend, &p->parts.learner.model, p->parts.learner.seed));
     p->net.enc.precision = p->parts.precision;
     VP_TRY(vp_algo_features_upload(a->backend, a->data, &p->feat_buf, &p->features));
-    a->features = &p->features;
-    a->instrument = p->parts.instrument;
-    a->env = p->parts.env;
+    vp_algo_bind(a, &p->features, &p->parts);
     return VP_OK;
 }
 
@@ -62,9 +60,7 @@ static vp_status train_init(vp_algo* a, iql* p) {
     if (s == VP_OK) s = vp_iql_trainer_init(&p->t, a->backend, &a->cfg, a->data, &ds);
     vp_offline_free(&ds);
     if (s != VP_OK) return vp_error_context(s, "iql.dataset %s", a->cfg.iql.dataset);
-    a->features = &p->t.features;
-    a->instrument = p->t.parts.instrument;
-    a->env = p->t.parts.env;
+    vp_algo_bind(a, &p->t.features, &p->t.parts);
     a->count = p->t.count;
     return VP_OK;
 }
@@ -76,12 +72,6 @@ static vp_status iql_create(vp_algo* a) {
     vp_status s = a->use == VP_ALGO_TRAIN ? train_init(a, p) : infer_init(a, p);
     if (s != VP_OK) iql_free(a);
     return s;
-}
-
-/* IQL learns from its dataset from the first iteration: nothing to collect. */
-static vp_status iql_warmup(vp_algo* a) {
-    (void)a;
-    return VP_OK;
 }
 
 static vp_status iql_iterate(vp_algo* a, int64_t n) {
@@ -168,8 +158,10 @@ static void iql_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
              t->ds_behaviour[0] ? t->ds_behaviour : "(unnamed)");
 }
 
+/* IQL learns from its dataset from the first iteration: no warm-up (vp_algo_no_warmup). */
 const vp_algo_ops vp_iql_algo = {
-    "iql",         iql_create,    iql_free, iql_warmup, iql_iterate,     iql_stats,      iql_info,
-    iql_validate,  iql_keep_best, iql_save, iql_load,   iql_load_params, iql_warm_start, iql_policy,
+    "iql",              iql_create,         iql_free,           vp_algo_no_warmup,  iql_iterate,
+    iql_stats,          iql_info,           iql_validate,       iql_keep_best,      iql_save,
+    iql_load,           iql_load_params,    iql_warm_start,     iql_policy,
     iql_start_note,
 };

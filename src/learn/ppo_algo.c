@@ -46,9 +46,7 @@ static vp_status infer_init(vp_algo* a, ppo* p) {
     VP_TRY(vp_ppo_net_init(&p->net, a->backend, &p->parts.learner.model, p->parts.learner.seed));
     p->net.enc.precision = p->parts.precision;
     VP_TRY(vp_algo_features_upload(a->backend, a->data, &p->feat_buf, &p->features));
-    a->features = &p->features;
-    a->instrument = p->parts.instrument;
-    a->env = p->parts.env;
+    vp_algo_bind(a, &p->features, &p->parts);
     return VP_OK;
 }
 
@@ -59,21 +57,13 @@ static vp_status ppo_create(vp_algo* a) {
     vp_status s = VP_OK;
     if (a->use == VP_ALGO_TRAIN) {
         s = vp_ppo_trainer_init(&p->t, a->backend, &a->cfg, a->data);
-        a->features = &p->t.features;
-        a->instrument = p->t.parts.instrument;
-        a->env = p->t.parts.env;
+        vp_algo_bind(a, &p->t.features, &p->t.parts);
         a->count = p->t.count;
     } else {
         s = infer_init(a, p);
     }
     if (s != VP_OK) ppo_free(a);
     return s;
-}
-
-/* PPO collects on-policy from the first iteration: no warm-up. */
-static vp_status ppo_warmup(vp_algo* a) {
-    (void)a;
-    return VP_OK;
 }
 
 static vp_status ppo_iterate(vp_algo* a, int64_t n) {
@@ -146,8 +136,10 @@ static vp_status ppo_warm_start(vp_algo* a, const char* path) {
 
 static vp_policy ppo_policy(const vp_algo* a, vp_algo_params which) { return vp_ppo_policy(net_of(a), params_of(a, which)); }
 
+/* PPO collects on-policy from the first iteration: no warm-up (vp_algo_no_warmup). */
 const vp_algo_ops vp_ppo_algo = {
-    "ppo",         ppo_create,    ppo_free, ppo_warmup, ppo_iterate,     ppo_stats,      ppo_info,
-    ppo_validate,  ppo_keep_best, ppo_save, ppo_load,   ppo_load_params, ppo_warm_start, ppo_policy,
+    "ppo",              ppo_create,         ppo_free,           vp_algo_no_warmup,  ppo_iterate,
+    ppo_stats,          ppo_info,           ppo_validate,       ppo_keep_best,      ppo_save,
+    ppo_load,           ppo_load_params,    ppo_warm_start,     ppo_policy,
     NULL, /* no warm-up; a resume loads last.safetensors: the generic line */
 };

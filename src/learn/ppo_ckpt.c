@@ -10,34 +10,21 @@
 #include <string.h>
 
 #include "learn/ppo_impl.h"
-#include "learn/train_ckpt.h"
+#include "learn/algo_ckpt.h"
 #include "vulpes/ppo.h"
 
-/* Every parameter tensor of `flat` by name under `prefix`. */
-static vp_status add_params(vp_ckpt_list* l, const vp_ppo_net* n, const char* prefix, const vp_tensor* flat) {
-    const int count = vp_ppo_net_tensors(n, NULL, NULL, NULL, 0);
-    const char** names = (const char**)calloc((size_t)count, sizeof *names);
-    vp_tensor* views = (vp_tensor*)calloc((size_t)count, sizeof *views);
-    if (!names || !views) {
-        free(names);
-        free(views);
-        VP_FAIL(VP_ERR_OOM, "checkpoint: out of host memory for %d tensor names", count);
-    }
-    vp_ppo_net_tensors(n, flat, names, views, count);
-    for (int i = 0; i < count; ++i) vp_ckpt_list_add(l, prefix, names[i], views[i]);
-    free(names);
-    free(views);
-    return VP_OK;
+/* PPO's network as a checkpoint sees it. */
+static int net_tensors(const void* n, const vp_tensor* flat, const char** names, vp_tensor* views, int cap) {
+    return vp_ppo_net_tensors((const vp_ppo_net*)n, flat, names, views, cap);
 }
+static vp_ckpt_net ckpt_net(const vp_ppo_net* n) { return (vp_ckpt_net){n, net_tensors}; }
 
 /* Every tensor of a resume checkpoint. */
 static vp_status resume_items(vp_ppo_trainer* t, vp_ckpt_list* l) {
-    const vp_ppo_net* n = &t->net;
-    VP_TRY(vp_ckpt_list_init(l, 3 * vp_ppo_net_tensors(n, NULL, NULL, NULL, 0) + 8));
-    VP_TRY(add_params(l, n, "", &n->params));
-    VP_TRY(add_params(l, n, "adam.m.", &t->adam_m));
-    VP_TRY(add_params(l, n, "adam.v.", &t->adam_v));
-    vp_ckpt_list_add(l, "", "adam.step", t->adam_step);
+    const vp_ckpt_net n = ckpt_net(&t->net);
+    VP_TRY(vp_ckpt_list_init(l, 3 * vp_ckpt_net_count(n) + 8));
+    VP_TRY(vp_ckpt_add_net(l, n, "", &t->net.params));
+    VP_TRY(vp_ckpt_add_adam(l, n, &t->adam_m, &t->adam_v, t->adam_step));
     vp_ckpt_list_add(l, "", "ppo.counters", t->ctr);
     vp_ckpt_list_add(l, "", "ppo.stats", t->stats);
     vp_ckpt_list_add(l, "", "ppo.grad_norm", t->grad_norm);
@@ -50,14 +37,11 @@ static vp_status resume_items(vp_ppo_trainer* t, vp_ckpt_list* l) {
 vp_status vp_ppo_trainer_save(vp_ppo_trainer* t, const char* path, vp_ckpt_kind kind, double best_val_sharpe,
                               int64_t best_iteration) {
     VP_REQUIRE(t != NULL && t->val != NULL && path != NULL, VP_ERR_INVALID_ARG, "vp_ppo_trainer_save: NULL argument");
-    VP_REQUIRE(kind >= 0 && kind < VP_CKPT_KIND_COUNT, VP_ERR_INVALID_ARG, "vp_ppo_trainer_save: bad kind %d", (int)kind);
-    VP_TRY(vp_backend_sync(t->backend));
-    char* yaml = NULL;
-    VP_TRY(vp_config_to_yaml(&t->cfg, &yaml));
     // Metadata: what the file is, the config, counters, seeds, the best score and the data.
     vp_ckpt_meta_list ml;
-    memset(&ml, 0, sizeof ml);
-    vp_ckpt_meta_head(&ml, kind, "ppo", t->backend, yaml, &t->count, 0, best_val_sharpe, best_iteration);
+    char* yaml = NULL;
+    VP_TRY(vp_ckpt_save_begin(&ml, &yaml, "vp_ppo_trainer_save", t->backend, &t->cfg, kind, "ppo", &t->count,
+                              best_val_sharpe, best_iteration));
     vp_ckpt_meta_add(&ml, "vulpes.rng", "philox4x32-10; counters: ppo.counters (sampling, permutations), "
                                         "env.state (episode starts)");
     vp_ckpt_meta_u64(&ml, "vulpes.seed.learner", t->parts.learner.seed);
@@ -68,17 +52,9 @@ vp_status vp_ppo_trainer_save(vp_ppo_trainer* t, const char* path, vp_ckpt_kind 
     // Tensors: everything for a resume, the best parameters otherwise.
     vp_ckpt_list l;
     memset(&l, 0, sizeof l);
-    if (s == VP_OK && kind == VP_CKPT_RESUME) {
-        s = resume_items(t, &l);
-    } else if (s == VP_OK) {
-        s = vp_ckpt_list_init(&l, vp_ppo_net_tensors(&t->net, NULL, NULL, NULL, 0));
-        if (s == VP_OK) s = add_params(&l, &t->net, "", &t->best_params);
-    }
-    if (s == VP_OK) s = vp_checkpoint_save(t->backend, path, l.items, l.n, ml.pairs, ml.n);
-    vp_ckpt_list_free(&l);
-    free(yaml);
-    if (s != VP_OK) return vp_error_context(s, "writing checkpoint %s", path);
-    return VP_OK;
+    if (s == VP_OK)
+        s = kind == VP_CKPT_RESUME ? resume_items(t, &l) : vp_ckpt_net_list(&l, ckpt_net(&t->net), &t->best_params);
+    return vp_ckpt_save_list(t->backend, path, s, &l, &ml, yaml);
 }
 
 /* The host counters against the config: T x E env steps per iteration, epochs x minibatches
@@ -124,25 +100,13 @@ vp_status vp_ppo_trainer_load(vp_ppo_trainer* t, const char* path, double* best_
                VP_ERR_INVALID_ARG, "vp_ppo_trainer_load: NULL argument");
     vp_checkpoint* ck = NULL;
     VP_TRY(vp_checkpoint_open(&ck, path));
-    const char* kind = vp_checkpoint_meta(ck, "vulpes.kind");
-    vp_status s = (kind && strcmp(kind, "resume") == 0)
-                      ? VP_OK
-                      : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s is not a resume checkpoint (vulpes.kind "
-                                     "'%s'; last.safetensors is)", path, kind ? kind : "(none)");
-    if (s == VP_OK) s = vp_ckpt_check_config(&t->cfg, t->data, ck);
-    if (s == VP_OK) s = vp_checkpoint_allow_nonfinite(ck, "ppo.stats");
-    if (s == VP_OK) s = vp_checkpoint_allow_nonfinite(ck, "ppo.grad_norm");
+    vp_status s = vp_ckpt_check_resume(ck, path);
+    if (s == VP_OK) s = vp_ckpt_resume_begin(ck, &t->cfg, t->data, "ppo.stats", "ppo.grad_norm");
     // The host counters, checked before any tensor is read.
-    vp_train_counters c;
-    memset(&c, 0, sizeof c);
+    vp_train_counters c = {0};
     int64_t best_it = -1;
     double best_sh = NAN;
-    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.iteration", &c.iteration);
-    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.collect_steps", &c.collect_steps);
-    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.env_steps", &c.env_steps);
-    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.learner_steps", &c.learner_steps);
-    if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.best_iteration", &best_it);
-    if (s == VP_OK) s = vp_ckpt_meta_read_num(ck, "vulpes.best_val_sharpe", &best_sh);
+    if (s == VP_OK) s = vp_ckpt_read_counters(ck, 1, &c, &best_it, &best_sh);
     if (s == VP_OK) s = check_counters(t, path, &c, best_it);
     // Tensors straight into the run's buffers, then checked; the observation from the env state.
     vp_ckpt_list l;
@@ -166,19 +130,5 @@ vp_status vp_ppo_trainer_load(vp_ppo_trainer* t, const char* path, double* best_
 vp_status vp_ppo_read_params(vp_backend* b, const vp_ppo_net* n, const char* path, vp_tensor* dst) {
     VP_REQUIRE(b != NULL && n != NULL && path != NULL && dst != NULL, VP_ERR_INVALID_ARG,
                "vp_ppo_read_params: NULL argument");
-    vp_checkpoint* ck = NULL;
-    VP_TRY(vp_checkpoint_open(&ck, path));
-    const char* algo = vp_checkpoint_meta(ck, "vulpes.algo");
-    vp_status s = (algo && strcmp(algo, "ppo") == 0)
-                      ? VP_OK
-                      : vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s holds no PPO network (vulpes.algo '%s')",
-                                     path, algo ? algo : "(none)");
-    vp_ckpt_list l;
-    memset(&l, 0, sizeof l);
-    if (s == VP_OK) s = vp_ckpt_list_init(&l, vp_ppo_net_tensors(n, NULL, NULL, NULL, 0));
-    if (s == VP_OK) s = add_params(&l, n, "", dst);
-    if (s == VP_OK) s = vp_checkpoint_read_all(b, ck, l.items, l.n);
-    vp_ckpt_list_free(&l);
-    vp_checkpoint_close(ck);
-    return s;
+    return vp_ckpt_read_params(b, ckpt_net(n), path, "ppo", "PPO network", dst);
 }

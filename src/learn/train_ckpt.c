@@ -89,6 +89,13 @@ vp_status vp_ckpt_meta_read_int(const vp_checkpoint* ck, const char* key, int64_
     return VP_OK;
 }
 
+vp_status vp_ckpt_check_resume(const vp_checkpoint* ck, const char* path) {
+    const char* kind = vp_checkpoint_meta(ck, "vulpes.kind");
+    VP_REQUIRE(kind && strcmp(kind, "resume") == 0, VP_ERR_PARSE, "checkpoint %s is not a resume checkpoint "
+               "(vulpes.kind '%s'; last.safetensors is)", path, kind ? kind : "(none)");
+    return VP_OK;
+}
+
 /* Bytes of a key's field in vp_config. */
 static size_t config_field_size(const vp_config_key* k) {
     switch (k->kind) {

@@ -68,6 +68,10 @@ vp_status vp_ckpt_meta_read_int(const vp_checkpoint* ck, const char* key, int64_
  * naming the file and key when it is not a number). */
 vp_status vp_ckpt_meta_read_num(const vp_checkpoint* ck, const char* key, double* out);
 
+/* Checks that checkpoint ck (read from path) is a resume checkpoint: vulpes.kind "resume", else
+ * VP_ERR_PARSE "checkpoint PATH is not a resume checkpoint (vulpes.kind 'K'; last.safetensors is)". */
+vp_status vp_ckpt_check_resume(const vp_checkpoint* ck, const char* path);
+
 /* Checks that checkpoint ck continues the run of cfg on data d: its config equal to cfg but
  * for train.iterations, train.checkpoint_every, train.log_every and run.*, and the same
  * training bars; the message names the first key that differs. */
