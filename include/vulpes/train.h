@@ -82,6 +82,12 @@ void vp_validator_free(vp_validator* v);
  * 0 after init). */
 void vp_validator_set_risk_free(vp_validator* v, double risk_free_rate);
 
+/* The validator of a training run: vp_validator_init over d's validation span with cfg's
+ * env.episode_bars and env.ruin_fraction, then cfg's metrics.risk_free_rate. What every
+ * algorithm's setup makes. */
+vp_status vp_validator_init_run(vp_validator** out, vp_backend* b, const vp_tensor* features, const vp_train_data* d,
+                                const vp_instrument* inst, const vp_config* cfg);
+
 /* Scores policy `pol` (computing on the validator's backend) by the rollout into *out
  * (allocates, uploads and downloads: not for inside an iteration). */
 vp_status vp_validator_run(vp_validator* v, const vp_policy* pol, vp_eval_result* out);

@@ -109,10 +109,7 @@ vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, co
         t->env.size_cap = (const float*)vp_learner_control(&t->learner, VP_CTL_KELLY_CAP).data;
     if (s == VP_OK && cfg->curiosity.enabled) s = curiosity_init(t);
     if (s == VP_OK) s = batch_init(t);
-    if (s == VP_OK)
-        s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars,
-                              cfg->env.ruin_fraction);
-    if (s == VP_OK) vp_validator_set_risk_free(t->val, cfg->metrics.risk_free_rate);
+    if (s == VP_OK) s = vp_validator_init_run(&t->val, b, &t->features, d, &t->parts.instrument, cfg);
     if (s == VP_OK) s = vp_backend_sync(b);
     if (s != VP_OK) {
         vp_trainer_free(t);

@@ -111,10 +111,7 @@ vp_status vp_dt_trainer_init_data(vp_dt_trainer* t, vp_backend* b, const vp_conf
     if (s == VP_OK) t->net.enc.precision = t->parts.precision;
     if (s == VP_OK) s = buffers_init(t);
     if (s == VP_OK) s = vp_dt_acts_init(&t->acts, &t->net, t->dc.batch, 1, t->dc.batch * t->dc.dims.K, 0);
-    if (s == VP_OK)
-        s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars,
-                              cfg->env.ruin_fraction);
-    if (s == VP_OK) vp_validator_set_risk_free(t->val, cfg->metrics.risk_free_rate);
+    if (s == VP_OK) s = vp_validator_init_run(&t->val, b, &t->features, d, &t->parts.instrument, cfg);
     if (s == VP_OK) s = vp_backend_sync(b);
     if (s != VP_OK) {
         vp_dt_trainer_free(t);

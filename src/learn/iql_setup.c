@@ -149,10 +149,7 @@ vp_status vp_iql_trainer_init(vp_iql_trainer* t, vp_backend* b, const vp_config*
     if (s == VP_OK) s = buffers_init(t, ds);
     if (s == VP_OK) s = vp_iql_acts_init(&t->mb, &t->net, B, 1, 0);
     if (s == VP_OK) s = vp_iql_acts_init(&t->nx, &t->net, B, 0, 0);
-    if (s == VP_OK)
-        s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars,
-                              cfg->env.ruin_fraction);
-    if (s == VP_OK) vp_validator_set_risk_free(t->val, cfg->metrics.risk_free_rate);
+    if (s == VP_OK) s = vp_validator_init_run(&t->val, b, &t->features, d, &t->parts.instrument, cfg);
     if (s == VP_OK) s = vp_backend_sync(b);
     if (s != VP_OK) {
         vp_iql_trainer_free(t);

@@ -132,10 +132,7 @@ vp_status vp_ppo_trainer_init(vp_ppo_trainer* t, vp_backend* b, const vp_config*
     if (s == VP_OK) s = vp_ppo_acts_init(&t->col, &t->net, E, 0, 0);
     if (s == VP_OK) s = vp_ppo_acts_init(&t->mb, &t->net, M, 1, 0);
     if (s == VP_OK) s = vp_ppo_span_init(t);
-    if (s == VP_OK)
-        s = vp_validator_init(&t->val, b, &t->features, d, d->split.val, &t->parts.instrument, cfg->env.episode_bars,
-                              cfg->env.ruin_fraction);
-    if (s == VP_OK) vp_validator_set_risk_free(t->val, cfg->metrics.risk_free_rate);
+    if (s == VP_OK) s = vp_validator_init_run(&t->val, b, &t->features, d, &t->parts.instrument, cfg);
     if (s == VP_OK) s = vp_backend_sync(b);
     if (s != VP_OK) {
         vp_ppo_trainer_free(t);

@@ -52,6 +52,14 @@ void vp_validator_set_risk_free(vp_validator* v, double risk_free_rate) {
     if (v) v->cfg.annual.risk_free_rate = risk_free_rate;
 }
 
+vp_status vp_validator_init_run(vp_validator** out, vp_backend* b, const vp_tensor* features, const vp_train_data* d,
+                                const vp_instrument* inst, const vp_config* cfg) {
+    VP_REQUIRE(cfg != NULL && d != NULL, VP_ERR_INVALID_ARG, "vp_validator_init_run: NULL argument");
+    VP_TRY(vp_validator_init(out, b, features, d, d->split.val, inst, cfg->env.episode_bars, cfg->env.ruin_fraction));
+    vp_validator_set_risk_free(*out, cfg->metrics.risk_free_rate);
+    return VP_OK;
+}
+
 vp_status vp_validator_run(vp_validator* v, const vp_policy* pol, vp_eval_result* out) {
     VP_REQUIRE(v != NULL && pol != NULL && out != NULL, VP_ERR_INVALID_ARG, "vp_validator_run: NULL argument");
     memset(out, 0, sizeof *out);
