@@ -37,6 +37,11 @@ FILE* vp_bench_json_open(const vp_bench_opts* o);
 /* Closes what vp_bench_json_open returned (stdout is left open). */
 void vp_bench_json_close(FILE* f);
 
+/* The offline benches' data (bench_offline.c): a synthetic GBM market of n bars into *d and the
+ * random behaviour's dataset of 256 steps of 64 envs on its training span into *ds; prints why
+ * naming `vulpes bench WHAT` and returns 0 on failure, 1 on success. */
+int vp_bench_offline_data(vp_backend* b, int64_t n, const char* what, vp_train_data* d, vp_offline_data* ds);
+
 /* `vulpes bench env`: environment steps per second with random actions, bytes per step, GB/s. */
 int vp_bench_env(vp_backend* b, const vp_bench_opts* o);
 

@@ -158,39 +158,12 @@ static int bench_case(vp_backend* b, const vp_train_data* d, const vp_offline_da
     return 1;
 }
 
-/* A synthetic GBM market of n bars (a synth: source, which a dataset's data record names) and the
- * random behaviour's dataset on its training span; prints why on failure. */
-static int make_data(vp_backend* b, int64_t n, vp_train_data* d, vp_offline_data* ds) {
-    vp_config cfg;
-    vp_config_defaults(&cfg);
-    cfg.features.window = 64;
-    snprintf(cfg.data.path, sizeof cfg.data.path, "synth:gbm:bars=%lld,seed=1", (long long)n);
-    vp_train_parts parts;
-    vp_behaviour beh;
-    vp_record_cfg rc;
-    memset(&rc, 0, sizeof rc);
-    vp_status s = vp_train_data_load(d, &cfg);
-    if (s == VP_OK) s = vp_train_parts_make(&cfg, d->n_features, &parts);
-    if (s == VP_OK) s = vp_behaviour_parse("random", &beh);
-    if (s == VP_OK) {
-        rc.steps = 256, rc.n_envs = 64, rc.seed = 1, rc.span = d->split.train;
-        rc.instrument = parts.instrument, rc.env = parts.env;
-        s = vp_record_run(b, d, NULL, &beh, &rc, ds);
-    }
-    if (s != VP_OK) {
-        fprintf(stderr, "vulpes bench iql: market or dataset set-up (%lld bars) failed: %s\n", (long long)n,
-                vp_last_error());
-        return 0;
-    }
-    return 1;
-}
-
 int vp_bench_iql(vp_backend* b, const vp_bench_opts* o) {
     const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
     vp_train_data d;
     vp_offline_data ds;
     memset(&ds, 0, sizeof ds);
-    if (!make_data(b, 20000, &d, &ds)) {
+    if (!vp_bench_offline_data(b, 20000, "iql", &d, &ds)) {
         vp_offline_free(&ds);
         return 1;
     }

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from torch_timing import time_launches  # noqa: E402  (bench/, this script's folder)
+from torch_timing import read_vulpes, time_launches  # noqa: E402  (bench/, this script's folder)
 
 # (batch, heads, L, D, causal, what): bench/bench_attn.c's SHAPES
 SHAPES = [(8192, 4, 8, 16, 0, "encoder, 8 tokens"), (8192, 4, 16, 32, 0, "encoder, 16 tokens"),
@@ -126,20 +126,6 @@ def run_case(c, backend, dev, iters):
     return ms_f, ms_b, ef, eb, note
 
 
-def read_vulpes(path):
-    """The shapes and times of `vulpes bench attn --json` ("bench":"attn" lines)."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if r.get("bench") == "attn":
-                out.append(r)
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vulpes", default=None, help="vulpes bench attn --json output: its shapes and times")
@@ -154,7 +140,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     if a.vulpes:
-        cases = [r for r in read_vulpes(a.vulpes)]
+        cases = [r for r in read_vulpes(a.vulpes, "attn")]
         if not cases:
             sys.exit(f"torch_attn.py: {a.vulpes} has no \"bench\":\"attn\" line")
     else:

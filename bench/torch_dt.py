@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python", "src"))
 import golden  # noqa: E402  (the encoder's parameter table and draws)
 from vulpes.network import forward  # noqa: E402  (the encoder)
 from torch_iql import IQL, MODEL, SPAN, T_STEPS, ENVS, SHAPE_KEYS, time_mode  # noqa: E402  (bench/)
+from torch_timing import read_vulpes  # noqa: E402  (bench/, this script's folder)
 
 # dt.* defaults (include/vulpes/config.h) and the bench's env.episode_bars (the timestep rows)
 DT = dict(context=20, layers=3, heads=1, embed=128, timesteps=1024)
@@ -152,20 +153,6 @@ class Learn:
         self.loss.copy_(loss.detach())
 
 
-def read_vulpes(path):
-    """The cases of `vulpes bench dt --json` ("what":"update" lines), with vulpes's ms per update."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if r.get("bench") == "dt" and r.get("what") == "update":
-                out.append(r)
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vulpes", default=None, help="vulpes bench dt --json output: its cases and times")
@@ -184,7 +171,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     if a.vulpes:
-        cases = [dict(r, vulpes_ms=r["ms_per_update"]) for r in read_vulpes(a.vulpes)]
+        cases = [dict(r, vulpes_ms=r["ms_per_update"]) for r in read_vulpes(a.vulpes, "dt", "update")]
         if not cases:
             sys.exit(f"torch_dt.py: {a.vulpes} has no \"bench\":\"dt\" update line")
     else:

@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, "..", "python", "src"))
 import golden  # noqa: E402  (the encoder's parameter table and draws)
 from vulpes.network import forward, ppo_heads  # noqa: E402  (the network)
-from torch_timing import time_launches  # noqa: E402  (bench/, this script's folder)
+from torch_timing import read_vulpes, time_launches  # noqa: E402  (bench/, this script's folder)
 
 # The default model (SPEC section 4), as bench/torch_step.py; the vulpes JSON overrides the shapes.
 MODEL = dict(n_features=32, n_portfolio=8, window=8, hidden=256, encoder=0, mamba_state=16,
@@ -186,20 +186,6 @@ def time_mode(case, mode, dev, iters):
     return ms / U, U, peak, note
 
 
-def read_vulpes(path):
-    """The cases of `vulpes bench ppo --json` ("what":"update" lines), with vulpes's ms per update."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if r.get("bench") == "ppo" and r.get("what") == "update":
-                out.append(r)
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--vulpes", default=None, help="vulpes bench ppo --json output: its cases and times")
@@ -222,7 +208,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     if a.vulpes:
-        cases = [dict(r, vulpes_ms=r["ms_per_update"]) for r in read_vulpes(a.vulpes)]
+        cases = [dict(r, vulpes_ms=r["ms_per_update"]) for r in read_vulpes(a.vulpes, "ppo", "update")]
         if not cases:
             sys.exit(f"torch_ppo.py: {a.vulpes} has no \"bench\":\"ppo\" update line")
     else:

@@ -1,6 +1,8 @@
-"""Timing shared by the PyTorch references (torch_step.py, torch_collect.py), the method of
-`vulpes bench`: the work `iters` times per launch, captured in one CUDA graph unless eager, one
-warm-up launch, then the median of 5 launches between CUDA events."""
+"""Timing shared by the PyTorch references (torch_step.py, torch_collect.py, torch_ppo.py, ...), the
+method of `vulpes bench`: the work `iters` times per launch, captured in one CUDA graph unless
+eager, one warm-up launch, then the median of 5 launches between CUDA events; and the reader of
+the vulpes bench's JSON lines they compare with."""
+import json
 import statistics
 
 import torch
@@ -32,3 +34,18 @@ def time_launches(fn, iters, eager):
         b.synchronize()
         per.append(a.elapsed_time(b) / iters)
     return statistics.median(per), note, graph
+
+
+def read_vulpes(path, bench, what=None):
+    """The JSON lines of `vulpes bench BENCH --json` in file path whose "bench" is `bench` (and,
+    when given, whose "what" is `what`), in file order; lines that are not JSON are skipped."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if r.get("bench") == bench and (what is None or r.get("what") == what):
+                out.append(r)
+    return out
