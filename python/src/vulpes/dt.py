@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as Fn
 
 from . import _lib
+from ._cnet import CNet
 from .network import forward as _forward
 
 __all__ = ["CDTModel", "VulpesDTNet", "checkpoint_algo"]
@@ -42,56 +43,13 @@ def _p(a, t=ctypes.c_float):
     return a.ctypes.data_as(ctypes.POINTER(t))
 
 
-class CDTModel:
+class CDTModel(CNet):
     """A dt checkpoint's network in the C library (vp_api_dt_*, CPU, FP32): its configuration, its
     parameters by name, and the C forward. Close it (or use it as a context manager)."""
 
-    def __init__(self, checkpoint):
-        L = _lib.lib()
-        self._h = ctypes.c_void_p()
-        _lib.check(L.vp_api_dt_open(_lib.opt(checkpoint), ctypes.byref(self._h)))
-        self.checkpoint = str(checkpoint)
-        self.config = {}
-        v = ctypes.c_double()
-        for k in _INT_KEYS + _FLOAT_KEYS:
-            _lib.check(L.vp_api_dt_cfg(self._h, k.encode(), ctypes.byref(v)))
-            self.config[k] = int(v.value) if k in _INT_KEYS else float(v.value)
-        sizes = []
-        for br in range(self.config["n_branches"]):
-            _lib.check(L.vp_api_dt_cfg(self._h, f"branch_size{br}".encode(), ctypes.byref(v)))
-            sizes.append(int(v.value))
-        self.config["branch_sizes"] = sizes
-
-    def close(self):
-        if getattr(self, "_h", None):
-            _lib.lib().vp_api_dt_close(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
-    def param_names(self):
-        L = _lib.lib()
-        return [L.vp_api_dt_param_name(self._h, i).decode() for i in range(L.vp_api_dt_n_params(self._h))]
-
-    def param(self, name):
-        """Parameter `name` as a float32 numpy array of its shape."""
-        L = _lib.lib()
-        shape = (ctypes.c_int64 * 2)()
-        ndim = ctypes.c_int()
-        _lib.check(L.vp_api_dt_param_shape(self._h, name.encode(), shape, ctypes.byref(ndim)))
-        out = np.empty(tuple(shape[: ndim.value]), dtype=np.float32)
-        _lib.check(L.vp_api_dt_param(self._h, name.encode(), _p(out), out.size))
-        return out
-
-    def params(self):
-        return {n: self.param(n) for n in self.param_names()}
+    _API = "vp_api_dt"
+    _INT_KEYS = _INT_KEYS
+    _FLOAT_KEYS = _FLOAT_KEYS
 
     def forward(self, window, portfolio, actions, rtg, ts, valid):
         """The C forward of B sequences of K = context steps: window [B, K, W, F], portfolio

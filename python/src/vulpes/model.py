@@ -1,12 +1,11 @@
 """A checkpoint's network in PyTorch (vulpes.load) and the C forward it is checked against
 (CModel): both open the checkpoint through the library, so they read the same configuration and
 parameters."""
-import ctypes
-
 import numpy as np
 import torch
 
 from . import _lib
+from ._cnet import CNet
 from .network import forward as _forward
 from .network import iql_heads as _iql_heads
 from .network import ppo_heads as _ppo_heads
@@ -26,56 +25,13 @@ def _f32p(a):
     return a.ctypes.data_as(_lib.c_float_p) if a is not None else None
 
 
-class CModel:
+class CModel(CNet):
     """A checkpoint's network in the C library (vp_api_model_*, CPU, FP32): its configuration, its
     parameters by name, and the C forward. Close it (or use it as a context manager)."""
 
-    def __init__(self, checkpoint):
-        L = _lib.lib()
-        self._h = ctypes.c_void_p()
-        _lib.check(L.vp_api_model_open(_lib.opt(checkpoint), ctypes.byref(self._h)))
-        self.checkpoint = str(checkpoint)
-        self.config = {}
-        v = ctypes.c_double()
-        for k in _INT_KEYS + _FLOAT_KEYS:
-            _lib.check(L.vp_api_model_cfg(self._h, k.encode(), ctypes.byref(v)))
-            self.config[k] = int(v.value) if k in _INT_KEYS else float(v.value)
-        sizes = []
-        for br in range(self.config["n_branches"]):
-            _lib.check(L.vp_api_model_cfg(self._h, f"branch_size{br}".encode(), ctypes.byref(v)))
-            sizes.append(int(v.value))
-        self.config["branch_sizes"] = sizes
-
-    def close(self):
-        if getattr(self, "_h", None):
-            _lib.lib().vp_api_model_close(self._h)
-            self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
-    def param_names(self):
-        L = _lib.lib()
-        return [L.vp_api_model_param_name(self._h, i).decode() for i in range(L.vp_api_model_n_params(self._h))]
-
-    def param(self, name):
-        """Parameter `name` as a float32 numpy array of its shape."""
-        L = _lib.lib()
-        shape = (ctypes.c_int64 * 2)()
-        ndim = ctypes.c_int()
-        _lib.check(L.vp_api_model_param_shape(self._h, name.encode(), shape, ctypes.byref(ndim)))
-        out = np.empty(tuple(shape[: ndim.value]), dtype=np.float32)
-        _lib.check(L.vp_api_model_param(self._h, name.encode(), _f32p(out), out.size))
-        return out
-
-    def params(self):
-        return {n: self.param(n) for n in self.param_names()}
+    _API = "vp_api_model"
+    _INT_KEYS = _INT_KEYS
+    _FLOAT_KEYS = _FLOAT_KEYS
 
     def forward(self, window, portfolio, taus=None):
         """The C forward of window [B, K, F], portfolio [B, P] and taus [B, N] (or None): a dict
