@@ -25,6 +25,7 @@
 
 #include "bench.h"
 #include "bench_train_floor.h"
+#include "learn/collect_impl.h"
 #include "vulpes/synth.h"
 #include "vulpes/dqn.h"
 #include "vulpes/train.h"
@@ -57,6 +58,68 @@ static vp_status train_body(vp_backend* b, void* ctx) {
         VP_TRY(vp_learner_step(&t->learner, &t->batch, &t->priorities));
         VP_TRY(vp_replay_update_priorities(t->replay, &t->indices, &t->priorities));
     }
+    return VP_OK;
+}
+
+/* The parts of an encode-once collection, each timed alone (bench_split). */
+typedef enum split_part { SP_ENCODE = 0, SP_GATHER, SP_SCORE, SP_ACT, SP_ENV_PUSH, SP_HANDOVER, SP_COUNT } split_part;
+
+static const char* const SPLIT_NAMES[SP_COUNT] = {"encode", "gather", "score", "act", "env+push", "handover"};
+
+typedef struct split_ctx {
+    vp_trainer* t;
+    split_part what;
+    int reps;
+} split_ctx;
+
+/* `reps` calls of one part of vp_collector_head_step (or of the span encoding). Run alone,
+ * each part reads what the last full step left, so its time is the part's own. */
+static vp_status split_body(vp_backend* b, void* ctx) {
+    split_ctx* sc = (split_ctx*)ctx;
+    vp_collector* c = &sc->t->collector;
+    vp_env* e = c->env;
+    vp_tensor q, wend = vp_tensor_1d(e->state.window_end, VP_I32, e->storage.mem, c->n_envs);
+    for (int r = 0; r < sc->reps; ++r) {
+        switch (sc->what) {
+        case SP_ENCODE: VP_TRY(vp_collector_encode_span(c)); break;
+        case SP_GATHER:
+            VP_TRY(vp_collect_gather(b, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, &wend, &c->window_end));
+            break;
+        case SP_SCORE: VP_TRY(vp_policy_score(&c->policy, c->work, &c->enc, &c->portfolio, c->n_envs, &q)); break;
+        case SP_ACT:
+            VP_TRY(vp_policy_score(&c->policy, c->work, &c->enc, &c->portfolio, c->n_envs, &q));
+            VP_TRY(vp_collect_act_scaled(b, &c->cfg, &c->policy.layout, &q, &c->step,
+                                         c->eps_scale.data ? &c->eps_scale : NULL, &c->actions));
+            break;
+        case SP_ENV_PUSH: VP_TRY(vp_collector_env_push(c, &c->enc)); break;
+        default:
+            VP_TRY(vp_collect_handover(b, &c->next_bar, &c->next_portfolio, &c->obs_bar, &c->portfolio, &c->step));
+            break;
+        }
+    }
+    return VP_OK;
+}
+
+/* Prints the encode-once collection's split: the span encoding, then each part of a head
+ * step in ms per step (act is timed with its score, and shown less the score alone). */
+static vp_status bench_split(vp_trainer* t, int64_t steps, FILE* js) {
+    double ms[SP_COUNT] = {0};
+    for (int p = 0; p < SP_COUNT; ++p) {
+        const int reps = p == SP_ENCODE ? 1 : (int)steps;
+        split_ctx sc = {t, (split_part)p, reps};
+        VP_TRY(vp_bench_time_body(t->backend, split_body, &sc, 1, reps, &ms[p]));
+    }
+    ms[SP_ACT] -= ms[SP_SCORE];
+    double head = 0;
+    for (int p = 1; p < SP_COUNT; ++p) head += ms[p];
+    printf("         split: encode %.3f ms, then per head step %.4f ms:", ms[SP_ENCODE], head);
+    for (int p = 1; p < SP_COUNT; ++p) printf(" %s %.4f", SPLIT_NAMES[p], ms[p]);
+    printf("\n");
+    fprintf(js, "{\"bench\":\"train\",\"what\":\"collect_split\",\"n_envs\":%lld,\"collect_steps\":%lld,"
+            "\"encode_ms\":%.6g,\"head_step_ms\":%.6g", (long long)t->collector.n_envs, (long long)steps, ms[SP_ENCODE],
+            head);
+    for (int p = 1; p < SP_COUNT; ++p) fprintf(js, ",\"%s_ms\":%.6g", SPLIT_NAMES[p], ms[p]);
+    fprintf(js, "}\n");
     return VP_OK;
 }
 
@@ -131,9 +194,9 @@ static int bench_collect(vp_backend* b, const vp_train_data* d, int64_t n, int64
     const int reps = cuda ? (int)(cap < 1 ? 1 : cap > 50 ? 50 : cap) : 2;
     vp_bench_floor fl = vp_bench_collect_floor(&t.collector, &t.learner.model.cfg);
     vp_status s = time_part(&t, PART_COLLECT, reps, &ms);
-    vp_trainer_free(&t);
     if (s != VP_OK) {
         fprintf(stderr, "vulpes bench train: collection timing failed: %s\n", vp_last_error());
+        vp_trainer_free(&t);
         return 0;
     }
     const double eps = (double)per / (ms * 1e-3), frac = fl.floor_s * eps;
@@ -147,6 +210,13 @@ static int bench_collect(vp_backend* b, const vp_train_data* d, int64_t n, int64
             "%.6g,\"floor_frac\":%.6g}\n", be, vp_backend_name(b), (long long)n, (long long)steps,
             fl.encode_once ? "encode_once" : "stepwise", (long long)fl.span_rows, (long long)cfg.model.hidden, eps, ms,
             fl.flops, fl.bytes, fl.floor_s, cuda ? frac : 0.0);
+    // where an encode-once collection's time goes (S >= 8)
+    if (t.collector.encode_once && steps >= 8) s = bench_split(&t, steps, js);
+    vp_trainer_free(&t);
+    if (s != VP_OK) {
+        fprintf(stderr, "vulpes bench train: collection split failed: %s\n", vp_last_error());
+        return 0;
+    }
     return 1;
 }
 
