@@ -15,6 +15,8 @@ typedef struct vp_bench_opts {
     const char* backend;   /* "cpu", "cuda" or "auto" */
     int64_t batch;         /* bench step: learner batch B (0: the default, 8192; --quick's smaller one) */
     const char* ablate;    /* bench step: switches KEY[,KEY=VALUE...] timed beside the default (NULL: none) */
+    int64_t envs;          /* bench train: only the collections of this many envs (0: the benchmark's list) */
+    int64_t steps;         /* bench train: only the collections of S = steps (0: the benchmark's list) */
 } vp_bench_opts;
 
 /* `vulpes bench gemm`: the learner's GEMM shapes. */

@@ -282,6 +282,15 @@ int vp_bench_train(vp_backend* b, const vp_bench_opts* o) {
     int ok = 1;
     const int reps = o->iters > 0 ? o->iters : (cuda ? 50 : 3);
     const int64_t envs[3] = {4096, 65536, 262144}, steps[3] = {1, 8, 64}, qsteps[2] = {1, 64};
+    if (o->envs || o->steps) {
+        // one shape (--envs, --steps): its collections only, on the long market
+        const int64_t n = o->envs ? o->envs : (cuda ? 4096 : 256);
+        for (int j = 0; j < 3 && ok; ++j)
+            if (!o->steps || j == 0) ok = bench_collect(b, &d, n, o->steps ? o->steps : steps[j], !cuda, js);
+        vp_train_data_free(&d);
+        vp_bench_json_close(js);
+        return ok ? 0 : 1;
+    }
     if (cuda) {
         const int ne = o->quick ? 1 : 3, ns = o->quick ? 2 : 3;
         for (int i = 0; i < ne && ok; ++i)

@@ -22,6 +22,7 @@
 #   modules-step: vulpes bench step with each network module on (--ablate)
 #   modules: every module on (train, GPU and CPU backtests) and the module ablations (scripts/gpu_modules_check.sh)
 #   step-profile: the GPU time of every kernel of one learner step (Nsight Compute)
+#   collect-profile: the GPU time of every kernel of a 65536-env collection's first iterations (Nsight Compute)
 #   search-bench: a 16-trial vulpes search with --parallel 16 and with --parallel 1, trials/s of
 #                 both (scripts/gpu_search_bench.sh)
 set -uo pipefail
@@ -108,6 +109,13 @@ for s in $steps; do
       run ncu_step ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
         --launch-count "${VP_NCU_LAUNCHES:-600}" --log-file "$OUT/ncu_step.csv" build-gpu/vulpes bench step --backend cuda --iters 1
       run ncu_summary python3 bench/ncu_kernels.py "$OUT/ncu_step.csv" ;;
+    collect-profile)
+      # every kernel of a 65536-env, S = 8 collection's set-up and first iterations, timed alone by
+      # Nsight Compute (the head steps are the kernels between a collect_gather and the env step)
+      run ncu_collect ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+        --launch-count "${VP_NCU_LAUNCHES:-3000}" --log-file "$OUT/ncu_collect.csv" build-gpu/vulpes bench train \
+        --backend cuda --envs 65536 --steps 8 --iters 1
+      run ncu_collect_summary python3 bench/ncu_kernels.py "$OUT/ncu_collect.csv" ;;
     modules-step)
       # the learner step with each network module on, beside the default (docs/perf.md)
       run bench_step_modules build-gpu/vulpes bench step --backend cuda --json "$OUT/step_modules.jsonl" \
