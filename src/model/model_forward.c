@@ -95,11 +95,14 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
     for (int i = 0; i < c->n_branches; ++i) br.size[i] = c->branch_sizes[i];
     vp_tensor logp = vp_acts_rows(&a->logp, batch * A);
     // logits of the dueling branches, log-probabilities over atoms, expected values
+    if (!c->adaptive_atoms)
+        return a->mops->c51_head(be, batch, c->n_atoms, &br, c->v_min, c->v_max, (const float*)a->v.data,
+                                 (const float*)a->adv.data, (float*)logp.data, (float*)a->q.data);
+    // a learned support: its own expected values (model_atoms.c)
     VP_TRY(a->mops->dueling_forward(be, batch, c->n_atoms, &br, (const float*)a->v.data, (const float*)a->adv.data,
                                     (float*)logp.data));
     VP_TRY(vp_log_softmax(be, &logp, &logp));
-    if (c->adaptive_atoms) return vp_model_atoms_q(m, a, batch);
-    return a->mops->c51_q(be, batch * A, c->n_atoms, c->v_min, c->v_max, (const float*)logp.data, (float*)a->q.data);
+    return vp_model_atoms_q(m, a, batch);
 }
 
 /* Whether the IQN embedding runs as the one-pass CUDA kernel: TF32 products on a CUDA backend
@@ -194,8 +197,8 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     vp_tensor port = vp_acts_rows(&a->port, batch), h = vp_acts_rows(&a->h, batch);
     vp_tensor pin = vp_acts_rows(portfolio, batch), pw = PV(PORT_W), pb = PV(PORT_B);
     VP_TRY(vp_copy(be, &pin, &port));
-    VP_TRY(vp_copy(be, &e, &h));
-    VP_TRY(vp_model_linear(m, &port, &pw, &pb, VP_EPI_BIAS, 1.0f, &h));
+    VP_TRY(a->mops->port_add(be, batch, (int)c->hidden, c->n_portfolio, (const float*)e.data, (const float*)port.data,
+                             (const float*)pw.data, (const float*)pb.data, (float*)h.data));
     VP_TRY(vp_model_rb_forward(m, params, a, batch));
     // C51 value and advantage streams, combined
     vp_tensor v1 = vp_acts_rows(&a->v1, batch), ah = vp_acts_rows(&a->ah, batch);

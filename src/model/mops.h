@@ -91,6 +91,22 @@ typedef vp_status vp_mops_dueling_backward_fn(vp_backend* be, int64_t B, int Z, 
 typedef vp_status vp_mops_c51_q_fn(vp_backend* be, int64_t rows, int Z, float v_min, float v_max,
                                    const float* logp, float* q);
 
+/* The C51 head's combine in one call: logp = log_softmax over atoms of dueling_forward(v,
+ * adv), then q = c51_q(logp): logp [B, A*Z] (may not alias adv), q [B*A]. The CPU runs the
+ * three kernels above and the backend's log-softmax (the same bits as calling them); CUDA
+ * runs one pass per sample (a warp per sample, Z <= 64; the three kernels at other Z),
+ * with the three kernels' arithmetic in their order, so its bits equal theirs too. */
+typedef vp_status vp_mops_c51_head_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, float v_min,
+                                      float v_max, const float* v, const float* adv, float* logp, float* q);
+
+/* The portfolio projection added to the encoding: h[b, :] = e[b, :] + (bias + W p[b, :]),
+ * e, h [B, H] (h may alias e), p [B, P], W [H, P], bias [H]. The CPU copies e into h and
+ * runs the FP32 GEMM with beta 1 (the model's linear layer: the same bits); CUDA runs one
+ * element-wise FP32 pass (k = 0 .. P-1 in order, fused multiply-adds), at any precision:
+ * K = P = 8 is too short a product for tensor cores to pay. */
+typedef vp_status vp_mops_port_add_fn(vp_backend* be, int64_t B, int H, int P, const float* e, const float* p,
+                                      const float* W, const float* bias, float* h);
+
 /* out[r, i] = cos(tau[r] * float(pi * i)), i = 0..NC-1; tau [rows], out [rows, NC]. */
 typedef vp_status vp_mops_iqn_cos_fn(vp_backend* be, int64_t rows, int NC, const float* tau, float* out);
 
@@ -142,7 +158,8 @@ typedef vp_status vp_mops_iqn_embed_fn(vp_backend* be, const vp_iqn_dims* d, con
     X(f, i, window_index) X(f, i, take_last) X(f, i, add_last) X(f, i, conv_forward)             \
     X(f, i, conv_backward) X(f, i, scan_forward) X(f, i, scan_backward) X(f, i, dueling_forward) \
     X(f, i, dueling_backward) X(f, i, c51_q) X(f, i, iqn_cos) X(f, i, iqn_mix_forward)            \
-    X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward) X(f, i, iqn_embed)
+    X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward) X(f, i, iqn_embed) X(f, i, c51_head)        \
+    X(f, i, port_add)
 
 /* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
 #define VP_MOPS_DECLARE(prefix) VP_KERNEL_DECLARE(VP_MOPS_KERNELS, vp_mops, prefix)

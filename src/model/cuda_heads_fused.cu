@@ -1,0 +1,112 @@
+/* CUDA kernels of the model's fused head passes (mops.h: c51_head, port_add): the C51
+ * combine (dueling, log-softmax over atoms, expected value) in one pass per sample, and the
+ * portfolio projection added to the encoding in one element-wise pass. */
+#include "backend/kit.h"
+#include "model/cuda_mops.h"
+#include "vulpes/ops.h"
+
+#define STREAM(be) vp_cuda_stream_of(be)
+
+/* The largest atom count of the one-pass combine: two atoms per lane of a warp. */
+#define C51_HEAD_MAX_Z 64
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+/* One warp per sample b: lane t holds atoms t and t + 32 (where < Z). Per branch, the mean
+ * advantage per atom (dueling_kernel's sum in action order, then its division); per action,
+ * the logit x + (v - mean), its log-softmax over atoms (softmax_kernel<32, 1>: lane maxima
+ * and sums in atom order, then the warp's butterfly) and its expected value (c51_q_kernel's
+ * lane sums and butterfly). Every expression is the unfused kernels' own, in their order. */
+__global__ void c51_head_kernel(const float* __restrict__ v, const float* __restrict__ adv, float* logp, float* q,
+                                int64_t B, int Z, vp_branch_map br, int A, float v_min, float dz) {
+    const int wpb = blockDim.x / 32, lane = threadIdx.x & 31;
+    const int z0 = lane, z1 = lane + 32;
+    const int h0 = z0 < Z, h1 = z1 < Z;
+    for (int64_t b = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; b < B; b += (int64_t)gridDim.x * wpb) {
+        const float* x = adv + b * A * Z;
+        float* o = logp + b * A * Z;
+        const float v0 = h0 ? v[b * Z + z0] : 0.0f, v1 = h1 ? v[b * Z + z1] : 0.0f;
+        int a0 = 0;
+        for (int k = 0; k < br.n; ++k) {
+            float s0 = 0.0f, s1 = 0.0f;
+            for (int a = a0; a < a0 + br.size[k]; ++a) {
+                if (h0) s0 += x[(int64_t)a * Z + z0];
+                if (h1) s1 += x[(int64_t)a * Z + z1];
+            }
+            const float mean0 = s0 / (float)br.size[k], mean1 = s1 / (float)br.size[k];
+            const float base0 = v0 - mean0, base1 = v1 - mean1;
+            for (int a = a0; a < a0 + br.size[k]; ++a) {
+                const float l0 = h0 ? x[(int64_t)a * Z + z0] + base0 : 0.0f;
+                const float l1 = h1 ? x[(int64_t)a * Z + z1] + base1 : 0.0f;
+                float mx = -INFINITY;
+                if (h0) mx = vp_nan_max(mx, l0);
+                if (h1) mx = vp_nan_max(mx, l1);
+                mx = vp_warp_max(mx);
+                float s = 0.0f;
+                if (h0) s += expf(l0 - mx);
+                if (h1) s += expf(l1 - mx);
+                s = vp_warp_sum(s);
+                const float ls = logf(s);
+                const float p0 = l0 - mx - ls, p1 = l1 - mx - ls;
+                float acc = 0.0f;
+                if (h0) {
+                    o[(int64_t)a * Z + z0] = p0;
+                    acc += (v_min + (float)z0 * dz) * expf(p0);
+                }
+                if (h1) {
+                    o[(int64_t)a * Z + z1] = p1;
+                    acc += (v_min + (float)z1 * dz) * expf(p1);
+                }
+                acc = vp_warp_sum(acc);
+                if (lane == 0) q[b * A + a] = acc;
+            }
+            a0 += br.size[k];
+        }
+    }
+}
+
+/* h[b, j] = e[b, j] + (bias[j] + sum_k p[b, k] W[j, k]); threadIdx.y picks a row (grid-stride
+ * over rows), threadIdx.x strides its columns. */
+__global__ void port_add_kernel(const float* e, const float* __restrict__ p, const float* __restrict__ W,
+                                const float* __restrict__ bias, float* h, int64_t B, int H, int P) {
+    for (int64_t b = (int64_t)blockIdx.x * blockDim.y + threadIdx.y; b < B; b += (int64_t)gridDim.x * blockDim.y) {
+        const float* pb = p + b * P;
+        for (int j = threadIdx.x; j < H; j += blockDim.x) {
+            float acc = bias[j];
+            for (int k = 0; k < P; ++k) acc = fmaf(pb[k], W[(int64_t)j * P + k], acc);
+            h[b * H + j] = e[b * H + j] + acc;
+        }
+    }
+}
+
+/* ---- launchers ------------------------------------------------------------------------------ */
+
+extern "C" vp_status vp_cuda_c51_head(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, float v_min,
+                                      float v_max, const float* v, const float* adv, float* logp, float* q) {
+    VP_REQUIRE(br && br->n >= 1 && br->n <= 8 && v && adv && logp && q && B >= 1 && Z >= 2, VP_ERR_INVALID_ARG,
+               "cuda c51_head: bad arguments");
+    int A = 0;
+    for (int i = 0; i < br->n; ++i) A += br->size[i];
+    if (Z > C51_HEAD_MAX_Z) {
+        // the three kernels one after another
+        VP_TRY(vp_cuda_dueling_forward(be, B, Z, br, v, adv, logp));
+        vp_tensor lp = vp_tensor_2d(logp, VP_F32, VP_MEM_DEVICE, B * A, Z);
+        VP_TRY(vp_log_softmax(be, &lp, &lp));
+        return vp_cuda_c51_q(be, B * A, Z, v_min, v_max, logp, q);
+    }
+    const float dz = (v_max - v_min) / (float)(Z - 1);
+    c51_head_kernel<<<vp_cuda_row_grid(B, VP_CUDA_THREADS / 32), VP_CUDA_THREADS, 0, STREAM(be)>>>(
+        v, adv, logp, q, B, Z, *br, A, v_min, dz);
+    VP_CUDA_CHECK_LAUNCH("c51_head_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_port_add(vp_backend* be, int64_t B, int H, int P, const float* e, const float* p,
+                                      const float* W, const float* bias, float* h) {
+    VP_REQUIRE(e && p && W && bias && h && B >= 1 && H >= 1 && P >= 1, VP_ERR_INVALID_ARG,
+               "cuda port_add: bad arguments");
+    const dim3 block(64, 4);
+    port_add_kernel<<<vp_cuda_row_grid(B, 4), block, 0, STREAM(be)>>>(e, p, W, bias, h, B, H, P);
+    VP_CUDA_CHECK_LAUNCH("port_add_kernel");
+    return VP_OK;
+}
