@@ -17,15 +17,16 @@
  * the logit x + (v - mean), its log-softmax over atoms (softmax_kernel<32, 1>: lane maxima
  * and sums in atom order, then the warp's butterfly) and its expected value (c51_q_kernel's
  * lane sums and butterfly). Every expression is the unfused kernels' own, in their order. */
-__global__ void c51_head_kernel(const float* __restrict__ v, const float* __restrict__ adv, float* logp, float* q,
-                                int64_t B, int Z, vp_branch_map br, int A, float v_min, float dz) {
+__global__ void c51_head_kernel(const float* __restrict__ v, int64_t ldv, const float* __restrict__ adv,
+                                int64_t ldadv, float* logp, float* q, int64_t B, int Z, vp_branch_map br, int A,
+                                float v_min, float dz) {
     const int wpb = blockDim.x / 32, lane = threadIdx.x & 31;
     const int z0 = lane, z1 = lane + 32;
     const int h0 = z0 < Z, h1 = z1 < Z;
     for (int64_t b = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; b < B; b += (int64_t)gridDim.x * wpb) {
-        const float* x = adv + b * A * Z;
+        const float* x = adv + b * ldadv;
         float* o = logp + b * A * Z;
-        const float v0 = h0 ? v[b * Z + z0] : 0.0f, v1 = h1 ? v[b * Z + z1] : 0.0f;
+        const float v0 = h0 ? v[b * ldv + z0] : 0.0f, v1 = h1 ? v[b * ldv + z1] : 0.0f;
         int a0 = 0;
         for (int k = 0; k < br.n; ++k) {
             float s0 = 0.0f, s1 = 0.0f;
@@ -65,6 +66,19 @@ __global__ void c51_head_kernel(const float* __restrict__ v, const float* __rest
     }
 }
 
+/* The output layers into their padded copies (mops.h c51_pad): one thread per copied float. */
+__global__ void c51_pad_kernel(int Z, int AZ, int HH, const float* __restrict__ v2w, const float* __restrict__ v2b,
+                               const float* __restrict__ a2w, const float* __restrict__ a2b, float* out) {
+    const int64_t Zp = (Z + 3) / 4 * 4, AZp = (AZ + 3) / 4 * 4;
+    const int64_t n1 = (int64_t)Z * HH, n2 = n1 + Z, n3 = n2 + (int64_t)AZ * HH, n4 = n3 + AZ;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+        if (i < n1) out[i] = v2w[i];
+        else if (i < n2) out[Zp * HH + (i - n1)] = v2b[i - n1];
+        else if (i < n3) out[Zp * HH + Zp + (i - n2)] = a2w[i - n2];
+        else out[Zp * HH + Zp + AZp * HH + (i - n3)] = a2b[i - n3];
+    }
+}
+
 /* h[b, j] = e[b, j] + (bias[j] + sum_k p[b, k] W[j, k]); threadIdx.y picks a row (grid-stride
  * over rows), threadIdx.x strides its columns. */
 __global__ void port_add_kernel(const float* e, const float* __restrict__ p, const float* __restrict__ W,
@@ -82,12 +96,18 @@ __global__ void port_add_kernel(const float* e, const float* __restrict__ p, con
 /* ---- launchers ------------------------------------------------------------------------------ */
 
 extern "C" vp_status vp_cuda_c51_head(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, float v_min,
-                                      float v_max, const float* v, const float* adv, float* logp, float* q) {
+                                      float v_max, const float* v, int64_t ldv, const float* adv, int64_t ldadv,
+                                      float* logp, float* q) {
     VP_REQUIRE(br && br->n >= 1 && br->n <= 8 && v && adv && logp && q && B >= 1 && Z >= 2, VP_ERR_INVALID_ARG,
                "cuda c51_head: bad arguments");
     int A = 0;
     for (int i = 0; i < br->n; ++i) A += br->size[i];
+    VP_REQUIRE(ldv >= Z && ldadv >= (int64_t)A * Z, VP_ERR_INVALID_ARG,
+               "cuda c51_head: rows of %lld and %lld floats, under Z %d and A Z %d", (long long)ldv, (long long)ldadv, Z,
+               A * Z);
     if (Z > C51_HEAD_MAX_Z) {
+        VP_REQUIRE(ldv == Z && ldadv == (int64_t)A * Z, VP_ERR_INVALID_ARG,
+                   "cuda c51_head: padded rows need Z <= %d (Z is %d)", C51_HEAD_MAX_Z, Z);
         // the three kernels one after another
         VP_TRY(vp_cuda_dueling_forward(be, B, Z, br, v, adv, logp));
         vp_tensor lp = vp_tensor_2d(logp, VP_F32, VP_MEM_DEVICE, B * A, Z);
@@ -96,8 +116,19 @@ extern "C" vp_status vp_cuda_c51_head(vp_backend* be, int64_t B, int Z, const vp
     }
     const float dz = (v_max - v_min) / (float)(Z - 1);
     c51_head_kernel<<<vp_cuda_row_grid(B, VP_CUDA_THREADS / 32), VP_CUDA_THREADS, 0, STREAM(be)>>>(
-        v, adv, logp, q, B, Z, *br, A, v_min, dz);
+        v, ldv, adv, ldadv, logp, q, B, Z, *br, A, v_min, dz);
     VP_CUDA_CHECK_LAUNCH("c51_head_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_c51_pad(vp_backend* be, int Z, int AZ, int HH, const float* v2w, const float* v2b,
+                                     const float* a2w, const float* a2b, float* out) {
+    VP_REQUIRE(Z >= 1 && AZ >= 1 && HH >= 1 && v2w && v2b && a2w && a2b && out, VP_ERR_INVALID_ARG,
+               "cuda c51_pad: bad arguments");
+    const int64_t n = (int64_t)(Z + AZ) * (HH + 1);
+    c51_pad_kernel<<<vp_cuda_grid(n, VP_CUDA_THREADS), VP_CUDA_THREADS, 0, STREAM(be)>>>(Z, AZ, HH, v2w, v2b, a2w, a2b,
+                                                                                        out);
+    VP_CUDA_CHECK_LAUNCH("c51_pad_kernel");
     return VP_OK;
 }
 

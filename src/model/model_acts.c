@@ -84,6 +84,11 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->adv, "adv", VP_F32, B, A * Z);
     take(pl, &a->logp, "logp", VP_F32, B * A, Z);
     take(pl, &a->q, "q", VP_F32, B, A);
+    const int64_t PADH = vp_model_heads_padded(c, a->model->backend) ? 1 : 0;
+    const int64_t Zp = (Z + 3) / 4 * 4, AZp = (A * Z + 3) / 4 * 4;
+    take(pl, &a->v_pad, "v_pad", VP_F32, B * PADH, Zp);
+    take(pl, &a->adv_pad, "adv_pad", VP_F32, B * PADH, AZp);
+    take(pl, &a->head_w_pad, "head_w_pad", VP_F32, PADH, Zp * HH + Zp + AZp * HH + AZp);
     take(pl, &a->phi, "phi", VP_F32, Q, H);
     if (a->for_backward) {
         take(pl, &a->cosf, "cosf", VP_F32, Q, c->iqn_cos);
@@ -177,6 +182,8 @@ vp_status vp_model_acts_init(vp_model_acts** out, const vp_model* m, int64_t bat
         planner real = {&a->arena, 0, VP_OK};
         s = layout(a, &real);
     }
+    // the padded output layers' zero rows, written once (the forward copies the weights over the rest)
+    if (s == VP_OK && a->head_w_pad.data) s = vp_fill(m->backend, &a->head_w_pad, 0.0f);
     if (s != VP_OK) {
         vp_model_acts_free(a);
         return vp_error_context(s, "activations for batch %lld", (long long)batch);

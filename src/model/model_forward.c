@@ -95,14 +95,43 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
     for (int i = 0; i < c->n_branches; ++i) br.size[i] = c->branch_sizes[i];
     vp_tensor logp = vp_acts_rows(&a->logp, batch * A);
     // logits of the dueling branches, log-probabilities over atoms, expected values
-    if (!c->adaptive_atoms)
-        return a->mops->c51_head(be, batch, c->n_atoms, &br, c->v_min, c->v_max, (const float*)a->v.data,
-                                 (const float*)a->adv.data, (float*)logp.data, (float*)a->q.data);
+    if (!c->adaptive_atoms) {
+        // the padded heads' rows (vp_model_heads_out_padded) or the dense ones
+        const int pad = a->v_pad.data != NULL;
+        const vp_tensor *v = pad ? &a->v_pad : &a->v, *adv = pad ? &a->adv_pad : &a->adv;
+        return a->mops->c51_head(be, batch, c->n_atoms, &br, c->v_min, c->v_max, (const float*)v->data,
+                                 vp_tensor_cols(v), (const float*)adv->data, vp_tensor_cols(adv), (float*)logp.data,
+                                 (float*)a->q.data);
+    }
     // a learned support: its own expected values (model_atoms.c)
     VP_TRY(a->mops->dueling_forward(be, batch, c->n_atoms, &br, (const float*)a->v.data, (const float*)a->adv.data,
                                     (float*)logp.data));
     VP_TRY(vp_log_softmax(be, &logp, &logp));
     return vp_model_atoms_q(m, a, batch);
+}
+
+int vp_model_heads_padded(const vp_model_cfg* c, const vp_backend* b) {
+    const int A = vp_model_cfg_actions(c);
+    return vp_backend_get_kind(b) == VP_BACKEND_CUDA && !c->cross_branch && !c->adaptive_atoms &&
+           (c->n_atoms % 4 != 0 || (A * c->n_atoms) % 4 != 0);
+}
+
+vp_status vp_model_heads_out_padded(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
+    const vp_model_cfg* c = &m->cfg;
+    const int64_t Z = c->n_atoms, AZ = (int64_t)vp_model_cfg_actions(c) * Z, HH = c->head_hidden;
+    const int64_t Zp = vp_tensor_cols(&a->v_pad), AZp = vp_tensor_cols(&a->adv_pad);
+    float* w = (float*)a->head_w_pad.data;
+    vp_tensor v2w = PV(C51_V2_W), v2b = PV(C51_V2_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
+    VP_TRY(a->mops->c51_pad(m->backend, (int)Z, (int)AZ, (int)HH, (const float*)v2w.data, (const float*)v2b.data,
+                            (const float*)a2w.data, (const float*)a2b.data, w));
+    const vp_mem mem = a->head_w_pad.mem;
+    vp_tensor pv2w = vp_tensor_2d(w, VP_F32, mem, Zp, HH), pv2b = vp_tensor_1d(w + Zp * HH, VP_F32, mem, Zp);
+    vp_tensor pa2w = vp_tensor_2d(w + Zp * HH + Zp, VP_F32, mem, AZp, HH);
+    vp_tensor pa2b = vp_tensor_1d(w + Zp * HH + Zp + AZp * HH, VP_F32, mem, AZp);
+    vp_tensor v1 = vp_acts_rows(&a->v1, batch), ah = vp_acts_rows(&a->ah, batch);
+    vp_tensor v = vp_acts_rows(&a->v_pad, batch), adv = vp_acts_rows(&a->adv_pad, batch);
+    VP_TRY(vp_model_linear(m, &v1, &pv2w, &pv2b, VP_EPI_BIAS, 0.0f, &v));
+    return vp_model_linear(m, &ah, &pa2w, &pa2b, VP_EPI_BIAS, 0.0f, &adv);
 }
 
 /* Whether the IQN embedding runs as the one-pass CUDA kernel: TF32 products on a CUDA backend
@@ -206,9 +235,11 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     vp_tensor v1w = PV(C51_V1_W), v1b = PV(C51_V1_B), v2w = PV(C51_V2_W), v2b = PV(C51_V2_B);
     vp_tensor a1w = PV(C51_A1_W), a1b = PV(C51_A1_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
     VP_TRY(vp_model_linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
-    VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
+    if (!a->v_pad.data) VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
     VP_TRY(vp_model_linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
-    if (c->cross_branch)
+    if (a->v_pad.data)
+        VP_TRY(vp_model_heads_out_padded(m, params, a, batch));
+    else if (c->cross_branch)
         VP_TRY(vp_model_xb_forward(m, params, a, batch));
     else
         VP_TRY(vp_model_linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));

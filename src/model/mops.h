@@ -92,12 +92,22 @@ typedef vp_status vp_mops_c51_q_fn(vp_backend* be, int64_t rows, int Z, float v_
                                    const float* logp, float* q);
 
 /* The C51 head's combine in one call: logp = log_softmax over atoms of dueling_forward(v,
- * adv), then q = c51_q(logp): logp [B, A*Z] (may not alias adv), q [B*A]. The CPU runs the
- * three kernels above and the backend's log-softmax (the same bits as calling them); CUDA
- * runs one pass per sample (a warp per sample, Z <= 64; the three kernels at other Z),
- * with the three kernels' arithmetic in their order, so its bits equal theirs too. */
+ * adv), then q = c51_q(logp): v [B, ldv] and adv [B, ldadv] with their first Z and A*Z
+ * columns read (ldv >= Z, ldadv >= A*Z: padded rows), logp [B, A*Z] (not aliasing adv),
+ * q [B*A]. The CPU runs the three kernels above and the backend's log-softmax (the same
+ * bits as calling them; dense rows only); CUDA runs one pass per sample (a warp per sample,
+ * Z <= 64; the three kernels at other Z, dense rows only), with the three kernels'
+ * arithmetic in their order, so its bits equal theirs too. */
 typedef vp_status vp_mops_c51_head_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, float v_min,
-                                      float v_max, const float* v, const float* adv, float* logp, float* q);
+                                      float v_max, const float* v, int64_t ldv, const float* adv, int64_t ldadv,
+                                      float* logp, float* q);
+
+/* The C51 output layers into padded ones: out = [v2w (Z rows of HH) | zeros to Zp rows][v2b |
+ * zeros to Zp][a2w (AZ rows) | zeros to AZp rows][a2b | zeros to AZp], Zp and AZp the
+ * multiples of 4 at or above Z and AZ. Writes only the copied parts: the zeros are the
+ * caller's (written once). */
+typedef vp_status vp_mops_c51_pad_fn(vp_backend* be, int Z, int AZ, int HH, const float* v2w, const float* v2b,
+                                     const float* a2w, const float* a2b, float* out);
 
 /* The portfolio projection added to the encoding: h[b, :] = e[b, :] + (bias + W p[b, :]),
  * e, h [B, H] (h may alias e), p [B, P], W [H, P], bias [H]. The CPU copies e into h and
@@ -159,7 +169,7 @@ typedef vp_status vp_mops_iqn_embed_fn(vp_backend* be, const vp_iqn_dims* d, con
     X(f, i, conv_backward) X(f, i, scan_forward) X(f, i, scan_backward) X(f, i, dueling_forward) \
     X(f, i, dueling_backward) X(f, i, c51_q) X(f, i, iqn_cos) X(f, i, iqn_mix_forward)            \
     X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward) X(f, i, iqn_embed) X(f, i, c51_head)        \
-    X(f, i, port_add)
+    X(f, i, c51_pad) X(f, i, port_add)
 
 /* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
 #define VP_MOPS_DECLARE(prefix) VP_KERNEL_DECLARE(VP_MOPS_KERNELS, vp_mops, prefix)
