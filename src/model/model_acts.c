@@ -84,7 +84,7 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->adv, "adv", VP_F32, B, A * Z);
     take(pl, &a->logp, "logp", VP_F32, B * A, Z);
     take(pl, &a->q, "q", VP_F32, B, A);
-    const int64_t PADH = vp_model_heads_padded(c, a->model->backend) ? 1 : 0;
+    const int64_t PADH = vp_model_heads_padded(c) ? 1 : 0;
     const int64_t Zp = (Z + 3) / 4 * 4, AZp = (A * Z + 3) / 4 * 4;
     take(pl, &a->v_pad, "v_pad", VP_F32, B * PADH, Zp);
     take(pl, &a->adv_pad, "adv_pad", VP_F32, B * PADH, AZp);
@@ -184,6 +184,7 @@ vp_status vp_model_acts_init(vp_model_acts** out, const vp_model* m, int64_t bat
     }
     // the padded output layers' zero rows, written once (the forward copies the weights over the rest)
     if (s == VP_OK && a->head_w_pad.data) s = vp_fill(m->backend, &a->head_w_pad, 0.0f);
+    a->pad_heads = a->head_w_pad.data != NULL && vp_backend_get_kind(m->backend) == VP_BACKEND_CUDA;
     if (s != VP_OK) {
         vp_model_acts_free(a);
         return vp_error_context(s, "activations for batch %lld", (long long)batch);

@@ -97,7 +97,7 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
     // logits of the dueling branches, log-probabilities over atoms, expected values
     if (!c->adaptive_atoms) {
         // the padded heads' rows (vp_model_heads_out_padded) or the dense ones
-        const int pad = a->v_pad.data != NULL;
+        const int pad = a->pad_heads;
         const vp_tensor *v = pad ? &a->v_pad : &a->v, *adv = pad ? &a->adv_pad : &a->adv;
         return a->mops->c51_head(be, batch, c->n_atoms, &br, c->v_min, c->v_max, (const float*)v->data,
                                  vp_tensor_cols(v), (const float*)adv->data, vp_tensor_cols(adv), (float*)logp.data,
@@ -110,10 +110,9 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
     return vp_model_atoms_q(m, a, batch);
 }
 
-int vp_model_heads_padded(const vp_model_cfg* c, const vp_backend* b) {
+int vp_model_heads_padded(const vp_model_cfg* c) {
     const int A = vp_model_cfg_actions(c);
-    return vp_backend_get_kind(b) == VP_BACKEND_CUDA && !c->cross_branch && !c->adaptive_atoms &&
-           (c->n_atoms % 4 != 0 || (A * c->n_atoms) % 4 != 0);
+    return !c->cross_branch && !c->adaptive_atoms && (c->n_atoms % 4 != 0 || (A * c->n_atoms) % 4 != 0);
 }
 
 vp_status vp_model_heads_out_padded(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
@@ -235,9 +234,9 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     vp_tensor v1w = PV(C51_V1_W), v1b = PV(C51_V1_B), v2w = PV(C51_V2_W), v2b = PV(C51_V2_B);
     vp_tensor a1w = PV(C51_A1_W), a1b = PV(C51_A1_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
     VP_TRY(vp_model_linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
-    if (!a->v_pad.data) VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
+    if (!a->pad_heads) VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
     VP_TRY(vp_model_linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
-    if (a->v_pad.data)
+    if (a->pad_heads)
         VP_TRY(vp_model_heads_out_padded(m, params, a, batch));
     else if (c->cross_branch)
         VP_TRY(vp_model_xb_forward(m, params, a, batch));

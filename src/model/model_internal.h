@@ -202,6 +202,7 @@ struct vp_model_acts {
     vp_tensor q;               /* [B, A] expected values */
     vp_tensor v_pad;           /* [B, Zp] the value stream at a row width of a multiple of 4 (padded heads) */
     vp_tensor adv_pad;         /* [B, AZp] the advantage stream likewise (padded heads; else empty) */
+    int pad_heads;             /* 1: the forward writes v_pad and adv_pad (CUDA, vp_model_heads_padded) */
     vp_tensor head_w_pad;      /* the output layers at those widths: v2 W [Zp, HH], b [Zp], a2 W [AZp, HH],
                                 * b [AZp], each padded with zero rows (padded heads; else empty) */
     vp_tensor cosf;            /* [Q, NC] cos(pi i tau) */
@@ -337,11 +338,13 @@ vp_status vp_model_gate_backward(vp_model* m, const vp_tensor* params, vp_model_
  * padded heads) -> a->logp, a->q. */
 vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t batch);
 
-/* Whether the C51 output layers write rows padded to a multiple of 4 floats (v_pad, adv_pad):
- * on CUDA, where an output row of Z = 51 or A Z = 663 floats makes cuBLASLt take its
- * unaligned kernels, unless cross-branch messages or a learned support write or read the
- * dense streams. The padded columns multiply zero weight rows; nothing reads them. */
-int vp_model_heads_padded(const vp_model_cfg* c, const vp_backend* b);
+/* Whether a configuration's activations hold the padded C51 output rows (v_pad, adv_pad):
+ * when Z or A Z is not a multiple of 4 floats (an output row of 51 or 663 floats makes
+ * cuBLASLt take its unaligned kernels), unless cross-branch messages or a learned support
+ * write or read the dense streams. Every backend lays them out, so the CPU's and the GPU's
+ * activations keep one layout; only CUDA forwards use them (acts->pad_heads). The padded
+ * columns multiply zero weight rows; nothing reads them. */
+int vp_model_heads_padded(const vp_model_cfg* c);
 
 /* The padded heads' output layers: the weights copied into a->head_w_pad (zero rows after),
  * then v_pad = v1 W2^T + b2 and adv_pad = ah A2^T + a2b at the padded widths. */
