@@ -27,6 +27,7 @@
 #include "vulpes/backend.h"
 #include "vulpes/env.h"
 #include "vulpes/model.h"
+#include "vulpes/model_span.h"
 #include "vulpes/policy.h"
 #include "vulpes/replay.h"
 
@@ -116,6 +117,10 @@ typedef struct vp_collector {
     vp_tensor span_bars;       /* [R] i32 the bars span_begin, span_begin + 1, ... (set-up: one upload) */
     vp_tensor span_enc;        /* [R, enc_dim] f32 the encoding of each bar, remade per collect */
     vp_tensor enc;             /* [E, enc_dim] f32 each env's row of span_enc at its decision bar */
+    int span_shared;           /* 1: span_enc is made with shared rows (vp_model_encode_span over `span`: each
+                                  distinct bar's trunk and in_proj rows once); 0: each window encoded alone
+                                  (another policy than the DQN network's; a test may set 0 after init) */
+    vp_model_span span;        /* the per-bar tables of span_enc's windows (span_shared; else zero) */
 } vp_collector;
 
 /* Makes a collector over `env` (whose market's features are `features` [T, F] in backend
@@ -149,8 +154,9 @@ vp_status vp_collector_step(vp_collector* c);
  * vp_collector_step. The same transitions either way (ops only: capturable). */
 vp_status vp_collector_collect(vp_collector* c);
 
-/* Encodes every bar of the span into span_enc with the policy's current parameters
- * (encode-once path only; ops only). */
+/* Encodes every bar of the span into span_enc with the policy's current parameters: with
+ * span_shared from the per-bar rows (vp_model_encode_span), else each window with
+ * vp_policy_encode; the same rows either way (encode-once path only; ops only). */
 vp_status vp_collector_encode_span(vp_collector* c);
 
 /* One policy step of every env from span_enc (valid for the current parameters): each
