@@ -96,10 +96,10 @@ static void test_small_networks(void) {
     CHECK_OK(vp_backend_cpu_init(&b));
     static const char* enc_name[3] = {"mamba2", "tlob", "none"};
     const vp_model_encoder enc[3] = {VP_ENCODER_MAMBA2, VP_ENCODER_TLOB, VP_ENCODER_NONE};
-    // modules off, then variable selection with spectral norm, then KAN with variable selection
-    const int mods[3][3] = {{0, 0, 0}, {1, 1, 0}, {1, 0, 1}};
+    // modules off; variable selection with spectral norm; KAN with variable selection; KAN with spectral norm
+    const int mods[4][3] = {{0, 0, 0}, {1, 1, 0}, {1, 0, 1}, {0, 1, 1}};
     for (int e = 0; e < 3; ++e)
-        for (int k = 0; k < 3; ++k) {
+        for (int k = 0; k < 4; ++k) {
             char what[64];
             snprintf(what, sizeof what, "%s vsn %d sn %d kan %d", enc_name[e], mods[k][0], mods[k][1], mods[k][2]);
             check_cfg(what, b, small_cfg(enc[e], mods[k][0], mods[k][1], mods[k][2]));

@@ -111,7 +111,7 @@ typedef struct vp_collector {
     int encode_once;           /* 1: collect encodes the span once, then runs S head-only steps */
     int64_t span_begin;        /* first bar with an encoding row: the market's begin */
     int64_t span_rows;         /* R: bars span_begin .. span_begin + R - 1 (every decision bar an env can hold) */
-    int64_t chunk;             /* rows per encode call (<= R) */
+    int64_t chunk;             /* windows per encode call (<= R; shared rows: the per-bar rows in calls of chunk x K) */
     vp_policy_work* span_work; /* workspace for `chunk` rows (NULL: `work` serves, chunk <= E) */
     vp_arena span_arena;       /* the buffers below */
     vp_tensor span_bars;       /* [R] i32 the bars span_begin, span_begin + 1, ... (set-up: one upload) */
