@@ -6,7 +6,6 @@
 
 #include "backend/kit.h"
 #include "model/model_internal.h"
-#include "vulpes/model_span.h"
 #include "vulpes/ops.h"
 #include "vulpes/policy.h"
 
