@@ -5,10 +5,13 @@
  * epsilon-greedy act, env step, replay push; else S single steps) for S in {1, 8, 64} and
  * n_envs in {4096, 65536, 262144} with the default model on CUDA (--quick: S {1, 64},
  * 4096 envs); on the CPU S {1, 64} at 256 envs with the small model of
- * examples/eurusd.yaml (H 64). Each line gives the path taken, the GEMM FLOPs and the
+ * examples/eurusd.yaml (H 64). Each line gives the path taken ("shared": encode once with
+ * shared rows, vulpes/model_span.h), the GEMM FLOPs and the
  * counted bytes per env step (bench_train_floor.c), and on CUDA the fraction of the floor
  * reached: the larger of FLOPs over the H200's measured TF32 GEMM ceiling and bytes over
  * its memory-bound op rate (docs/perf.md), against the time measured.
+ * The span encoding alone ("span", S = 64 at 4096 envs on CUDA, 256 on the CPU): its time with
+ * shared rows, windows per second, and its time with each window encoded alone.
  * Iterations: iterations per second of the captured iteration graph (S collection steps +
  * 1 learner step) and the time split between its collection and its learning, each captured
  * and timed alone, with the end-to-end env steps per second; default model, 4096 envs,
@@ -203,13 +206,14 @@ static int bench_collect(vp_backend* b, const vp_train_data* d, int64_t n, int64
     char fr[16] = "-";
     if (cuda) snprintf(fr, sizeof fr, "%.3f", frac);
     printf("%-8s %-10s %8lld %4lld %-6s %14.4g %10.3f %9.3f %8.0f %7s\n", be, "collect", (long long)n, (long long)steps,
-           fl.encode_once ? "once" : "step", eps, ms, fl.flops * 1e-6, fl.bytes, fr);
+           fl.shared ? "shared" : fl.encode_once ? "once" : "step", eps, ms, fl.flops * 1e-6, fl.bytes, fr);
     fprintf(js, "{\"bench\":\"train\",\"what\":\"collect\",\"backend\":\"%s\",\"device\":\"%s\",\"n_envs\":%lld,"
             "\"collect_steps\":%lld,\"path\":\"%s\",\"span_rows\":%lld,\"hidden\":%lld,\"env_steps_per_s\":%.6g,"
             "\"ms_per_collect\":%.6g,\"flop_per_env_step\":%.6g,\"bytes_per_env_step\":%.6g,\"floor_s_per_env_step\":"
-            "%.6g,\"floor_frac\":%.6g}\n", be, vp_backend_name(b), (long long)n, (long long)steps,
-            fl.encode_once ? "encode_once" : "stepwise", (long long)fl.span_rows, (long long)cfg.model.hidden, eps, ms,
-            fl.flops, fl.bytes, fl.floor_s, cuda ? frac : 0.0);
+            "%.6g,\"floor_frac\":%.6g,\"shared_rows\":%d,\"enc_flop_per_window\":%.6g}\n", be, vp_backend_name(b),
+            (long long)n, (long long)steps, fl.encode_once ? "encode_once" : "stepwise", (long long)fl.span_rows,
+            (long long)cfg.model.hidden, eps, ms, fl.flops, fl.bytes, fl.floor_s, cuda ? frac : 0.0, fl.shared,
+            fl.enc_flops);
     // where an encode-once collection's time goes (S >= 8)
     if (t.collector.encode_once && steps >= 8) s = bench_split(&t, steps, js);
     vp_trainer_free(&t);
@@ -217,6 +221,44 @@ static int bench_collect(vp_backend* b, const vp_train_data* d, int64_t n, int64
         fprintf(stderr, "vulpes bench train: collection split failed: %s\n", vp_last_error());
         return 0;
     }
+    return 1;
+}
+
+/* The graph body: the span encoding alone. */
+static vp_status span_body(vp_backend* b, void* ctx) {
+    (void)b;
+    return vp_collector_encode_span((vp_collector*)ctx);
+}
+
+/* The span encoding of the S = 64 collector of n envs alone (vp_collector_encode_span), with
+ * shared rows and with each window encoded alone; returns 0 on failure. */
+static int bench_span(vp_backend* b, const vp_train_data* d, int64_t n, int small, FILE* js) {
+    vp_config cfg;
+    vp_trainer t;
+    const int cuda = vp_backend_get_kind(b) == VP_BACKEND_CUDA;
+    const char* be = cuda ? "cuda" : "cpu";
+    if (bench_cfg(&cfg, n, 256, small, 64) != VP_OK || !trainer_ready(&t, b, &cfg, d)) return 0;
+    vp_collector* c = &t.collector;
+    const int shared = c->encode_once && c->span_shared;
+    double ms[2] = {0, 0};
+    vp_status s = VP_OK;
+    for (int k = 0; k < 2 && shared && s == VP_OK; ++k) {
+        c->span_shared = k == 0; /* shared rows, then each window alone */
+        s = vp_bench_time_body(b, span_body, c, cuda, 1, &ms[k]);
+    }
+    const int64_t R = c->span_rows;
+    vp_trainer_free(&t);
+    if (s != VP_OK) {
+        fprintf(stderr, "vulpes bench train: span encoding timing failed: %s\n", vp_last_error());
+        return 0;
+    }
+    if (!shared) return 1;
+    printf("%-8s %-10s %8lld %4d %-6s %14.4g %10.3f (each window alone %.3f ms: %.2fx)\n", be, "span", (long long)n,
+           64, "shared", (double)R / (ms[0] * 1e-3), ms[0], ms[1], ms[1] / ms[0]);
+    fprintf(js, "{\"bench\":\"train\",\"what\":\"span\",\"backend\":\"%s\",\"device\":\"%s\",\"n_envs\":%lld,"
+            "\"span_rows\":%lld,\"hidden\":%lld,\"ms_shared\":%.6g,\"ms_alone\":%.6g,\"windows_per_s\":%.6g}\n", be,
+            vp_backend_name(b), (long long)n, (long long)R, (long long)cfg.model.hidden, ms[0], ms[1],
+            (double)R / (ms[0] * 1e-3));
     return 1;
 }
 
@@ -296,6 +338,7 @@ int vp_bench_train(vp_backend* b, const vp_bench_opts* o) {
         for (int i = 0; i < ne && ok; ++i)
             for (int j = 0; j < ns && ok; ++j)
                 ok = bench_collect(b, &d, envs[i], o->quick ? qsteps[j] : steps[j], 0, js);
+        if (ok) ok = bench_span(b, &d, envs[0], 0, js);
         const int64_t ie = o->quick ? 1024 : 4096, ib = o->quick ? 1024 : 8192;
         if (ok) ok = bench_iteration(b, &d, ie, ib, 0, 1, reps, js);
         if (ok) ok = bench_iteration(b, &d, ie, ib, 0, 64, o->iters > 0 ? o->iters : 10, js);
@@ -303,6 +346,7 @@ int vp_bench_train(vp_backend* b, const vp_bench_opts* o) {
         const int64_t n = 256; /* 256 x 64 windows exceed the span: both paths */
         ok = bench_collect(b, &d, n, 1, 1, js);
         if (ok) ok = bench_collect(b, &d, n, 64, 1, js);
+        if (ok) ok = bench_span(b, &d, n, 1, js);
         if (ok) ok = bench_iteration(b, &d, 32, 256, 1, 1, o->quick ? 3 : 10, js);
         if (ok) ok = bench_iteration(b, &d, 32, 256, 1, 16, o->quick ? 2 : 3, js);
     }

@@ -18,8 +18,12 @@ typedef struct vp_bench_floor {
     double enc_rows;   /* encoded windows per env step: R / (E S), or 1 step by step */
     double flops;      /* GEMM FLOPs: enc_rows x the encoder's + the heads' */
     double bytes;      /* bytes counted: the env step, the replay push, the heads' inputs and outputs,
-                          the gather, each encoded window's feature rows and its encoding */
+                          the gather, each encoded window's feature rows (shared rows: its share of the
+                          span's bars) and its encoding */
     double floor_s;    /* seconds: max(flops / VP_BENCH_CEIL_TF32, bytes / VP_BENCH_CEIL_BYTES) */
+    int shared;        /* 1: the span is encoded with shared rows (the collector's span_shared) */
+    double enc_flops;  /* GEMM FLOPs per encoded window, the head modules included (shared rows: the span's
+                          per-bar rows over its windows, plus each window's z, out_proj or TLOB blocks) */
 } vp_bench_floor;
 
 /* GEMM FLOPs of the portfolio projection and the C51 heads for one sample. */

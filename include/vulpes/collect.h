@@ -27,6 +27,7 @@
 #include "vulpes/backend.h"
 #include "vulpes/env.h"
 #include "vulpes/model.h"
+#include "vulpes/model_span.h"
 #include "vulpes/policy.h"
 #include "vulpes/replay.h"
 
@@ -110,12 +111,16 @@ typedef struct vp_collector {
     int encode_once;           /* 1: collect encodes the span once, then runs S head-only steps */
     int64_t span_begin;        /* first bar with an encoding row: the market's begin */
     int64_t span_rows;         /* R: bars span_begin .. span_begin + R - 1 (every decision bar an env can hold) */
-    int64_t chunk;             /* rows per encode call (<= R) */
+    int64_t chunk;             /* windows per encode call (<= R; shared rows: the per-bar rows in calls of chunk x K) */
     vp_policy_work* span_work; /* workspace for `chunk` rows (NULL: `work` serves, chunk <= E) */
     vp_arena span_arena;       /* the buffers below */
     vp_tensor span_bars;       /* [R] i32 the bars span_begin, span_begin + 1, ... (set-up: one upload) */
     vp_tensor span_enc;        /* [R, enc_dim] f32 the encoding of each bar, remade per collect */
     vp_tensor enc;             /* [E, enc_dim] f32 each env's row of span_enc at its decision bar */
+    int span_shared;           /* 1: span_enc is made with shared rows (vp_model_encode_span over `span`: each
+                                  distinct bar's trunk and in_proj rows once); 0: each window encoded alone
+                                  (another policy than the DQN network's; a test may set 0 after init) */
+    vp_model_span span;        /* the per-bar tables of span_enc's windows (span_shared; else zero) */
 } vp_collector;
 
 /* Makes a collector over `env` (whose market's features are `features` [T, F] in backend
@@ -149,8 +154,9 @@ vp_status vp_collector_step(vp_collector* c);
  * vp_collector_step. The same transitions either way (ops only: capturable). */
 vp_status vp_collector_collect(vp_collector* c);
 
-/* Encodes every bar of the span into span_enc with the policy's current parameters
- * (encode-once path only; ops only). */
+/* Encodes every bar of the span into span_enc with the policy's current parameters: with
+ * span_shared from the per-bar rows (vp_model_encode_span), else each window with
+ * vp_policy_encode; the same rows either way (encode-once path only; ops only). */
 vp_status vp_collector_encode_span(vp_collector* c);
 
 /* One policy step of every env from span_enc (valid for the current parameters): each

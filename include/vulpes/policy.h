@@ -19,6 +19,7 @@
 #include "vulpes/action.h"
 #include "vulpes/backend.h"
 #include "vulpes/model.h"
+#include "vulpes/model_span.h"
 #include "vulpes/status.h"
 #include "vulpes/tensor.h"
 
@@ -124,6 +125,12 @@ vp_policy vp_model_rollout_policy(const vp_model* m, const vp_tensor* params);
 
 /* The functions behind vp_model_policy (a rollout compares against it to pick a fast path). */
 extern const vp_policy_ops vp_model_policy_ops;
+
+/* A DQN policy's encodings of span s's windows with shared rows (vulpes/model_span.h: the network's
+ * vp_model_encode_span with the workspace's activations) into out [>= s->windows, enc_dim], in
+ * calls of `chunk` windows (<= the workspace's batch). VP_ERR_INVALID_ARG for another policy. */
+vp_status vp_model_policy_encode_span(const vp_policy* p, vp_policy_work* w, const vp_model_span* s,
+                                      const vp_tensor* features, int64_t chunk, vp_tensor* out);
 
 #ifdef __cplusplus
 }

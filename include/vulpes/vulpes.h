@@ -35,6 +35,7 @@
 #include "vulpes/env.h"
 #include "vulpes/action.h"
 #include "vulpes/model.h"
+#include "vulpes/model_span.h"
 #include "vulpes/policy.h"
 #include "vulpes/rollout.h"
 #include "vulpes/replay.h"

@@ -7,7 +7,9 @@
  * episode. The bars an env may hold are therefore the market's decision bars [begin,
  * end - 2] (vp_env_state_set's rule: begin <= t < window_end < end), and an encoding of
  * each of them serves every env, every step and every restart exactly. The path applies
- * where those R bars are fewer rows than the E x S windows of S single steps. */
+ * where those R bars are fewer rows than the E x S windows of S single steps. The DQN network
+ * encodes the R windows with shared rows: the R + K - 1 distinct bars' trunk and in_proj rows
+ * once, then each window from its K gathered rows (vulpes/model_span.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,20 +51,29 @@ vp_status vp_collector_span_init(vp_collector* c) {
     VP_TRY(vp_arena_tensor(&c->span_arena, "collect.span_bars", VP_I32, 1, bar_shape, &c->span_bars, NULL));
     VP_TRY(vp_arena_tensor(&c->span_arena, "collect.span_enc", VP_F32, 2, enc_shape, &c->span_enc, NULL));
     VP_TRY(vp_arena_tensor(&c->span_arena, "collect.enc", VP_F32, 2, env_shape, &c->enc, NULL));
-    return upload_bars(c);
+    VP_TRY(upload_bars(c));
+    // the DQN network's windows share their bars' rows (vulpes/model_span.h)
+    const vp_model* net = (const vp_model*)c->policy.impl;
+    if (c->policy.ops != &vp_model_policy_ops || !vp_model_span_shares(&net->cfg)) return VP_OK;
+    VP_TRY(vp_model_span_init(&c->span, net, c->span_begin, R));
+    c->span_shared = 1;
+    return VP_OK;
 }
 
 void vp_collector_span_free(vp_collector* c) {
     vp_policy_work_free(&c->policy, c->span_work);
     vp_arena_free(&c->span_arena);
+    vp_model_span_free(&c->span);
     c->span_work = NULL;
     c->encode_once = 0;
+    c->span_shared = 0;
 }
 
 vp_status vp_collector_encode_span(vp_collector* c) {
     VP_REQUIRE(c != NULL && c->work != NULL && c->encode_once, VP_ERR_STATE,
                "vp_collector_encode_span: the collector does not encode once (not initialised, or step by step)");
     vp_policy_work* w = c->span_work ? c->span_work : c->work;
+    if (c->span_shared) return vp_model_policy_encode_span(&c->policy, w, &c->span, &c->features, c->chunk, &c->span_enc);
     const int64_t H = c->policy.enc_dim;
     // chunks of up to `chunk` bars, each encoding copied into its rows of the table
     for (int64_t off = 0; off < c->span_rows; off += c->chunk) {

@@ -22,17 +22,25 @@ vp_status vp_model_trunk_forward(const vp_model* m, const vp_tensor* params, vp_
     const int64_t R = batch * Kt;
     vp_tensor idx = vp_acts_vec(&a->idx, R);
     vp_trunk_views t = vp_model_trunk_views(a, R);
-    vp_tensor g1 = PV(TRUNK_LN1_G), bt1 = PV(TRUNK_LN1_B);
-    vp_tensor w2 = vp_model_trunk_w2(m, params, a), b2 = PV(TRUNK_B2), g2 = PV(TRUNK_LN2_G), bt2 = PV(TRUNK_LN2_B);
     // window rows t-Kt+1..t of every sample, clamped at row 0, gathered from the features
     VP_TRY(a->mops->window_index(be, batch, Kt, (const int32_t*)bar_idx->data, (int32_t*)idx.data));
     VP_TRY(vp_gather_rows(be, features, &idx, &t.x0));
+    return vp_model_trunk_rows(m, params, a, R, &t.h2);
+}
+
+vp_status vp_model_trunk_rows(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t R,
+                              vp_tensor* h2) {
+    vp_backend* be = m->backend;
+    const vp_model_cfg* c = &m->cfg;
+    vp_trunk_views t = vp_model_trunk_views(a, R);
+    vp_tensor g1 = PV(TRUNK_LN1_G), bt1 = PV(TRUNK_LN1_B);
+    vp_tensor w2 = vp_model_trunk_w2(m, params, a), b2 = PV(TRUNK_B2), g2 = PV(TRUNK_LN2_G), bt2 = PV(TRUNK_LN2_B);
     // h1 = relu(LN(W1 f + b1)); the first layer with the input modules (model_input.c)
     VP_TRY(vp_model_first_forward(m, params, a, R));
     VP_TRY(vp_layernorm_relu(be, &t.a1, &g1, &bt1, c->ln_eps, &t.h1, &t.mean1, &t.rstd1));
     // h2 = relu(LN(W2 h1 + b2))
     VP_TRY(vp_model_linear(m, &t.h1, &w2, &b2, VP_EPI_BIAS, 0.0f, &t.a2));
-    return vp_layernorm_relu(be, &t.a2, &g2, &bt2, c->ln_eps, &t.h2, &t.mean2, &t.rstd2);
+    return vp_layernorm_relu(be, &t.a2, &g2, &bt2, c->ln_eps, h2, &t.mean2, &t.rstd2);
 }
 
 vp_status vp_model_gate_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
@@ -50,18 +58,31 @@ vp_status vp_model_gate_forward(const vp_model* m, const vp_tensor* params, vp_m
 vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
     vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
-    const vp_mamba_dims d = mamba_dims(c, batch);
     const int64_t H = c->hidden, R = batch * c->window;
-    const int64_t L = H + 2 * d.state + d.heads;
     vp_tensor h2 = vp_acts_rows(&a->h2, R), last = vp_acts_rows(&a->h2_last, batch);
-    vp_tensor xbcdt = vp_acts_rows(&a->xbcdt, R), z = vp_acts_rows(&a->z, batch);
-    vp_tensor yn = vp_acts_rows(&a->yn, batch), e = vp_acts_rows(&a->e, batch);
-    vp_tensor w_z = vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, 0, H);
-    vp_tensor w_rest = vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, H, L);
-    vp_tensor out_w = PV(MAMBA_OUT_W);
-    // in_proj: x, B, C, dt at every step; z at the last step only
+    vp_tensor xbcdt = vp_acts_rows(&a->xbcdt, R), w_rest = vp_model_mamba_w_rest(m, params);
+    // in_proj: x, B, C, dt at every step; z at the last step only (the mix)
     VP_TRY(a->mops->take_last(be, batch, c->window, H, (const float*)h2.data, (float*)last.data));
     VP_TRY(vp_model_linear(m, &h2, &w_rest, NULL, VP_EPI_NONE, 0.0f, &xbcdt));
+    return vp_model_mamba_mix_forward(m, params, a, batch);
+}
+
+vp_tensor vp_model_mamba_w_rest(const vp_model* m, const vp_tensor* params) {
+    const vp_model_cfg* c = &m->cfg;
+    const int64_t H = c->hidden, L = H + 2 * c->mamba_state + H / c->mamba_head_dim;
+    return vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, H, L);
+}
+
+vp_status vp_model_mamba_mix_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
+    vp_backend* be = m->backend;
+    const vp_model_cfg* c = &m->cfg;
+    const vp_mamba_dims d = mamba_dims(c, batch);
+    const int64_t H = c->hidden;
+    vp_tensor last = vp_acts_rows(&a->h2_last, batch), z = vp_acts_rows(&a->z, batch);
+    vp_tensor xbcdt = vp_acts_rows(&a->xbcdt, batch * c->window);
+    vp_tensor yn = vp_acts_rows(&a->yn, batch), e = vp_acts_rows(&a->e, batch);
+    vp_tensor w_z = vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, 0, H);
+    vp_tensor out_w = PV(MAMBA_OUT_W);
     VP_TRY(vp_model_linear(m, &last, &w_z, NULL, VP_EPI_NONE, 0.0f, &z));
     // causal conv + SiLU, then the scan to the last step's y
     vp_tensor cw = PV(MAMBA_CONV_W), cb = PV(MAMBA_CONV_B);

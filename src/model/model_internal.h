@@ -308,6 +308,11 @@ int vp_model_trunk_steps(const vp_model_cfg* c);
 vp_status vp_model_trunk_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                  const vp_tensor* features, const vp_tensor* bar_idx, int64_t batch);
 
+/* The trunk's layers over R rows already gathered into a->x0 [R, F] (each row alone: a row's
+ * output reads only its own features): h2 [R, H] (a->h2's rows or another buffer). */
+vp_status vp_model_trunk_rows(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t R,
+                              vp_tensor* h2);
+
 /* Trunk backward from d_h2 [R, H] (overwritten as scratch) -> trunk gradients. */
 vp_status vp_model_trunk_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                   vp_tensor* d_h2, int64_t batch);
@@ -315,6 +320,14 @@ vp_status vp_model_trunk_backward(vp_model* m, const vp_tensor* params, vp_model
 /* Mamba2 mixer: a->h2 -> a->e (in_proj, conv, scan, gate, out_proj, residual). */
 vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                  int64_t batch);
+
+/* in_proj's x, B, C, dt rows of mamba.in_proj.w ([H + 2N + NH, H]; rows 0 .. H are z's). */
+vp_tensor vp_model_mamba_w_rest(const vp_model* m, const vp_tensor* params);
+
+/* The Mamba2 mixer after in_proj's x, B, C, dt rows: from a->xbcdt [batch K, L] and each window's
+ * last trunk row a->h2_last [batch, H]: z, conv, scan, gate, out_proj and the residual -> a->e. */
+vp_status vp_model_mamba_mix_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
+                                     int64_t batch);
 
 /* Mamba2 backward from a->d_h: Mamba2 gradients and d h2 [R, H] into a->d_t1. */
 vp_status vp_model_mamba_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,

@@ -167,6 +167,14 @@ const float* vp_policy_size_scale(const vp_policy* p, const vp_policy_work* w) {
 
 const vp_policy_ops vp_model_policy_ops = {"dqn", dqn_work_init, dqn_work_free, dqn_encode, dqn_score};
 
+vp_status vp_model_policy_encode_span(const vp_policy* p, vp_policy_work* w, const vp_model_span* s,
+                                      const vp_tensor* features, int64_t chunk, vp_tensor* out) {
+    VP_REQUIRE(p != NULL && p->ops == &vp_model_policy_ops && w != NULL, VP_ERR_INVALID_ARG,
+               "vp_model_policy_encode_span: the policy is not a DQN network's (%s), or no workspace",
+               p && p->ops && p->ops->name ? p->ops->name : "NULL");
+    return vp_model_encode_span((const vp_model*)p->impl, p->params, w->acts, s, features, chunk, out);
+}
+
 vp_policy vp_model_policy(const vp_model* m, const vp_tensor* params) {
     vp_policy p;
     memset(&p, 0, sizeof p);
