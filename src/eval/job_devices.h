@@ -1,0 +1,31 @@
+/* Internal: which CUDA device each job of the job pool (job_pool.h) runs on. The devices are
+ * run.devices ("" or "all": every visible device; else a comma list of device indices, in the
+ * order jobs are dealt to them); slot i of the jobs that run at once goes to the next device
+ * round robin that still has room, a device's room being the jobs its free memory holds (the
+ * pool's memory rule, applied per device). Pure functions: no CUDA call, so the CPU tests
+ * cover every rule. */
+#ifndef VP_EVAL_JOB_DEVICES_H
+#define VP_EVAL_JOB_DEVICES_H
+
+#include <stdint.h>
+
+#include "vulpes/status.h"
+
+/* Most devices one list names. */
+#define VP_JOB_MAX_DEVICES 64
+
+/* Reads device list `list` (run.devices; NULL, "" or "all": devices 0 .. n_visible-1) into
+ * out[VP_JOB_MAX_DEVICES], *n their count. Refuses, naming run.devices and the item: no visible
+ * device, an item that is not a whole number >= 0, an empty item, an index >= n_visible, an
+ * index given twice, more than VP_JOB_MAX_DEVICES items. */
+vp_status vp_job_devices_parse(const char* list, int n_visible, int* out, int* n);
+
+/* Places `slots` jobs at once on n_dev devices: room[n_dev] the jobs device d holds (NULL: no
+ * limit), dev_of[slots] receives each placed slot's device (an index into the n_dev devices),
+ * *placed how many were placed: slot i goes to the first device at or after the one after slot
+ * i-1's (round robin) whose room is not used up; placing stops when every device is full, but
+ * slot 0 always goes to device 0 (one job runs even where none fits, as on one device).
+ * Refuses slots < 1, n_dev < 1 and a negative room. */
+vp_status vp_job_devices_assign(int64_t slots, int n_dev, const int64_t* room, int* dev_of, int64_t* placed);
+
+#endif /* VP_EVAL_JOB_DEVICES_H */
