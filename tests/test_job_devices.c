@@ -26,6 +26,11 @@ static void test_parse(void) {
     check_parse("2,0,3", 4, some, 3);
     const int last[] = {7};
     check_parse("7", 8, last, 1);
+    // the form only (n_visible < 0): any index, every visible device gives none
+    const int far[] = {70, 3};
+    check_parse("70,3", -1, far, 2);
+    check_parse("", -1, NULL, 0);
+    check_parse("all", -1, NULL, 0);
 }
 
 static void test_parse_refusals(void) {
@@ -43,6 +48,11 @@ static void test_parse_refusals(void) {
                  "item 2 ('gpu1') is not a device index");
     CHECK_STATUS(vp_job_devices_parse("1 ", 4, d, &n), VP_ERR_INVALID_ARG, "item 1 ('1 ') is not a device index");
     CHECK_STATUS(vp_job_devices_parse("99999999999999", 4, d, &n), VP_ERR_INVALID_ARG, "is not a device index");
+    CHECK_STATUS(vp_job_devices_parse("2,x", -1, d, &n), VP_ERR_INVALID_ARG, "item 2 ('x') is not a device index");
+    CHECK_STATUS(vp_job_devices_parse("5,5", -1, d, &n), VP_ERR_INVALID_ARG, "device 5 is given twice");
+    char many[400] = "0";
+    for (int i = 1; i <= VP_JOB_MAX_DEVICES; ++i) snprintf(many + strlen(many), sizeof many - strlen(many), ",%d", i);
+    CHECK_STATUS(vp_job_devices_parse(many, -1, d, &n), VP_ERR_INVALID_ARG, "more than 64 devices");
     CHECK(n == 0, "a refused list leaves %d devices", n);
 }
 

@@ -236,6 +236,7 @@ vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opt
                "ablation folder path '%.200s' is too long", opts->dir);
     snprintf(out->dir, sizeof out->dir, "%s", opts->dir);
     VP_TRY(vp_config_check(cfg));
+    VP_TRY(vp_job_pool_check_devices(cfg->run.devices, b));
     // the base records data.path absolute (config.yaml, every run), so a resume works from any folder
     vp_config base = *cfg;
     VP_TRY(vp_config_absolute_data_path(&base));

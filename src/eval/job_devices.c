@@ -8,15 +8,16 @@
 vp_status vp_job_devices_parse(const char* list, int n_visible, int* out, int* n) {
     VP_REQUIRE(out != NULL && n != NULL, VP_ERR_INVALID_ARG, "vp_job_devices_parse: NULL argument");
     *n = 0;
-    VP_REQUIRE(n_visible >= 1, VP_ERR_UNSUPPORTED, "run.devices: no CUDA device is visible");
+    VP_REQUIRE(n_visible != 0, VP_ERR_UNSUPPORTED, "run.devices: no CUDA device is visible");
     // every visible device
     if (!list || !list[0] || strcmp(list, "all") == 0) {
-        const int k = n_visible < VP_JOB_MAX_DEVICES ? n_visible : VP_JOB_MAX_DEVICES;
+        const int k = n_visible < 0 ? 0 : n_visible < VP_JOB_MAX_DEVICES ? n_visible : VP_JOB_MAX_DEVICES;
         for (int d = 0; d < k; ++d) out[d] = d;
         *n = k;
         return VP_OK;
     }
-    // the items of the comma list, each checked
+    // the items of the comma list, each checked (*n stays 0 on a refusal)
+    int k = 0;
     const char* p = list;
     for (int item = 1;; ++item) {
         const char* end = strchr(p, ',');
@@ -26,17 +27,18 @@ vp_status vp_job_devices_parse(const char* list, int n_visible, int* out, int* n
                    "run.devices '%.200s': item %d ('%.*s') is not a device index (a whole number >= 0)", list, item,
                    (int)(len < 40 ? len : 40), p);
         const long d = strtol(p, NULL, 10);
-        VP_REQUIRE(d < n_visible, VP_ERR_INVALID_ARG,
+        VP_REQUIRE(n_visible < 0 || d < n_visible, VP_ERR_INVALID_ARG,
                    "run.devices '%.200s': device %ld is out of range: %d CUDA device%s visible (0 .. %d)", list, d,
                    n_visible, n_visible == 1 ? " is" : "s are", n_visible - 1);
-        for (int i = 0; i < *n; ++i)
+        for (int i = 0; i < k; ++i)
             VP_REQUIRE(out[i] != (int)d, VP_ERR_INVALID_ARG, "run.devices '%.200s': device %ld is given twice", list, d);
-        VP_REQUIRE(*n < VP_JOB_MAX_DEVICES, VP_ERR_INVALID_ARG, "run.devices '%.200s': more than %d devices", list,
+        VP_REQUIRE(k < VP_JOB_MAX_DEVICES, VP_ERR_INVALID_ARG, "run.devices '%.200s': more than %d devices", list,
                    VP_JOB_MAX_DEVICES);
-        out[(*n)++] = (int)d;
+        out[k++] = (int)d;
         if (!end) break;
         p = end + 1;
     }
+    *n = k;
     return VP_OK;
 }
 

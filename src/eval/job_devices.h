@@ -15,9 +15,10 @@
 #define VP_JOB_MAX_DEVICES 64
 
 /* Reads device list `list` (run.devices; NULL, "" or "all": devices 0 .. n_visible-1) into
- * out[VP_JOB_MAX_DEVICES], *n their count. Refuses, naming run.devices and the item: no visible
- * device, an item that is not a whole number >= 0, an empty item, an index >= n_visible, an
- * index given twice, more than VP_JOB_MAX_DEVICES items. */
+ * out[VP_JOB_MAX_DEVICES], *n their count; n_visible < 0 checks the list's form only (no index
+ * is out of range; "all" gives no device). Refuses, naming run.devices and the item: no visible
+ * device (n_visible 0), an item that is not a whole number >= 0, an empty item, an index >=
+ * n_visible, an index given twice, more than VP_JOB_MAX_DEVICES items. */
 vp_status vp_job_devices_parse(const char* list, int n_visible, int* out, int* n);
 
 /* Places `slots` jobs at once on n_dev devices: room[n_dev] the jobs device d holds (NULL: no

@@ -160,8 +160,8 @@ static vp_status device_rooms(const vp_job_pool* j, vp_backend* b, const int* de
 
 /* The device of each of the *n workers into dev_of[*n] (CUDA): run.devices read against the
  * visible devices, each one's room measured when more than one job runs, the slots dealt round
- * robin (job_devices.h); *n lowered to the slots placed, with a line naming each slot's device.
- * On the CPU every worker stays on the CPU. */
+ * robin (job_devices.h); *n lowered to the slots placed, with a line naming each slot's device
+ * (none for one job on the caller's device). On the CPU every worker stays on the CPU. */
 static vp_status plan_devices(const vp_job_pool* j, vp_backend* b, int64_t* n, int* dev_of) {
     for (int64_t i = 0; i < *n; ++i) dev_of[i] = 0;
 #ifdef VP_HAVE_CUDA
@@ -178,18 +178,31 @@ static vp_status plan_devices(const vp_job_pool* j, vp_backend* b, int64_t* n, i
     VP_TRY(vp_job_devices_assign(*n, n_dev, measure ? room : NULL, dev_of, &placed));
     for (int64_t i = 0; i < placed; ++i) dev_of[i] = devs[dev_of[i]];
     *n = placed;
-    // "devices of the 3 folds at once: cuda:0, cuda:1, cuda:0"
+    // "devices of the 3 folds at once: cuda:0, cuda:1, cuda:0" (one job on the caller's device: no line)
+    if (placed == 1 && dev_of[0] == backend_device(b)) return VP_OK;
     char msg[512];
     int len = snprintf(msg, sizeof msg, "devices of the %lld %s at once:", (long long)placed,
                        vp_plural(placed, j->one, j->many));
-    for (int64_t i = 0; i < placed && len > 0 && len < (int)sizeof msg - 16; ++i)
+    int64_t i = 0;
+    for (; i < placed && len > 0 && len < (int)sizeof msg - 24; ++i)
         len += snprintf(msg + len, sizeof msg - (size_t)len, "%s cuda:%d", i ? "," : "", dev_of[i]);
-    if (len >= (int)sizeof msg - 16 && placed > 0) snprintf(msg + sizeof msg - 16, 16, " ...");
+    if (i < placed && len > 0 && len < (int)sizeof msg - 8) snprintf(msg + len, sizeof msg - (size_t)len, ", ...");
     note(j, msg);
 #else
     (void)j, (void)b, (void)n;
 #endif
     return VP_OK;
+}
+
+vp_status vp_job_pool_check_devices(const char* devices, vp_backend* b) {
+    VP_REQUIRE(b != NULL, VP_ERR_INVALID_ARG, "vp_job_pool_check_devices: NULL backend");
+    int visible = -1;
+#ifdef VP_HAVE_CUDA
+    if (vp_backend_get_kind(b) == VP_BACKEND_CUDA && cudaGetDeviceCount(&visible) != cudaSuccess)
+        visible = 0, (void)cudaGetLastError();
+#endif
+    int devs[VP_JOB_MAX_DEVICES], n = 0;
+    return vp_job_devices_parse(devices, visible, devs, &n);
 }
 
 int64_t vp_job_pool_left(const vp_job_pool* j) {

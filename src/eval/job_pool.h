@@ -43,6 +43,10 @@ typedef struct vp_job_pool {
     const char* devices;              /* CUDA: the devices the jobs spread over (run.devices; NULL: every visible) */
 } vp_job_pool;
 
+/* Checks run.devices `devices` for jobs on backend b before anything is made: on CUDA against the
+ * visible devices (job_devices.h), on the CPU its form only (the CPU does not read it). */
+vp_status vp_job_pool_check_devices(const char* devices, vp_backend* b);
+
 /* Jobs not yet finished, no more than stop_after when it is set. */
 int64_t vp_job_pool_left(const vp_job_pool* p);
 

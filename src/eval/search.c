@@ -228,6 +228,7 @@ vp_status vp_search_run(const vp_config* cfg, vp_backend* b, const vp_search_opt
                (long long)opts->parallel);
     snprintf(out->dir, sizeof out->dir, "%s", opts->dir);
     VP_TRY(vp_config_check(cfg));
+    VP_TRY(vp_job_pool_check_devices(cfg->run.devices, b));
     // the base records data.path absolute (config.yaml, every trial), so a resume works from any folder
     out->base = *cfg;
     VP_TRY(vp_config_absolute_data_path(&out->base));
