@@ -42,23 +42,31 @@ vp_status vp_job_devices_parse(const char* list, int n_visible, int* out, int* n
     return VP_OK;
 }
 
-vp_status vp_job_devices_assign(int64_t slots, int n_dev, const int64_t* room, int* dev_of, int64_t* placed) {
+size_t vp_job_devices_job_bytes(size_t measured) { return measured + measured / 4 + VP_JOB_EXTRA_BYTES; }
+
+int64_t vp_job_devices_room(size_t free_bytes, size_t job_bytes) {
+    if (job_bytes == 0) return 0;
+    const double fits = (double)free_bytes * 0.9 / (double)job_bytes;
+    return fits < 1.0 ? 0 : (int64_t)fits;
+}
+
+vp_status vp_job_devices_assign(int64_t slots, int n_dev, const size_t* free_bytes, size_t job_bytes, int* dev_of,
+                                int64_t* placed) {
     VP_REQUIRE(dev_of != NULL && placed != NULL, VP_ERR_INVALID_ARG, "vp_job_devices_assign: NULL argument");
     *placed = 0;
     VP_REQUIRE(slots >= 1, VP_ERR_INVALID_ARG, "vp_job_devices_assign: %lld jobs at once (>= 1)", (long long)slots);
     VP_REQUIRE(n_dev >= 1 && n_dev <= VP_JOB_MAX_DEVICES, VP_ERR_INVALID_ARG,
                "vp_job_devices_assign: %d devices (1 .. %d)", n_dev, VP_JOB_MAX_DEVICES);
-    for (int d = 0; room && d < n_dev; ++d)
-        VP_REQUIRE(room[d] >= 0, VP_ERR_INVALID_ARG, "vp_job_devices_assign: device %d holds %lld jobs (>= 0)", d,
-                   (long long)room[d]);
-    int64_t used[VP_JOB_MAX_DEVICES] = {0};
+    VP_REQUIRE(!free_bytes || job_bytes > 0, VP_ERR_INVALID_ARG, "vp_job_devices_assign: a job of 0 bytes");
+    int64_t room[VP_JOB_MAX_DEVICES], used[VP_JOB_MAX_DEVICES] = {0};
+    for (int d = 0; d < n_dev; ++d) room[d] = free_bytes ? vp_job_devices_room(free_bytes[d], job_bytes) : INT64_MAX;
     int next = 0; // the device after the last one given a slot
     for (int64_t i = 0; i < slots; ++i) {
         // the first device from `next` on whose room is not used up
         int d = -1;
         for (int t = 0; t < n_dev && d < 0; ++t) {
             const int c = (next + t) % n_dev;
-            if (!room || used[c] < room[c]) d = c;
+            if (used[c] < room[c]) d = c;
         }
         if (d < 0 && i == 0) d = 0; // one job runs even where none fits
         if (d < 0) break;

@@ -15,9 +15,6 @@
 #include <cuda_runtime_api.h>
 #endif
 
-/* Margin added to a measured job: its backend, its backtest and later allocations. */
-#define JOB_EXTRA_BYTES ((size_t)256 << 20)
-
 /* What the workers share. */
 typedef struct pool {
     const vp_job_pool* j;
@@ -111,7 +108,8 @@ static int backend_device(const vp_backend* b) {
 
 #ifdef VP_HAVE_CUDA
 /* The bytes one job takes on the device of b: one algorithm instance of each probe config made
- * and freed (the largest counts), x1.25 plus the margin; *free0 the free bytes before. */
+ * and freed (the largest counts, *used), counted by vp_job_devices_job_bytes; *free0 the free
+ * bytes before. */
 static vp_status job_bytes(const vp_job_pool* j, vp_backend* b, size_t* one, size_t* used, size_t* free0) {
     size_t free1 = 0, total = 0;
     *used = 0;
@@ -125,16 +123,17 @@ static vp_status job_bytes(const vp_job_pool* j, vp_backend* b, size_t* one, siz
         if (s != VP_OK) return vp_error_context(s, "%s: measuring one %s's device memory", j->name, j->one);
         if (*free0 > free1 && *free0 - free1 > *used) *used = *free0 - free1;
     }
-    *one = *used + *used / 4 + JOB_EXTRA_BYTES;
+    *one = vp_job_devices_job_bytes(*used);
     return VP_OK;
 }
 
-/* The jobs each device of devs[n_dev] holds into room[n_dev], a line per device: its free memory
- * x0.9 over one job's bytes (the device of b measured on b, the others' free memory read). */
-static vp_status device_rooms(const vp_job_pool* j, vp_backend* b, const int* devs, int n_dev, int64_t asked,
-                              int64_t* room) {
-    size_t one = 0, used = 0, free_b = 0, total = 0;
-    VP_TRY(job_bytes(j, b, &one, &used, &free_b));
+/* One job's bytes into *one and the free bytes of each device of devs[n_dev] into free_bytes[n_dev]
+ * (the device of b measured on b before its probe, the others read), a line per device with the
+ * jobs it holds. */
+static vp_status device_memory(const vp_job_pool* j, vp_backend* b, const int* devs, int n_dev, int64_t asked,
+                               size_t* one, size_t* free_bytes) {
+    size_t used = 0, free_b = 0, total = 0;
+    VP_TRY(job_bytes(j, b, one, &used, &free_b));
     const int home = backend_device(b);
     vp_status s = VP_OK;
     for (int i = 0; i < n_dev && s == VP_OK; ++i) {
@@ -143,13 +142,13 @@ static vp_status device_rooms(const vp_job_pool* j, vp_backend* b, const int* de
             s = vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: reading the free memory of CUDA device %d failed", j->name,
                              devs[i]);
         if (s != VP_OK) break;
-        const int64_t fits = (int64_t)((double)fr * 0.9 / (double)one);
-        room[i] = fits < 0 ? 0 : fits;
+        free_bytes[i] = fr;
+        const int64_t room = vp_job_devices_room(fr, *one);
         char msg[320];
         snprintf(msg, sizeof msg, "a %s takes %.1f MiB of device memory (one instance %.1f MiB measured, + margin), "
-                 "%.1f MiB free on cuda:%d: room for %lld %s at once, %lld asked", j->one, (double)one / 1048576.0,
-                 (double)used / 1048576.0, (double)fr / 1048576.0, devs[i], (long long)room[i],
-                 vp_plural(room[i], j->one, j->many), (long long)asked);
+                 "%.1f MiB free on cuda:%d: room for %lld %s at once, %lld asked", j->one, (double)*one / 1048576.0,
+                 (double)used / 1048576.0, (double)fr / 1048576.0, devs[i], (long long)room,
+                 vp_plural(room, j->one, j->many), (long long)asked);
         note(j, msg);
     }
     (void)cudaSetDevice(home);
@@ -171,11 +170,11 @@ static vp_status plan_devices(const vp_job_pool* j, vp_backend* b, int64_t* n, i
     int devs[VP_JOB_MAX_DEVICES], n_dev = 0;
     vp_status s = vp_job_devices_parse(j->devices, visible, devs, &n_dev);
     if (s != VP_OK) return vp_error_context(s, "%s", j->name);
-    int64_t room[VP_JOB_MAX_DEVICES];
+    size_t free_bytes[VP_JOB_MAX_DEVICES], one = 0;
     const int measure = *n > 1 && j->n_probe > 0;
-    if (measure) VP_TRY(device_rooms(j, b, devs, n_dev, *n, room));
+    if (measure) VP_TRY(device_memory(j, b, devs, n_dev, *n, &one, free_bytes));
     int64_t placed = 0;
-    VP_TRY(vp_job_devices_assign(*n, n_dev, measure ? room : NULL, dev_of, &placed));
+    VP_TRY(vp_job_devices_assign(*n, n_dev, measure ? free_bytes : NULL, one, dev_of, &placed));
     for (int64_t i = 0; i < placed; ++i) dev_of[i] = devs[dev_of[i]];
     *n = placed;
     // "devices of the 3 folds at once: cuda:0, cuda:1, cuda:0" (one job on the caller's device: no line)
