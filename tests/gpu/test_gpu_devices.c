@@ -139,6 +139,11 @@ static void test_spread(void) {
     char msg[160];
     snprintf(msg, sizeof msg, "device %d is out of range: %d CUDA device", D, D);
     CHECK_STATUS(run_wf(&co, root, "bad", NULL, &ro), VP_ERR_INVALID_ARG, msg);
+    vp_wf_result_free(&ro);
+    snprintf(dir, sizeof dir, "%s/bad", root);
+    FILE* made = fopen(dir, "r");
+    CHECK(made == NULL, "a refused run.devices left the folder %s", dir);
+    if (made) fclose(made);
     printf("%-24s %-40s %11s %9s  %s\n", "job_devices", "walk-forward over the devices", "bitwise", "0",
            vpt_checks_failed ? "FAIL" : "ok");
 }
