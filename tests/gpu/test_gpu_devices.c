@@ -37,6 +37,7 @@ static int fold_device(const char* d, int k) {
 
 /* Runs the walk-forward of cfg on a CUDA backend of device 0 into root/name, progress into *log. */
 static vp_status run_wf(const vp_config* cfg, const char* root, const char* name, FILE* log, vp_wf_result* r) {
+    memset(r, 0, sizeof *r);
     char dir[400];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     vp_backend* b = NULL;
