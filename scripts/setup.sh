@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages vulpes builds against, when they are missing. With
 # --python (`make test`): also the Python packages of python/requirements.txt (torch, onnx,
-# onnxruntime, pandas, gymnasium, pytest, tensorboard, empyrical, safetensors, numpy) for the
-# Python tests, a few GB that building and training do not need. With --fuzz (`make fuzz`):
+# onnxruntime, pandas, gymnasium, pytest, tensorboard, empyrical, safetensors, numpy, optuna,
+# psycopg2) and the PostgreSQL server for the Python tests, a few GB that building and training do
+# not need. With --fuzz (`make fuzz`):
 # clang and its libFuzzer runtime (libclang-rt-N-dev on Debian 12 and later). Safe to run
 # again: it installs nothing that is already there.
 set -euo pipefail
@@ -51,6 +52,13 @@ if [ "$fuzz" = 1 ]; then
 fi
 [ "$python" = 1 ] || exit 0
 
+# ---- PostgreSQL for the Optuna test (python/tests/test_optuna.py starts a server of its own) ----
+# The server's binaries (initdb, pg_ctl) on PATH or under /usr/lib/postgresql/N/bin, else the
+# Debian package; no server is started here.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  install_missing postgresql
+fi
+
 # ---- Python for the Python package's tests and the checkpoint_python test ---------------
 # The system python3 when it has every module python/requirements.txt names, else a virtual
 # environment (VULPES_PYVENV, default .pyvenv) that sees the system's packages and gets the rest
@@ -58,7 +66,7 @@ fi
 # machine without a GPU). The tests never install anything: without these modules the Python
 # test fails under CI (CI=true) and is skipped elsewhere.
 venv=${VULPES_PYVENV:-$root/.pyvenv}
-pymods="import safetensors, numpy, pandas, torch, gymnasium, onnx, onnxruntime, onnxscript, pytest, tensorboard, empyrical"
+pymods="import safetensors, numpy, pandas, torch, gymnasium, onnx, onnxruntime, onnxscript, pytest, tensorboard, empyrical, optuna, psycopg2"
 has_modules() { "$1" -c "$pymods" >/dev/null 2>&1; }
 if ! has_modules python3 && ! has_modules "$venv/bin/python"; then
   echo "vulpes setup: installing the Python packages of python/requirements.txt into $venv"

@@ -11,7 +11,8 @@
  * log-probabilities, IQN quantiles, and its parameters by name), a vector of market
  * environments on the CPU or on CUDA (vulpes/env.h) with its observation buffers in the
  * backend's memory, and the training and backtest jobs (`vulpes train`, `vulpes backtest`)
- * writing a run folder. docs/python.md describes the Python package built on it. */
+ * writing a run folder, and a search space read as `vulpes search` reads it (the Optuna bridge's).
+ * docs/python.md describes the Python package built on it. */
 #ifndef VULPES_API_H
 #define VULPES_API_H
 
@@ -200,6 +201,38 @@ int vp_api_train(const char* config, const char* const* overrides, int n_overrid
 int vp_api_backtest(const char* checkpoint, const char* data, const char* span, const char* from, const char* to,
                     int64_t segments, const char* const* overrides, int n_overrides, const char* backend,
                     const char* out, int force, char* out_dir /* [cap] */, int64_t cap);
+
+/* ---- a search space (docs/search.md), read as `vulpes search` reads it ------------------------- */
+
+/* An open search space: its keys, each with its distribution, read against a base config. */
+typedef struct vp_api_space vp_api_space;
+
+/* Reads search space `space` (a YAML file's path; with is_text 1 the YAML text itself) against
+ * the config file `config` (NULL: the defaults) with the "key=value" overrides [n_overrides] into
+ * *out, as `vulpes search CONFIG SPACE.yaml` reads it; a refusal names the file, line and key. */
+int vp_api_space_open(const char* config, const char* const* overrides, int n_overrides, const char* space,
+                      int is_text, vp_api_space** out);
+
+/* Releases a space (NULL is a no-op). */
+void vp_api_space_close(vp_api_space* s);
+
+/* The number of keys of the space (1 .. 32), in file order. */
+int vp_api_space_n_params(const vp_api_space* s);
+
+/* Key i of the space: its name ("learn.lr") into key [cap], its distribution into *dist (0 uniform,
+ * 1 log_uniform, 2 int, 3 choice), its bounds into *lo and *hi (a choice: 0 and 0), its number of
+ * values into *n_choices (0 but for a choice). */
+int vp_api_space_param(const vp_api_space* s, int i, char* key /* [cap] */, int64_t cap, int* dist, double* lo,
+                       double* hi, int* n_choices);
+
+/* Value j of key i's choice as the space writes it ("64", "true", "tlob"); NULL when i or j is out
+ * of range or key i is no choice. */
+const char* vp_api_space_choice(const vp_api_space* s, int i, int j);
+
+/* Checks values [n] (one text a key reads per key of the space, in its order) as trial `trial`'s:
+ * each set into the base config, the whole config checked (vp_search_apply); a refusal names the
+ * trial and its values. */
+int vp_api_space_check(const vp_api_space* s, const char* const* values, int n, int64_t trial);
 
 #ifdef __cplusplus
 }

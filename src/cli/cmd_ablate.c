@@ -17,8 +17,8 @@
 static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes ablate CONFIG --switch KEY[,KEY=VALUE...] --seeds N [--parallel P] [--out DIR] [--force]\n"
-            "                     [--backend cpu|cuda|auto] [key=value ...]\n"
-            "       vulpes ablate [CONFIG] --resume DIR [--parallel P] [--backend cpu|cuda|auto]\n\n"
+            "                     [--devices LIST] [--backend cpu|cuda|auto] [key=value ...]\n"
+            "       vulpes ablate [CONFIG] --resume DIR [--parallel P] [--devices LIST] [--backend cpu|cuda|auto]\n\n"
             "Trains the base config and each variant of it (the base with one switch on) for N seeds each\n"
             "(run.seed = the base's seed + 0 .. N-1), each run a `vulpes train` run folder under\n"
             "DIR/runs/VARIANT/seed_S, and writes one table (console, DIR/ablate.csv, DIR/ablate.json) and\n"
@@ -31,6 +31,8 @@ static void usage(FILE* f) {
             "  --seeds N       seeds per variant (>= 1)\n"
             "  --parallel P    train up to P runs at once, each on its own backend (fewer when free GPU\n"
             "                  memory holds fewer); the same figures whatever P\n"
+            "  --devices LIST  CUDA devices the runs at once spread over, round robin (run.devices: 0,2;\n"
+            "                  default every visible device)\n"
             "  --out DIR       the ablation folder (default runs/YYYYmmdd-HHMMSS-ablate-NAME)\n"
             "  --force         start over in a non-empty folder\n"
             "  --resume DIR    continue an ablation: finished runs are skipped, interrupted ones continue from\n"
@@ -73,6 +75,7 @@ static int parse(int argc, char** argv, ablate_args* a) {
         {"--switch", VP_CLI_TEXT, &a->sw, NULL, 0, 0, NULL},
         {"--seeds", VP_CLI_COUNT, &a->seeds, NULL, 1, 100000, NULL},
         {"--parallel", VP_CLI_COUNT, &a->parallel, NULL, 1, 4096, NULL},
+        {"--devices", VP_CLI_TEXT, NULL, "run.devices", 0, 0, NULL},
         {"--out", VP_CLI_TEXT, &a->out, NULL, 0, 0, NULL},
         {"--force", VP_CLI_SWITCH, &a->force, NULL, 0, 0, NULL},
         {"--resume", VP_CLI_TEXT, &a->resume, NULL, 0, 0, NULL},

@@ -16,8 +16,9 @@
 static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes search CONFIG SPACE.yaml --trials N [--eta E] [--min-iterations R] [--seed S]\n"
-            "                     [--parallel P] [--out DIR] [--force] [--backend cpu|cuda|auto] [key=value ...]\n"
-            "       vulpes search [CONFIG [SPACE.yaml]] --resume DIR [--parallel P] [--backend cpu|cuda|auto]\n\n"
+            "                     [--parallel P] [--devices LIST] [--out DIR] [--force] [--backend cpu|cuda|auto] [key=value ...]\n"
+            "       vulpes search [CONFIG [SPACE.yaml]] --resume DIR [--parallel P] [--devices LIST]\n"
+            "                     [--backend cpu|cuda|auto]\n\n"
             "Draws N trials from the search space (each the base config with its keys drawn: uniform,\n"
             "log_uniform, int or choice) and trains them by successive halving on the validation score:\n"
             "every trial for R iterations, then the best ceil(n / E) of each rung continued to E times the\n"
@@ -31,6 +32,8 @@ static void usage(FILE* f) {
             "  --seed S            the search seed the draws come from (default 0)\n"
             "  --parallel P        train up to P trials at once, each on its own backend (fewer when free GPU\n"
             "                      memory holds fewer); the same results whatever P\n"
+            "  --devices LIST      CUDA devices the trials at once spread over, round robin (run.devices:\n"
+            "                      0,2; default every visible device)\n"
             "  --out DIR           the search folder (default runs/YYYYmmdd-HHMMSS-search-NAME)\n"
             "  --force             start over in a non-empty folder\n"
             "  --resume DIR        continue a search: finished trials are skipped, interrupted ones continue\n"
@@ -64,6 +67,7 @@ static int parse(int argc, char** argv, search_args* a) {
         {"--min-iterations", VP_CLI_COUNT, &a->min_iterations, NULL, 1, VP_CONFIG_INT_MAX, NULL},
         {"--seed", VP_CLI_COUNT, &a->seed, NULL, 0, 9007199254740992LL, NULL},
         {"--parallel", VP_CLI_COUNT, &a->parallel, NULL, 1, 4096, NULL},
+        {"--devices", VP_CLI_TEXT, NULL, "run.devices", 0, 0, NULL},
         {"--out", VP_CLI_TEXT, &a->out, NULL, 0, 0, NULL},
         {"--force", VP_CLI_SWITCH, &a->force, NULL, 0, 0, NULL},
         {"--resume", VP_CLI_TEXT, &a->resume, NULL, 0, 0, NULL},

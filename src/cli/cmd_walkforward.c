@@ -20,8 +20,9 @@ static void usage(FILE* f) {
     fprintf(f,
             "usage: vulpes walkforward CONFIG [key=value ...] [--train-bars N] [--val-bars N] [--test-bars N]\n"
             "                          [--step-bars N] [--embargo-bars N] [--anchored] [--warm-start]\n"
-            "                          [--max-folds N] [--parallel N] [--out DIR] [--force] [--no-fused]\n"
-            "       vulpes walkforward [CONFIG] --resume DIR [--parallel N] [key=value ...]\n"
+            "                          [--max-folds N] [--parallel N] [--devices LIST] [--out DIR] [--force]\n"
+            "                          [--no-fused]\n"
+            "       vulpes walkforward [CONFIG] --resume DIR [--parallel N] [--devices LIST] [key=value ...]\n"
             "       (both take --backend cpu|cuda|auto: run.backend)\n\n"
             "Rolls folds [train | val | test] through the bars of data.path: each fold trains from scratch\n"
             "(train.iterations), keeps the parameters with the best validation Sharpe, and runs the exact\n"
@@ -37,6 +38,8 @@ static void usage(FILE* f) {
             "  --max-folds N     run only the first N folds\n"
             "  --parallel N      train up to N folds at once, each on its own backend (walkforward.parallel;\n"
             "                    fewer when free GPU memory holds fewer; 1 with --warm-start); same results\n"
+            "  --devices LIST    CUDA devices the folds at once spread over, round robin (run.devices: 0,2;\n"
+            "                    default every visible device)\n"
             "  --out DIR         the walk-forward folder (default runs/YYYYmmdd-HHMMSS-walkforward-NAME)\n"
             "  --force           start over in a non-empty folder (the earlier walk-forward's files move\n"
             "                    into DIR/replaced-N; nothing is deleted)\n"
@@ -81,6 +84,7 @@ static int parse(int argc, char** argv, wf_args* a) {
         {"--anchored", VP_CLI_SWITCH, NULL, "walkforward.anchored", 0, 0, NULL},
         {"--warm-start", VP_CLI_SWITCH, NULL, "walkforward.warm_start", 0, 0, NULL},
         {"--parallel", VP_CLI_COUNT, NULL, "walkforward.parallel", 1, INT64_MAX, NULL},
+        {"--devices", VP_CLI_TEXT, NULL, "run.devices", 0, 0, NULL},
         {"--backend", VP_CLI_CHOICE, NULL, "run.backend", 0, 0, VP_CLI_BACKENDS},
         {"--out", VP_CLI_TEXT, &a->out, NULL, 0, 0, NULL},
         {"--resume", VP_CLI_TEXT, &a->resume, NULL, 0, 0, NULL},

@@ -199,7 +199,8 @@ static vp_status run_all(vp_ablate_ctx* c, vp_backend* b, const vp_config* var, 
     VP_REQUIRE(probe_cfg != NULL, VP_ERR_OOM, "ablation: %d variants", r->n_variants);
     for (int v = 0; v < r->n_variants; ++v) probe_cfg[v] = &var[v];
     vp_job_pool p = {"ablation", "run", "runs", r->n_runs, c->opts->parallel, c->opts->stop_after_runs, c,
-                     job_is_done, job_run, job_note, &c->pool.halt, probe_cfg, c->data, r->n_variants};
+                     job_is_done, job_run, job_note, &c->pool.halt, probe_cfg, c->data, r->n_variants,
+                     var[0].run.devices};
     // the progress over the runs this call runs (a continued run counts from its checkpoint's iteration)
     vp_pool_runs* pr = &c->pool;
     pr->iters = (int64_t*)calloc(2 * (size_t)r->n_runs, sizeof(int64_t));
@@ -235,6 +236,7 @@ vp_status vp_ablate_run(const vp_config* cfg, vp_backend* b, const vp_ablate_opt
                "ablation folder path '%.200s' is too long", opts->dir);
     snprintf(out->dir, sizeof out->dir, "%s", opts->dir);
     VP_TRY(vp_config_check(cfg));
+    VP_TRY(vp_job_pool_check_devices(cfg->run.devices, b));
     // the base records data.path absolute (config.yaml, every run), so a resume works from any folder
     vp_config base = *cfg;
     VP_TRY(vp_config_absolute_data_path(&base));

@@ -1,10 +1,12 @@
 /* Internal: the pool of self-contained training jobs that a walk-forward's folds and an
  * ablation's runs share. Up to `parallel` unfinished jobs run at once, each in its own POSIX
  * thread with its own backend (the calling thread works too, on the caller's backend); on
- * CUDA the number is lowered to what free device memory holds, measured by making one
- * algorithm instance of each probe config (the largest counts), taken x1.25 plus 256 MiB for
- * its backend (stream, cuBLASLt workspace), the backtest and what training allocates later;
- * free memory x0.9 over that is the most jobs.
+ * CUDA the jobs at once spread over the devices of `devices` (job_devices.h: round robin by
+ * slot, each worker's backend made on its slot's device), as many on each device as its free
+ * memory holds: one job's bytes are measured by making one algorithm instance of each probe
+ * config (the largest counts) on the caller's backend, taken x1.25 plus 256 MiB for its backend
+ * (stream, cuBLASLt workspace), the backtest and what training allocates later; a device's free
+ * memory x0.9 over that is the most jobs on it. On the CPU every job runs on a CPU backend.
  *
  * Thread safety: the job callback is called from several threads at once for different jobs,
  * each with its own backend; the error message is thread-local (a worker's is copied out and
@@ -38,13 +40,19 @@ typedef struct vp_job_pool {
     const vp_config* const* probe_cfg; /* [n_probe] configs whose device memory is measured (CUDA) */
     const vp_train_data* const* probe_data; /* [n_probe] the data each is measured on */
     int n_probe;                      /* 0: no measurement, `parallel` is taken as asked */
+    const char* devices;              /* CUDA: the devices the jobs spread over (run.devices; NULL: every visible) */
 } vp_job_pool;
+
+/* Checks run.devices `devices` for jobs on backend b before anything is made: on CUDA against the
+ * visible devices (job_devices.h), on the CPU its form only (the CPU does not read it). */
+vp_status vp_job_pool_check_devices(const char* devices, vp_backend* b);
 
 /* Jobs not yet finished, no more than stop_after when it is set. */
 int64_t vp_job_pool_left(const vp_job_pool* p);
 
-/* Runs the unfinished jobs of p on backend b (and backends of the same kind made per thread),
- * up to p->parallel at once, no more than are left, lowered to what device memory holds.
+/* Runs the unfinished jobs of p on backend b (and backends of the same kind made per thread, on
+ * CUDA each on its slot's device; b serves the slot on b's own device), up to p->parallel at
+ * once, no more than are left, lowered to what the devices' memory holds.
  * Every worker's first job is claimed before any runs, so which start together does not
  * depend on thread timing. Stops claiming once a job was stopped or failed, or stop_after
  * were claimed; a failure is returned after every running job has returned. */

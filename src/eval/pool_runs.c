@@ -111,7 +111,10 @@ vp_status vp_pool_runs_train(const vp_pool_job* j, vp_backend* b, vp_train_resul
     pthread_mutex_lock(&p->mu);
     p->started++;
     pthread_mutex_unlock(&p->mu);
-    vp_pool_runs_say(p, j->label, cont ? "continuing from its last.safetensors" : "training");
+    char start[192];
+    snprintf(start, sizeof start, "%s on %s", cont ? "continuing from its last.safetensors" : "training",
+             vp_backend_name(b));
+    vp_pool_runs_say(p, j->label, start);
     VP_TRY(vp_train_run_data(j->cfg, b, j->data, &o, r));
     if (r->interrupted) {
         char msg[256];

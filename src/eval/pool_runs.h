@@ -69,7 +69,8 @@ void vp_pool_runs_pool_note(vp_pool_runs* p, const char* owner, const char* msg)
  * has passed since the last. */
 void vp_pool_runs_progress(vp_pool_runs* p, int64_t slot, int64_t iteration);
 
-/* Trains job j on backend b into *r: says "continuing from its last.safetensors" or "training",
+/* Trains job j on backend b into *r: says "continuing from its last.safetensors on B" or "training on
+ * B" (B the backend's name, "cuda:1 NVIDIA H200"),
  * runs the loop (its notes prefixed by the label, its stop poll p->stop or p->halt); a run left
  * unfinished by a stop says "stopped at iteration I (a resume continues it)", a finished one is
  * counted (done, line_done) and the caller says how it did. Returns the loop's error as it is. */

@@ -145,7 +145,7 @@ static vp_status run_rung(vp_search_ctx* c, vp_backend* b, int g, const int64_t*
              (long long)n, n == 1 ? "trial" : "trials", (long long)r->budgets[g]);
     vp_pool_runs_note(&c->pool, line);
     vp_job_pool p = {"search", "trial", "trials", n, c->opts->parallel, cap, c, job_is_done, job_run, job_note,
-                     &c->pool.halt, probe_cfg, probe_data, (int)n};
+                     &c->pool.halt, probe_cfg, probe_data, (int)n, r->base.run.devices};
     // the rung's progress: the trial runs left, each at most the iterations this rung adds
     int64_t skipped = 0;
     for (int64_t k = 0; k < n; ++k) skipped += job_is_done(c, k);
@@ -228,6 +228,7 @@ vp_status vp_search_run(const vp_config* cfg, vp_backend* b, const vp_search_opt
                (long long)opts->parallel);
     snprintf(out->dir, sizeof out->dir, "%s", opts->dir);
     VP_TRY(vp_config_check(cfg));
+    VP_TRY(vp_job_pool_check_devices(cfg->run.devices, b));
     // the base records data.path absolute (config.yaml, every trial), so a resume works from any folder
     out->base = *cfg;
     VP_TRY(vp_config_absolute_data_path(&out->base));

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "eval/job_pool.h"
 #include "eval/walkforward_impl.h"
 
 vp_status vp_wf_plan(const vp_config* cfg, int64_t n_bars, int64_t warmup, vp_split* folds, int64_t cap,
@@ -182,6 +183,7 @@ vp_status vp_walkforward_run(const vp_config* cfg, vp_backend* b, const vp_wf_op
     memset(out, 0, sizeof *out);
     snprintf(out->dir, sizeof out->dir, "%s", opts->dir);
     VP_TRY(vp_config_check(cfg));
+    VP_TRY(vp_job_pool_check_devices(cfg->run.devices, b));
     // the walk-forward records data.path absolute (config.yaml, folds), so a resume works from any folder
     vp_config run_cfg = *cfg;
     VP_TRY(vp_config_absolute_data_path(&run_cfg));

@@ -170,8 +170,8 @@ vp_status vp_wf_fold_run(vp_wf_ctx* c, vp_backend* b, int64_t k, int* stopped, v
     vp_wf_empty_dir(dir);
     const vp_split* s = &c->folds[k];
     char tr[96], va[96], te[96];
-    say(&f, "train %s, validation %s, test %s", vp_wf_span_text(c, s->train, tr, sizeof tr),
-        vp_wf_span_text(c, s->val, va, sizeof va), vp_wf_span_text(c, s->test, te, sizeof te));
+    say(&f, "train %s, validation %s, test %s, on %s", vp_wf_span_text(c, s->train, tr, sizeof tr),
+        vp_wf_span_text(c, s->val, va, sizeof va), vp_wf_span_text(c, s->test, te, sizeof te), vp_backend_name(b));
     // the training loop: no resume checkpoints (an unfinished fold starts over), the fold's own files
     vp_train_opts o = vp_train_opts_default();
     o.mode = VP_RUN_FORCE;

@@ -1,6 +1,7 @@
 /* The walk-forward's folds through the job pool (job_pool.h): up to walkforward.parallel
  * unfinished folds at once, each in its own thread on its own backend, the number lowered to
- * what free device memory holds (one fold's algorithm instance measured), 1 with warm start.
+ * what free device memory holds (one fold's algorithm instance measured), 1 with warm start; on
+ * CUDA the folds at once spread over run.devices (job_pool.h).
  *
  * Thread safety of a fold: every object it touches is its own (backend, algorithm instance, RNG
  * streams seeded from the config, folder, metrics file, its slots of `finished` and `briefs`) or
@@ -49,7 +50,7 @@ vp_status vp_wf_pool_run(vp_wf_ctx* c, unsigned char* finished, vp_wf_brief* bri
     const vp_config* probe_cfg[1] = {&c->fold_cfg};
     const vp_train_data* probe_data[1] = {&view};
     vp_job_pool p = {"walk-forward", "fold", "folds", c->n_folds, c->wf->parallel, c->opts->stop_after_folds, &j,
-                     is_done, run, note, &c->halt, probe_cfg, probe_data, 1};
+                     is_done, run, note, &c->halt, probe_cfg, probe_data, 1, c->fold_cfg.run.devices};
     if (p.parallel > 1 && c->wf->warm_start) {
         note(&j, "warm start: folds run one after another (each starts from the previous one's parameters)");
         p.parallel = 1;

@@ -100,15 +100,20 @@ extern "C" vp_status vp_cuda_iqn_embed(vp_backend* be, const vp_iqn_dims* d, con
                "cuda iqn_embed: built for %d cosines and width %d, got %d and %d", EM_NC, EM_H, d->cos, d->hidden);
     VP_REQUIRE(((uintptr_t)h | (uintptr_t)pb | (uintptr_t)mix | (uintptr_t)(phi_out ? phi_out : mix)) % 16 == 0,
                VP_ERR_INVALID_ARG, "cuda iqn_embed: h, pb, phi and mix must be 16-byte aligned");
-    static int sms = 0;
-    if (sms == 0) {
-        int dev = 0, n = 0;
-        VP_CUDA_CHECK(cudaGetDevice(&dev));
+    // the shared-memory attribute and the SM count are a device's: set once per device (the jobs
+    // of a pool run on several)
+    static int sms_of[64];
+    int dev = 0;
+    VP_CUDA_CHECK(cudaGetDevice(&dev));
+    VP_REQUIRE(dev >= 0 && dev < 64, VP_ERR_UNSUPPORTED, "cuda iqn_embed: device %d (at most 64 devices)", dev);
+    if (sms_of[dev] == 0) {
+        int n = 0;
         VP_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
         VP_CUDA_CHECK(cudaFuncSetAttribute(iqn_embed_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            (int)EM_SMEM_BYTES));
-        sms = n > 0 ? n : 1;
+        sms_of[dev] = n > 0 ? n : 1;
     }
+    const int sms = sms_of[dev];
     const int64_t Q = d->batch * d->taus, tiles = (Q + EM_ROWS - 1) / EM_ROWS;
     const unsigned blocks = (unsigned)(tiles < 2 * sms ? tiles : 2 * sms);
     iqn_embed_kernel<<<blocks, EM_THREADS, EM_SMEM_BYTES, vp_cuda_stream_of(be)>>>(Q, d->taus, tau, h, pw, pb, cosf_out,

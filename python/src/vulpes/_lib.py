@@ -62,6 +62,13 @@ _SIGS = {
                              ctypes.c_char_p, c_i64]),
     "vp_api_backtest": (c_int, [c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_i64, ctypes.POINTER(c_char_p),
                                 c_int, c_char_p, c_char_p, c_int, ctypes.c_char_p, c_i64]),
+    "vp_api_space_open": (c_int, [c_char_p, ctypes.POINTER(c_char_p), c_int, c_char_p, c_int,
+                                  ctypes.POINTER(c_void_p)]),
+    "vp_api_space_close": (None, [c_void_p]),
+    "vp_api_space_n_params": (c_int, [c_void_p]),
+    "vp_api_space_param": (c_int, [c_void_p, c_int, ctypes.c_char_p, c_i64, c_int_p, c_double_p, c_double_p, c_int_p]),
+    "vp_api_space_choice": (c_char_p, [c_void_p, c_int, c_int]),
+    "vp_api_space_check": (c_int, [c_void_p, ctypes.POINTER(c_char_p), c_int, c_i64]),
 }
 
 _lib = None
