@@ -49,6 +49,11 @@ typedef struct vp_launch_result {
 vp_status vp_launch_spawn(int n, char* const argv[], const char* rendezvous, const vp_launch_opts* opts,
                           vp_launch_result* res);
 
+/* `vulpes COMMAND ... --gpus n` on one machine: a fresh rendezvous folder, then n copies of this
+ * program (/proc/self/exe) with argv[0 .. argc) after it (the command first), through
+ * vp_launch_spawn; the folder is removed at the end. */
+vp_status vp_launch_self(int n, int argc, char** argv, const vp_launch_opts* opts, vp_launch_result* res);
+
 /* Makes a fresh, empty rendezvous folder under $TMPDIR (else /tmp) into dir[n]. */
 vp_status vp_launch_rendezvous_make(char* dir, size_t n);
 

@@ -219,6 +219,27 @@ vp_status vp_launch_spawn(int n, char* const argv[], const char* rendezvous, con
     return VP_OK;
 }
 
+vp_status vp_launch_self(int n, int argc, char** argv, const vp_launch_opts* opts, vp_launch_result* res) {
+    const char* fn = "vp_launch_self";
+    VP_REQUIRE(argc >= 1 && argv != NULL, VP_ERR_INVALID_ARG, "%s: no command line", fn);
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    VP_REQUIRE(len > 0, VP_ERR_IO, "%s: cannot read /proc/self/exe: %s", fn, strerror(errno));
+    exe[len] = '\0';
+    char** av = (char**)calloc((size_t)argc + 2, sizeof *av);
+    VP_REQUIRE(av != NULL, VP_ERR_OOM, "%s: out of host memory", fn);
+    av[0] = exe;
+    for (int i = 0; i < argc; ++i) av[i + 1] = argv[i];
+    char rdv[1024];
+    vp_status s = vp_launch_rendezvous_make(rdv, sizeof rdv);
+    if (s == VP_OK) {
+        s = vp_launch_spawn(n, av, rdv, opts, res);
+        vp_launch_rendezvous_remove(rdv);
+    }
+    free(av);
+    return s;
+}
+
 vp_status vp_launch_rendezvous_make(char* dir, size_t n) {
     VP_REQUIRE(dir != NULL && n > 0, VP_ERR_INVALID_ARG, "vp_launch_rendezvous_make: dir is NULL");
     const char* tmp = getenv("TMPDIR");
