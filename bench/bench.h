@@ -15,6 +15,7 @@ typedef struct vp_bench_opts {
     const char* backend;   /* "cpu", "cuda" or "auto" */
     int64_t batch;         /* bench step: learner batch B (0: the default, 8192; --quick's smaller one) */
     const char* ablate;    /* bench step: switches KEY[,KEY=VALUE...] timed beside the default (NULL: none) */
+    int gpus;              /* bench step: ranks of the scaling run (0: no scaling lines) */
 } vp_bench_opts;
 
 /* `vulpes bench gemm`: the learner's GEMM shapes. */
@@ -48,6 +49,16 @@ int vp_bench_env(vp_backend* b, const vp_bench_opts* o);
 /* `vulpes bench step`: ms per learner step at B = 8192 with its phases and TFLOP/s (with
  * o->ablate: the default config's, then each switch on, and a table side by side). */
 int vp_bench_step(vp_backend* b, const vp_bench_opts* o);
+
+/* bench step's synthetic batch: random features ([4096, F] into *fbuf, freed by the caller),
+ * bars, portfolios, actions, rewards, discounts and weights uploaded into bt (taken from l). */
+vp_status vp_bench_step_batch(vp_backend* b, vp_learner* l, vp_batch* bt, vp_buffer* fbuf);
+
+/* `vulpes bench step --gpus N`, on each rank of the run of comm (one rank: comm of size 1): the
+ * learner step at the global batch split over the ranks (strong scaling) and at that batch per
+ * rank (weak scaling), each with its gradient all-reduce inside the captured step, and the
+ * all-reduce timed alone; rank 0 prints the lines and JSON. */
+int vp_bench_step_scale(vp_backend* b, const vp_bench_opts* o, vp_comm* comm);
 
 /* `vulpes bench train`: collection env steps/s with policy inference, iterations/s and the
  * time split between collection and learning. */
