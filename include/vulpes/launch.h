@@ -27,7 +27,8 @@ vp_status vp_launch_check(const vp_config* cfg, int gpus, int devices);
 typedef struct vp_launch_opts {
     double grace_s;                      /* after SIGTERM, seconds a rank has to end before SIGKILL (30) */
     double poll_s;                       /* seconds between checks of the ranks (0.01) */
-    const volatile sig_atomic_t* stop;   /* non-zero: forward that signal to every rank once (NULL: none) */
+    const volatile sig_atomic_t* stop;   /* non-zero: forward that signal to every rank once, SIGINT excepted (a
+                                            terminal's Ctrl-C reaches the ranks itself); then the grace (NULL: none) */
 } vp_launch_opts;
 
 /* Defaults: 30 s grace, 10 ms polls, no stop flag. */

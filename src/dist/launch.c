@@ -146,9 +146,10 @@ static void wait_ranks(const pid_t* pid, int n, const vp_launch_opts* o, vp_laun
             r->stopped += signal_ranks(pid, done, n, SIGTERM);
             term_at = now_s();
         }
-        // a stop request of the launcher's own: forwarded once
+        // a stop request of the launcher's own: forwarded once (not SIGINT: a terminal's Ctrl-C
+        // already reached every rank of the process group, and a second one ends a rank at once)
         if (o->stop && *o->stop && !forwarded && left > 0) {
-            signal_ranks(pid, done, n, (int)*o->stop);
+            if (*o->stop != SIGINT) signal_ranks(pid, done, n, (int)*o->stop);
             forwarded = 1;
             if (term_at < 0.0) term_at = now_s();
         }
