@@ -1,4 +1,4 @@
-/* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR] [--backend B]`: parses
+/* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR] [--backend B] [--gpus N]`: parses
  * the line with the shared parser (cli_args.h), resolves the config, picks the backend, traps
  * Ctrl-C and runs vp_train_run with the progress line on
  * stderr and the test span's files as its finishing step (vp_backtest_train_finish: the CLI
