@@ -41,8 +41,8 @@ typedef const char* (*vp_dist_getenv_fn)(void* ctx, const char* name);
 /* Fills *d from the variables `get` returns (the first source of VULPES, OMPI, PMI that has
  * its rank or size set; a local rank or size that is absent defaults to the global one). The
  * message of a failure names the variable and its value: not a whole number, rank >= size,
- * size < 1, a rank without a size, local_rank >= local_size, local_size > size, a
- * rendezvous path too long. */
+ * size < 1, a rank without a size (or a size without a rank), local_rank >= local_size,
+ * local_size > size or < 1, local_rank > rank, a rendezvous path too long. */
 vp_status vp_dist_from(vp_dist* d, vp_dist_getenv_fn get, void* ctx);
 
 /* vp_dist_from over the process's environment (getenv). */
