@@ -66,9 +66,10 @@ static void test_env_per_rank(void) {
 /* A rank that exits 3 fails the launch by name, and the others, still running, are stopped. */
 static void test_failing_rank_stops_others(void) {
     char script[1024];
-    // rank 1 fails at once; the others would sleep 60 s and then leave a file
+    // rank 1 fails after 1 s (the others have set their traps by then); the others would sleep 60 s
+    // and then leave a file
     snprintf(script, sizeof script,
-             "if [ \"$VULPES_RANK\" = 1 ]; then exit 3; fi; trap 'kill $!; echo term > %s/term$VULPES_RANK.txt; exit 143' TERM; "
+             "if [ \"$VULPES_RANK\" = 1 ]; then sleep 1; exit 3; fi; trap 'kill $!; echo term > %s/term$VULPES_RANK.txt; exit 143' TERM; "
              "sleep 60 & wait; echo done > %s/done$VULPES_RANK.txt",
              g_dir, g_dir);
     char* argv[] = {"/bin/sh", "-c", script, NULL};
@@ -95,7 +96,7 @@ static void test_failing_rank_stops_others(void) {
 /* A rank that ignores SIGTERM is killed after the grace; a killed rank is reported by signal. */
 static void test_grace_and_signal(void) {
     char script[512];
-    snprintf(script, sizeof script, "if [ \"$VULPES_RANK\" = 0 ]; then kill -9 $$; fi; trap '' TERM; exec sleep 30");
+    snprintf(script, sizeof script, "if [ \"$VULPES_RANK\" = 0 ]; then sleep 1; kill -9 $$; fi; trap '' TERM; exec sleep 30");
     char* argv[] = {"/bin/sh", "-c", script, NULL};
     vp_launch_opts o = vp_launch_opts_default();
     o.grace_s = 0.5;
@@ -103,6 +104,7 @@ static void test_grace_and_signal(void) {
     const double t0 = now_s();
     CHECK_STATUS(vp_launch_spawn(2, argv, NULL, &o, &r), VP_ERR_STATE, "rank 0 of 2 was killed by signal 9");
     CHECK(now_s() - t0 < 15.0, "the stubborn rank was not killed after the grace (%.1f s)", now_s() - t0);
+    CHECK(r.stopped == 1, "stopped %d ranks, expected 1", r.stopped);
     CHECK(r.failed_rank == 0 && r.term_signal == SIGKILL && r.exit_code == -1, "failed %d signal %d exit %d",
           r.failed_rank, r.term_signal, r.exit_code);
 }
@@ -132,10 +134,10 @@ static void test_stop_forwarded(void) {
     snprintf(script, sizeof script, "trap 'kill $!; echo hup > %s/hup$VULPES_RANK.txt; exit 129' HUP; sleep 30 & wait",
              g_dir);
     char* argv[] = {"/bin/sh", "-c", script, NULL};
-    // the request arrives 0.5 s in, once the ranks have set their traps
+    // the request arrives 1 s in, once the ranks have set their traps
     g_stop = 0;
     signal(SIGALRM, on_alarm);
-    struct itimerval it = {{0, 0}, {0, 500 * 1000}};
+    struct itimerval it = {{0, 0}, {1, 0}};
     setitimer(ITIMER_REAL, &it, NULL);
     vp_launch_opts o = vp_launch_opts_default();
     o.stop = &g_stop;
