@@ -17,6 +17,7 @@ typedef struct vp_bench_opts {
     const char* ablate;    /* bench step: switches KEY[,KEY=VALUE...] timed beside the default (NULL: none) */
     int64_t envs;          /* bench train: only the collections of this many envs (0: the benchmark's list) */
     int64_t steps;         /* bench train: only the collections of S = steps (0: the benchmark's list) */
+    int gpus;              /* bench step: ranks of the scaling run (0: no scaling lines) */
 } vp_bench_opts;
 
 /* `vulpes bench gemm`: the learner's GEMM shapes. */
@@ -50,6 +51,16 @@ int vp_bench_env(vp_backend* b, const vp_bench_opts* o);
 /* `vulpes bench step`: ms per learner step at B = 8192 with its phases and TFLOP/s (with
  * o->ablate: the default config's, then each switch on, and a table side by side). */
 int vp_bench_step(vp_backend* b, const vp_bench_opts* o);
+
+/* bench step's synthetic batch: random features ([4096, F] into *fbuf, freed by the caller),
+ * bars, portfolios, actions, rewards, discounts and weights uploaded into bt (taken from l). */
+vp_status vp_bench_step_batch(vp_backend* b, vp_learner* l, vp_batch* bt, vp_buffer* fbuf);
+
+/* `vulpes bench step --gpus N`, on each rank of the run of comm (one rank: comm of size 1): the
+ * learner step at the global batch split over the ranks (strong scaling) and at that batch per
+ * rank (weak scaling), each with its gradient all-reduce inside the captured step, and the
+ * all-reduce timed alone; rank 0 prints the lines and JSON. */
+int vp_bench_step_scale(vp_backend* b, const vp_bench_opts* o, vp_comm* comm);
 
 /* `vulpes bench train`: collection env steps/s with policy inference, iterations/s and the
  * time split between collection and learning. */

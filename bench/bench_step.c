@@ -52,7 +52,7 @@ static vp_status time_body(vp_backend* b, step_ctx* c, int graph, double* ms) {
 }
 
 /* Host buffers -> the batch: random features, bars, actions, rewards, weights. */
-static vp_status fill_batch(vp_backend* b, vp_learner* l, vp_batch* bt, vp_buffer* fbuf) {
+vp_status vp_bench_step_batch(vp_backend* b, vp_learner* l, vp_batch* bt, vp_buffer* fbuf) {
     const vp_learner_cfg* c = &l->cfg;
     const int64_t B = c->batch, F = c->model.n_features, P = c->model.n_portfolio, nb = c->model.n_branches;
     const vp_mem mem = vp_backend_native_mem(b);
@@ -147,7 +147,7 @@ static int bench_one(vp_backend* b, const vp_bench_opts* o, const vp_learner_cfg
         return 1;
     }
     s = vp_learner_batch_init(&l, &bt);
-    if (s == VP_OK) s = fill_batch(b, &l, &bt, &fbuf);
+    if (s == VP_OK) s = vp_bench_step_batch(b, &l, &bt, &fbuf);
     if (s == VP_OK) s = vp_buffer_alloc(b, vp_backend_native_mem(b), sizeof(float) * (size_t)cfg.batch, &pbuf);
     vp_tensor prio = vp_tensor_1d(pbuf.dev, VP_F32, vp_backend_native_mem(b), cfg.batch);
     step_ctx c = {&l, &bt, &prio, iters, -1};

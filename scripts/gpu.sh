@@ -23,6 +23,7 @@
 #   modules: every module on (train, GPU and CPU backtests) and the module ablations (scripts/gpu_modules_check.sh)
 #   step-profile: the GPU time of every kernel of one learner step (Nsight Compute)
 #   collect-profile: the GPU time of every kernel of a 65536-env collection's first iterations (Nsight Compute)
+#   dist: the one-rank data-parallel GPU test and vulpes bench step --gpus 1 2 4 8 (up to the GPUs there)
 #   search-bench: a 16-trial vulpes search with --parallel 16 and with --parallel 1, trials/s of
 #                 both (scripts/gpu_search_bench.sh)
 set -uo pipefail
@@ -129,6 +130,16 @@ for s in $steps; do
       done ;;
     search-bench)
       run search_bench bash scripts/gpu_search_bench.sh build-gpu /tmp/vp-search "$OUT" ;;
+    dist)
+      # one rank of a data-parallel run: its GPU test, then bench step --gpus on every GPU count the
+      # machine has (docs/distributed.md, "What a multi-GPU machine would run")
+      run test_gpu_dist build-gpu/test_gpu_dist
+      n_gpu=$(nvidia-smi -L | wc -l)
+      for n in 1 2 4 8; do
+        [ "$n" -le "$n_gpu" ] && run "bench_step_gpus_$n" build-gpu/vulpes bench step --backend cuda --gpus "$n" \
+          --json "$OUT/dist.jsonl"
+      done
+      run dist_scaling python3 tools/dist_scaling.py "$OUT/dist.jsonl" ;;
     test|bench) ;;
     bench-*) run "$s" build-gpu/vulpes bench "${s#bench-}" --backend cuda --json "$OUT/bench.jsonl" ;;
     *) run "$s" $s ;;

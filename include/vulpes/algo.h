@@ -130,6 +130,11 @@ int vp_algo_count(void);
 /* Algorithm i of the table (0 <= i < vp_algo_count()), NULL out of range. */
 const vp_algo_ops* vp_algo_at(int i);
 
+/* Attaches a data-parallel run's communicator to a training instance's learner: a one-rank
+ * one for DQN (its learner then steps exactly as without, vp_learner_set_comm); more ranks are
+ * refused (the training loop runs one rank: docs/distributed.md), as is any other algorithm. */
+vp_status vp_algo_set_comm(vp_algo* a, vp_comm* comm);
+
 /* Makes an instance of cfg->train.algo for `use` on backend b over data d (d outlives it).
  * Free with vp_algo_free (also after a failure). */
 vp_status vp_algo_create(vp_algo* a, const vp_config* cfg, vp_backend* b, const vp_train_data* d, vp_algo_use use);

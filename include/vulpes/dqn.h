@@ -95,6 +95,12 @@ vp_status vp_trainer_load_params(vp_trainer* t, const char* path, vp_tensor* dst
 /* Reads the parameters of network m from checkpoint `path` into dst ([n_weights], b's memory). */
 vp_status vp_dqn_read_params(vp_backend* b, const vp_model* m, const char* path, vp_tensor* dst);
 
+struct vp_algo;
+
+/* Attaches comm to the learner of DQN training instance a (vp_learner_set_comm; vp_algo_set_comm
+ * calls it). */
+vp_status vp_dqn_algo_set_comm(struct vp_algo* a, vp_comm* comm);
+
 #ifdef __cplusplus
 }
 #endif

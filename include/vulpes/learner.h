@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "vulpes/backend.h"
+#include "vulpes/comm.h"
 #include "vulpes/model.h"
 #include "vulpes/ops.h"
 #include "vulpes/signals.h"
@@ -103,6 +104,7 @@ typedef struct vp_learner {
     const float* signals_host;     /* [VP_SIG_COUNT] host alias of `signals` */
     vp_learner_scratch* scratch;   /* activations and loss buffers */
     vp_tensor popart;              /* [3] f32: PopArt's mu, nu, sigma (cfg.popart; empty without) */
+    vp_comm* comm;                 /* data-parallel communicator (vp_learner_set_comm; NULL: one process) */
 } vp_learner;
 
 /* Builds the model (parameters from cfg->seed), copies it into the target, zeroes the
@@ -142,6 +144,14 @@ vp_tensor vp_learner_control(const vp_learner* l, int k);
  * (VP_CTL_LR is rewritten each step by a schedule other than constant). Set-up only: one
  * upload, not inside a step. */
 vp_status vp_learner_set_control(vp_learner* l, int k, float v);
+
+/* Attaches the communicator of a data-parallel run (NULL detaches; not owned). With more
+ * than one rank, each step sums model.grads over the ranks after the backward and scales it
+ * by 1 / size, before the clip, so every rank applies the gradient of the global batch
+ * (cfg.batch is the rank's share); rank 0's parameters are broadcast to all and copied into
+ * the target (set-up only). One rank changes nothing. Refused with more than one rank for
+ * PopArt and the signal bus, whose state follows the rank's own batch statistics. */
+vp_status vp_learner_set_comm(vp_learner* l, vp_comm* comm);
 
 /* Copies online parameters into the target (after loading a checkpoint, say); set-up only. */
 vp_status vp_learner_sync_target(vp_learner* l);

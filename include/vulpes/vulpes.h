@@ -62,4 +62,9 @@
 /* live decisions: a checkpoint fed bars one at a time */
 #include "vulpes/live.h"
 
+/* data-parallel runs: a rank's place, its communicator, the one-machine launcher */
+#include "vulpes/dist.h"
+#include "vulpes/comm.h"
+#include "vulpes/launch.h"
+
 #endif /* VULPES_VULPES_H */

@@ -1,4 +1,4 @@
-/* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR] [--backend B]`: parses
+/* `vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--resume DIR] [--backend B] [--gpus N]`: parses
  * the line with the shared parser (cli_args.h), resolves the config, picks the backend, traps
  * Ctrl-C and runs vp_train_run with the progress line on
  * stderr and the test span's files as its finishing step (vp_backtest_train_finish: the CLI
@@ -17,7 +17,7 @@
 
 static void usage(FILE* f) {
     fprintf(f,
-            "usage: vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--backend cpu|cuda|auto]\n"
+            "usage: vulpes train CONFIG [key=value ...] [--out DIR] [--force] [--backend cpu|cuda|auto] [--gpus N]\n"
             "       vulpes train [CONFIG] --resume DIR [key=value ...] [--backend cpu|cuda|auto]\n\n"
             "Trains on the bars of data.path (a CSV file, or synth:KIND[:key=value,...]), validates every\n"
             "train.eval_every iterations, keeps best.safetensors and last.safetensors in the run folder\n"
@@ -32,7 +32,10 @@ static void usage(FILE* f) {
             "  --resume DIR   continue the run in DIR from its last.safetensors (CONFIG defaults to\n"
             "                 DIR/config.yaml; only train.iterations, checkpoint_every, log_every and\n"
             "                 run.* may differ)\n"
-            "  --backend B    where it runs: run.backend=B (cpu, cuda, or auto: the GPU when one is usable)\n\n"
+            "  --backend B    where it runs: run.backend=B (cpu, cuda, or auto: the GPU when one is usable)\n"
+            "  --gpus N       N ranks of a data-parallel run on this machine, one per GPU (docs/distributed.md);\n"
+            "                 1 (the default) runs in this process; more need --backend cuda and learn.batch and\n"
+            "                 env.n_envs divisible by N. Under mpirun the ranks come from MPI's variables.\n\n"
             "Progress: a line with the iteration, env steps/s, loss, epsilon, validation Sharpe, elapsed time\n"
             "and ETA on stderr (redrawn on a terminal, every 10 s otherwise), the warm-up notice first. On the\n"
             "CPU a run projected past 15 minutes after its first iterations is warned of, with the measured\n"
@@ -49,6 +52,7 @@ typedef struct train_args {
     const char* out;    /* --out */
     const char* resume; /* --resume */
     int force;          /* --force */
+    int64_t gpus;       /* --gpus N (0: not given, one rank) */
     vp_cli_args cl;     /* the parsed line: the overrides, then --out as run.out=DIR and --backend as run.backend */
 } train_args;
 
@@ -61,6 +65,7 @@ static int parse(int argc, char** argv, train_args* a) {
         {"--force", VP_CLI_SWITCH, &a->force, NULL, 0, 0, NULL},
         {"--resume", VP_CLI_TEXT, &a->resume, NULL, 0, 0, NULL},
         {"--backend", VP_CLI_CHOICE, &backend, "run.backend", 0, 0, VP_CLI_BACKENDS},
+        {"--gpus", VP_CLI_COUNT, &a->gpus, NULL, 1, 64, NULL},
     };
     const vp_cli_spec spec = {"train", opts, (int)(sizeof opts / sizeof opts[0]), 1, 1, usage};
     int rc = vp_cli_parse(&spec, argc, argv, &a->cl);
@@ -108,6 +113,46 @@ static void report(const vp_train_result* r, const vp_metrics_summary* exact) {
             t->extrapolated ? "; annual figures extrapolated from less than a year" : "");
 }
 
+/* --gpus N > 1 in a process that is no rank: the request checked, then N ranks of this command
+ * line started and waited for (src/dist/launch.c); the exit code. */
+static int launch(int gpus, const vp_config* cfg, int argc, char** argv) {
+    if (vp_launch_check(cfg, gpus, vp_launch_cuda_devices()) != VP_OK) return vp_cli_fail("in --gpus");
+    vp_cli_trap_signals();
+    vp_launch_opts lo = vp_launch_opts_default();
+    lo.stop = &vp_cli_stop;
+    fprintf(stderr, "vulpes train: %d ranks on this machine, one per GPU\n", gpus);
+    vp_launch_result lr;
+    if (vp_launch_self(gpus, argc, argv, &lo, &lr) == VP_OK) return 0;
+    vp_cli_fail("in the ranks");
+    return vp_cli_stop ? vp_cli_stop_status() : 1;
+}
+
+/* A rank of a data-parallel run (its variables set): the request checked as the launcher does,
+ * the CUDA backend on the rank's GPU and its communicator into *comm; NULL after the message. */
+static vp_backend* rank_backend(const vp_dist* d, const vp_config* cfg, int64_t gpus, vp_comm** comm) {
+    if (gpus && gpus != d->size) {
+        fprintf(stderr, "vulpes train: --gpus %lld, but this process is rank %d of %d (%s variables)\n",
+                (long long)gpus, d->rank, d->size, vp_dist_source_name(d->source));
+        return NULL;
+    }
+    // the device count per machine is checked when the backend takes its device
+    if (vp_launch_check(cfg, d->size, d->size) != VP_OK) {
+        vp_cli_fail("in the rank's request");
+        return NULL;
+    }
+    vp_backend* b = NULL;
+    if (vp_backend_cuda_init(&b, d->local_rank) != VP_OK) {
+        vp_cli_fail("creating the rank's backend");
+        return NULL;
+    }
+    if (vp_comm_init(comm, d, b, NULL) != VP_OK) {
+        vp_cli_fail("connecting the ranks");
+        vp_backend_free(b);
+        return NULL;
+    }
+    return b;
+}
+
 int vp_cmd_train(int argc, char** argv) {
     train_args a;
     int rc = parse(argc, argv, &a);
@@ -119,7 +164,12 @@ int vp_cmd_train(int argc, char** argv) {
     else snprintf(cfg_path, sizeof cfg_path, "%.1000s/config.yaml", a.resume);
     vp_config cfg;
     if (vp_config_resolve(&cfg, cfg_path, a.cl.n_over, a.cl.over) != VP_OK) return vp_cli_fail("in the configuration");
-    vp_backend* b = vp_cli_backend_for(&cfg);
+    // --gpus N, or a rank of a run that a launcher (ours, or mpirun) started
+    vp_dist dist;
+    if (vp_dist_from_env(&dist) != VP_OK) return vp_cli_fail("in the rank variables");
+    if (dist.size == 1 && a.gpus > 1) return launch((int)a.gpus, &cfg, argc, argv);
+    vp_comm* comm = NULL;
+    vp_backend* b = dist.size > 1 ? rank_backend(&dist, &cfg, a.gpus, &comm) : vp_cli_backend_for(&cfg);
     if (!b) return 1;
 
     // Ctrl-C, SIGTERM, SIGHUP: checkpoint and stop between iterations; a second one ends the
@@ -138,9 +188,11 @@ int vp_cmd_train(int argc, char** argv) {
     memset(&exact, 0, sizeof exact);
     o.finish = vp_backtest_train_finish;
     o.ctx = &exact;
+    o.comm = comm;
     fprintf(stderr, "vulpes train: %s on %s\n", cfg.data.path, vp_backend_name(b));
     vp_train_result r;
     vp_status s = vp_train_run(&cfg, b, &o, &r);
+    vp_comm_free(comm);
     vp_backend_free(b);
     if (s != VP_OK) return vp_cli_fail("training");
     report(&r, &exact);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vulpes/algo.h"
+#include "vulpes/dqn.h"
 #include "vulpes/ops.h"
 
 #define VP_ALGO_ROW_(name) &vp_##name##_algo,
@@ -151,6 +152,18 @@ void vp_algo_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
     }
     if (resume && a)
         snprintf(buf, n, "resuming toward iteration %lld: loading last.safetensors...", (long long)a->cfg.train.iterations);
+}
+
+vp_status vp_algo_set_comm(vp_algo* a, vp_comm* comm) {
+    VP_TRY(check(a, 1, "vp_algo_set_comm"));
+    const int size = vp_comm_size(comm);
+    VP_REQUIRE(size == 1, VP_ERR_UNSUPPORTED,
+               "vp_algo_set_comm: rank %d of %d: the training loop runs one rank; the data-parallel learner "
+               "(vp_learner_set_comm) is not yet driven by it (sharded envs and replay, rank 0 writing: "
+               "docs/distributed.md)", vp_comm_rank(comm), size);
+    VP_REQUIRE(a->ops == &vp_dqn_algo, VP_ERR_UNSUPPORTED,
+               "vp_algo_set_comm: train.algo %s has no data-parallel learner (dqn has)", a->ops->name);
+    return vp_dqn_algo_set_comm(a, comm);
 }
 
 vp_status vp_algo_validate(vp_algo* a, vp_algo_params which, vp_eval_result* out) {

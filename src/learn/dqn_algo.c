@@ -178,6 +178,12 @@ static void dqn_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
              (long long)steps, vp_plural(steps, "step", "steps"), (long long)envs, vp_plural(envs, "env", "envs"));
 }
 
+vp_status vp_dqn_algo_set_comm(vp_algo* a, vp_comm* comm) {
+    VP_REQUIRE(a != NULL && a->ops == &vp_dqn_algo && a->impl != NULL && a->use == VP_ALGO_TRAIN, VP_ERR_INVALID_ARG,
+               "vp_dqn_algo_set_comm: not a DQN training instance");
+    return vp_learner_set_comm(&state(a)->t.learner, comm);
+}
+
 const vp_algo_ops vp_dqn_algo = {
     "dqn",         dqn_create,   dqn_free,      dqn_warmup, dqn_iterate,     dqn_stats,      dqn_info,
     dqn_validate,  dqn_keep_best, dqn_save,     dqn_load,   dqn_load_params, dqn_warm_start, dqn_policy,

@@ -36,4 +36,8 @@ struct vp_learner_scratch {
     int batch_taken;            /* vp_learner_batch_init has run */
 };
 
+/* Sums model.grads over the ranks of l->comm and scales it by 1 / size (ops only); a no-op
+ * without a communicator or with one rank (learner_dist.c). */
+vp_status vp_learner_allreduce_grads(vp_learner* l);
+
 #endif /* VP_LEARN_LEARNER_INTERNAL_H */

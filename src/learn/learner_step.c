@@ -80,12 +80,15 @@ static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priori
     return priorities ? vp_copy(b, &s->c51_loss, priorities) : VP_OK;
 }
 
-/* Gradient of every parameter from the loss gradients. */
+/* Gradient of every parameter from the loss gradients (summed over the ranks of a
+ * data-parallel run). */
 static vp_status phase_backward(vp_learner* l) {
     vp_learner_scratch* s = l->scratch;
     VP_TRY(vp_model_backward(&l->model, &l->model.params, s->acts, &s->d_log_probs,
                              l->cfg.n_taus > 0 ? &s->d_iqn : NULL));
-    return vp_learner_mods_backward(l);
+    VP_TRY(vp_learner_mods_backward(l));
+    // a data-parallel run: the global batch's gradient on every rank, before the clip
+    return vp_learner_allreduce_grads(l);
 }
 
 /* Clip coefficient, AdamW, Polyak target update, the statistics and the bus. The learning

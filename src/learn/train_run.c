@@ -329,6 +329,7 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
 
     // Every part of the run, the folder claimed (locked and checked), then its start.
     vp_status s = vp_algo_create(&j.a, cfg, b, d, VP_ALGO_TRAIN);
+    if (s == VP_OK && j.opts->comm) s = vp_algo_set_comm(&j.a, j.opts->comm);
     if (s == VP_OK && j.opts->mode == VP_RUN_RESUME) s = vp_train_check_resumable(out->run_dir);
     if (s == VP_OK) s = vp_run_claim(&j.run, out->run_dir, j.opts->mode);
     // The first progress line and the warm-up notice, before the warm-up runs.

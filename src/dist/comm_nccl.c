@@ -1,0 +1,140 @@
+/* The NCCL half of the communicator (builds with NCCL: VP_NCCL): the id made by rank 0 and
+ * handed to the others through MPI (builds with MPI: VP_MPI, under mpirun) or the rendezvous
+ * folder, the communicator on the backend's device, the all-reduce and the broadcast on its
+ * stream. */
+#ifdef VP_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef VP_MPI
+#include <mpi.h>
+#endif
+
+#include "dist/dist_impl.h"
+
+/* Checks an NCCL call, naming it and NCCL's reason. */
+#define VP_NCCL_CHECK(call)                                                                            \
+    do {                                                                                               \
+        ncclResult_t vp_nc_r_ = (call);                                                                \
+        if (vp_nc_r_ != ncclSuccess)                                                                   \
+            return vp_set_error(VP_ERR_CUDA, VP_WHERE, "%s: %s failed: %s (%s)", __func__, #call,      \
+                                ncclGetErrorString(vp_nc_r_), ncclGetLastError(NULL));                 \
+    } while (0)
+
+struct vp_comm_nccl {
+    ncclComm_t comm; /* the NCCL communicator of this rank */
+    int mpi_owned;   /* 1: this communicator initialised MPI and finalises it */
+};
+
+/* The rendezvous record: a tag, the run's size (a reader of another run's file refuses it)
+ * and the id. */
+typedef struct nccl_id_record {
+    char magic[8];      /* "VPNCCLID" */
+    int32_t size;       /* ranks of the run that wrote it */
+    int32_t reserved;   /* 0 */
+    ncclUniqueId id;    /* rank 0's ncclGetUniqueId */
+} nccl_id_record;
+
+/* Rank 0's id to every rank through the rendezvous folder. */
+static vp_status id_by_file(const vp_dist* d, ncclUniqueId* id, double timeout_s) {
+    const char* fn = "vp_comm_init";
+    VP_REQUIRE(d->rendezvous[0] != '\0', VP_ERR_INVALID_ARG,
+               "%s: %d ranks (from %s) need VULPES_RENDEZVOUS, a folder every rank can read, to pass rank 0's NCCL "
+               "id (or a build with MPI under mpirun)", fn, d->size, vp_dist_source_name(d->source));
+    nccl_id_record r;
+    memset(&r, 0, sizeof r);
+    if (d->rank == 0) {
+        memcpy(r.magic, "VPNCCLID", 8);
+        r.size = d->size;
+        r.id = *id;
+        return vp_rendezvous_publish(d->rendezvous, VP_RENDEZVOUS_NCCL_ID, &r, sizeof r);
+    }
+    VP_TRY(vp_rendezvous_wait(d->rendezvous, VP_RENDEZVOUS_NCCL_ID, &r, sizeof r, timeout_s));
+    VP_REQUIRE(memcmp(r.magic, "VPNCCLID", 8) == 0, VP_ERR_PARSE, "%s: %s/%s is not an NCCL id record", fn,
+               d->rendezvous, VP_RENDEZVOUS_NCCL_ID);
+    VP_REQUIRE(r.size == d->size, VP_ERR_STATE, "%s: %s/%s was written by a run of %d ranks, this one has %d", fn,
+               d->rendezvous, VP_RENDEZVOUS_NCCL_ID, (int)r.size, d->size);
+    *id = r.id;
+    return VP_OK;
+}
+
+#ifdef VP_MPI
+/* Rank 0's id to every rank through MPI_Bcast (MPI initialised here when nobody has). */
+static vp_status id_by_mpi(const vp_dist* d, ncclUniqueId* id, int* owned) {
+    const char* fn = "vp_comm_init";
+    int inited = 0, rank = -1, size = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        int provided = 0;
+        VP_REQUIRE(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS, VP_ERR_STATE,
+                   "%s: MPI_Init_thread failed", fn);
+        *owned = 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    VP_REQUIRE(rank == d->rank && size == d->size, VP_ERR_STATE,
+               "%s: MPI says rank %d of %d, the environment (%s) rank %d of %d", fn, rank, size,
+               vp_dist_source_name(d->source), d->rank, d->size);
+    VP_REQUIRE(MPI_Bcast(id, (int)sizeof *id, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS, VP_ERR_STATE,
+               "%s: MPI_Bcast of the NCCL id failed", fn);
+    return VP_OK;
+}
+#endif
+
+/* The id: rank 0 makes it, the others receive it (nobody else for one rank). */
+static vp_status exchange_id(const vp_dist* d, ncclUniqueId* id, double timeout_s, int* mpi_owned) {
+    if (d->rank == 0) VP_NCCL_CHECK(ncclGetUniqueId(id));
+    if (d->size == 1) return VP_OK;
+#ifdef VP_MPI
+    if (d->source == VP_DIST_OMPI || d->source == VP_DIST_PMI) return id_by_mpi(d, id, mpi_owned);
+#else
+    (void)mpi_owned;
+#endif
+    return id_by_file(d, id, timeout_s);
+}
+
+vp_status vp_comm_nccl_init(vp_comm_nccl** out, const vp_dist* d, vp_backend* b, double timeout_s) {
+    (void)b; // the backend made its device current on this thread; NCCL binds to it
+    vp_comm_nccl* n = (vp_comm_nccl*)calloc(1, sizeof *n);
+    VP_REQUIRE(n != NULL, VP_ERR_OOM, "vp_comm_init: out of host memory");
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    vp_status s = exchange_id(d, &id, timeout_s, &n->mpi_owned);
+    if (s == VP_OK) {
+        ncclResult_t r = ncclCommInitRank(&n->comm, d->size, id, d->rank);
+        if (r != ncclSuccess)
+            s = vp_set_error(VP_ERR_CUDA, VP_WHERE, "vp_comm_init: ncclCommInitRank(rank %d of %d) failed: %s (%s)",
+                             d->rank, d->size, ncclGetErrorString(r), ncclGetLastError(NULL));
+    }
+    if (s != VP_OK) {
+        vp_comm_nccl_free(n);
+        return s;
+    }
+    *out = n;
+    return VP_OK;
+}
+
+void vp_comm_nccl_free(vp_comm_nccl* n) {
+    if (!n) return;
+    if (n->comm) ncclCommDestroy(n->comm);
+#ifdef VP_MPI
+    if (n->mpi_owned) MPI_Finalize();
+#endif
+    free(n);
+}
+
+vp_status vp_comm_nccl_allreduce(vp_comm_nccl* n, float* x, size_t count, void* stream) {
+    VP_NCCL_CHECK(ncclAllReduce(x, x, count, ncclFloat32, ncclSum, n->comm, (cudaStream_t)stream));
+    return VP_OK;
+}
+
+vp_status vp_comm_nccl_broadcast(vp_comm_nccl* n, float* x, size_t count, int root, void* stream) {
+    VP_NCCL_CHECK(ncclBroadcast(x, x, count, ncclFloat32, root, n->comm, (cudaStream_t)stream));
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+    VP_REQUIRE(e == cudaSuccess, VP_ERR_CUDA, "vp_comm_broadcast: cudaStreamSynchronize failed: %s",
+               cudaGetErrorString(e));
+    return VP_OK;
+}
+#endif /* VP_NCCL */
