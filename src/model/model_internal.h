@@ -166,6 +166,7 @@ struct vp_model_acts {
     int64_t max_batch;         /* B */
     int max_taus;              /* n_taus capacity (0: no IQN) */
     int for_backward;          /* backward buffers present */
+    int pad_heads;             /* 1: the forward writes v_pad and adv_pad (CUDA, vp_model_heads_padded) */
     int64_t batch;             /* samples of the last forward */
     int n_taus;                /* IQN samples of the last forward (0: none) */
     int state;                 /* VP_ACTS_* bits */
@@ -202,7 +203,6 @@ struct vp_model_acts {
     vp_tensor q;               /* [B, A] expected values */
     vp_tensor v_pad;           /* [B, Zp] the value stream at a row width of a multiple of 4 (padded heads) */
     vp_tensor adv_pad;         /* [B, AZp] the advantage stream likewise (padded heads; else empty) */
-    int pad_heads;             /* 1: the forward writes v_pad and adv_pad (CUDA, vp_model_heads_padded) */
     vp_tensor head_w_pad;      /* the output layers at those widths: v2 W [Zp, HH], b [Zp], a2 W [AZp, HH],
                                 * b [AZp], each padded with zero rows (padded heads; else empty) */
     vp_tensor cosf;            /* [Q, NC] cos(pi i tau) */
