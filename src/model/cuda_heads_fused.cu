@@ -12,56 +12,58 @@
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 
-/* One warp per sample b: lane t holds atoms t and t + 32 (where < Z). Per branch, the mean
- * advantage per atom (dueling_kernel's sum in action order, then its division); per action,
- * the logit x + (v - mean), its log-softmax over atoms (softmax_kernel<32, 1>: lane maxima
- * and sums in atom order, then the warp's butterfly) and its expected value (c51_q_kernel's
- * lane sums and butterfly). Every expression is the unfused kernels' own, in their order. */
+/* One warp per (sample b, branch k): lane t holds atoms t and t + 32 (where < Z). The branch's
+ * mean advantage per atom (dueling_kernel's sum in action order, then its division); per
+ * action, the logit x + (v - mean), its log-softmax over atoms (softmax_kernel<32, 1>: lane
+ * maxima and sums in atom order, then the warp's butterfly) and its expected value
+ * (c51_q_kernel's lane sums and butterfly). Every expression is the unfused kernels' own, in
+ * their order; the branches of a sample run in separate warps (more warps in flight). */
 __global__ void c51_head_kernel(const float* __restrict__ v, int64_t ldv, const float* __restrict__ adv,
                                 int64_t ldadv, float* logp, float* q, int64_t B, int Z, vp_branch_map br, int A,
                                 float v_min, float dz) {
     const int wpb = blockDim.x / 32, lane = threadIdx.x & 31;
     const int z0 = lane, z1 = lane + 32;
     const int h0 = z0 < Z, h1 = z1 < Z;
-    for (int64_t b = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; b < B; b += (int64_t)gridDim.x * wpb) {
+    const int64_t tasks = B * br.n;
+    for (int64_t w = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; w < tasks; w += (int64_t)gridDim.x * wpb) {
+        const int64_t b = w / br.n;
+        const int k = (int)(w - b * br.n);
+        int a0 = 0;
+        for (int j = 0; j < k; ++j) a0 += br.size[j];
         const float* x = adv + b * ldadv;
         float* o = logp + b * A * Z;
         const float v0 = h0 ? v[b * ldv + z0] : 0.0f, v1 = h1 ? v[b * ldv + z1] : 0.0f;
-        int a0 = 0;
-        for (int k = 0; k < br.n; ++k) {
-            float s0 = 0.0f, s1 = 0.0f;
-            for (int a = a0; a < a0 + br.size[k]; ++a) {
-                if (h0) s0 += x[(int64_t)a * Z + z0];
-                if (h1) s1 += x[(int64_t)a * Z + z1];
+        float s0 = 0.0f, s1 = 0.0f;
+        for (int a = a0; a < a0 + br.size[k]; ++a) {
+            if (h0) s0 += x[(int64_t)a * Z + z0];
+            if (h1) s1 += x[(int64_t)a * Z + z1];
+        }
+        const float mean0 = s0 / (float)br.size[k], mean1 = s1 / (float)br.size[k];
+        const float base0 = v0 - mean0, base1 = v1 - mean1;
+        for (int a = a0; a < a0 + br.size[k]; ++a) {
+            const float l0 = h0 ? x[(int64_t)a * Z + z0] + base0 : 0.0f;
+            const float l1 = h1 ? x[(int64_t)a * Z + z1] + base1 : 0.0f;
+            float mx = -INFINITY;
+            if (h0) mx = vp_nan_max(mx, l0);
+            if (h1) mx = vp_nan_max(mx, l1);
+            mx = vp_warp_max(mx);
+            float s = 0.0f;
+            if (h0) s += expf(l0 - mx);
+            if (h1) s += expf(l1 - mx);
+            s = vp_warp_sum(s);
+            const float ls = logf(s);
+            const float p0 = l0 - mx - ls, p1 = l1 - mx - ls;
+            float acc = 0.0f;
+            if (h0) {
+                o[(int64_t)a * Z + z0] = p0;
+                acc += (v_min + (float)z0 * dz) * expf(p0);
             }
-            const float mean0 = s0 / (float)br.size[k], mean1 = s1 / (float)br.size[k];
-            const float base0 = v0 - mean0, base1 = v1 - mean1;
-            for (int a = a0; a < a0 + br.size[k]; ++a) {
-                const float l0 = h0 ? x[(int64_t)a * Z + z0] + base0 : 0.0f;
-                const float l1 = h1 ? x[(int64_t)a * Z + z1] + base1 : 0.0f;
-                float mx = -INFINITY;
-                if (h0) mx = vp_nan_max(mx, l0);
-                if (h1) mx = vp_nan_max(mx, l1);
-                mx = vp_warp_max(mx);
-                float s = 0.0f;
-                if (h0) s += expf(l0 - mx);
-                if (h1) s += expf(l1 - mx);
-                s = vp_warp_sum(s);
-                const float ls = logf(s);
-                const float p0 = l0 - mx - ls, p1 = l1 - mx - ls;
-                float acc = 0.0f;
-                if (h0) {
-                    o[(int64_t)a * Z + z0] = p0;
-                    acc += (v_min + (float)z0 * dz) * expf(p0);
-                }
-                if (h1) {
-                    o[(int64_t)a * Z + z1] = p1;
-                    acc += (v_min + (float)z1 * dz) * expf(p1);
-                }
-                acc = vp_warp_sum(acc);
-                if (lane == 0) q[b * A + a] = acc;
+            if (h1) {
+                o[(int64_t)a * Z + z1] = p1;
+                acc += (v_min + (float)z1 * dz) * expf(p1);
             }
-            a0 += br.size[k];
+            acc = vp_warp_sum(acc);
+            if (lane == 0) q[b * A + a] = acc;
         }
     }
 }
@@ -79,15 +81,26 @@ __global__ void c51_pad_kernel(int Z, int AZ, int HH, const float* __restrict__ 
     }
 }
 
-/* h[b, j] = e[b, j] + (bias[j] + sum_k p[b, k] W[j, k]); threadIdx.y picks a row (grid-stride
- * over rows), threadIdx.x strides its columns. */
+/* h[b, j] = e[b, j] + (bias[j] + sum_k p[b, k] W[j, k]): a thread per column j (its weight row
+ * and bias in registers, P <= PORT_MAX_P), blocks of rows (grid-stride); each row's p is read
+ * by every thread of the block at the same address (a broadcast). */
+#define PORT_MAX_P 16
 __global__ void port_add_kernel(const float* e, const float* __restrict__ p, const float* __restrict__ W,
-                                const float* __restrict__ bias, float* h, int64_t B, int H, int P) {
-    for (int64_t b = (int64_t)blockIdx.x * blockDim.y + threadIdx.y; b < B; b += (int64_t)gridDim.x * blockDim.y) {
-        const float* pb = p + b * P;
-        for (int j = threadIdx.x; j < H; j += blockDim.x) {
-            float acc = bias[j];
-            for (int k = 0; k < P; ++k) acc = fmaf(pb[k], W[(int64_t)j * P + k], acc);
+                                const float* __restrict__ bias, float* h, int64_t B, int H, int P, int rows) {
+    const int j = blockIdx.y * blockDim.x + threadIdx.x;
+    if (j >= H) return;
+    float w[PORT_MAX_P];
+#pragma unroll
+    for (int k = 0; k < PORT_MAX_P; ++k) w[k] = k < P ? W[(int64_t)j * P + k] : 0.0f;
+    const float bj = bias[j];
+    for (int64_t r0 = (int64_t)blockIdx.x * rows; r0 < B; r0 += (int64_t)gridDim.x * rows) {
+        const int64_t r1 = r0 + rows < B ? r0 + rows : B;
+        for (int64_t b = r0; b < r1; ++b) {
+            const float* pb = p + b * P;
+            float acc = bj;
+#pragma unroll
+            for (int k = 0; k < PORT_MAX_P; ++k)
+                if (k < P) acc = fmaf(pb[k], w[k], acc);
             h[b * H + j] = e[b * H + j] + acc;
         }
     }
@@ -115,7 +128,7 @@ extern "C" vp_status vp_cuda_c51_head(vp_backend* be, int64_t B, int Z, const vp
         return vp_cuda_c51_q(be, B * A, Z, v_min, v_max, logp, q);
     }
     const float dz = (v_max - v_min) / (float)(Z - 1);
-    c51_head_kernel<<<vp_cuda_row_grid(B, VP_CUDA_THREADS / 32), VP_CUDA_THREADS, 0, STREAM(be)>>>(
+    c51_head_kernel<<<vp_cuda_row_grid(B * br->n, VP_CUDA_THREADS / 32), VP_CUDA_THREADS, 0, STREAM(be)>>>(
         v, ldv, adv, ldadv, logp, q, B, Z, *br, A, v_min, dz);
     VP_CUDA_CHECK_LAUNCH("c51_head_kernel");
     return VP_OK;
@@ -134,10 +147,13 @@ extern "C" vp_status vp_cuda_c51_pad(vp_backend* be, int Z, int AZ, int HH, cons
 
 extern "C" vp_status vp_cuda_port_add(vp_backend* be, int64_t B, int H, int P, const float* e, const float* p,
                                       const float* W, const float* bias, float* h) {
-    VP_REQUIRE(e && p && W && bias && h && B >= 1 && H >= 1 && P >= 1, VP_ERR_INVALID_ARG,
-               "cuda port_add: bad arguments");
-    const dim3 block(64, 4);
-    port_add_kernel<<<vp_cuda_row_grid(B, 4), block, 0, STREAM(be)>>>(e, p, W, bias, h, B, H, P);
+    VP_REQUIRE(e && p && W && bias && h && B >= 1 && H >= 1 && P >= 1 && P <= PORT_MAX_P, VP_ERR_INVALID_ARG,
+               "cuda port_add: bad arguments (P %d: 1 .. %d)", P, PORT_MAX_P);
+    // a thread per column (blocks of up to 256 columns), 16 rows per block at a time
+    const int tx = H < 256 ? H : 256, rows = 16;
+    const int64_t row_blocks = (B + rows - 1) / rows;
+    const dim3 grid((unsigned)(row_blocks < 8192 ? row_blocks : 8192), (unsigned)((H + tx - 1) / tx));
+    port_add_kernel<<<grid, tx, 0, STREAM(be)>>>(e, p, W, bias, h, B, H, P, rows);
     VP_CUDA_CHECK_LAUNCH("port_add_kernel");
     return VP_OK;
 }

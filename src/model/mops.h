@@ -112,7 +112,7 @@ typedef vp_status vp_mops_c51_pad_fn(vp_backend* be, int Z, int AZ, int HH, cons
 /* The portfolio projection added to the encoding: h[b, :] = e[b, :] + (bias + W p[b, :]),
  * e, h [B, H] (h may alias e), p [B, P], W [H, P], bias [H]. The CPU copies e into h and
  * runs the FP32 GEMM with beta 1 (the model's linear layer: the same bits); CUDA runs one
- * element-wise FP32 pass (k = 0 .. P-1 in order, fused multiply-adds), at any precision:
+ * element-wise FP32 pass (k = 0 .. P-1 in order, fused multiply-adds; P <= 16), at any precision:
  * K = P = 8 is too short a product for tensor cores to pay. */
 typedef vp_status vp_mops_port_add_fn(vp_backend* be, int64_t B, int H, int P, const float* e, const float* p,
                                       const float* W, const float* bias, float* h);
