@@ -93,14 +93,28 @@ __global__ void port_add_kernel(const float* e, const float* __restrict__ p, con
 #pragma unroll
     for (int k = 0; k < PORT_MAX_P; ++k) w[k] = k < P ? W[(int64_t)j * P + k] : 0.0f;
     const float bj = bias[j];
+    const int vec = P % 4 == 0 && (uintptr_t)p % 16 == 0;
     for (int64_t r0 = (int64_t)blockIdx.x * rows; r0 < B; r0 += (int64_t)gridDim.x * rows) {
         const int64_t r1 = r0 + rows < B ? r0 + rows : B;
         for (int64_t b = r0; b < r1; ++b) {
             const float* pb = p + b * P;
+            float pv[PORT_MAX_P];
+            if (vec) {
+                // the row as float4 loads (P a multiple of 4, rows aligned)
+#pragma unroll
+                for (int k = 0; k < PORT_MAX_P; k += 4)
+                    if (k < P) {
+                        const float4 q4 = *(const float4*)(pb + k);
+                        pv[k] = q4.x, pv[k + 1] = q4.y, pv[k + 2] = q4.z, pv[k + 3] = q4.w;
+                    }
+            } else {
+#pragma unroll
+                for (int k = 0; k < PORT_MAX_P; ++k) pv[k] = k < P ? pb[k] : 0.0f;
+            }
             float acc = bj;
 #pragma unroll
             for (int k = 0; k < PORT_MAX_P; ++k)
-                if (k < P) acc = fmaf(pb[k], w[k], acc);
+                if (k < P) acc = fmaf(pv[k], w[k], acc);
             h[b * H + j] = e[b * H + j] + acc;
         }
     }
