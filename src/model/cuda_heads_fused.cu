@@ -31,7 +31,7 @@ __global__ void c51_head_kernel(const float* __restrict__ v, int64_t ldv, const 
         int a0 = 0;
         for (int j = 0; j < k; ++j) a0 += br.size[j];
         const float* x = adv + b * ldadv;
-        float* o = logp + b * A * Z;
+        float* o = logp ? logp + b * A * Z : NULL;
         const float v0 = h0 ? v[b * ldv + z0] : 0.0f, v1 = h1 ? v[b * ldv + z1] : 0.0f;
         float s0 = 0.0f, s1 = 0.0f;
         for (int a = a0; a < a0 + br.size[k]; ++a) {
@@ -55,11 +55,11 @@ __global__ void c51_head_kernel(const float* __restrict__ v, int64_t ldv, const 
             const float p0 = l0 - mx - ls, p1 = l1 - mx - ls;
             float acc = 0.0f;
             if (h0) {
-                o[(int64_t)a * Z + z0] = p0;
+                if (o) o[(int64_t)a * Z + z0] = p0;
                 acc += (v_min + (float)z0 * dz) * expf(p0);
             }
             if (h1) {
-                o[(int64_t)a * Z + z1] = p1;
+                if (o) o[(int64_t)a * Z + z1] = p1;
                 acc += (v_min + (float)z1 * dz) * expf(p1);
             }
             acc = vp_warp_sum(acc);
@@ -125,8 +125,8 @@ __global__ void port_add_kernel(const float* e, const float* __restrict__ p, con
 extern "C" vp_status vp_cuda_c51_head(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, float v_min,
                                       float v_max, const float* v, int64_t ldv, const float* adv, int64_t ldadv,
                                       float* logp, float* q) {
-    VP_REQUIRE(br && br->n >= 1 && br->n <= 8 && v && adv && logp && q && B >= 1 && Z >= 2, VP_ERR_INVALID_ARG,
-               "cuda c51_head: bad arguments");
+    VP_REQUIRE(br && br->n >= 1 && br->n <= 8 && v && adv && q && B >= 1 && Z >= 2 && (logp || Z <= C51_HEAD_MAX_Z),
+               VP_ERR_INVALID_ARG, "cuda c51_head: bad arguments");
     int A = 0;
     for (int i = 0; i < br->n; ++i) A += br->size[i];
     VP_REQUIRE(ldv >= Z && ldadv >= (int64_t)A * Z, VP_ERR_INVALID_ARG,
