@@ -1,3 +1,4 @@
+#include <math.h>
 /* The forward one bar at a time (model_incremental.c) against the batch forward: for every
  * bar of a feature matrix, its trunk and in_proj rows pushed into a ring of the last K bars
  * and the window encoded from the ring give the encoding vp_model_encode gives for that bar
@@ -81,6 +82,33 @@ static void check_model(const vp_model_cfg* cfg, const char* what) {
     vp_backend_free(b);
 }
 
+/* The one-row product with zero inputs' terms left out: the same bits as with every term, at
+ * every instruction set and at widths that take every column path (128-blocks, 16s, masked
+ * lanes); with an infinite weight in a zero input's row the full product is NaN there, which
+ * is why the live forward skips only when its weights are finite. */
+static void test_row_gemm_zero_terms(void) {
+    enum { K = 37, N = 150 };
+    static float x[K], W[K * N], bias[N], y0[N], y1[N], acc[N];
+    for (int p = 0; p < K; ++p) x[p] = p % 3 == 0 ? 0.0f : (p % 5 == 0 ? -0.0f : 0.37f * (float)(p % 7) - 1.1f);
+    for (int i = 0; i < K * N; ++i) W[i] = 0.013f * (float)((i * 7919) % 201) - 1.3f;
+    for (int j = 0; j < N; ++j) bias[j] = 0.01f * (float)j - 0.7f;
+    for (int isa = VP_MODEL_INC_ISA_PORTABLE; isa <= VP_MODEL_INC_ISA_BEST; ++isa) {
+        vp_model_inc_limit_isa(isa);
+        for (int n = 1; n <= N; n += 37) {
+            vp_model_row_gemm(K, n, x, W, bias, VP_EPI_BIAS_RELU, 0.0f, y0, acc, 0);
+            vp_model_row_gemm(K, n, x, W, bias, VP_EPI_BIAS_RELU, 0.0f, y1, acc, 1);
+            CHECK(memcmp(y0, y1, (size_t)n * sizeof(float)) == 0, "isa %d, n %d: skipping zero terms changed a bit",
+                  isa, n);
+        }
+    }
+    vp_model_inc_limit_isa(VP_MODEL_INC_ISA_BEST);
+    W[0 * N + 5] = INFINITY; /* x[0] is 0: 0 x inf */
+    vp_model_row_gemm(K, N, x, W, bias, VP_EPI_NONE, 0.0f, y0, acc, 0);
+    vp_model_row_gemm(K, N, x, W, bias, VP_EPI_NONE, 0.0f, y1, acc, 1);
+    CHECK(isnan(y0[5]) && !isnan(y1[5]), "an infinite weight under a zero input: full %g, skipped %g", (double)y0[5],
+          (double)y1[5]);
+}
+
 static void test_default_model(void) {
     vp_model_cfg c = vp_model_cfg_default();
     check_model(&c, "default network");
@@ -134,5 +162,6 @@ int main(void) {
     RUN_TEST(test_no_mamba);
     RUN_TEST(test_tlob);
     RUN_TEST(test_adaptive_atoms);
+    RUN_TEST(test_row_gemm_zero_terms);
     return vpt_finish();
 }

@@ -9,6 +9,7 @@
  * vp_model_heads' bit for bit. The weights are laid out [in, out] once, the layout the CPU's
  * row-exact kernel computes in, so no call transposes a weight matrix. */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "model/model_atoms.h"
@@ -30,7 +31,7 @@ static vp_status linear_t(const vp_model_inc* w, const vp_tensor* x, const vp_te
                "%lld", (long long)k, (long long)k, (long long)n, (long long)vp_tensor_rows(x),
                (long long)vp_tensor_cols(x), (long long)vp_tensor_numel(y));
     vp_model_row_gemm(k, n, (const float*)x->data, (const float*)Wt->data, bias ? (const float*)bias->data : NULL,
-                      epi, beta, (float*)y->data, w->acc);
+                      epi, beta, (float*)y->data, w->acc, w->finite);
     return VP_OK;
 }
 
@@ -91,6 +92,9 @@ vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor*
         *dst[i] = vp_tensor_2d(p, VP_F32, VP_MEM_HOST, in, out);
         p += in * out;
     }
+    // zero inputs' terms may be skipped only where no weight is NaN or infinite (0 x inf is NaN)
+    w->finite = 1;
+    for (const float* q = (const float*)w->buf.dev; q < w->acc && w->finite; ++q) w->finite = isfinite(*q) != 0;
     return VP_OK;
 }
 

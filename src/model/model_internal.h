@@ -456,6 +456,7 @@ typedef struct vp_model_inc {
     vp_tensor w_v1, w_v2, w_a1, w_a2; /* [H, HH], [HH, Z], [H, HH], [HH, A Z] */
     int64_t L;                /* in_proj columns kept per bar: H + 2N + NH (0 without Mamba2) */
     float* acc;               /* [widest output] the one-row products' accumulators */
+    int finite;               /* 1: every matrix above is finite, so zero inputs' terms may be skipped */
 } vp_model_inc;
 
 /* Instruction sets of the one-sample forward's loops, each giving the same bits. */
@@ -469,9 +470,10 @@ int vp_model_inc_isa(void);
 
 /* y [n] = epi(x [k] Wt [k, n] + beta y) for one row (host memory; bias [n], read unless epi is
  * VP_EPI_NONE; acc [n] scratch): the bits of vp_gemm's row-exact CPU kernel for that row
- * (model_row_gemm.c). */
+ * (model_row_gemm.c). skip_zeros: the terms with x[p] == 0 are left out (their weight rows
+ * not read), the same bits when every weight of Wt is finite (the caller's to know). */
 void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, const float* bias, vp_epilogue epi,
-                       float beta, float* y, float* acc);
+                       float beta, float* y, float* acc, int skip_zeros);
 
 /* Lays out m's weights from params for the one-sample forward into *w (CPU backends only). */
 vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor* params);

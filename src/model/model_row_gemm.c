@@ -20,29 +20,44 @@
 #define ROW_AHEAD 8
 #endif
 
-/* Columns [j0, j1) of y = x Wt by plain fmaf, into acc (the reference arithmetic). */
-static void cols_portable(int64_t k, int64_t n, const float* x, const float* W, int64_t j0, int64_t j1, float* acc) {
+/* The widest product the term list holds (k of every one-row product of the live forward is
+ * far below: F, H, HH). Wider ones run every term through cols_portable_all. */
+#define ROW_MAX_K 4096
+
+/* Columns [j0, j1) of y = x Wt by plain fmaf, into acc (the reference arithmetic), over the
+ * terms ps[0 .. np) (ascending p). */
+static void cols_portable(const int32_t* ps, int64_t np, int64_t n, const float* x, const float* W, int64_t j0,
+                          int64_t j1, float* acc) {
     for (int64_t j = j0; j < j1; ++j) acc[j] = 0.0f;
-    for (int64_t p = 0; p < k; ++p) {
+    for (int64_t i = 0; i < np; ++i) {
+        const int64_t p = ps[i];
         const float xp = x[p];
         const float* w = W + p * n;
         for (int64_t j = j0; j < j1; ++j) acc[j] = fmaf(xp, w[j], acc[j]);
     }
 }
 
+/* Every column of y = x Wt by plain fmaf over every term (k over ROW_MAX_K). */
+static void cols_portable_all(int64_t k, int64_t n, const float* x, const float* W, float* acc) {
+    for (int64_t j = 0; j < n; ++j) acc[j] = 0.0f;
+    for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) acc[j] = fmaf(x[p], W[p * n + j], acc[j]);
+}
+
 #ifdef VP_ROW_X86
 /* Blocks of 128 columns in eight 16-lane accumulators, then blocks of 16, then the last
  * columns in masked lanes; returns n. */
-__attribute__((target("avx512f,fma"))) static int64_t cols_avx512(int64_t k, int64_t n, const float* x,
-                                                                   const float* W, float* acc) {
+__attribute__((target("avx512f,fma"))) static int64_t cols_avx512(const int32_t* ps, int64_t np, int64_t n,
+                                                                   const float* x, const float* W, float* acc) {
     int64_t j0 = 0;
     for (; j0 + 128 <= n; j0 += 128) {
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-        for (int64_t p = 0; p < k; ++p) {
+        for (int64_t i = 0; i < np; ++i) {
+            const int64_t p = ps[i];
             const __m512 xp = _mm512_set1_ps(x[p]);
             const float* w = W + p * n + j0;
-            if (p + ROW_AHEAD < k) {
-                const char* f = (const char*)(w + ROW_AHEAD * n);
+            if (i + ROW_AHEAD < np) {
+                const char* f = (const char*)(W + (int64_t)ps[i + ROW_AHEAD] * n + j0);
                 for (int q = 0; q < 512; q += 64) _mm_prefetch(f + q, _MM_HINT_T0);
             }
             a0 = _mm512_fmadd_ps(xp, _mm512_loadu_ps(w), a0);
@@ -61,15 +76,16 @@ __attribute__((target("avx512f,fma"))) static int64_t cols_avx512(int64_t k, int
     }
     for (; j0 + 16 <= n; j0 += 16) {
         __m512 a0 = _mm512_setzero_ps();
-        for (int64_t p = 0; p < k; ++p) a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[p]), _mm512_loadu_ps(W + p * n + j0), a0);
+        for (int64_t i = 0; i < np; ++i)
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[ps[i]]), _mm512_loadu_ps(W + (int64_t)ps[i] * n + j0), a0);
         _mm512_storeu_ps(acc + j0, a0);
     }
     if (j0 < n) {
         // the last columns in masked lanes (the lanes past n load nothing and are not stored)
         const __mmask16 mk = (__mmask16)((1u << (unsigned)(n - j0)) - 1u);
         __m512 a0 = _mm512_setzero_ps();
-        for (int64_t p = 0; p < k; ++p)
-            a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[p]), _mm512_maskz_loadu_ps(mk, W + p * n + j0), a0);
+        for (int64_t i = 0; i < np; ++i)
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[ps[i]]), _mm512_maskz_loadu_ps(mk, W + (int64_t)ps[i] * n + j0), a0);
         _mm512_mask_storeu_ps(acc + j0, mk, a0);
         j0 = n;
     }
@@ -77,12 +93,13 @@ __attribute__((target("avx512f,fma"))) static int64_t cols_avx512(int64_t k, int
 }
 
 /* The same in 8-lane accumulators (64 columns a block, then 8). */
-__attribute__((target("avx2,fma"))) static int64_t cols_avx2(int64_t k, int64_t n, const float* x, const float* W,
-                                                              float* acc) {
+__attribute__((target("avx2,fma"))) static int64_t cols_avx2(const int32_t* ps, int64_t np, int64_t n,
+                                                              const float* x, const float* W, float* acc) {
     int64_t j0 = 0;
     for (; j0 + 64 <= n; j0 += 64) {
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-        for (int64_t p = 0; p < k; ++p) {
+        for (int64_t i = 0; i < np; ++i) {
+            const int64_t p = ps[i];
             const __m256 xp = _mm256_set1_ps(x[p]);
             const float* w = W + p * n + j0;
             a0 = _mm256_fmadd_ps(xp, _mm256_loadu_ps(w), a0);
@@ -101,7 +118,8 @@ __attribute__((target("avx2,fma"))) static int64_t cols_avx2(int64_t k, int64_t 
     }
     for (; j0 + 8 <= n; j0 += 8) {
         __m256 a0 = _mm256_setzero_ps();
-        for (int64_t p = 0; p < k; ++p) a0 = _mm256_fmadd_ps(_mm256_set1_ps(x[p]), _mm256_loadu_ps(W + p * n + j0), a0);
+        for (int64_t i = 0; i < np; ++i)
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(x[ps[i]]), _mm256_loadu_ps(W + (int64_t)ps[i] * n + j0), a0);
         _mm256_storeu_ps(acc + j0, a0);
     }
     return j0;
@@ -124,14 +142,25 @@ int vp_model_inc_isa(void) {
 }
 
 void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, const float* bias, vp_epilogue epi,
-                       float beta, float* y, float* acc) {
-    int64_t done = 0;
+                       float beta, float* y, float* acc, int skip_zeros) {
+    // the terms to accumulate, ascending: every p, or (skip_zeros) those with x[p] != 0. A zero
+    // term is exact nothing with finite weights: fmaf(0, w, acc) is acc, and acc, started at +0,
+    // never holds -0, so leaving it out changes no bit (and skips its weight row's bytes)
+    int32_t ps[ROW_MAX_K];
+    int64_t np = 0;
+    if (k > ROW_MAX_K) {
+        cols_portable_all(k, n, x, Wt, acc);
+    } else {
+        for (int64_t p = 0; p < k; ++p)
+            if (!skip_zeros || x[p] != 0.0f) ps[np++] = (int32_t)p;
+        int64_t done = 0;
 #ifdef VP_ROW_X86
-    const int isa = vp_model_inc_isa();
-    if (isa == VP_MODEL_INC_ISA_BEST) done = cols_avx512(k, n, x, Wt, acc);
-    else if (isa == VP_MODEL_INC_ISA_AVX2) done = cols_avx2(k, n, x, Wt, acc);
+        const int isa = vp_model_inc_isa();
+        if (isa == VP_MODEL_INC_ISA_BEST) done = cols_avx512(ps, np, n, x, Wt, acc);
+        else if (isa == VP_MODEL_INC_ISA_AVX2) done = cols_avx2(ps, np, n, x, Wt, acc);
 #endif
-    if (done < n) cols_portable(k, n, x, Wt, done, n, acc);
+        if (done < n) cols_portable(ps, np, n, x, Wt, done, n, acc);
+    }
     // y = acc + beta y (y not read when beta is 0), then + bias and relu, as the kernel's epilogue
     for (int64_t j = 0; j < n; ++j) {
         float v = acc[j];
