@@ -22,6 +22,7 @@
 #   modules-step: vulpes bench step with each network module on (--ablate)
 #   modules: every module on (train, GPU and CPU backtests) and the module ablations (scripts/gpu_modules_check.sh)
 #   step-profile: the GPU time of every kernel of one learner step (Nsight Compute)
+#   collect-check: train.collect_steps=64 twice (identical metrics.jsonl) and the trend market at S = 1 and 64
 #   collect-profile: the GPU time of every kernel of a 65536-env collection's first iterations (Nsight Compute)
 #   dist: the one-rank data-parallel GPU test and vulpes bench step --gpus 1 2 4 8 (up to the GPUs there)
 #   search-bench: a 16-trial vulpes search with --parallel 16 and with --parallel 1, trials/s of
@@ -110,6 +111,9 @@ for s in $steps; do
       run ncu_step ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
         --launch-count "${VP_NCU_LAUNCHES:-600}" --log-file "$OUT/ncu_step.csv" build-gpu/vulpes bench step --backend cuda --iters 1
       run ncu_summary python3 bench/ncu_kernels.py "$OUT/ncu_step.csv" ;;
+    collect-check)
+      # S = 64: determinism of the EUR/USD job, the trend market learnt at S = 1 and 64 (3 seeds)
+      run collect_check bash scripts/gpu_collect_check.sh build-gpu /tmp/vp-collect "$OUT/collect" ;;
     collect-profile)
       # every kernel of a 65536-env, S = 8 collection's set-up and first iterations, timed alone by
       # Nsight Compute (the head steps are the kernels between a collect_gather and the env step)
