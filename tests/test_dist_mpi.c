@@ -2,13 +2,15 @@
  * single process's envs of the same global index start, its share of the replay and batch,
  * and the refusals of a share that does not divide. Under mpirun on the CPU (more than one
  * rank; tests/test_cli_dist_mpi.sh runs it with 2 and 3): the MPI all-reduce equals the sum
- * in rank order bit for bit on every rank, the broadcast copies the root's data, and after a
- * warm-up and three iterations of the loop every rank holds the same parameters, target and
- * AdamW moments bit for bit. */
+ * in rank order bit for bit on every rank, the broadcast copies the root's data; the learner's
+ * gradient of a global batch split over the ranks, through the real all-reduce, equals the
+ * single learner's at the whole batch within docs/distributed.md's tolerance (and is the same
+ * bits on every rank); and after a warm-up and three iterations of the loop every rank holds
+ * the same parameters, target and AdamW moments bit for bit. */
 #include <stdint.h>
 
+#include "dist_grad_util.h"
 #include "test_train_util.h"
-#include "vp_test.h"
 #include "vulpes/algo.h"
 #include "vulpes/dqn.h"
 
@@ -132,6 +134,44 @@ static int same_as_rank0(vp_comm* c, const vp_tensor* x) {
     return ok;
 }
 
+/* Under mpirun: rank k's learner takes rows [k B/N, (k+1) B/N) of the global batch; after its
+ * forward, loss, backward and the all-reduce of vp_learner_allreduce_grads (MPI's, through the
+ * communicator), its gradient equals the single learner's at B within the tolerance. */
+static void test_mpi_first_step_gradient(void) {
+    const int n = vp_comm_size(g_comm), r = vp_comm_rank(g_comm);
+    static global_rows g;
+    rows_make(&g);
+    shard one, mine;
+    const int64_t per = B / n;
+    int ok = shard_init(&one, g_b, &g, 0, B, VP_ENCODER_MAMBA2) && shard_grad(&one) &&
+             shard_init(&mine, g_b, &g, r * per, per, VP_ENCODER_MAMBA2);
+    if (ok) ok = vp_learner_set_comm(&mine.l, g_comm) == VP_OK && shard_grad(&mine) &&
+                 vp_learner_allreduce_grads(&mine.l) == VP_OK;
+    CHECK(ok, "rank %d: %s", r, vp_last_error());
+    if (ok) {
+        const int64_t W = one.l.model.n_weights;
+        const float* g1 = (const float*)one.l.model.grads.data;
+        const float* gr = (const float*)mine.l.model.grads.data;
+        double gmax = 0.0, worst = 0.0;
+        for (int64_t i = 0; i < W; ++i) gmax = fmax(gmax, fabs((double)g1[i]));
+        CHECK(gmax > 1e-6, "the single gradient is zero (max %g): the test cannot fail", gmax);
+        int64_t bad = 0;
+        for (int64_t i = 0; i < W; ++i) {
+            const double err = fabs((double)gr[i] - (double)g1[i]);
+            if (err > GRAD_ATOL_REL * gmax + GRAD_RTOL * fabs((double)g1[i])) ++bad;
+            worst = fmax(worst, err / gmax);
+        }
+        CHECK(bad == 0, "rank %d of %d: %lld of %lld gradient elements outside the tolerance (worst %.3g of max|g|)", r,
+              n, (long long)bad, (long long)W, worst);
+        CHECK(same_as_rank0(g_comm, &mine.l.model.grads), "rank %d: the all-reduced gradient is not rank 0's bits", r);
+        if (r == 0)
+            fprintf(stderr, "  %d ranks through MPI: %lld weights, max |g| %.3g, worst error %.3g of max |g|\n", n,
+                    (long long)W, gmax, worst);
+    }
+    vp_learner_free(&mine.l);
+    vp_learner_free(&one.l);
+}
+
 /* Under mpirun: each rank trains its share through the algorithm table; after three
  * iterations the parameters, target and moments are rank 0's bit for bit, and they moved. */
 static void test_mpi_ranks_stay_equal(void) {
@@ -185,6 +225,7 @@ int main(void) {
             return 1;
         }
         RUN_TEST(test_mpi_collectives);
+        RUN_TEST(test_mpi_first_step_gradient);
         RUN_TEST(test_mpi_ranks_stay_equal);
         vp_comm_free(g_comm);
         vp_backend_free(g_b);
