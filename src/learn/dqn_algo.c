@@ -168,6 +168,11 @@ static vp_policy dqn_policy(const vp_algo* a, vp_algo_params which) {
 /* The warm-up fills the replay ring with random actions; a resume loads it back. */
 static void dqn_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
     const vp_config* cfg = &a->cfg;
+    if (resume && a->ranks > 1) {
+        snprintf(buf, n, "resuming toward iteration %lld on %d ranks: loading last.safetensors, refilling each rank's "
+                 "replay shard...", (long long)cfg->train.iterations, a->ranks);
+        return;
+    }
     if (resume) {
         snprintf(buf, n, "resuming toward iteration %lld: loading last.safetensors (the replay buffer included)...",
                  (long long)cfg->train.iterations);
