@@ -3,7 +3,8 @@
 # equal parameters (build/test_dist_mpi under 2 and 3 ranks); `mpirun -np 2 vulpes train` twice
 # writes the same metrics.jsonl and checkpoints (timing events aside); rank 0 alone writes (rank
 # 1 runs in a folder of its own, which stays empty); the checkpoint of 2 ranks resumes on 1 and
-# that of 1 on 2; a stop sent to one rank stops both after the same iteration; the refusals (a
+# that of 1 on 2 (2 -> 1 twice: the same continuation); a stop sent to one rank stops both after
+# the same iteration; a rank that fails ends the other; the refusals (a
 # batch or env count 2 ranks do not divide, another algorithm, curiosity) leave no folder.
 # Without mpirun the test is skipped (exit 77), except under CI=true, where that is a failure.
 #   usage: tests/test_cli_dist_mpi.sh BUILD_DIR SOURCE_DIR
@@ -64,9 +65,14 @@ env_steps() { grep '"event":"train"' "$1" | sed 's/.*"env_steps":\([0-9]*\).*/\1
 [ "$(env_steps "$tmp/first/metrics.jsonl")" = "$(env_steps "$tmp/single/metrics.jsonl")" ] ||
   fail "env steps of 2 ranks $(env_steps "$tmp/first/metrics.jsonl") differ from one's $(env_steps "$tmp/single/metrics.jsonl")"
 
-# resume across rank counts: 2 -> 1 and 1 -> 2
+# resume across rank counts: 2 -> 1 (twice: the same continuation) and 1 -> 2
+cp -r "$tmp/first" "$tmp/again"
 "$v" train --resume "$tmp/first" train.iterations=6 --backend cpu > /dev/null 2> "$tmp/err" ||
   fail "2 -> 1 resume: $(cat "$tmp/err")"
+"$v" train --resume "$tmp/again" train.iterations=6 --backend cpu > /dev/null 2> "$tmp/err" ||
+  fail "2 -> 1 resume again: $(cat "$tmp/err")"
+[ "$(strip "$tmp/first/metrics.jsonl")" = "$(strip "$tmp/again/metrics.jsonl")" ] ||
+  fail "two 2 -> 1 resumes of one checkpoint differ: $(diff <(strip "$tmp/first/metrics.jsonl") <(strip "$tmp/again/metrics.jsonl") | head -5)"
 grep -q '"iteration":6' "$tmp/first/metrics.jsonl" || fail "2 -> 1 resume did not reach iteration 6"
 grep -q '"resumed":1' "$tmp/first/metrics.jsonl" || fail "2 -> 1 resume wrote no resumed run event"
 ! grep -q '"vulpes.ranks"' "$tmp/first/last.safetensors" || fail "the checkpoint of 1 rank says vulpes.ranks"
@@ -98,6 +104,17 @@ wait "$mpid" || rc=$?
 grep -q "stopped by" "$tmp/err" || fail "rank 0 did not stop: $(tail -3 "$tmp/err")"
 grep -q '"reason":"interrupt"' "$tmp/stopped/metrics.jsonl" || fail "no interrupt checkpoint: $(tail -2 "$tmp/stopped/metrics.jsonl")"
 [ -f "$tmp/stopped/last.safetensors" ] || fail "the stopped run kept no last.safetensors"
+
+# a rank that fails (rank 1 cannot read its data) ends the other, which waits for it, at once
+rc=0
+# shellcheck disable=SC2086
+timeout 60 mpirun --allow-run-as-root --oversubscribe -np 1 --wdir "$tmp" "$v" train "$cfg" $tiny --out failed : \
+  -np 1 --wdir "$tmp/r1" "$v" train "$cfg" $tiny --out failed data.path=/nonexistent/bars.csv \
+  > "$tmp/out" 2> "$tmp/err" || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "a run with a failing rank exited $rc (124: it hung)"
+grep -q "/nonexistent/bars.csv" "$tmp/err" || fail "the failing rank's message is missing: $(cat "$tmp/err")"
+[ ! -e "$tmp/failed" ] || fail "rank 0 of a run whose rank 1 failed made its folder"
+[ -z "$(ls -A "$tmp/r1")" ] || fail "the failing rank wrote into its folder"
 
 # refusals: every rank refuses before any folder is made
 refuse() {
