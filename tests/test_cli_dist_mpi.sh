@@ -18,6 +18,11 @@ if ! command -v mpirun > /dev/null 2>&1; then
 fi
 unset VULPES_RANK VULPES_WORLD_SIZE VULPES_LOCAL_RANK VULPES_LOCAL_SIZE VULPES_RENDEZVOUS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# a sanitizer build (make test-sanitize): the processes under mpirun leave leak detection off, as
+# Open MPI keeps allocations of MPI_Init in plugins it unloads at exit (unnamed on the leak's
+# stack, so no suppression matches them); the other checks stay on, and the single-process
+# tests check the same code for leaks
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 mpi() { mpirun --allow-run-as-root --oversubscribe "$@"; }
 cfg="$src/examples/eurusd.yaml"
 tiny="train.iterations=4 train.eval_every=2 train.checkpoint_every=2 train.log_every=2 learn.batch=16
