@@ -32,6 +32,8 @@ pkgs=(build-essential cmake pkg-config python3 python3-venv python3-numpy libope
       libzstd-dev chromium)
 # safetensors has a Debian package only in newer releases
 if apt-cache show python3-safetensors >/dev/null 2>&1; then pkgs+=(python3-safetensors); fi
+# Open MPI: data-parallel runs under mpirun, and their CPU tests (tests/test_cli_dist_mpi.sh)
+pkgs+=(libopenmpi-dev openmpi-bin)
 install_missing "${pkgs[@]}"
 
 # ---- clang and libFuzzer for `make fuzz` -------------------------------------------------

@@ -210,7 +210,8 @@ static void test_rendezvous(void) {
 }
 
 /* One rank: the communicator needs nothing and its collectives leave the data as it was;
- * more ranks on the CPU are refused by name. */
+ * more ranks on the CPU outside mpirun are refused by name (a build with MPI: they run under
+ * mpirun; without: they need MPI), as NCCL forced on the CPU is. */
 static void test_comm_one_rank(void) {
     vp_backend* b = NULL;
     CHECK_OK(vp_backend_cpu_init(&b));
@@ -231,10 +232,12 @@ static void test_comm_one_rank(void) {
     vp_tensor ti = vp_tensor_1d(x, VP_I32, VP_MEM_HOST, n);
     CHECK_STATUS(vp_comm_allreduce_sum(c, &ti), VP_ERR_INVALID_ARG, "vp_comm_allreduce_sum");
     vp_comm_free(c);
-    // more ranks: NCCL on the CUDA backend only
+    // more ranks on the CPU: MPI's, under mpirun only (tests/test_cli_dist_mpi.sh runs them)
     d.size = 2;
     d.local_size = 2;
-    CHECK_STATUS(vp_comm_init(&c, &d, b, NULL), VP_ERR_UNSUPPORTED, "2 ranks need the CUDA backend");
+    d.source = VP_DIST_VULPES;
+    CHECK_STATUS(vp_comm_init(&c, &d, b, NULL), VP_ERR_UNSUPPORTED, "2 ranks on the CPU backend");
+    CHECK(strstr(vp_last_error(), "mpirun") != NULL, "the refusal does not name mpirun: %s", vp_last_error());
     CHECK(c == NULL, "a refused communicator was returned");
     vp_comm_opts o = vp_comm_opts_default();
     o.force_nccl = 1;

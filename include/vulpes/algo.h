@@ -119,6 +119,8 @@ struct vp_algo {
     vp_train_counters count;      /* counters, kept by the algorithm */
     double best_val_sharpe;       /* best validation Sharpe (NaN: none), kept by the loop, checkpointed */
     int64_t best_iteration;       /* its iteration (-1: none) */
+    int rank;                     /* this rank of a data-parallel run (0: the single process) */
+    int ranks;                    /* ranks of the run (1: the single process; vp_algo_create_rank) */
 };
 
 /* The algorithm named `name`, into *out; an unknown name fails listing the known ones. */
@@ -130,10 +132,17 @@ int vp_algo_count(void);
 /* Algorithm i of the table (0 <= i < vp_algo_count()), NULL out of range. */
 const vp_algo_ops* vp_algo_at(int i);
 
-/* Attaches a data-parallel run's communicator to a training instance's learner: a one-rank
- * one for DQN (its learner then steps exactly as without, vp_learner_set_comm); more ranks are
- * refused (the training loop runs one rank: docs/distributed.md), as is any other algorithm. */
+/* Attaches a data-parallel run's communicator to a DQN training instance's learner
+ * (vp_learner_set_comm: one rank steps exactly as without; more ranks average the gradient);
+ * the instance must have been made for the communicator's rank and size
+ * (vp_algo_create_rank). Any other algorithm is refused. */
 vp_status vp_algo_set_comm(vp_algo* a, vp_comm* comm);
+
+/* vp_algo_create for rank `rank` of `ranks` of a data-parallel run (docs/distributed.md): DQN
+ * training only when ranks > 1 (each rank its share of the envs, replay and batch:
+ * vp_trainer_init_rank); ranks 1 is vp_algo_create. */
+vp_status vp_algo_create_rank(vp_algo* a, const vp_config* cfg, vp_backend* b, const vp_train_data* d,
+                              vp_algo_use use, int rank, int ranks);
 
 /* Makes an instance of cfg->train.algo for `use` on backend b over data d (d outlives it).
  * Free with vp_algo_free (also after a failure). */

@@ -55,10 +55,24 @@ typedef struct vp_trainer {
     vp_train_counters count;     /* host counters */
     double best_val_sharpe;      /* best validation Sharpe so far (NaN: none yet) */
     int64_t best_iteration;      /* iteration of the best validation (-1: none) */
+    int rank;                    /* this rank of a data-parallel run (0 for the single process) */
+    int ranks;                   /* ranks of the run (1: the single process) */
 } vp_trainer;
 
 /* Builds every part of a run from cfg and the prepared data on backend b. */
 vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, const vp_train_data* d);
+
+/* vp_trainer_init for rank `rank` of `ranks` of a data-parallel run (docs/distributed.md):
+ * cfg is the run's (global) config, and t->cfg keeps it, so the counters, the warm-up step
+ * count and the checkpoints are the run's; the rank's parts are its share: env.n_envs / ranks
+ * envs, the global envs [rank E / ranks, (rank + 1) E / ranks) with their episode-start
+ * streams, a replay shard of replay.capacity / ranks slots, learn.batch / ranks rows per
+ * step. Rank 0 keeps the single process's replay and exploration keys; rank k > 0 derives its
+ * own from them and k. ranks 1 is vp_trainer_init. Refused: env.n_envs or learn.batch not
+ * divisible by ranks, curiosity.enabled with ranks > 1 (its forward model would learn each
+ * rank's own batch apart). */
+vp_status vp_trainer_init_rank(vp_trainer* t, vp_backend* b, const vp_config* cfg, const vp_train_data* d, int rank,
+                               int ranks);
 
 /* Frees everything the trainer holds (a zeroed trainer is a no-op). */
 void vp_trainer_free(vp_trainer* t);

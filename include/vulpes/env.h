@@ -205,6 +205,9 @@ typedef struct vp_env {
                                      choice, read at every step (the risk-budget head; NULL: 1) */
     const float* size_cap;        /* [1] backend memory, set by the caller: a factor on every env's size
                                      choice, read at every step (the signal bus's Kelly cap; NULL: 1) */
+    int64_t first_env;            /* set by the caller, then vp_env_reset: global index of env 0, so env i's
+                                     episode starts are Philox stream first_env + i (0: the single process; a
+                                     data-parallel rank's first env gives its envs the single process's starts) */
 } vp_env;
 
 /* Checks the settings (instrument ranges, a market bars_per_year > 0 when a financing rate is

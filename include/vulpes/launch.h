@@ -23,6 +23,11 @@ int vp_launch_cuda_devices(void);
  * learn.batch and env.n_envs divisible by gpus. The message names the rule and the values. */
 vp_status vp_launch_check(const vp_config* cfg, int gpus, int devices);
 
+/* Checks a run of `ranks` ranks of any backend against a resolved config, changing nothing:
+ * train.algo dqn, and learn.batch and env.n_envs divisible by ranks (ranks 1: nothing). The
+ * message names the rule and the values (a CPU rank under mpirun, before it connects). */
+vp_status vp_launch_check_ranks(const vp_config* cfg, int ranks);
+
 /* Launcher options; vp_launch_opts_default fills them. */
 typedef struct vp_launch_opts {
     double grace_s;                      /* after SIGTERM, seconds a rank has to end before SIGKILL (30) */

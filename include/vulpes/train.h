@@ -158,7 +158,9 @@ typedef struct vp_train_opts {
     void* ctx;                           /* the first argument of finish, on_eval and should_stop */
     const vp_progress_sink* progress_sink; /* where progress goes instead of `progress` (a walk-forward's
                                               line over its folds; NULL: none) */
-    vp_comm* comm;                       /* a data-parallel run's communicator for the learner (vp_algo_set_comm; NULL: none) */
+    vp_comm* comm;                       /* a data-parallel run's communicator (NULL: none): the learner's
+                                            (vp_algo_set_comm); with more than one rank each rank trains its
+                                            share and rank 0 alone writes the run folder (docs/distributed.md) */
 } vp_train_opts;
 
 /* Defaults: no progress, no stop flag, VP_RUN_CREATE, checkpoints and summary on, fused. */

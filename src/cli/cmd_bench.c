@@ -30,8 +30,8 @@ static void usage(FILE* f) {
  * started on this machine (src/dist/launch.c). */
 static int scale(int argc, char** argv, vp_bench_opts* o, int gpus, const char* what) {
     if (strcmp(what, "step") != 0) {
-        fprintf(stderr, "vulpes bench: --gpus applies to bench step only, not '%s' (the data-parallel training "
-                "iteration is not built yet: docs/distributed.md)\n", what);
+        fprintf(stderr, "vulpes bench: --gpus applies to bench step only, not '%s' (the scaling of the "
+                "data-parallel training iteration is not measured yet: docs/distributed.md)\n", what);
         return 2;
     }
     if (o->ablate) {

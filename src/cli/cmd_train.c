@@ -35,7 +35,8 @@ static void usage(FILE* f) {
             "  --backend B    where it runs: run.backend=B (cpu, cuda, or auto: the GPU when one is usable)\n"
             "  --gpus N       N ranks of a data-parallel run on this machine, one per GPU (docs/distributed.md);\n"
             "                 1 (the default) runs in this process; more need --backend cuda and learn.batch and\n"
-            "                 env.n_envs divisible by N. Under mpirun the ranks come from MPI's variables.\n\n"
+            "                 env.n_envs divisible by N. Under mpirun the ranks come from MPI's variables, and\n"
+            "                 with --backend cpu they talk through MPI (a build with MPI).\n\n"
             "Progress: a line with the iteration, env steps/s, loss, epsilon, validation Sharpe, elapsed time\n"
             "and ETA on stderr (redrawn on a terminal, every 10 s otherwise), the warm-up notice first. On the\n"
             "CPU a run projected past 15 minutes after its first iterations is warned of, with the measured\n"
@@ -127,14 +128,37 @@ static int launch(int gpus, const vp_config* cfg, int argc, char** argv) {
     return vp_cli_stop ? vp_cli_stop_status() : 1;
 }
 
+/* A CPU rank under mpirun (run.backend cpu, MPI's variables): the request checked, the CPU
+ * backend and its MPI communicator into *comm; NULL after the message. */
+static vp_backend* cpu_rank_backend(const vp_dist* d, const vp_config* cfg, vp_comm** comm) {
+    if (vp_launch_check_ranks(cfg, d->size) != VP_OK) {
+        vp_cli_fail("in the rank's request");
+        return NULL;
+    }
+    vp_backend* b = NULL;
+    if (vp_backend_cpu_init(&b) != VP_OK) {
+        vp_cli_fail("creating the rank's backend");
+        return NULL;
+    }
+    if (vp_comm_init(comm, d, b, NULL) != VP_OK) {
+        vp_cli_fail("connecting the ranks");
+        vp_backend_free(b);
+        return NULL;
+    }
+    return b;
+}
+
 /* A rank of a data-parallel run (its variables set): the request checked as the launcher does,
- * the CUDA backend on the rank's GPU and its communicator into *comm; NULL after the message. */
+ * the CUDA backend on the rank's GPU and its communicator into *comm (or, on the CPU under
+ * mpirun, cpu_rank_backend's); NULL after the message. */
 static vp_backend* rank_backend(const vp_dist* d, const vp_config* cfg, int64_t gpus, vp_comm** comm) {
     if (gpus && gpus != d->size) {
         fprintf(stderr, "vulpes train: --gpus %lld, but this process is rank %d of %d (%s variables)\n",
                 (long long)gpus, d->rank, d->size, vp_dist_source_name(d->source));
         return NULL;
     }
+    if (cfg->run.backend == VP_RUN_BACKEND_CPU && (d->source == VP_DIST_OMPI || d->source == VP_DIST_PMI))
+        return cpu_rank_backend(d, cfg, comm);
     // the device count per machine is checked when the backend takes its device
     if (vp_launch_check(cfg, d->size, d->size) != VP_OK) {
         vp_cli_fail("in the rank's request");
@@ -189,12 +213,27 @@ int vp_cmd_train(int argc, char** argv) {
     o.finish = vp_backtest_train_finish;
     o.ctx = &exact;
     o.comm = comm;
-    fprintf(stderr, "vulpes train: %s on %s\n", cfg.data.path, vp_backend_name(b));
+    // a data-parallel run: rank 0 speaks for the run
+    const int lead = dist.rank == 0;
+    if (dist.size > 1 && lead)
+        fprintf(stderr, "vulpes train: %s on %s, rank 0 of %d (%s)\n", cfg.data.path, vp_backend_name(b), dist.size,
+                vp_comm_kind_name(vp_comm_get_kind(comm)));
+    else if (lead)
+        fprintf(stderr, "vulpes train: %s on %s\n", cfg.data.path, vp_backend_name(b));
     vp_train_result r;
     vp_status s = vp_train_run(&cfg, b, &o, &r);
+    if (s != VP_OK && dist.size > 1) {
+        // the others may wait in a collective for this rank: under MPI they end with it
+        vp_cli_fail("training");
+        vp_comm_abort(comm, 1);
+        vp_comm_free(comm);
+        vp_backend_free(b);
+        return 1;
+    }
     vp_comm_free(comm);
     vp_backend_free(b);
     if (s != VP_OK) return vp_cli_fail("training");
+    if (!lead) return r.interrupted ? vp_cli_stop_status() : 0;
     report(&r, &exact);
     if (r.interrupted) {
         fprintf(stderr, "vulpes train: stopped by %s at iteration %lld; %s/last.safetensors holds the run.\n"

@@ -25,6 +25,7 @@
 
 struct vp_comm_nccl {
     ncclComm_t comm; /* the NCCL communicator of this rank */
+    int32_t* flag;   /* [1] device memory: vp_comm_nccl_max's value */
     int mpi_owned;   /* 1: this communicator initialised MPI and finalises it */
 };
 
@@ -119,6 +120,7 @@ vp_status vp_comm_nccl_init(vp_comm_nccl** out, const vp_dist* d, vp_backend* b,
 void vp_comm_nccl_free(vp_comm_nccl* n) {
     if (!n) return;
     if (n->comm) ncclCommDestroy(n->comm);
+    if (n->flag) cudaFree(n->flag);
 #ifdef VP_MPI
     if (n->mpi_owned) MPI_Finalize();
 #endif
@@ -135,6 +137,23 @@ vp_status vp_comm_nccl_broadcast(vp_comm_nccl* n, float* x, size_t count, int ro
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
     VP_REQUIRE(e == cudaSuccess, VP_ERR_CUDA, "vp_comm_broadcast: cudaStreamSynchronize failed: %s",
                cudaGetErrorString(e));
+    return VP_OK;
+}
+vp_status vp_comm_nccl_max(vp_comm_nccl* n, int* v, void* stream) {
+    const char* fn = "vp_comm_agree";
+    cudaStream_t st = (cudaStream_t)stream;
+    if (!n->flag) {
+        cudaError_t e = cudaMalloc((void**)&n->flag, sizeof *n->flag);
+        VP_REQUIRE(e == cudaSuccess, VP_ERR_CUDA, "%s: cudaMalloc of the flag failed: %s", fn, cudaGetErrorString(e));
+    }
+    int32_t x = (int32_t)*v;
+    cudaError_t e = cudaMemcpyAsync(n->flag, &x, sizeof x, cudaMemcpyHostToDevice, st);
+    VP_REQUIRE(e == cudaSuccess, VP_ERR_CUDA, "%s: cudaMemcpyAsync failed: %s", fn, cudaGetErrorString(e));
+    VP_NCCL_CHECK(ncclAllReduce(n->flag, n->flag, 1, ncclInt32, ncclMax, n->comm, st));
+    e = cudaMemcpyAsync(&x, n->flag, sizeof x, cudaMemcpyDeviceToHost, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    VP_REQUIRE(e == cudaSuccess, VP_ERR_CUDA, "%s: reading the flag back failed: %s", fn, cudaGetErrorString(e));
+    *v = (int)x;
     return VP_OK;
 }
 #endif /* VP_NCCL */

@@ -38,4 +38,33 @@ vp_status vp_comm_nccl_allreduce(vp_comm_nccl* n, float* x, size_t count, void* 
 vp_status vp_comm_nccl_broadcast(vp_comm_nccl* n, float* x, size_t count, int root, void* stream);
 #endif
 
+#ifdef VP_MPI
+/* The MPI state of a CPU communicator (comm_mpi.c). */
+typedef struct vp_comm_mpi vp_comm_mpi;
+
+/* MPI for rank d->rank of d->size (initialised here when nobody has, finalised at exit),
+ * after checking that MPI's rank and size are the environment's. */
+vp_status vp_comm_mpi_init(vp_comm_mpi** out, const vp_dist* d);
+
+/* Releases the MPI state (NULL is a no-op; MPI itself stays up until exit). */
+void vp_comm_mpi_free(vp_comm_mpi* m);
+
+/* Sums host x[count] over the ranks in place: gathered to rank 0, added in rank order, broadcast. */
+vp_status vp_comm_mpi_allreduce(vp_comm_mpi* m, float* x, size_t count);
+
+/* MPI_Bcast of host x[count] from root. */
+vp_status vp_comm_mpi_broadcast(vp_comm_mpi* m, float* x, size_t count, int root);
+
+/* *v becomes the largest of every rank's *v. */
+vp_status vp_comm_mpi_max(vp_comm_mpi* m, int* v);
+
+/* MPI_Abort(MPI_COMM_WORLD, code) when MPI is up (else returns). */
+void vp_comm_mpi_abort(int code);
+#endif
+
+#ifdef VP_NCCL
+/* *v becomes the largest of every rank's *v (ncclMax of one int on stream, waited for). */
+vp_status vp_comm_nccl_max(vp_comm_nccl* n, int* v, void* stream);
+#endif
+
 #endif /* VP_DIST_IMPL_H */

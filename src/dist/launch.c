@@ -56,6 +56,20 @@ vp_status vp_launch_check(const vp_config* cfg, int gpus, int devices) {
     return VP_OK;
 }
 
+vp_status vp_launch_check_ranks(const vp_config* cfg, int ranks) {
+    VP_REQUIRE(cfg != NULL && ranks >= 1, VP_ERR_INVALID_ARG, "vp_launch_check_ranks: cfg is NULL or %d ranks", ranks);
+    if (ranks == 1) return VP_OK;
+    VP_REQUIRE(strcmp(cfg->train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
+               "%d ranks: train.algo %s runs on one rank; the data-parallel learner is DQN's", ranks, cfg->train.algo);
+    VP_REQUIRE(cfg->learn.batch % ranks == 0, VP_ERR_INVALID_ARG,
+               "%d ranks: learn.batch = %lld is not divisible by %d (each rank takes learn.batch / %d)", ranks,
+               (long long)cfg->learn.batch, ranks, ranks);
+    VP_REQUIRE(cfg->env.n_envs % ranks == 0, VP_ERR_INVALID_ARG,
+               "%d ranks: env.n_envs = %lld is not divisible by %d (each rank steps env.n_envs / %d)", ranks,
+               (long long)cfg->env.n_envs, ranks, ranks);
+    return VP_OK;
+}
+
 vp_launch_opts vp_launch_opts_default(void) {
     vp_launch_opts o;
     memset(&o, 0, sizeof o);

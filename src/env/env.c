@@ -84,6 +84,7 @@ static vp_env_params make_params(const vp_env* e) {
     p.n_starts = e->market->end - e->market->begin - e->config.episode_bars;
     p.size_scale = e->size_scale;
     p.size_cap = e->size_cap;
+    p.first_env = e->first_env;
     return p;
 }
 

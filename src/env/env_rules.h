@@ -33,6 +33,7 @@ typedef struct vp_env_params {
     double financing_short;  /* financing_short / bars_per_year, for a short's notional */
     double max_leverage;     /* largest notional / equity an order that grows the position reaches (0: none) */
     uint64_t seed;           /* episode-start streams */
+    int64_t first_env;       /* global index of env 0 (its episode-start stream offset) */
     int64_t begin;           /* first possible start bar */
     int64_t n_starts;        /* number of possible start bars (end - begin - episode_bars) */
     int32_t episode_bars;    /* steps per episode */

@@ -38,9 +38,9 @@ typedef struct vp_env_view {
 } vp_env_view;
 
 /* Start bar of episode `episode` of env i: begin + floor(word x n_starts / 2^32), with the
- * first Philox word of (seed, stream i, index episode); exact integers. */
+ * first Philox word of (seed, stream first_env + i, index episode); exact integers. */
 VP_HD int32_t vp_env_start(const vp_env_params* p, int64_t i, uint32_t episode) {
-    vp_u32x4 r = vp_rng_draw(p->seed, (uint64_t)i, (uint64_t)episode);
+    vp_u32x4 r = vp_rng_draw(p->seed, (uint64_t)(p->first_env + i), (uint64_t)episode);
     uint64_t off = ((uint64_t)r.v[0] * (uint64_t)p->n_starts) >> 32;
     return (int32_t)(p->begin + (int64_t)off);
 }

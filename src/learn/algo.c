@@ -78,12 +78,24 @@ vp_status vp_algo_no_warmup(vp_algo* a) {
 }
 
 vp_status vp_algo_create(vp_algo* a, const vp_config* cfg, vp_backend* b, const vp_train_data* d, vp_algo_use use) {
+    return vp_algo_create_rank(a, cfg, b, d, use, 0, 1);
+}
+
+vp_status vp_algo_create_rank(vp_algo* a, const vp_config* cfg, vp_backend* b, const vp_train_data* d,
+                              vp_algo_use use, int rank, int ranks) {
     VP_REQUIRE(a != NULL && cfg != NULL && b != NULL && d != NULL, VP_ERR_INVALID_ARG,
                "vp_algo_create: instance, config, backend or data is NULL");
     memset(a, 0, sizeof *a);
     VP_REQUIRE(use >= 0 && use < VP_ALGO_USE_COUNT, VP_ERR_INVALID_ARG, "vp_algo_create: use %d", (int)use);
+    VP_REQUIRE(ranks >= 1 && rank >= 0 && rank < ranks, VP_ERR_INVALID_ARG, "vp_algo_create: rank %d of %d", rank,
+               ranks);
     const vp_algo_ops* ops = NULL;
     VP_TRY(vp_algo_find(cfg->train.algo, &ops));
+    VP_REQUIRE(ranks == 1 || (ops == &vp_dqn_algo && use == VP_ALGO_TRAIN), VP_ERR_UNSUPPORTED,
+               "vp_algo_create: rank %d of %d: train.algo %s has no data-parallel learner (dqn has)", rank, ranks,
+               ops->name);
+    a->rank = rank;
+    a->ranks = ranks;
     a->use = use;
     a->cfg = *cfg;
     a->backend = b;
@@ -156,13 +168,11 @@ void vp_algo_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
 
 vp_status vp_algo_set_comm(vp_algo* a, vp_comm* comm) {
     VP_TRY(check(a, 1, "vp_algo_set_comm"));
-    const int size = vp_comm_size(comm);
-    VP_REQUIRE(size == 1, VP_ERR_UNSUPPORTED,
-               "vp_algo_set_comm: rank %d of %d: the training loop runs one rank; the data-parallel learner "
-               "(vp_learner_set_comm) is not yet driven by it (sharded envs and replay, rank 0 writing: "
-               "docs/distributed.md)", vp_comm_rank(comm), size);
     VP_REQUIRE(a->ops == &vp_dqn_algo, VP_ERR_UNSUPPORTED,
                "vp_algo_set_comm: train.algo %s has no data-parallel learner (dqn has)", a->ops->name);
+    VP_REQUIRE(vp_comm_rank(comm) == a->rank && vp_comm_size(comm) == a->ranks, VP_ERR_INVALID_ARG,
+               "vp_algo_set_comm: the communicator is rank %d of %d, the instance was made for rank %d of %d "
+               "(vp_algo_create_rank)", vp_comm_rank(comm), vp_comm_size(comm), a->rank, a->ranks);
     return vp_dqn_algo_set_comm(a, comm);
 }
 

@@ -63,7 +63,7 @@ static vp_status dqn_create(vp_algo* a) {
     a->impl = q;
     vp_status s = VP_OK;
     if (a->use == VP_ALGO_TRAIN) {
-        s = vp_trainer_init(&q->t, a->backend, &a->cfg, a->data);
+        s = vp_trainer_init_rank(&q->t, a->backend, &a->cfg, a->data, a->rank, a->ranks);
         a->features = &q->t.features;
         a->instrument = q->t.parts.instrument;
         a->env = q->t.parts.env;
@@ -117,8 +117,9 @@ static void dqn_info(const vp_algo* a, vp_kv_list* out) {
     vp_kv_add(out, "parameters", (double)model_of(a)->n_weights, 1);
     if (a->use != VP_ALGO_TRAIN) return;
     const vp_trainer* t = &state(a)->t;
-    vp_kv_add(out, "n_envs", (double)t->env.n_envs, 1);
-    vp_kv_add(out, "warmup_env_steps", (double)(t->count.warmup_steps * t->env.n_envs), 1);
+    // the run's envs (a data-parallel rank steps its share of them)
+    vp_kv_add(out, "n_envs", (double)t->cfg.env.n_envs, 1);
+    vp_kv_add(out, "warmup_env_steps", (double)(t->count.warmup_steps * t->cfg.env.n_envs), 1);
 }
 
 static vp_status dqn_validate(vp_algo* a, vp_algo_params which, vp_eval_result* out) {
@@ -167,6 +168,11 @@ static vp_policy dqn_policy(const vp_algo* a, vp_algo_params which) {
 /* The warm-up fills the replay ring with random actions; a resume loads it back. */
 static void dqn_start_note(const vp_algo* a, int resume, char* buf, size_t n) {
     const vp_config* cfg = &a->cfg;
+    if (resume && a->ranks > 1) {
+        snprintf(buf, n, "resuming toward iteration %lld on %d ranks: loading last.safetensors, refilling each rank's "
+                 "replay shard...", (long long)cfg->train.iterations, a->ranks);
+        return;
+    }
     if (resume) {
         snprintf(buf, n, "resuming toward iteration %lld: loading last.safetensors (the replay buffer included)...",
                  (long long)cfg->train.iterations);

@@ -187,5 +187,11 @@ vp_status vp_dqn_check_restored(vp_trainer* t, const char* path, const vp_train_
     return check_params(t, path);
 }
 
+vp_status vp_dqn_check_shared(vp_trainer* t, const char* path, const vp_train_counters* c) {
+    VP_TRY(check_steps(t, path, c));
+    VP_TRY(check_learner_state(t, path));
+    return check_params(t, path);
+}
+
 /* A refused load (any error) leaves the trainer's tensors partly overwritten: free it or load
  * again. Nothing restored is used (the collector's observation) before every check passed. */

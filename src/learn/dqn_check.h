@@ -16,4 +16,9 @@ vp_status vp_dqn_check_counters(const vp_trainer* t, const char* path, const vp_
  * moments, the env state and the replay ring) against its invariants and the counters c. */
 vp_status vp_dqn_check_restored(vp_trainer* t, const char* path, const vp_train_counters* c);
 
+/* The restored state that the ranks of a data-parallel run share (the counters on the device,
+ * the learner's state, parameters, target and moments): vp_dqn_check_restored without the env
+ * state and the replay ring, which such a checkpoint does not hold. */
+vp_status vp_dqn_check_shared(vp_trainer* t, const char* path, const vp_train_counters* c);
+
 #endif /* VP_LEARN_DQN_CHECK_H */

@@ -4,7 +4,14 @@
  * collection-step counter, the env state, the replay ring and (curiosity on) the forward
  * model's state as raw blocks, and the host counters, seeds and config as metadata: enough to
  * continue bit for bit. best.safetensors (VP_CKPT_BEST) holds the best parameters. Both
- * record the data trained on (vulpes.data.*: source, identity, bar interval, price scale). */
+ * record the data trained on (vulpes.data.*: source, identity, bar interval, price scale).
+ *
+ * A data-parallel run (rank 0 writes; vulpes.ranks = N > 1) saves what every rank shares, the
+ * parameters, target, moments, statistics, the collection-step counter and the counters,
+ * without env.state and replay.state (each rank's own shard). A resume whose checkpoint or run
+ * has more than one rank reads that shared state on any rank count (the config is the run's,
+ * so the counters agree), restarts the rank's envs at their first episode and refills its
+ * replay with the warm-up's random steps (docs/distributed.md, "Checkpoints and resume"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +49,9 @@ static vp_status replay_block(const vp_trainer* t, vp_tensor* out) {
     return VP_OK;
 }
 
-/* Every tensor of a resume checkpoint. */
-static vp_status resume_items(vp_trainer* t, vp_ckpt_list* l) {
+/* Every tensor of a resume checkpoint; without the env state and the replay ring when
+ * `shared` (what the ranks of a data-parallel run share). */
+static vp_status resume_items(vp_trainer* t, vp_ckpt_list* l, int shared) {
     const vp_model* m = &t->learner.model;
     VP_TRY(vp_ckpt_list_init(l, 4 * m->n_params + 8));
     add_params(l, m, "", &m->params);
@@ -59,6 +67,7 @@ static vp_status resume_items(vp_trainer* t, vp_ckpt_list* l) {
         vp_ckpt_list_add(l, "", "learner.signals", t->learner.signals);
     }
     vp_ckpt_list_add(l, "", "collect.step", t->collector.step);
+    if (shared) return VP_OK;
     // The env state: its one allocation, as raw 32-bit words.
     const vp_env* e = &t->env;
     vp_ckpt_list_add(l, "", "env.state",
@@ -88,7 +97,12 @@ vp_status vp_trainer_save(vp_trainer* t, const char* path, vp_ckpt_kind kind) {
     vp_ckpt_meta_u64(&ml, "vulpes.seed.env", t->parts.env.seed);
     vp_ckpt_meta_u64(&ml, "vulpes.seed.replay", t->parts.replay.seed);
     vp_ckpt_meta_u64(&ml, "vulpes.seed.collect", t->parts.collect.seed);
-    vp_ckpt_meta_add(&ml, "vulpes.replay", kind == VP_CKPT_RESUME ? "saved (replay.state)" : "not saved");
+    char shards[160];
+    snprintf(shards, sizeof shards, "not saved (a run of %d ranks: each rank's replay shard and env state stay with "
+             "it; a resume refills them)", t->ranks);
+    vp_ckpt_meta_add(&ml, "vulpes.replay", kind != VP_CKPT_RESUME ? "not saved" : t->ranks > 1 ? shards
+                                                                                                : "saved (replay.state)");
+    if (t->ranks > 1) vp_ckpt_meta_int(&ml, "vulpes.ranks", t->ranks);
     // The data trained on: source, identity, bar interval and price scale of the training span.
     vp_ckpt_data_meta dm;
     vp_status s = vp_ckpt_meta_data(&ml, t->data, &dm);
@@ -100,7 +114,7 @@ vp_status vp_trainer_save(vp_trainer* t, const char* path, vp_ckpt_kind kind) {
     // Tensors: everything for a resume, the best parameters otherwise.
     vp_ckpt_list l;
     if (kind == VP_CKPT_RESUME) {
-        s = resume_items(t, &l);
+        s = resume_items(t, &l, t->ranks > 1);
     } else {
         s = vp_ckpt_list_init(&l, t->learner.model.n_params);
         if (s == VP_OK) add_params(&l, &t->learner.model, "", &t->best_params);
@@ -136,14 +150,27 @@ vp_status vp_trainer_load(vp_trainer* t, const char* path) {
     if (s == VP_OK) s = vp_ckpt_meta_read_int(ck, "vulpes.best_iteration", &best_it);
     if (s == VP_OK) s = vp_ckpt_meta_read_num(ck, "vulpes.best_val_sharpe", &best_sh);
     if (s == VP_OK) s = vp_dqn_check_counters(t, path, &c, best_it, best_sh);
+    // The ranks of the run that wrote it (1 when the file does not say).
+    int64_t ck_ranks = 1;
+    if (s == VP_OK && vp_checkpoint_meta(ck, "vulpes.ranks")) s = vp_ckpt_meta_read_int(ck, "vulpes.ranks", &ck_ranks);
+    if (s == VP_OK && (ck_ranks < 1 || ck_ranks > 65536))
+        s = vp_set_error(VP_ERR_PARSE, VP_WHERE, "checkpoint %s: metadata vulpes.ranks = %lld (allowed 1 .. 65536)",
+                         path, (long long)ck_ranks);
+    const int shared = ck_ranks > 1 || t->ranks > 1;
 
     // Tensors straight into the run's buffers, each checked before anything uses it.
     vp_ckpt_list l;
     memset(&l, 0, sizeof l);
-    if (s == VP_OK) s = resume_items(t, &l);
+    if (s == VP_OK) s = resume_items(t, &l, shared);
     if (s == VP_OK) s = vp_checkpoint_read_all(t->backend, ck, l.items, l.n);
     if (s == VP_OK) s = vp_backend_sync(t->backend);
-    if (s == VP_OK) s = vp_dqn_check_restored(t, path, &c);
+    if (s == VP_OK) s = shared ? vp_dqn_check_shared(t, path, &c) : vp_dqn_check_restored(t, path, &c);
+    if (s == VP_OK && shared) {
+        // the rank's envs from their first episode (as made), its replay shard refilled by the
+        // warm-up's random steps; the counters stay the checkpoint's
+        for (int64_t k = 0; s == VP_OK && k < c.warmup_steps; ++k)
+            s = vp_collector_random_step(&t->collector, (uint64_t)k);
+    }
     if (s == VP_OK) {
         t->count = c;
         t->best_iteration = best_it;

@@ -8,10 +8,14 @@
 #include "vulpes/dqn.h"
 #include "vulpes/ops.h"
 
-/* The training span's market and its n_envs environments. */
+/* The training span's market and its environments: n_envs, or a rank's share of them, which
+ * start where the single process's envs of the same global index start. */
 static vp_status envs_init(vp_trainer* t) {
-    return vp_algo_train_envs_init(t->backend, t->data, &t->features, &t->parts, t->cfg.env.n_envs, &t->market,
-                                   &t->env);
+    const int64_t n = t->cfg.env.n_envs / t->ranks;
+    VP_TRY(vp_algo_train_envs_init(t->backend, t->data, &t->features, &t->parts, n, &t->market, &t->env));
+    if (t->ranks == 1) return VP_OK;
+    t->env.first_env = (int64_t)t->rank * n;
+    return vp_env_reset(&t->env, NULL, NULL);
 }
 
 /* The learner's batch as the replay writes it, the sampled slots and priorities, the best
@@ -76,19 +80,64 @@ static vp_status curiosity_init(vp_trainer* t) {
     return VP_OK;
 }
 
+/* Rank k's key of a stream family: splitmix64 of the single process's key and k (k > 0). */
+static uint64_t rank_seed(uint64_t seed, int k) {
+    uint64_t z = seed + (uint64_t)k * 0xD1B54A32D192ED03ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The parts of rank `rank` of `ranks`: those of the rank's share of the config (envs, replay
+ * slots, batch rows), the rank's replay and exploration keys. */
+static vp_status rank_parts(vp_trainer* t, const vp_config* cfg, const vp_train_data* d, int rank, int ranks) {
+    const char* fn = "vp_trainer_init";
+    if (ranks == 1) return vp_train_parts_make(cfg, d->n_features, &t->parts);
+    VP_REQUIRE(cfg->env.n_envs % ranks == 0 && cfg->learn.batch % ranks == 0, VP_ERR_INVALID_ARG,
+               "%s: env.n_envs = %lld and learn.batch = %lld must both be divisible by the %d ranks", fn,
+               (long long)cfg->env.n_envs, (long long)cfg->learn.batch, ranks);
+    VP_REQUIRE(!cfg->curiosity.enabled, VP_ERR_UNSUPPORTED,
+               "%s: curiosity.enabled: the forward model learns each rank's own batch and would drift apart across "
+               "the ranks; it runs on one rank only (%d ranks here)", fn, ranks);
+    vp_config share = *cfg;
+    share.env.n_envs = cfg->env.n_envs / ranks;
+    share.learn.batch = cfg->learn.batch / ranks;
+    share.replay.capacity = cfg->replay.capacity / ranks;
+    share.replay.warmup = (cfg->replay.warmup + ranks - 1) / ranks;
+    vp_status s = vp_train_parts_make(&share, d->n_features, &t->parts);
+    if (s != VP_OK)
+        return vp_error_context(s, "rank %d of %d: its share of %lld envs, a replay shard of %lld slots, %lld rows per "
+                                "step", rank, ranks, (long long)share.env.n_envs, (long long)share.replay.capacity,
+                                (long long)share.learn.batch);
+    if (rank > 0) {
+        t->parts.replay.seed = rank_seed(t->parts.replay.seed, rank);
+        t->parts.collect.seed = rank_seed(t->parts.collect.seed, rank);
+    }
+    return VP_OK;
+}
+
 vp_status vp_trainer_init(vp_trainer* t, vp_backend* b, const vp_config* cfg, const vp_train_data* d) {
+    return vp_trainer_init_rank(t, b, cfg, d, 0, 1);
+}
+
+vp_status vp_trainer_init_rank(vp_trainer* t, vp_backend* b, const vp_config* cfg, const vp_train_data* d, int rank,
+                               int ranks) {
     VP_REQUIRE(t != NULL && b != NULL && cfg != NULL && d != NULL, VP_ERR_INVALID_ARG,
                "vp_trainer_init: trainer, backend, config or data is NULL");
+    VP_REQUIRE(ranks >= 1 && rank >= 0 && rank < ranks, VP_ERR_INVALID_ARG, "vp_trainer_init: rank %d of %d", rank,
+               ranks);
     memset(t, 0, sizeof *t);
     t->cfg = *cfg;
     t->backend = b;
     t->data = d;
     t->best_val_sharpe = NAN;
     t->best_iteration = -1;
+    t->rank = rank;
+    t->ranks = ranks;
     VP_REQUIRE(!(cfg->her.enabled && cfg->curiosity.enabled), VP_ERR_UNSUPPORTED,
                "her.enabled with curiosity.enabled: the forward model predicts the env's portfolio vector, not a "
                "goal-conditioned one; turn one of them off");
-    VP_TRY(vp_train_parts_make(cfg, d->n_features, &t->parts));
+    VP_TRY(rank_parts(t, cfg, d, rank, ranks));
     t->parts.replay.intrinsic = cfg->curiosity.enabled ? 1 : 0;
 
     // Data and envs, replay, learner, collector, batch, validation: each on the backend.

@@ -1,7 +1,10 @@
 /* The one training loop, for `vulpes train` and every walk-forward fold: run folder, data,
  * the algorithm (train.algo), warm-up (or resume), the loop with its logs, validations and
  * checkpoints, an orderly stop on request, then the exact backtest of the test span, the
- * caller's finishing step and summary.json. */
+ * caller's finishing step and summary.json. In a data-parallel run (vp_train_opts.comm of
+ * more than one rank) every rank trains its share; rank 0 alone claims and writes the run
+ * folder, validates and finishes, and the ranks agree after every iteration on whether to go
+ * on, so a stop or a failure of one stops all after the same iteration. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -38,11 +41,32 @@ typedef struct job {
     int best_seen;             /* best_val is set (0 after a resume until a new best) */
     int64_t nan_steps;         /* non-finite learner steps counted at the last log (the run's count) */
     int64_t last_ckpt;         /* iteration of the last last.safetensors (-1: none) */
+    int lead;                  /* 1: this process writes the run folder (the single process, or rank 0) */
+    int ranks;                 /* ranks of the run (1: the single process) */
+    const char* dir;           /* the run folder */
 } job;
 
-/* DIR/file into out[n]. */
+/* DIR/file into out[n] (a rank other than 0 reads files of the folder rank 0 holds). */
 static vp_status run_file(const job* j, const char* file, char* out, size_t n) {
-    return vp_run_path(&j->run, file, out, n);
+    if (j->lead) return vp_run_path(&j->run, file, out, n);
+    VP_REQUIRE(snprintf(out, n, "%s/%s", j->dir, file) < (int)n, VP_ERR_INVALID_ARG, "run folder path too long");
+    return VP_OK;
+}
+
+/* The ranks agree (the largest of every rank's code: 0 go on, 1 stop, 2 failed) after s of
+ * this rank; a failure elsewhere becomes this rank's. The single process: its own code. */
+static vp_status agree(job* j, vp_status s, int* stop, const char* when) {
+    int code = s != VP_OK ? 2 : (stop && *stop) ? 1 : 0;
+    if (j->ranks > 1) {
+        // this rank's message stays the one that is reported when it failed itself
+        vp_status a = vp_comm_agree_max(j->opts->comm, &code);
+        if (s == VP_OK && a != VP_OK) return a;
+    }
+    if (s != VP_OK) return s;
+    VP_REQUIRE(code != 2, VP_ERR_STATE, "another rank of the %d failed %s (its own message says why); rank %d stops",
+               j->ranks, when, vp_comm_rank(j->opts->comm));
+    if (stop) *stop = code == 1;
+    return VP_OK;
 }
 
 /* The learner's count of non-finite steps in a statistics list (0 when it has none). */
@@ -143,10 +167,10 @@ static vp_status start(job* j, const vp_config* cfg) {
     vp_algo* t = &j->a;
     char path[VP_RUN_PATH_MAX];
     if (j->opts->mode != VP_RUN_RESUME) {
-        VP_TRY(vp_run_begin(&j->run, cfg));
+        if (j->lead) VP_TRY(vp_run_begin(&j->run, cfg));
         if (j->opts->init_params) VP_TRY(vp_algo_warm_start(t, j->opts->init_params));
         VP_TRY(vp_algo_warmup(t));
-        return vp_train_log_run(&j->run.metrics, t, 0);
+        return j->lead ? vp_train_log_run(&j->run.metrics, t, 0) : VP_OK;
     }
     // Resume: state from last.safetensors (config checked), metrics cut back to it.
     VP_TRY(run_file(j, "last.safetensors", path, sizeof path));
@@ -156,6 +180,8 @@ static vp_status start(job* j, const vp_config* cfg) {
                "%s holds %lld %s and train.iterations is %lld: raise train.iterations to continue", path,
                (long long)t->count.iteration, vp_plural(t->count.iteration, "iteration", "iterations"),
                (long long)cfg->train.iterations);
+    // the other ranks only read the shared state; rank 0 validates, keeps the best and writes
+    if (!j->lead) return VP_OK;
     if (t->best_iteration >= 0) {
         VP_TRY(run_file(j, "best.safetensors", path, sizeof path));
         VP_TRY(vp_algo_load_params(t, path, VP_PARAMS_BEST));
@@ -194,12 +220,21 @@ static vp_status loop(job* j, vp_train_result* out) {
         VP_TRY(vp_algo_iterate(t, 1));
         const int64_t it = t->count.iteration;
         const int last = it == tc->iterations;
-        const int stop = (o->stop && *o->stop) || (o->stop_after > 0 && it >= o->stop_after) ||
-                         (o->should_stop && o->should_stop(o->ctx));
-        // The scheduled events of this iteration (none extra on a stop, so a resume matches).
-        if ((tc->eval_every > 0 && it % tc->eval_every == 0) || last) VP_TRY(evaluate(j, &out->final_val));
-        if (it % tc->log_every == 0 || last) VP_TRY(log_point(j));
-        if (!last && tc->checkpoint_every > 0 && it % tc->checkpoint_every == 0) VP_TRY(save_last(j, "periodic"));
+        int stop = (o->stop && *o->stop) || (o->stop_after > 0 && it >= o->stop_after) ||
+                   (o->should_stop && o->should_stop(o->ctx));
+        // The scheduled events of this iteration (none extra on a stop, so a resume matches);
+        // the folder's are rank 0's.
+        vp_status s = VP_OK;
+        if (j->lead) {
+            if ((tc->eval_every > 0 && it % tc->eval_every == 0) || last) s = evaluate(j, &out->final_val);
+            if (s == VP_OK && (it % tc->log_every == 0 || last)) s = log_point(j);
+            if (s == VP_OK && !last && tc->checkpoint_every > 0 && it % tc->checkpoint_every == 0)
+                s = save_last(j, "periodic");
+        }
+        // every rank stops after the same iteration: a stop or a failure of one is every rank's
+        char when[64];
+        snprintf(when, sizeof when, "at iteration %lld", (long long)it);
+        VP_TRY(agree(j, s, &stop, when));
         vp_train_progress_iteration(&j->prog, &t->count);
         if (stop && !last) {
             VP_TRY(save_last(j, "interrupt"));
@@ -319,6 +354,20 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     memset(&j, 0, sizeof j);
     j.opts = opts ? opts : &def;
     j.last_ckpt = -1;
+    // a data-parallel rank other than 0 reports and writes nothing
+    const int rank = vp_comm_rank(j.opts->comm);
+    j.ranks = vp_comm_size(j.opts->comm);
+    j.lead = rank == 0;
+    vp_train_opts quiet = *j.opts;
+    if (!j.lead) {
+        quiet.progress = NULL;
+        quiet.on_eval = NULL;
+        quiet.finish = NULL;
+        quiet.checkpoints = 0;
+        quiet.summary = 0;
+        j.opts = &quiet;
+    }
+    j.dir = out->run_dir;
     // the run records data.path absolute (config.yaml, checkpoints), so they work from any folder
     vp_config run_cfg = *cfg;
     VP_TRY(vp_config_absolute_data_path(&run_cfg));
@@ -328,10 +377,12 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     VP_TRY(vp_train_pick_dir(cfg, j.opts, out->run_dir, sizeof out->run_dir));
 
     // Every part of the run, the folder claimed (locked and checked), then its start.
-    vp_status s = vp_algo_create(&j.a, cfg, b, d, VP_ALGO_TRAIN);
+    vp_status s = vp_algo_create_rank(&j.a, cfg, b, d, VP_ALGO_TRAIN, rank, j.ranks);
+    // every rank made its part before the first collective (the broadcast of rank 0's parameters)
+    if (j.ranks > 1) s = agree(&j, s, NULL, "to set up");
     if (s == VP_OK && j.opts->comm) s = vp_algo_set_comm(&j.a, j.opts->comm);
     if (s == VP_OK && j.opts->mode == VP_RUN_RESUME) s = vp_train_check_resumable(out->run_dir);
-    if (s == VP_OK) s = vp_run_claim(&j.run, out->run_dir, j.opts->mode);
+    if (s == VP_OK && j.lead) s = vp_run_claim(&j.run, out->run_dir, j.opts->mode);
     // The first progress line and the warm-up notice, before the warm-up runs.
     const int resume = j.opts->mode == VP_RUN_RESUME;
     char note[256];
@@ -339,13 +390,15 @@ vp_status vp_train_run_data(const vp_config* cfg, vp_backend* b, const vp_train_
     if (s == VP_OK) vp_train_progress_begin(&j.prog, j.opts, cfg, b, &j.a.count, note);
     if (s == VP_OK) s = start(&j, cfg);
     if (s == VP_OK) s = nan_baseline(&j);
+    // every rank set up and started (warm-up or resume), or none goes on
+    if (j.ranks > 1) s = agree(&j, s, NULL, "to start");
     if (s == VP_OK) {
         // Rates count from here, so a resumed run's are its own.
         j.t0 = j.t_log = vp_clock_s();
         j.at_log = j.a.count;
         s = loop(&j, out);
     }
-    if (s == VP_OK && !out->interrupted) s = finish(&j, out);
+    if (s == VP_OK && !out->interrupted && j.lead) s = finish(&j, out);
     if (s == VP_OK && out->interrupted && j.opts->summary) {
         char path[VP_RUN_PATH_MAX];
         cJSON* root = NULL;

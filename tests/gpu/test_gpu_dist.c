@@ -3,11 +3,15 @@
  * - (builds with NCCL) a one-rank NCCL communicator, forced, sums in place inside a captured
  *   graph: 2 x through the graph's all-reduce equals 2 x bit for bit, and the broadcast too;
  * - a training run of a few iterations with the one-rank communicator attached writes the same
- *   metrics.jsonl (timing lines aside) and the same checkpoint bytes as one without.
+ *   metrics.jsonl (timing lines aside) and the same checkpoint bytes as one without; (builds
+ *   with NCCL) so does one through the whole loop with a forced one-rank NCCL communicator;
+ * - the trainer of rank r of 2 on the GPU starts its envs where the single GPU trainer's envs
+ *   r E / 2 .. start, and where the CPU's rank r does (the env kernel's first_env).
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
 #define _POSIX_C_SOURCE 200809L /* lstat (test_train_util.h) */
 #include "gpu_twin.h"
 #include "test_train_util.h"
+#include "vulpes/dqn.h"
 
 enum { N_X = 100003 }; /* elements: odd, past one NCCL chunk */
 
@@ -157,6 +161,88 @@ static void test_train_with_and_without(void) {
     vpt_rm_run(d1), vpt_rm_run(d2);
 }
 
+#ifdef VP_NCCL
+/* The whole training loop with a forced one-rank NCCL communicator equals the plain run. */
+static void test_train_nccl_one_rank(void) {
+    char d1[512], d2[512];
+    vpt_tmp_dir(d1, sizeof d1, "dist_plain1");
+    vpt_tmp_dir(d2, sizeof d2, "dist_nccl1");
+    vpt_rm_run(d1), vpt_rm_run(d2);
+    vp_dist one = vp_dist_single();
+    vp_comm_opts o = vp_comm_opts_default();
+    o.force_nccl = 1;
+    vp_comm* c = NULL;
+    CHECK_OK(vp_comm_init(&c, &one, g_gpu, &o));
+    if (!c) return;
+    vp_train_result r1, r2;
+    CHECK_OK(run(d1, NULL, &r1));
+    CHECK_OK(run(d2, c, &r2));
+    char* a = vpt_metrics_lines(d1, "train|eval|checkpoint");
+    char* b = vpt_metrics_lines(d2, "train|eval|checkpoint");
+    const int same_metrics = a && b && vpt_count_lines(a) > 2 && strcmp(a, b) == 0;
+    CHECK(same_metrics, "metrics.jsonl through the loop with NCCL at one rank differs from the plain run");
+    const int same_ck = vpt_same_file(d1, d2, "last.safetensors") && vpt_same_file(d1, d2, "best.safetensors");
+    CHECK(same_ck, "checkpoints through the loop with NCCL at one rank differ from the plain run's");
+    printf("%-24s %-40s %11s %9s  %s\n", "train 1 rank nccl", "whole loop vs the plain run", "bitwise", "0",
+           same_metrics && same_ck ? "ok" : "FAIL");
+    free(a), free(b);
+    vp_comm_free(c);
+    vpt_rm_run(d1), vpt_rm_run(d2);
+}
+#endif
+
+/* The decision bar, window end and episode of every env of trainer t into host arrays. */
+static int env_starts(const vp_trainer* t, int32_t* bar, int32_t* end, uint32_t* ep) {
+    const int64_t n = t->env.n_envs;
+    vp_env_state h;
+    char* blk = (char*)calloc((size_t)n, 6 * 8 + 6 * 4);
+    if (!blk) return 0;
+    h.cash = (double*)blk, h.equity = h.cash + n, h.peak = h.equity + n, h.entry = h.peak + n;
+    h.take_profit = h.entry + n, h.stop_loss = h.take_profit + n;
+    h.t = bar, h.window_end = end, h.episode = ep;
+    h.position = (int32_t*)(h.stop_loss + n), h.bars_held = h.position + n, h.last_size = (float*)(h.bars_held + n);
+    const int ok = vp_env_state_get(&t->env, &h) == VP_OK;
+    free(blk);
+    return ok;
+}
+
+static void test_rank_envs(void) {
+    vp_config cfg;
+    const char* over[] = {"run.backend=cuda", "env.n_envs=8", "learn.batch=32"};
+    vp_train_data d;
+    memset(&d, 0, sizeof d);
+    if (!vpt_train_cfg(&cfg, 3, over) || vp_train_data_load(&d, &cfg) != VP_OK) {
+        CHECK(0, "test config or data: %s", vp_last_error());
+        return;
+    }
+    vp_trainer one, gpu, cpu;
+    int32_t b1[8], e1[8], bg[4], eg[4], bc[4], ec[4];
+    uint32_t p1[8], pg[4], pc[4];
+    int bad = 0;
+    CHECK_OK(vp_trainer_init(&one, g_gpu, &cfg, &d));
+    CHECK(env_starts(&one, b1, e1, p1), "env state: %s", vp_last_error());
+    for (int r = 0; r < 2; ++r) {
+        CHECK_OK(vp_trainer_init_rank(&gpu, g_gpu, &cfg, &d, r, 2));
+        CHECK_OK(vp_trainer_init_rank(&cpu, g_cpu, &cfg, &d, r, 2));
+        CHECK(env_starts(&gpu, bg, eg, pg) && env_starts(&cpu, bc, ec, pc), "env state: %s", vp_last_error());
+        for (int j = 0; j < 4; ++j) {
+            const int k = 4 * r + j;
+            if (bg[j] != b1[k] || eg[j] != e1[k] || pg[j] != p1[k] || bg[j] != bc[j] || eg[j] != ec[j]) {
+                ++bad;
+                CHECK(0, "rank %d env %d on the GPU starts at bar %d (end %d), the single GPU run's env %d at %d (%d), "
+                      "the CPU's rank %d env %d at %d (%d)", r, j, (int)bg[j], (int)eg[j], k, (int)b1[k], (int)e1[k],
+                      r, j, (int)bc[j], (int)ec[j]);
+            }
+        }
+        vp_trainer_free(&gpu);
+        vp_trainer_free(&cpu);
+    }
+    printf("%-24s %-40s %11s %9d  %s\n", "rank envs", "rank r of 2 vs the single run's envs", "exact", bad,
+           bad == 0 ? "ok" : "FAIL");
+    vp_trainer_free(&one);
+    vp_train_data_free(&d);
+}
+
 int main(void) {
     gpu_setup("test_gpu_dist");
     RUN_TEST(test_local_comm);
@@ -166,6 +252,10 @@ int main(void) {
     printf("%-24s %-40s %11s %9s  %s\n", "comm nccl", "(this build has no NCCL)", "-", "-", "skipped");
 #endif
     RUN_TEST(test_train_with_and_without);
+#ifdef VP_NCCL
+    RUN_TEST(test_train_nccl_one_rank);
+#endif
+    RUN_TEST(test_rank_envs);
     gpu_teardown();
     return vpt_finish();
 }
