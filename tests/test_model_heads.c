@@ -233,6 +233,34 @@ static void test_iqn_embed_reference(void) {
 }
 
 /* The cosine embedding: cos(pi i tau), i from 0 (the first feature is 1). */
+/* Q-only activations: the same Q bits as full ones, no log-probabilities handed out; the flag
+ * is refused (ignored) on activations made for a backward. */
+static void test_q_only(void) {
+    rig r;
+    CHECK(rig_init(&r, 4, 0), "rig: %s", vp_last_error());
+    vp_model_acts *full = NULL, *qo = NULL;
+    CHECK_OK(vp_model_acts_init(&full, &r.m, 4, 0, 0));
+    CHECK_OK(vp_model_acts_init(&qo, &r.m, 4, 0, 0));
+    vp_model_acts_q_only(qo);
+    vp_model_acts_q_only(r.a); /* made for a backward: no effect */
+    float enc[4 * 6], port[4 * 2];
+    for (int i = 0; i < 24; ++i) enc[i] = 0.1f * (float)(i % 7) - 0.3f;
+    for (int i = 0; i < 8; ++i) port[i] = 0.25f * (float)(i % 3) - 0.2f;
+    vp_tensor te = vp_tensor_2d(enc, VP_F32, VP_MEM_HOST, 4, 6), tp = vp_tensor_2d(port, VP_F32, VP_MEM_HOST, 4, 2);
+    CHECK_OK(vp_model_heads(&r.m, &r.m.params, full, &te, &tp, NULL, 4));
+    CHECK_OK(vp_model_heads(&r.m, &r.m.params, qo, &te, &tp, NULL, 4));
+    CHECK_OK(vp_model_heads(&r.m, &r.m.params, r.a, &te, &tp, NULL, 4));
+    vp_tensor qf = vp_model_q(full), qq = vp_model_q(qo);
+    CHECK(qf.data && qq.data && vp_tensor_numel(&qf) == 4 * 6, "Q of both activations");
+    if (qf.data && qq.data) CHECK(memcmp(qf.data, qq.data, (size_t)vp_tensor_numel(&qf) * 4) == 0, "Q differs when Q-only");
+    CHECK(vp_model_log_probs(full).data != NULL, "full activations hand out log-probabilities");
+    CHECK(vp_model_log_probs(qo).data == NULL, "Q-only activations hand out log-probabilities");
+    CHECK(vp_model_log_probs(r.a).data != NULL, "a backward's activations lost their log-probabilities");
+    vp_model_acts_free(full);
+    vp_model_acts_free(qo);
+    rig_free(&r);
+}
+
 static void test_iqn_cos(void) {
     const float tau[2] = {0.25f, 0.5f};
     float out[2 * 4];
@@ -244,6 +272,7 @@ static void test_iqn_cos(void) {
 
 int main(void) {
     RUN_TEST(test_combine_piece);
+    RUN_TEST(test_q_only);
     RUN_TEST(test_iqn_piece);
     RUN_TEST(test_iqn_embed_reference);
     RUN_TEST(test_iqn_cos);

@@ -193,8 +193,15 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
 /* Outputs of the last forward, as views into the activations (an empty tensor, data
  * NULL, when a is NULL or holds no such output): */
 
-/* log_probs [batch, A, Z]: C51 log-probabilities per action head. */
+/* log_probs [batch, A, Z]: C51 log-probabilities per action head (empty after forwards of
+ * Q-only activations, vp_model_acts_q_only). */
 vp_tensor vp_model_log_probs(const vp_model_acts* a);
+
+/* Marks forward-only activations whose readers want Q, never the log-probabilities (a
+ * policy's scores, the learner's online forward at s_{t+n}): CUDA forwards then skip writing
+ * them (the CPU's keep them as scratch). Q is the same bits either way. A no-op on NULL or on
+ * activations made for a backward. */
+void vp_model_acts_q_only(vp_model_acts* a);
 
 /* q [batch, A]: expected values sum_z z p per action head, the values actions are chosen
  * by (refined by the Q-denoise MLP when cfg.q_denoise is on). */

@@ -121,6 +121,7 @@ static vp_status learner_alloc(vp_learner* l) {
     // Activations of the three forwards.
     VP_TRY(vp_model_acts_init(&s->acts, &l->model, B, c->n_taus, 1));
     VP_TRY(vp_model_acts_init(&s->next_acts, &l->model, B, 0, 0));
+    vp_model_acts_q_only(s->next_acts); // the double-DQN choice reads Q only
     VP_TRY(vp_model_acts_init(&s->target_acts, &l->model, B, c->n_target_taus, 0));
     // head modules: the online forward at s_t is the one training forward
     if (c->model.stoch_depth > 0.0f) {

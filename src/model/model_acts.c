@@ -233,8 +233,12 @@ vp_tensor vp_model_encoding(const vp_model_acts* a) {
     return vp_acts_rows(&a->e, a->batch);
 }
 
+void vp_model_acts_q_only(vp_model_acts* a) {
+    if (a && !a->for_backward) a->q_only = 1;
+}
+
 vp_tensor vp_model_log_probs(const vp_model_acts* a) {
-    if (!a || !(a->state & VP_ACTS_HEADS)) return empty_tensor();
+    if (!a || !(a->state & VP_ACTS_HEADS) || a->q_only) return empty_tensor();
     const vp_model_cfg* c = &a->model->cfg;
     return vp_tensor_3d(a->logp.data, VP_F32, a->logp.mem, a->batch, vp_model_cfg_actions(c), c->n_atoms);
 }

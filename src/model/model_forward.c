@@ -121,8 +121,8 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
         const int pad = a->pad_heads;
         const vp_tensor *v = pad ? &a->v_pad : &a->v, *adv = pad ? &a->adv_pad : &a->adv;
         return a->mops->c51_head(be, batch, c->n_atoms, &br, c->v_min, c->v_max, (const float*)v->data,
-                                 vp_tensor_cols(v), (const float*)adv->data, vp_tensor_cols(adv), (float*)logp.data,
-                                 (float*)a->q.data);
+                                 vp_tensor_cols(v), (const float*)adv->data, vp_tensor_cols(adv),
+                                 a->q_only && pad ? NULL : (float*)logp.data, (float*)a->q.data);
     }
     // a learned support: its own expected values (model_atoms.c)
     VP_TRY(a->mops->dueling_forward(be, batch, c->n_atoms, &br, (const float*)a->v.data, (const float*)a->adv.data,

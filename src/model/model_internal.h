@@ -167,6 +167,7 @@ struct vp_model_acts {
     int max_taus;              /* n_taus capacity (0: no IQN) */
     int for_backward;          /* backward buffers present */
     int pad_heads;             /* 1: the forward writes v_pad and adv_pad (CUDA, vp_model_heads_padded) */
+    int q_only;                /* 1: no reader wants logp (vp_model_acts_q_only); CUDA forwards skip it */
     int64_t batch;             /* samples of the last forward */
     int n_taus;                /* IQN samples of the last forward (0: none) */
     int state;                 /* VP_ACTS_* bits */

@@ -110,6 +110,7 @@ static vp_status dqn_work_init(const vp_policy* p, int64_t batch, vp_policy_work
         free(w);
         return s;
     }
+    vp_model_acts_q_only(w->acts); // scores read Q only
     w->heads = *(const vp_model*)p->impl;
     if (p->fp32_scores) w->heads.precision = VP_PREC_FP32;
     w->batch = batch;

@@ -80,6 +80,10 @@ static void c51_case(int64_t B, int Z, const vp_branch_map* br) {
                                        qp.d.data));
         same_bits("c51_head padded logp", cas, &lpp, &lpu);
         same_bits("c51_head padded q", cas, &qp, &qu);
+        // Q only (no log-probabilities written): the same Q
+        twin_poison(&qp);
+        CHECK_OK(vp_mops_cuda.c51_head(g_gpu, B, Z, br, v_min, v_max, vp.d.data, Zp, ap.d.data, AZp, NULL, qp.d.data));
+        same_bits("c51_head q only", cas, &qp, &qu);
         twin_free(&vp), twin_free(&ap), twin_free(&lpp), twin_free(&qp);
     }
     twin_free(&v), twin_free(&adv), twin_free(&lp), twin_free(&q), twin_free(&lpu), twin_free(&qu);
