@@ -22,4 +22,16 @@ static inline float conv_at(const float* in, int64_t ld, const float* w, float b
     return acc;
 }
 
+/* conv_at over rows picked by index: step s of the window is in[row[s] * ld] (the same
+ * operations in the same order, so the same bits as conv_at over the gathered rows). */
+static inline float conv_at_rows(const float* in, int64_t ld, const int32_t* row, const float* w, float bias, int t,
+                                 int cw) {
+    float acc = bias;
+    for (int j = 0; j < cw; ++j) {
+        int s = t - (cw - 1) + j;
+        if (s >= 0) acc += w[j] * in[(int64_t)row[s] * ld];
+    }
+    return acc;
+}
+
 #endif /* VULPES_MODEL_CPU_MAMBA_MATH_H */
