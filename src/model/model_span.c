@@ -52,7 +52,7 @@ vp_status vp_model_span_init(vp_model_span* s, const vp_model* m, int64_t begin,
     s->hidden = (int)H;
     s->in_cols = L;
     // encoder none: the trunk rows are the encodings, written into the caller's table
-    const int64_t HR = Kt > 1 ? s->rows : 0, NR = s->rows, NW = windows;
+    const int64_t HR = c->encoder != VP_ENCODER_NONE ? s->rows : 0, NR = s->rows, NW = windows;
     const size_t bytes = (size_t)(NR + NW) * 4 + (size_t)HR * (size_t)H * 4 + 2 * (size_t)NR * (size_t)L * 4 + 5 * 256;
     vp_backend* b = m->backend;
     vp_status st = vp_arena_init(&s->arena, b, vp_backend_native_mem(b), bytes);
@@ -86,6 +86,8 @@ static vp_status check_call(const vp_model* m, const vp_tensor* params, const vp
     VP_REQUIRE(s->window == vp_model_trunk_steps(c) && s->hidden == c->hidden && s->in_cols == in_cols(c),
                VP_ERR_INVALID_ARG, "%s: the span was made for another network shape (Kt %d, H %d, L %lld)", fn,
                s->window, s->hidden, (long long)s->in_cols);
+    VP_REQUIRE((s->h2.data != NULL) == (c->encoder != VP_ENCODER_NONE), VP_ERR_INVALID_ARG,
+               "%s: the span was made for another encoder (trunk-row table %s)", fn, s->h2.data ? "kept" : "absent");
     VP_REQUIRE(chunk >= 1 && chunk <= a->max_batch, VP_ERR_SHAPE, "%s: chunk %lld outside [1, %lld] of the activations",
                fn, (long long)chunk, (long long)a->max_batch);
     VP_TRY(vp_tensor_check_numel(fn, "params", m->backend, params, VP_F32, m->n_weights));
@@ -172,7 +174,7 @@ vp_status vp_model_encode_span(const vp_model* m, const vp_tensor* params, vp_mo
     a->state = 0;
     a->batch = 0;
     VP_TRY(bar_rows(m, params, a, s, features, chunk * s->window, out));
-    if (s->window > 1)
+    if (m->cfg.encoder != VP_ENCODER_NONE) // a mixer, at any K (1 included)
         for (int64_t off = 0; off < s->windows; off += chunk) {
             const int64_t n = s->windows - off < chunk ? s->windows - off : chunk;
             VP_TRY(window_chunk(m, params, a, s, off, n, out));
