@@ -2,7 +2,8 @@
  * - span_scan's y of windows read from the per-bar tables by index equals window_index, the
  *   gathered rows, conv_forward and scan_forward, bit for bit: windows that clamp at row 0 and
  *   ones that do not, at K > CW, K = CW, K < CW (every step sees the zero padding), CW = 1 (none
- *   does) and K = 1, with one head and with several;
+ *   does) and K = 1, with one head and with several, heads of 16 channels and of more or fewer,
+ *   with the scan's AVX-512 path and without;
  * - span_conv's rows equal conv_forward's x, B, C at a window's last step (when K >= CW) and
  *   scan_forward's dt, bit for bit;
  * - bad extents and NULL pointers are refused naming the kernel. */
@@ -71,13 +72,20 @@ static void check_shape(const char* what, int K, int NH, int PD, int N, int CW) 
 }
 
 static void test_shapes(void) {
-    check_shape("K 8, CW 4, 2 heads", 8, 2, 4, 3, 4);
-    check_shape("K 4, CW 4 (K = CW)", 4, 2, 4, 2, 4);
-    check_shape("K 2, CW 4 (every step padded)", 2, 2, 3, 2, 4);
-    check_shape("K 5, CW 1 (no padding)", 5, 3, 2, 4, 1);
-    check_shape("K 1, CW 3", 1, 1, 4, 2, 3);
-    check_shape("K 16, CW 4, 1 head, N 16", 16, 1, 16, 16, 4);
-    check_shape("K 6, CW 8", 6, 2, 8, 5, 8);
+    // every instruction set the scan may use (AVX-512: 16 channels at a time, the rest scalar)
+    const int isas[2] = {VP_MODEL_INC_ISA_PORTABLE, VP_MODEL_INC_ISA_BEST};
+    for (int i = 0; i < 2; ++i) {
+        vp_model_inc_limit_isa(isas[i]);
+        check_shape("K 8, CW 4, 2 heads", 8, 2, 4, 3, 4);
+        check_shape("K 4, CW 4 (K = CW)", 4, 2, 4, 2, 4);
+        check_shape("K 2, CW 4 (every step padded)", 2, 2, 3, 2, 4);
+        check_shape("K 5, CW 1 (no padding)", 5, 3, 2, 4, 1);
+        check_shape("K 1, CW 3", 1, 1, 4, 2, 3);
+        check_shape("K 16, CW 4, 1 head of 16, N 16", 16, 1, 16, 16, 4);
+        check_shape("K 6, CW 8, heads of 20", 6, 2, 20, 5, 8);
+        check_shape("K 8, CW 4, 2 heads of 64, N 16", 8, 2, 64, 16, 4);
+    }
+    vp_model_inc_limit_isa(VP_MODEL_INC_ISA_BEST);
 }
 
 static void test_bad_args(void) {

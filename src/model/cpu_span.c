@@ -1,12 +1,14 @@
 /* CPU kernels of the span encoding's Mamba2 mixer (mops.h: span_conv, span_scan): the conv +
  * SiLU and the step sizes once per bar of the span's table, then each window's scan reading
  * its rows from the table by index. Both in the arithmetic of cpu_mamba.c's conv_forward and
- * scan_forward (cpu_mamba_math.h: the same operations in the same order, so the same bits). */
+ * scan_forward (cpu_mamba_math.h: the same operations in the same order, so the same bits); the
+ * scan 16 channels at a time with AVX-512 as the one-sample forward's (vp_model_inc_isa). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/cpu_mamba_math.h"
 #include "model/cpu_mops.h"
+#include "model/model_internal.h"
 
 /* Largest window, state and conv width the kernels keep on the stack (vp_model_cfg_check enforces). */
 #define MAX_K 64
@@ -65,6 +67,7 @@ vp_status vp_cpu_span_scan(vp_backend* be, const vp_mamba_dims* d, const int32_t
     int32_t row[MAX_K];
     const float* xr[MAX_K];
     float cc[MAX_N], dt[MAX_K], decay[MAX_K], s[MAX_N];
+    const int isa = vp_model_inc_isa();
     for (int64_t b = 0; b < d->batch; ++b) {
         for (int t = 0; t < K; ++t) row[t] = last[b] - K + 1 + t > 0 ? last[b] - K + 1 + t : 0;
         for (int t = 0; t < P; ++t)
@@ -83,14 +86,19 @@ vp_status vp_cpu_span_scan(vp_backend* be, const vp_mamba_dims* d, const int32_t
                 cc[n] = act[(int64_t)row[K - 1] * L + ch];
             }
         }
-        // scan_forward's recurrence per head channel, its decay exp(dt A) once per step and head
+        // scan_forward's recurrence per head channel, its decay exp(dt A) once per step and head;
+        // 16 channels at a time where the processor has AVX-512 (the same bits)
         for (int h = 0; h < NH; ++h) {
             const float A = -expf(A_log[h]);
             for (int t = 0; t < K; ++t) {
                 dt[t] = act[(int64_t)row[t] * L + CH + h];
                 decay[t] = expf(dt[t] * A);
             }
-            for (int p = 0; p < PD; ++p) {
+            int p = 0;
+#ifdef VP_MAMBA_X86
+            if (isa == VP_MODEL_INC_ISA_BEST) p = scan_head_avx512(K, N, PD, H, h, xr, cc, dt, decay, D[h], y + b * H);
+#endif
+            for (; p < PD; ++p) {
                 const int col = h * PD + p;
                 memset(s, 0, sizeof(float) * (size_t)N);
                 for (int t = 0; t < K; ++t) {
