@@ -6,7 +6,11 @@
  *   with the scan's AVX-512 path and without;
  * - span_conv's rows equal conv_forward's x, B, C at a window's last step (when K >= CW) and
  *   scan_forward's dt, bit for bit;
+ * - span_mix's y is span_scan's and its yn = RMSNorm(y silu(z)) g within 1e-5 of a double
+ *   reference;
  * - bad extents and NULL pointers are refused naming the kernel. */
+#include <math.h>
+
 #include "test_model_util.h"
 
 /* n floats in [lo, hi) from a fixed LCG. */
@@ -68,6 +72,35 @@ static void check_shape(const char* what, int K, int NH, int PD, int N, int CW) 
     }
     CHECK(bad_row < 0, "%s: span_conv's row %lld differs from conv_forward's last step or scan_forward's dt", what,
           (long long)bad_row);
+    // span_mix: the same y, then RMSNorm(y silu(z)) g against a double reference
+    float* z = (float*)malloc(sizeof(float) * (size_t)(R * H));
+    float* yn = (float*)malloc(sizeof(float) * (size_t)(R * H));
+    float* scratch = (float*)malloc(sizeof(float) * (size_t)(3 * R * H + R));
+    float ng[128];
+    fill(z, R * H, -2.0f, 2.0f, &seed);
+    fill(ng, H, 0.5f, 1.5f, &seed);
+    vp_backend* be = NULL;
+    CHECK_OK(vp_backend_cpu_init(&be));
+    float *ym = scratch, *sz = scratch + R * H, *g = scratch + 2 * R * H, *rstd = scratch + 3 * R * H;
+    CHECK_OK(vp_mops_cpu.span_mix(be, &wd, last, xbcdt, act, w, bias, alog, D, z, ng, 1e-5f, ym, sz, g, rstd, yn));
+    CHECK(memcmp(ym, y_ref, sizeof(float) * (size_t)(R * H)) == 0, "%s: span_mix's y differs from span_scan's", what);
+    double worst = 0.0;
+    for (int64_t b = 0; b < R; ++b) {
+        double ss = 0.0, gv[128];
+        for (int c = 0; c < H; ++c) {
+            const double zv = z[b * H + c];
+            gv[c] = (double)y_ref[b * H + c] * (zv / (1.0 + exp(-zv)));
+            ss += gv[c] * gv[c];
+        }
+        const double rs = 1.0 / sqrt(ss / H + 1e-5);
+        for (int c = 0; c < H; ++c) {
+            const double e = fabs(yn[b * H + c] - gv[c] * rs * ng[c]) / (1.0 + fabs(gv[c] * rs * ng[c]));
+            worst = e > worst || isnan(e) ? e : worst;
+        }
+    }
+    CHECK(worst <= 1e-5, "%s: span_mix's yn off the double reference by %.3e", what, worst);
+    vp_backend_free(be);
+    free(z), free(yn), free(scratch);
     free(xbcdt), free(act), free(win), free(xb), free(cc), free(dt), free(y_ref), free(y), free(w);
 }
 
@@ -96,6 +129,8 @@ static void test_bad_args(void) {
     CHECK_STATUS(vp_mops_cpu.span_conv(NULL, &d, 0, t, t, t, t, o), VP_ERR_INVALID_ARG, "span_conv: 0 rows");
     CHECK_STATUS(vp_mops_cpu.span_conv(NULL, &d, 2, t, t, NULL, t, o), VP_ERR_INVALID_ARG, "NULL pointer"); /* bias */
     CHECK_STATUS(vp_mops_cpu.span_scan(NULL, &big, last, t, t, t, t, t, t, o), VP_ERR_INVALID_ARG, "span_scan: bad Mamba2 extents"); /* K 65 */
+    CHECK_STATUS(vp_mops_cpu.span_mix(NULL, &d, last, t, t, t, t, t, t, t, t, 1e-5f, o, o, o, o, o),
+                 VP_ERR_INVALID_ARG, "span_mix: NULL backend");
     CHECK_STATUS(vp_mops_cpu.span_scan(NULL, &d, NULL, t, t, t, t, t, t, o), VP_ERR_INVALID_ARG, "span_scan: 2 windows or a NULL pointer"); /* last */
 }
 

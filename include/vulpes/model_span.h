@@ -7,12 +7,12 @@
  * where the first windows clamp at row 0), instead of n Kt. vp_model_encode_span computes them
  * once, into per-bar tables, then encodes the windows in chunks. Mamba2's causal conv + SiLU is
  * shared too: at a window step t >= CW - 1 it reads only bars of the window, so it is a function of
- * the bar, kept in a third table with the bar's step sizes dt; each window's scan reads its K rows
- * from the tables by index (its first CW - 1 steps, which see the window's zero padding, computed
- * per window), then z of the last bar, the gated RMSNorm, out_proj and the residual run over the
- * chunk, the last bars' trunk rows read in place. TLOB gathers each window's Kt trunk rows in
- * vp_model_encode's layout and runs its blocks. The rows are the ones vp_model_encode gives: on
- * the CPU, whose products are row-exact, bit for bit. */
+ * the bar, kept in a third table with the bar's step sizes dt. Per chunk of windows: z of each
+ * window's last bar (its trunk row read in place), the scan reading the window's K rows from the
+ * tables by index (its first CW - 1 steps, which see the window's zero padding, computed per
+ * window) with the gated RMSNorm after it (one kernel on CUDA), out_proj and the residual. TLOB
+ * gathers each window's Kt trunk rows in vp_model_encode's layout and runs its blocks. The rows
+ * are the ones vp_model_encode gives: on the CPU, whose products are row-exact, bit for bit. */
 #ifndef VULPES_MODEL_SPAN_H
 #define VULPES_MODEL_SPAN_H
 

@@ -2,9 +2,12 @@
  * SiLU and the step sizes once per bar of the span's table, then each window's scan reading
  * its rows from the table by index. Both in the arithmetic of cpu_mamba.c's conv_forward and
  * scan_forward (cpu_mamba_math.h: the same operations in the same order, so the same bits); the
- * scan 16 channels at a time with AVX-512 as the one-sample forward's (vp_model_inc_isa). */
+ * scan 16 channels at a time with AVX-512 as the one-sample forward's (vp_model_inc_isa); span_mix
+ * adds the backend's gate ops (vp_model_gate_forward's). */
 #include <stdlib.h>
 #include <string.h>
+
+#include "vulpes/ops.h"
 
 #include "model/cpu_mamba_math.h"
 #include "model/cpu_mops.h"
@@ -114,4 +117,23 @@ vp_status vp_cpu_span_scan(vp_backend* be, const vp_mamba_dims* d, const int32_t
     }
     free(pad);
     return VP_OK;
+}
+
+vp_status vp_cpu_span_mix(vp_backend* be, const vp_mamba_dims* d, const int32_t* last, const float* xbcdt,
+                          const float* act, const float* w, const float* bias, const float* A_log, const float* D,
+                          const float* z, const float* norm_g, float eps, float* y, float* sz, float* g, float* rstd,
+                          float* yn) {
+    VP_REQUIRE(be != NULL && d != NULL && z && norm_g && y && sz && g && rstd && yn, VP_ERR_INVALID_ARG,
+               "cpu span_mix: NULL backend or pointer");
+    VP_TRY(vp_cpu_span_scan(be, d, last, xbcdt, act, w, bias, A_log, D, y));
+    // vp_model_gate_forward's ops on the same rows: yn = RMSNorm(y * silu(z)) * g
+    const int64_t B = d->batch, H = d->hidden;
+    const vp_mem mem = vp_backend_native_mem(be);
+    vp_tensor yt = vp_tensor_2d(y, VP_F32, mem, B, H), zt = vp_tensor_2d((void*)z, VP_F32, mem, B, H);
+    vp_tensor szt = vp_tensor_2d(sz, VP_F32, mem, B, H), gt = vp_tensor_2d(g, VP_F32, mem, B, H);
+    vp_tensor ynt = vp_tensor_2d(yn, VP_F32, mem, B, H), rt = vp_tensor_1d(rstd, VP_F32, mem, B);
+    vp_tensor ng = vp_tensor_1d((void*)norm_g, VP_F32, mem, H);
+    VP_TRY(vp_unary(be, VP_UNARY_SILU, &zt, &szt));
+    VP_TRY(vp_binary(be, VP_BINARY_MUL, &yt, &szt, &gt));
+    return vp_rmsnorm(be, &gt, &ng, eps, &ynt, &rt);
 }

@@ -2,7 +2,8 @@
  * SiLU and the step sizes once per bar of the span's table, (row, channel) threads; then a block
  * per window that reads the window's rows from the tables by index and runs scan_forward's
  * closed form (cuda_mamba.cu) with its arithmetic in its order (cuda_mamba_math.cuh), so y has
- * the bits of conv_forward then scan_forward over the gathered rows. Kernels, then launchers. */
+ * the bits of conv_forward then scan_forward over the gathered rows; span_mix adds the gated
+ * RMSNorm in the same block. Kernels, then launchers. */
 #include "backend/kit.h"
 #include "model/cuda_mamba_math.cuh"
 #include "model/cuda_mops.h"
@@ -56,12 +57,20 @@ static inline size_t span_scan_shared(int K, int NH, int N) {
     return sizeof(float) * (size_t)(K + 2 * NH * K + N) + sizeof(int) * (size_t)K;
 }
 
-/* A block per window, a thread per head channel (blockDim = H rounded up to 32). */
+/* vp_group_reduce's group of the whole block (any G but 32). */
+#define SPAN_BLOCK_GROUP 1024
+
+/* A block per window, a thread per head channel (blockDim = H rounded up to 32). GATE 0: out = y;
+ * GATE 1: out = yn = RMSNorm(y * silu(z)) * norm_g (the backend's SiLU, product and RMSNorm
+ * formulas; the sum of squares in the block's order). */
+template <int GATE>
 __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ last, const float* __restrict__ xbcdt,
                                  const float* __restrict__ act, const float* __restrict__ w,
                                  const float* __restrict__ bias, const float* __restrict__ A_log,
-                                 const float* __restrict__ D, float* __restrict__ y) {
+                                 const float* __restrict__ D, const float* __restrict__ z,
+                                 const float* __restrict__ norm_g, float eps, float* __restrict__ out) {
     extern __shared__ float sh[];
+    __shared__ float red[32];
     const int K = d.window, H = d.hidden, N = d.state, NH = d.heads, PD = d.head_dim, CW = d.conv;
     const int64_t XB = H + N, CH = XB + N, L = CH + NH, b = blockIdx.x;
     const int tid = threadIdx.x, P = CW - 1 < K ? CW - 1 : K;
@@ -103,18 +112,28 @@ __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ la
     }
     __syncthreads();
     // y = sum_t w_t x_t + D x_K
+    float acc = 0.0f;
     if (tid < H) {
         const int h = tid / PD;
         const float xK = K - 1 < P ? silu_conv_rows(xbcdt, L, row, w, bias, tid, K - 1, CW)
                                    : act[(int64_t)row[K - 1] * L + tid];
-        float acc = D[h] * xK;
+        acc = D[h] * xK;
         for (int t = 0; t < K; ++t) {
             const float xv = t < P ? silu_conv_rows(xbcdt, L, row, w, bias, tid, t, CW)
                                    : act[(int64_t)row[t] * L + tid];
             acc += wt[h * K + t] * xv;
         }
-        y[b * H + tid] = acc;
+        if (!GATE) out[b * H + tid] = acc;
     }
+    if (!GATE) return;
+    // the gate: g = y silu(z), then g / sqrt(mean(g^2) + eps) * norm_g (every thread reduces)
+    float gv = 0.0f;
+    if (tid < H) {
+        const float zv = z[b * H + tid];
+        gv = acc * (zv * sigm(zv));
+    }
+    const float rs = 1.0f / sqrtf(vp_group_reduce<SPAN_BLOCK_GROUP>(gv * gv, 0, red) * (1.0f / (float)H) + eps);
+    if (tid < H) out[b * H + tid] = gv * rs * norm_g[tid];
 }
 
 /* ---- launchers ----------------------------------------------------------------------------------- */
@@ -140,19 +159,42 @@ extern "C" vp_status vp_cuda_span_conv(vp_backend* be, const vp_mamba_dims* d, i
     return VP_OK;
 }
 
+/* The extents, pointers and launch shape span_scan_kernel needs. */
+static vp_status span_launch_check(const char* fn, const vp_mamba_dims* d, const int32_t* last, const float* xbcdt,
+                                   const float* act, const float* w, const float* bias, const float* A_log,
+                                   const float* D, const float* out) {
+    VP_TRY(check_dims(fn, d));
+    VP_REQUIRE(d->batch >= 1 && d->batch <= 0x7fffffff && last && xbcdt && act && w && bias && A_log && D && out,
+               VP_ERR_INVALID_ARG, "%s: %lld windows or a NULL pointer", fn, (long long)d->batch);
+    VP_REQUIRE(d->hidden <= 1024, VP_ERR_UNSUPPORTED, "%s: hidden %d > 1024 (a block per window)", fn, d->hidden);
+    const size_t shm = span_scan_shared(d->window, d->heads, d->state);
+    VP_REQUIRE(shm <= 48 * 1024, VP_ERR_UNSUPPORTED, "%s: %zu bytes of shared memory > 48 KiB", fn, shm);
+    return VP_OK;
+}
+
 extern "C" vp_status vp_cuda_span_scan(vp_backend* be, const vp_mamba_dims* d, const int32_t* last,
                                        const float* xbcdt, const float* act, const float* w, const float* bias,
                                        const float* A_log, const float* D, float* y) {
-    VP_TRY(check_dims("cuda span_scan", d));
-    VP_REQUIRE(d->batch >= 1 && d->batch <= 0x7fffffff && last && xbcdt && act && w && bias && A_log && D && y,
-               VP_ERR_INVALID_ARG, "cuda span_scan: %lld windows or a NULL pointer", (long long)d->batch);
-    VP_REQUIRE(d->hidden <= 1024, VP_ERR_UNSUPPORTED, "cuda span_scan: hidden %d > 1024 (a block per window)",
-               d->hidden);
+    VP_TRY(span_launch_check("cuda span_scan", d, last, xbcdt, act, w, bias, A_log, D, y));
     const size_t shm = span_scan_shared(d->window, d->heads, d->state);
-    VP_REQUIRE(shm <= 48 * 1024, VP_ERR_UNSUPPORTED, "cuda span_scan: %zu bytes of shared memory > 48 KiB", shm);
     const int threads = (d->hidden + 31) / 32 * 32;
-    span_scan_kernel<<<(unsigned)d->batch, threads, shm, vp_cuda_stream_of(be)>>>(*d, last, xbcdt, act, w, bias,
-                                                                                   A_log, D, y);
+    span_scan_kernel<0><<<(unsigned)d->batch, threads, shm, vp_cuda_stream_of(be)>>>(*d, last, xbcdt, act, w, bias,
+                                                                                      A_log, D, NULL, NULL, 0.0f, y);
     VP_CUDA_CHECK_LAUNCH("span_scan_kernel");
+    return VP_OK;
+}
+
+extern "C" vp_status vp_cuda_span_mix(vp_backend* be, const vp_mamba_dims* d, const int32_t* last, const float* xbcdt,
+                                      const float* act, const float* w, const float* bias, const float* A_log,
+                                      const float* D, const float* z, const float* norm_g, float eps, float* y,
+                                      float* sz, float* g, float* rstd, float* yn) {
+    (void)y, (void)sz, (void)g, (void)rstd; /* the CPU's scratch: one pass here */
+    VP_TRY(span_launch_check("cuda span_mix", d, last, xbcdt, act, w, bias, A_log, D, yn));
+    VP_REQUIRE(z && norm_g, VP_ERR_INVALID_ARG, "cuda span_mix: NULL z or norm_g");
+    const size_t shm = span_scan_shared(d->window, d->heads, d->state);
+    const int threads = (d->hidden + 31) / 32 * 32;
+    span_scan_kernel<1><<<(unsigned)d->batch, threads, shm, vp_cuda_stream_of(be)>>>(*d, last, xbcdt, act, w, bias,
+                                                                                      A_log, D, z, norm_g, eps, yn);
+    VP_CUDA_CHECK_LAUNCH("span_scan_kernel<gate>");
     return VP_OK;
 }

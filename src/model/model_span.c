@@ -124,10 +124,11 @@ static vp_status bar_rows(const vp_model* m, const vp_tensor* params, vp_model_a
                               (const float*)cb.data, (const float*)dtb.data, (float*)s->act.data);
 }
 
-/* Mamba2's mixer of windows [off, off + n): the scan from the tables by index into a->y, z of
- * each window's last bar and the gate, then out rows = the last bar's trunk row + out_proj(yn),
- * the last bars' rows read in place (consecutive table rows). vp_model_mamba_mix_forward's ops
- * in its order on the same rows. */
+/* Mamba2's mixer of windows [off, off + n): z of each window's last bar, the scan from the tables
+ * by index and the gate (span_mix) into a->yn, then out rows = the last bar's trunk row +
+ * out_proj(yn), the last bars' rows read in place (consecutive table rows).
+ * vp_model_mamba_mix_forward's ops in its order on the same rows (on CUDA the scan and the gate
+ * in one pass). */
 static vp_status mamba_chunk(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_model_span* s,
                              int64_t off, int64_t n, vp_tensor* rows) {
     vp_backend* be = m->backend;
@@ -140,10 +141,12 @@ static vp_status mamba_chunk(const vp_model* m, const vp_tensor* params, vp_mode
     vp_tensor cw = vp_model_slot(m, params, VP_PS_MAMBA_CONV_W), cb = vp_model_slot(m, params, VP_PS_MAMBA_CONV_B);
     vp_tensor alog = vp_model_slot(m, params, VP_PS_MAMBA_A_LOG), dd = vp_model_slot(m, params, VP_PS_MAMBA_D);
     VP_TRY(vp_model_linear(m, &h2, &w_z, NULL, VP_EPI_NONE, 0.0f, &z));
-    VP_TRY(a->mops->span_scan(be, &d, last, (const float*)s->xbcdt.data, (const float*)s->act.data,
-                              (const float*)cw.data, (const float*)cb.data, (const float*)alog.data,
-                              (const float*)dd.data, (float*)a->y.data));
-    VP_TRY(vp_model_gate_forward(m, params, a, n));
+    vp_tensor ng = vp_model_slot(m, params, VP_PS_MAMBA_NORM_G);
+    VP_TRY(a->mops->span_mix(be, &d, last, (const float*)s->xbcdt.data, (const float*)s->act.data,
+                             (const float*)cw.data, (const float*)cb.data, (const float*)alog.data,
+                             (const float*)dd.data, (const float*)z.data, (const float*)ng.data, m->cfg.rms_eps,
+                             (float*)a->y.data, (float*)a->sz.data, (float*)a->g.data, (float*)a->rms_rstd.data,
+                             (float*)yn.data));
     if (vp_model_sd_active(m, a)) return vp_model_sd_forward(m, a, &yn, &out_w, &h2, rows, n);
     VP_TRY(vp_copy(be, &h2, rows));
     return vp_model_linear(m, &yn, &out_w, NULL, VP_EPI_NONE, 1.0f, rows);

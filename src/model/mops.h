@@ -100,6 +100,17 @@ typedef vp_status vp_mops_span_scan_fn(vp_backend* be, const vp_mamba_dims* d, c
                                        const float* xbcdt, const float* act, const float* w, const float* bias,
                                        const float* A_log, const float* D, float* y);
 
+/* span_scan followed by the gated RMSNorm (vp_model_gate_forward): yn [B, H] =
+ * RMSNorm(y * silu(z)) * norm_g with eps, z [B, H], norm_g [H]; the other inputs as span_scan.
+ * y, sz, g [B, H] and rstd [B] are scratch: the CPU runs span_scan into y and the backend's
+ * SiLU (sz), product (g) and RMSNorm (rstd) ops, so yn has those ops' bits; CUDA runs one pass
+ * per window (a block: y, SiLU, the product and the RMSNorm's sum of squares in registers and
+ * shared memory, then yn), writes yn only and agrees with the CPU within FP32 rounding. */
+typedef vp_status vp_mops_span_mix_fn(vp_backend* be, const vp_mamba_dims* d, const int32_t* last,
+                                      const float* xbcdt, const float* act, const float* w, const float* bias,
+                                      const float* A_log, const float* D, const float* z, const float* norm_g,
+                                      float eps, float* y, float* sz, float* g, float* rstd, float* yn);
+
 /* logit[b, a, z] = v[b, z] + adv[b, a, z] - mean over a' in branch(a) of adv[b, a', z];
  * v [B, Z], adv [B, A*Z], logit [B, A*Z]. */
 typedef vp_status vp_mops_dueling_forward_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
@@ -192,7 +203,7 @@ typedef vp_status vp_mops_iqn_embed_fn(vp_backend* be, const vp_iqn_dims* d, con
     X(f, i, conv_backward) X(f, i, scan_forward) X(f, i, scan_backward) X(f, i, dueling_forward) \
     X(f, i, dueling_backward) X(f, i, c51_q) X(f, i, iqn_cos) X(f, i, iqn_mix_forward)            \
     X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward) X(f, i, iqn_embed) X(f, i, c51_head)        \
-    X(f, i, c51_pad) X(f, i, port_add) X(f, i, span_conv) X(f, i, span_scan)
+    X(f, i, c51_pad) X(f, i, port_add) X(f, i, span_conv) X(f, i, span_scan) X(f, i, span_mix)
 
 /* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
 #define VP_MOPS_DECLARE(prefix) VP_KERNEL_DECLARE(VP_MOPS_KERNELS, vp_mops, prefix)

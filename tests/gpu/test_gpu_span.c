@@ -12,7 +12,8 @@
  *   conv's edges (K < CW, K = CW, CW 1, K 1), windows at every bar of the table (the first clamp
  *   at row 0): CUDA against the CPU within 1e-5 (FP32), and CUDA's span_scan against its own
  *   window_index, gather, conv_forward and scan_forward bit for bit (the same operations in the
- *   same order).
+ *   same order); span_mix (the scan and the gated RMSNorm in one pass) against the CPU's within
+ *   1e-5.
  * A failure prints the case, the error and the tolerance, and the program exits non-zero.
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
 #define _POSIX_C_SOURCE 200809L /* lstat (test_train_util.h) */
@@ -200,8 +201,27 @@ static void check_kernels(const char* what, int K, int NH, int PD, int N, int CW
               worst);
     }
     free(gy), free(gr);
-    twin* all[15] = {&xbcdt, &w, &bias, &dtb, &alog, &D, &last, &act, &y, &idx, &win, &xb, &cc, &dt, &y_ref};
-    for (int i = 0; i < 15; ++i) twin_free(all[i]);
+    // span_mix: the scan and the gated RMSNorm in one pass against the CPU's span_scan and gate ops
+    twin z, ng, yn, ys, sz, g, rstd;
+    twin_2d(&z, VP_F32, R, H), twin_rand(&z, -2.0f, 2.0f);
+    twin_1d(&ng, VP_F32, H), twin_rand(&ng, 0.5f, 1.5f);
+    twin_2d(&yn, VP_F32, R, H), twin_poison(&yn);
+    twin_2d(&ys, VP_F32, R, H), twin_2d(&sz, VP_F32, R, H), twin_2d(&g, VP_F32, R, H), twin_1d(&rstd, VP_F32, R);
+    CHECK_OK(kc->span_mix(g_cpu, &d, (const int32_t*)last.h.data, xh, (const float*)act.h.data,
+                          (const float*)w.h.data, (const float*)bias.h.data, (const float*)alog.h.data,
+                          (const float*)D.h.data, (const float*)z.h.data, (const float*)ng.h.data, 1e-5f,
+                          (float*)ys.h.data, (float*)sz.h.data, (float*)g.h.data, (float*)rstd.h.data,
+                          (float*)yn.h.data));
+    CHECK_OK(kg->span_mix(g_gpu, &d, (const int32_t*)last.d.data, xd, (const float*)act.d.data,
+                          (const float*)w.d.data, (const float*)bias.d.data, (const float*)alog.d.data,
+                          (const float*)D.d.data, (const float*)z.d.data, (const float*)ng.d.data, 1e-5f,
+                          (float*)ys.d.data, (float*)sz.d.data, (float*)g.d.data, (float*)rstd.d.data,
+                          (float*)yn.d.data));
+    snprintf(cas, sizeof cas, "%s, CUDA vs CPU", what);
+    twin_check("span_mix", cas, &yn, 1e-5);
+    twin* all[22] = {&xbcdt, &w, &bias, &dtb, &alog, &D, &last, &act, &y, &idx, &win, &xb, &cc, &dt, &y_ref,
+                     &z, &ng, &yn, &ys, &sz, &g, &rstd};
+    for (int i = 0; i < 22; ++i) twin_free(all[i]);
 }
 
 static void test_kernels(void) {
