@@ -285,6 +285,20 @@ static void test_bad_calls(void) {
     other.ops = &ops;
     CHECK_STATUS(vp_model_policy_encode_span(&other, (vp_policy_work*)a, &s, &f, 2, &o), VP_ERR_INVALID_ARG,
                  "not a DQN network's (other)");
+    // a span of encoder none (no trunk-row table) for a TLOB network of one bar: the same extents
+    vp_model_cfg c3 = small_cfg(VP_ENCODER_NONE, 0, 0, 0), c4 = small_cfg(VP_ENCODER_TLOB, 0, 0, 0);
+    c4.window = 1;
+    vp_model m3, m4;
+    vp_model_span s3;
+    vp_model_acts* a4 = NULL;
+    CHECK_OK(vp_model_init(&m3, b, &c3, 1));
+    CHECK_OK(vp_model_init(&m4, b, &c4, 1));
+    CHECK_OK(vp_model_span_init(&s3, &m3, 3, 6));
+    CHECK_OK(vp_model_acts_init(&a4, &m4, 2, 0, 0));
+    CHECK_STATUS(vp_model_encode_span(&m4, &m4.params, a4, &s3, &f, 2, &o), VP_ERR_INVALID_ARG, "another encoder");
+    vp_model_acts_free(a4);
+    vp_model_span_free(&s3);
+    vp_model_free(&m3), vp_model_free(&m4);
     free(x);
     vp_model_acts_free(a);
     vp_model_span_free(&s), vp_model_span_free(&s2);

@@ -125,13 +125,17 @@ static void test_bad_args(void) {
     const vp_mamba_dims d = {2, 4, 4, 2, 1, 4, 3}, bad = {2, 4, 5, 2, 1, 4, 3}, big = {2, 65, 4, 2, 1, 4, 3};
     float t[64] = {0}, o[64];
     int32_t last[2] = {0, 1};
-    CHECK_STATUS(vp_mops_cpu.span_conv(NULL, &bad, 2, t, t, t, t, o), VP_ERR_INVALID_ARG, "span_conv: bad Mamba2 extents"); /* H != NH x PD */
+    /* H != NH x PD, 0 rows, a NULL bias; K 65, no backend, a NULL list of windows */
+    CHECK_STATUS(vp_mops_cpu.span_conv(NULL, &bad, 2, t, t, t, t, o), VP_ERR_INVALID_ARG,
+                 "span_conv: bad Mamba2 extents");
     CHECK_STATUS(vp_mops_cpu.span_conv(NULL, &d, 0, t, t, t, t, o), VP_ERR_INVALID_ARG, "span_conv: 0 rows");
-    CHECK_STATUS(vp_mops_cpu.span_conv(NULL, &d, 2, t, t, NULL, t, o), VP_ERR_INVALID_ARG, "NULL pointer"); /* bias */
-    CHECK_STATUS(vp_mops_cpu.span_scan(NULL, &big, last, t, t, t, t, t, t, o), VP_ERR_INVALID_ARG, "span_scan: bad Mamba2 extents"); /* K 65 */
+    CHECK_STATUS(vp_mops_cpu.span_conv(NULL, &d, 2, t, t, NULL, t, o), VP_ERR_INVALID_ARG, "NULL pointer");
+    CHECK_STATUS(vp_mops_cpu.span_scan(NULL, &big, last, t, t, t, t, t, t, o), VP_ERR_INVALID_ARG,
+                 "span_scan: bad Mamba2 extents");
     CHECK_STATUS(vp_mops_cpu.span_mix(NULL, &d, last, t, t, t, t, t, t, t, t, 1e-5f, o, o, o, o, o),
                  VP_ERR_INVALID_ARG, "span_mix: NULL backend");
-    CHECK_STATUS(vp_mops_cpu.span_scan(NULL, &d, NULL, t, t, t, t, t, t, o), VP_ERR_INVALID_ARG, "span_scan: 2 windows or a NULL pointer"); /* last */
+    CHECK_STATUS(vp_mops_cpu.span_scan(NULL, &d, NULL, t, t, t, t, t, t, o), VP_ERR_INVALID_ARG,
+                 "span_scan: 2 windows or a NULL pointer");
 }
 
 int main(void) {

@@ -118,7 +118,8 @@ static vp_status bar_rows(const vp_model* m, const vp_tensor* params, vp_model_a
     }
     if (!L) return VP_OK;
     const vp_mamba_dims d = vp_model_mamba_dims(&m->cfg, 1);
-    const vp_tensor cw = vp_model_slot(m, params, VP_PS_MAMBA_CONV_W), cb = vp_model_slot(m, params, VP_PS_MAMBA_CONV_B);
+    const vp_tensor cw = vp_model_slot(m, params, VP_PS_MAMBA_CONV_W);
+    const vp_tensor cb = vp_model_slot(m, params, VP_PS_MAMBA_CONV_B);
     const vp_tensor dtb = vp_model_slot(m, params, VP_PS_MAMBA_DT_BIAS);
     return a->mops->span_conv(be, &d, s->rows, (const float*)s->xbcdt.data, (const float*)cw.data,
                               (const float*)cb.data, (const float*)dtb.data, (float*)s->act.data);
@@ -137,7 +138,8 @@ static vp_status mamba_chunk(const vp_model* m, const vp_tensor* params, vp_mode
     const vp_mamba_dims d = vp_model_mamba_dims(&m->cfg, n);
     vp_tensor h2 = vp_tensor_2d((float*)s->h2.data + (s->begin - s->first + off) * H, VP_F32, s->h2.mem, n, H);
     vp_tensor z = vp_acts_rows(&a->z, n), yn = vp_acts_rows(&a->yn, n);
-    vp_tensor w_z = vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, 0, H), out_w = vp_model_slot(m, params, VP_PS_MAMBA_OUT_W);
+    vp_tensor w_z = vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, 0, H);
+    vp_tensor out_w = vp_model_slot(m, params, VP_PS_MAMBA_OUT_W);
     vp_tensor cw = vp_model_slot(m, params, VP_PS_MAMBA_CONV_W), cb = vp_model_slot(m, params, VP_PS_MAMBA_CONV_B);
     vp_tensor alog = vp_model_slot(m, params, VP_PS_MAMBA_A_LOG), dd = vp_model_slot(m, params, VP_PS_MAMBA_D);
     VP_TRY(vp_model_linear(m, &h2, &w_z, NULL, VP_EPI_NONE, 0.0f, &z));
