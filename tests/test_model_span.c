@@ -3,7 +3,9 @@
  *   for the default network (Mamba2), the default with TLOB and with encoder none, and small
  *   networks with the input modules on (variable selection, spectral norm, KAN) under each
  *   encoder; for spans whose first windows clamp at row 0, partly or not at all; in one chunk,
- *   in chunks that do not divide the span, and one window a chunk;
+ *   in chunks that do not divide the span, and one window a chunk; Mamba2 with its conv wider
+ *   than the window (every step sees the padding), as wide (K = CW), of width 1 and with K 1,
+ *   and TLOB with K 1;
  * - the tables' extents (first bar, rows) and a re-encode after new parameters;
  * - a collector's span table made with shared rows equals the one of each window encoded alone;
  * - the FLOP count: vp_model_span_flops over a window's own Kt rows is vp_model_flops without
@@ -116,6 +118,24 @@ static void test_default_networks(void) {
     check_cfg("default tlob", b, c);
     c.encoder = VP_ENCODER_NONE;
     check_cfg("default none", b, c);
+    vp_backend_free(b);
+}
+
+/* Mamba2 at the edges of the shared conv: steps t < CW - 1 are computed per window. */
+static void test_conv_edges(void) {
+    vp_backend* b = NULL;
+    CHECK_OK(vp_backend_cpu_init(&b));
+    const int kc[4][2] = {{2, 4}, {4, 4}, {5, 1}, {1, 3}}; /* K, CW */
+    for (int i = 0; i < 4; ++i) {
+        vp_model_cfg c = small_cfg(VP_ENCODER_MAMBA2, i == 1, 0, i == 2);
+        c.window = kc[i][0], c.mamba_conv = kc[i][1];
+        char what[64];
+        snprintf(what, sizeof what, "mamba2 K %d CW %d", kc[i][0], kc[i][1]);
+        check_cfg(what, b, c);
+    }
+    vp_model_cfg t = small_cfg(VP_ENCODER_TLOB, 0, 0, 0); /* a mixer of one bar */
+    t.window = 1;
+    check_cfg("tlob K 1", b, t);
     vp_backend_free(b);
 }
 
@@ -265,6 +285,20 @@ static void test_bad_calls(void) {
     other.ops = &ops;
     CHECK_STATUS(vp_model_policy_encode_span(&other, (vp_policy_work*)a, &s, &f, 2, &o), VP_ERR_INVALID_ARG,
                  "not a DQN network's (other)");
+    // a span of encoder none (no trunk-row table) for a TLOB network of one bar: the same extents
+    vp_model_cfg c3 = small_cfg(VP_ENCODER_NONE, 0, 0, 0), c4 = small_cfg(VP_ENCODER_TLOB, 0, 0, 0);
+    c4.window = 1;
+    vp_model m3, m4;
+    vp_model_span s3;
+    vp_model_acts* a4 = NULL;
+    CHECK_OK(vp_model_init(&m3, b, &c3, 1));
+    CHECK_OK(vp_model_init(&m4, b, &c4, 1));
+    CHECK_OK(vp_model_span_init(&s3, &m3, 3, 6));
+    CHECK_OK(vp_model_acts_init(&a4, &m4, 2, 0, 0));
+    CHECK_STATUS(vp_model_encode_span(&m4, &m4.params, a4, &s3, &f, 2, &o), VP_ERR_INVALID_ARG, "another encoder");
+    vp_model_acts_free(a4);
+    vp_model_span_free(&s3);
+    vp_model_free(&m3), vp_model_free(&m4);
     free(x);
     vp_model_acts_free(a);
     vp_model_span_free(&s), vp_model_span_free(&s2);
@@ -276,6 +310,7 @@ static void test_bad_calls(void) {
 int main(void) {
     RUN_TEST(test_small_networks);
     RUN_TEST(test_default_networks);
+    RUN_TEST(test_conv_edges);
     RUN_TEST(test_new_params);
     RUN_TEST(test_collector_table);
     RUN_TEST(test_flops);

@@ -5,10 +5,14 @@
  * trunk row, and Mamba2's in_proj maps that row to the bar's x, B, C, dt columns. A span of n
  * consecutive windows therefore needs those rows once per distinct bar, n + Kt - 1 of them (fewer
  * where the first windows clamp at row 0), instead of n Kt. vp_model_encode_span computes them
- * once, into two per-bar tables, then encodes the windows in chunks: each window's Kt rows gathered
- * from the tables in vp_model_encode's layout, and the rest of the encoder (Mamba2: z of the last
- * bar, conv, scan, gated RMSNorm, out_proj and the residual; TLOB: its blocks) over the chunk. The
- * rows are the ones vp_model_encode gives: on the CPU, whose products are row-exact, bit for bit. */
+ * once, into per-bar tables, then encodes the windows in chunks. Mamba2's causal conv + SiLU is
+ * shared too: at a window step t >= CW - 1 it reads only bars of the window, so it is a function of
+ * the bar, kept in a third table with the bar's step sizes dt. Per chunk of windows: z of each
+ * window's last bar (its trunk row read in place), the scan reading the window's K rows from the
+ * tables by index (its first CW - 1 steps, which see the window's zero padding, computed per
+ * window) with the gated RMSNorm after it (one kernel on CUDA), out_proj and the residual. TLOB
+ * gathers each window's Kt trunk rows in vp_model_encode's layout and runs its blocks. The rows
+ * are the ones vp_model_encode gives: on the CPU, whose products are row-exact, bit for bit. */
 #ifndef VULPES_MODEL_SPAN_H
 #define VULPES_MODEL_SPAN_H
 
@@ -35,6 +39,7 @@ typedef struct vp_model_span {
     vp_tensor last;  /* [windows] i32 each window's decision bar as a table row: begin - first + i */
     vp_tensor h2;    /* [rows, H] f32 each bar's trunk row (encoder none: empty, the rows are the encodings) */
     vp_tensor xbcdt; /* [rows, L] f32 each bar's in_proj x, B, C, dt (Mamba2 only; else empty) */
+    vp_tensor act;   /* [rows, L] f32 each bar's conv + SiLU x, B, C and softplus dt (Mamba2; mops.h span_conv) */
 } vp_model_span;
 
 /* 1 when vp_model_encode_span computes this configuration's encodings exactly as vp_model_encode:
@@ -52,8 +57,9 @@ void vp_model_span_free(vp_model_span* s);
 
 /* The encodings of the span's windows into out [>= windows, H] f32 with params [n_weights] and
  * features [T, F] (T > the span's last bar), using activations a: the per-bar rows in calls of
- * chunk x Kt bars, then the windows in calls of `chunk` (1 <= chunk <= a's batch). The same rows
- * as vp_model_encode of each window's decision bar. Ops only (capturable). */
+ * chunk x Kt bars (Mamba2's conv table in one call), then the windows in calls of `chunk`
+ * (1 <= chunk <= a's batch). The same rows as vp_model_encode of each window's decision bar.
+ * Ops only (capturable). */
 vp_status vp_model_encode_span(const vp_model* m, const vp_tensor* params, vp_model_acts* a, const vp_model_span* s,
                                const vp_tensor* features, int64_t chunk, vp_tensor* out);
 

@@ -3,35 +3,16 @@
  * sample so that the sums over a head's channels and over heads stay inside the block,
  * in a fixed order. Kernels, then launchers. */
 #include "backend/kit.h"
+#include "model/cuda_mamba_math.cuh"
 #include "model/cuda_mops.h"
 
 /* Largest window the kernels keep per thread (vp_model_cfg_check enforces it). */
 #define VP_MAMBA_MAX_K 64
 
-/* 1 / (1 + exp(-x)) without overflow. */
-__device__ __forceinline__ float sigm(float x) {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
-}
-
 /* d silu(x) / dx. */
 __device__ __forceinline__ float silu_grad(float x) {
     const float s = sigm(x);
     return s * (1.0f + x * (1.0f - s));
-}
-
-/* log(1 + exp(x)), linear above 20 (as the softplus op). */
-__device__ __forceinline__ float softplus_(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
-
-/* Conv output at step t of channel ch of one sample: in points at the sample's first row. */
-__device__ __forceinline__ float conv_at(const float* in, int64_t L, const float* w, float bias, int t, int cw) {
-    float acc = bias;
-    for (int j = 0; j < cw; ++j) {
-        const int s = t - (cw - 1) + j;
-        if (s >= 0) acc += w[j] * in[(int64_t)s * L];
-    }
-    return acc;
 }
 
 /* ---- conv ---------------------------------------------------------------------------------- */

@@ -5,8 +5,7 @@
 #include "model/model_atoms.h"
 #include "model/model_internal.h"
 
-/* The Mamba2 extents of a configuration for `batch` samples. */
-static vp_mamba_dims mamba_dims(const vp_model_cfg* c, int64_t batch) {
+vp_mamba_dims vp_model_mamba_dims(const vp_model_cfg* c, int64_t batch) {
     vp_mamba_dims d = {batch, c->window, c->hidden, c->mamba_state, c->hidden / c->mamba_head_dim,
                        c->mamba_head_dim, c->mamba_conv};
     return d;
@@ -76,7 +75,7 @@ vp_tensor vp_model_mamba_w_rest(const vp_model* m, const vp_tensor* params) {
 vp_status vp_model_mamba_mix_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
     vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
-    const vp_mamba_dims d = mamba_dims(c, batch);
+    const vp_mamba_dims d = vp_model_mamba_dims(c, batch);
     const int64_t H = c->hidden;
     vp_tensor last = vp_acts_rows(&a->h2_last, batch), z = vp_acts_rows(&a->z, batch);
     vp_tensor xbcdt = vp_acts_rows(&a->xbcdt, batch * c->window);

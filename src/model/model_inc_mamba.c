@@ -11,11 +11,6 @@
 #include "model/cpu_mamba_math.h"
 #include "model/model_internal.h"
 
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
-#include <immintrin.h>
-#define VP_INC_X86 1
-#endif
-
 /* Largest state the scan keeps on the stack (vp_model_cfg_check's bound, as cpu_mamba.c's). */
 #define MAX_N 64
 #define MAX_K 64
@@ -41,32 +36,6 @@ void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
         out[ch] = acc * sigmoidf_(acc);
     }
 }
-
-#ifdef VP_INC_X86
-/* Head h's channels 16 at a time: the scalar loop's products and sums, lane by lane (separate
- * multiplies and adds, as the scalar code rounds them); returns the first channel not done. */
-__attribute__((target("avx512f"))) static int scan_avx512(int K, int N, int PD, int64_t XB, int H, int h,
-                                                          const float* xb, const float* cc, const float* dt, int NH,
-                                                          const float* decay, float Dh, float* y) {
-    int p0 = 0;
-    __m512 s[MAX_N];
-    for (; p0 + 16 <= PD; p0 += 16) {
-        const int col = h * PD + p0;
-        for (int n = 0; n < N; ++n) s[n] = _mm512_setzero_ps();
-        for (int t = 0; t < K; ++t) {
-            const __m512 at = _mm512_set1_ps(decay[t]);
-            const __m512 u = _mm512_mul_ps(_mm512_set1_ps(dt[t * NH + h]), _mm512_loadu_ps(xb + (int64_t)t * XB + col));
-            const float* Bt = xb + (int64_t)t * XB + H;
-            for (int n = 0; n < N; ++n)
-                s[n] = _mm512_add_ps(_mm512_mul_ps(at, s[n]), _mm512_mul_ps(u, _mm512_set1_ps(Bt[n])));
-        }
-        __m512 acc = _mm512_mul_ps(_mm512_set1_ps(Dh), _mm512_loadu_ps(xb + (int64_t)(K - 1) * XB + col));
-        for (int n = 0; n < N; ++n) acc = _mm512_add_ps(acc, _mm512_mul_ps(s[n], _mm512_set1_ps(cc[n])));
-        _mm512_storeu_ps(y + col, acc);
-    }
-    return p0;
-}
-#endif
 
 void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r) {
     const vp_model* m = w->m;
@@ -104,16 +73,20 @@ void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_in
     const float* D = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_D).data;
     float* dt = (float*)a->dt.data; /* [K, NH] */
     float* y = (float*)a->y.data;   /* [H] */
-    float s[MAX_N], decay[MAX_K];
+    float s[MAX_N], decay[MAX_K], dth[MAX_K];
+    const float* xr[MAX_K];
+    for (int t = 0; t < K; ++t) xr[t] = xb + (int64_t)t * XB;
     for (int h = 0; h < NH; ++h) {
         const float A = -expf(alog[h]);
         for (int t = 0; t < K; ++t) {
             dt[t * NH + h] = softplusf_(in[(int64_t)t * L + H + 2 * N + h] + dtb[h]);
+            dth[t] = dt[t * NH + h];
             decay[t] = expf(dt[t * NH + h] * A);
         }
         int p = 0;
-#ifdef VP_INC_X86
-        if (vp_model_inc_isa() == VP_MODEL_INC_ISA_BEST) p = scan_avx512(K, N, PD, XB, H, h, xb, cc, dt, NH, decay, D[h], y);
+#ifdef VP_MAMBA_X86
+        if (vp_model_inc_isa() == VP_MODEL_INC_ISA_BEST)
+            p = scan_head_avx512(K, N, PD, H, h, xr, cc, dth, decay, D[h], y);
 #endif
         for (; p < PD; ++p) {
             const int col = h * PD + p;

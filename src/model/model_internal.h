@@ -322,6 +322,9 @@ vp_status vp_model_trunk_backward(vp_model* m, const vp_tensor* params, vp_model
 vp_status vp_model_mamba_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                  int64_t batch);
 
+/* The Mamba2 extents of configuration c for `batch` samples (mops.h). */
+vp_mamba_dims vp_model_mamba_dims(const vp_model_cfg* c, int64_t batch);
+
 /* in_proj's x, B, C, dt rows of mamba.in_proj.w ([H + 2N + NH, H]; rows 0 .. H are z's). */
 vp_tensor vp_model_mamba_w_rest(const vp_model* m, const vp_tensor* params);
 

@@ -77,6 +77,40 @@ typedef vp_status vp_mops_scan_backward_fn(vp_backend* be, const vp_mamba_dims* 
                                            const float* d_y, float* d_xb, float* d_c, float* d_xbcdt,
                                            float* p_alog, float* p_d, float* p_dtb);
 
+/* The span encoding's per-bar conv + SiLU and step sizes (model_span.c): for every row r of a
+ * table of consecutive bars, with row(r, j) = max(r - CW + 1 + j, 0) (the table's first row
+ * stands for the rows before it, as window_index clamps a window at row 0),
+ *   act[r, ch] = silu(bias[ch] + sum_{j < CW} w[ch, j] xbcdt[row(r, j), ch])   ch < H + 2N,
+ *   act[r, H + 2N + h] = softplus(xbcdt[r, H + 2N + h] + dt_bias[h])           h < NH:
+ * conv_forward's value at a window step t >= CW - 1 (a step that reads no zero padding) and
+ * scan_forward's dt, element by element in their arithmetic (the same bits).
+ * xbcdt, act [rows, L]; w [H+2N, CW]; bias [H+2N]; dt_bias [NH]; d's batch and window unused. */
+typedef vp_status vp_mops_span_conv_fn(vp_backend* be, const vp_mamba_dims* d, int64_t rows, const float* xbcdt,
+                                       const float* w, const float* bias, const float* dt_bias, float* act);
+
+/* scan_forward's y of B windows read from the per-bar tables by index, with no gathered copy:
+ * window b's step t is table row r_t = max(last[b] - K + 1 + t, 0) (window_index's rows). Its
+ * x, B channels at steps t >= CW - 1, its C channels at the last step (when K >= CW) and its dt
+ * at every step are act's (span_conv); at steps t < CW - 1, which see the window's zero padding,
+ * the x, B (and C) channels are conv_forward's over xbcdt rows r_0 .. r_t. y [B, H] equals
+ * conv_forward then scan_forward over the gathered rows of each window, bit for bit on each
+ * backend (the same operations in the same order). last [B] i32; xbcdt, act [rows, L];
+ * w, bias as conv_forward; A_log, D [NH]. */
+typedef vp_status vp_mops_span_scan_fn(vp_backend* be, const vp_mamba_dims* d, const int32_t* last,
+                                       const float* xbcdt, const float* act, const float* w, const float* bias,
+                                       const float* A_log, const float* D, float* y);
+
+/* span_scan followed by the gated RMSNorm (vp_model_gate_forward): yn [B, H] =
+ * RMSNorm(y * silu(z)) * norm_g with eps, z [B, H], norm_g [H]; the other inputs as span_scan.
+ * y, sz, g [B, H] and rstd [B] are scratch: the CPU runs span_scan into y and the backend's
+ * SiLU (sz), product (g) and RMSNorm (rstd) ops, so yn has those ops' bits; CUDA runs one pass
+ * per window (a block: y, SiLU, the product and the RMSNorm's sum of squares in registers and
+ * shared memory, then yn), writes yn only and agrees with the CPU within FP32 rounding. */
+typedef vp_status vp_mops_span_mix_fn(vp_backend* be, const vp_mamba_dims* d, const int32_t* last,
+                                      const float* xbcdt, const float* act, const float* w, const float* bias,
+                                      const float* A_log, const float* D, const float* z, const float* norm_g,
+                                      float eps, float* y, float* sz, float* g, float* rstd, float* yn);
+
 /* logit[b, a, z] = v[b, z] + adv[b, a, z] - mean over a' in branch(a) of adv[b, a', z];
  * v [B, Z], adv [B, A*Z], logit [B, A*Z]. */
 typedef vp_status vp_mops_dueling_forward_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br,
@@ -170,7 +204,7 @@ typedef vp_status vp_mops_iqn_embed_fn(vp_backend* be, const vp_iqn_dims* d, con
     X(f, i, conv_backward) X(f, i, scan_forward) X(f, i, scan_backward) X(f, i, dueling_forward) \
     X(f, i, dueling_backward) X(f, i, c51_q) X(f, i, iqn_cos) X(f, i, iqn_mix_forward)            \
     X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward) X(f, i, iqn_embed) X(f, i, c51_head)        \
-    X(f, i, c51_pad) X(f, i, port_add)
+    X(f, i, c51_pad) X(f, i, port_add) X(f, i, span_conv) X(f, i, span_scan) X(f, i, span_mix)
 
 /* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
 #define VP_MOPS_DECLARE(prefix) VP_KERNEL_DECLARE(VP_MOPS_KERNELS, vp_mops, prefix)

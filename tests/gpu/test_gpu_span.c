@@ -8,12 +8,19 @@
  * - a training collector on CUDA (encode once): its table with shared rows against each window
  *   encoded alone within 1e-5 (FP32); the span encoding captured as a graph gives the same bits
  *   as run directly and its 5 launches copy, allocate and synchronise nothing.
+ * - the span kernels (mops.h span_conv, span_scan) alone on the default Mamba2 shape and at the
+ *   conv's edges (K < CW, K = CW, CW 1, K 1), windows at every bar of the table (the first clamp
+ *   at row 0): CUDA against the CPU within 1e-5 (FP32), and CUDA's span_scan against its own
+ *   window_index, gather, conv_forward and scan_forward bit for bit (the same operations in the
+ *   same order); span_mix (the scan and the gated RMSNorm in one pass) against the CPU's within
+ *   1e-5.
  * A failure prints the case, the error and the tolerance, and the program exits non-zero.
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
 #define _POSIX_C_SOURCE 200809L /* lstat (test_train_util.h) */
 #include <math.h>
 
 #include "gpu_twin.h"
+#include "model/mops.h"
 #include "learn/collect_impl.h"
 #include "test_model_util.h"
 #include "test_train_util.h"
@@ -127,6 +134,105 @@ static void test_networks(void) {
     check_cfg("none kan sn", small_cfg(VP_ENCODER_NONE, 0, 1, 1));
 }
 
+/* The span kernels on one shape: R windows at bars 0 .. R - 1 of an R-bar table. */
+static void check_kernels(const char* what, int K, int NH, int PD, int N, int CW, int64_t R) {
+    const int H = NH * PD;
+    const int64_t CH = H + 2 * (int64_t)N, L = CH + NH, XB = H + N;
+    const vp_mops *kc = NULL, *kg = NULL;
+    CHECK_OK(vp_mops_get(g_cpu, &kc));
+    CHECK_OK(vp_mops_get(g_gpu, &kg));
+    if (!kc || !kg) return;
+    const vp_mamba_dims d = {R, K, H, N, NH, PD, CW};
+    twin xbcdt, w, bias, dtb, alog, D, last, act, y, idx, win, xb, cc, dt, y_ref;
+    twin_2d(&xbcdt, VP_F32, R, L), twin_rand(&xbcdt, -1.5f, 1.5f);
+    twin_2d(&w, VP_F32, CH, CW), twin_rand(&w, -0.8f, 0.8f);
+    twin_1d(&bias, VP_F32, CH), twin_rand(&bias, -0.3f, 0.3f);
+    twin_1d(&dtb, VP_F32, NH), twin_rand(&dtb, -1.0f, 0.5f);
+    twin_1d(&alog, VP_F32, NH), twin_rand(&alog, -1.0f, 1.0f);
+    twin_1d(&D, VP_F32, NH), twin_rand(&D, -1.0f, 1.0f);
+    twin_1d(&last, VP_I32, R);
+    for (int64_t b = 0; b < R; ++b) ((int32_t*)last.h.data)[b] = (int32_t)b;
+    twin_push(&last);
+    twin_2d(&act, VP_F32, R, L), twin_poison(&act);
+    twin_2d(&y, VP_F32, R, H), twin_poison(&y);
+    twin_1d(&idx, VP_I32, R * K);
+    twin_2d(&win, VP_F32, R * K, L), twin_2d(&xb, VP_F32, R * K, XB), twin_2d(&cc, VP_F32, R, N);
+    twin_2d(&dt, VP_F32, R * K, NH), twin_2d(&y_ref, VP_F32, R, H), twin_poison(&y_ref);
+    const float *xh = (const float*)xbcdt.h.data, *xd = (const float*)xbcdt.d.data;
+    CHECK_OK(kc->span_conv(g_cpu, &d, R, xh, (const float*)w.h.data, (const float*)bias.h.data,
+                           (const float*)dtb.h.data, (float*)act.h.data));
+    CHECK_OK(kg->span_conv(g_gpu, &d, R, xd, (const float*)w.d.data, (const float*)bias.d.data,
+                           (const float*)dtb.d.data, (float*)act.d.data));
+    CHECK_OK(kc->span_scan(g_cpu, &d, (const int32_t*)last.h.data, xh, (const float*)act.h.data,
+                           (const float*)w.h.data, (const float*)bias.h.data, (const float*)alog.h.data,
+                           (const float*)D.h.data, (float*)y.h.data));
+    CHECK_OK(kg->span_scan(g_gpu, &d, (const int32_t*)last.d.data, xd, (const float*)act.d.data,
+                           (const float*)w.d.data, (const float*)bias.d.data, (const float*)alog.d.data,
+                           (const float*)D.d.data, (float*)y.d.data));
+    char cas[96];
+    snprintf(cas, sizeof cas, "%s, CUDA vs CPU", what);
+    twin_check("span_conv", cas, &act, 1e-5);
+    twin_check("span_scan", cas, &y, 1e-5);
+    // CUDA's gathered path: window_index, the rows gathered, conv_forward, scan_forward
+    CHECK_OK(kg->window_index(g_gpu, R, K, (const int32_t*)last.d.data, (int32_t*)idx.d.data));
+    CHECK_OK(vp_gather_rows(g_gpu, &xbcdt.d, &idx.d, &win.d));
+    CHECK_OK(kg->conv_forward(g_gpu, &d, (const float*)win.d.data, (const float*)w.d.data,
+                              (const float*)bias.d.data, NULL, (float*)xb.d.data, NULL, (float*)cc.d.data));
+    CHECK_OK(kg->scan_forward(g_gpu, &d, (const float*)xb.d.data, (const float*)cc.d.data, (const float*)win.d.data,
+                              (const float*)dtb.d.data, (const float*)alog.d.data, (const float*)D.d.data,
+                              (float*)dt.d.data, (float*)y_ref.d.data));
+    float* gy = (float*)twin_fetch(&y);
+    float* gr = (float*)twin_fetch(&y_ref);
+    if (gy && gr) {
+        double worst = 0.0;
+        int64_t differ = 0, first = -1;
+        for (int64_t i = 0; i < R * H; ++i)
+            if (memcmp(gy + i, gr + i, sizeof(float)) != 0) {
+                const double e = fabs((double)gy[i] - gr[i]);
+                if (first < 0) first = i;
+                differ++;
+                worst = e > worst || isnan(e) ? e : worst;
+            }
+        snprintf(cas, sizeof cas, "%s, CUDA vs gathered CUDA", what);
+        twin_row("span_scan bits", cas, worst, 0.0, differ == 0);
+        CHECK(differ == 0, "%s: %lld of %lld values differ from the gathered path, first at window %lld channel %lld "
+              "(%.9g vs %.9g), worst %.3e", cas, (long long)differ, (long long)(R * H), (long long)(first / H),
+              (long long)(first % H), first >= 0 ? (double)gy[first] : 0.0, first >= 0 ? (double)gr[first] : 0.0,
+              worst);
+    }
+    free(gy), free(gr);
+    // span_mix: the scan and the gated RMSNorm in one pass against the CPU's span_scan and gate ops
+    twin z, ng, yn, ys, sz, g, rstd;
+    twin_2d(&z, VP_F32, R, H), twin_rand(&z, -2.0f, 2.0f);
+    twin_1d(&ng, VP_F32, H), twin_rand(&ng, 0.5f, 1.5f);
+    twin_2d(&yn, VP_F32, R, H), twin_poison(&yn);
+    twin_2d(&ys, VP_F32, R, H), twin_2d(&sz, VP_F32, R, H), twin_2d(&g, VP_F32, R, H), twin_1d(&rstd, VP_F32, R);
+    CHECK_OK(kc->span_mix(g_cpu, &d, (const int32_t*)last.h.data, xh, (const float*)act.h.data,
+                          (const float*)w.h.data, (const float*)bias.h.data, (const float*)alog.h.data,
+                          (const float*)D.h.data, (const float*)z.h.data, (const float*)ng.h.data, 1e-5f,
+                          (float*)ys.h.data, (float*)sz.h.data, (float*)g.h.data, (float*)rstd.h.data,
+                          (float*)yn.h.data));
+    CHECK_OK(kg->span_mix(g_gpu, &d, (const int32_t*)last.d.data, xd, (const float*)act.d.data,
+                          (const float*)w.d.data, (const float*)bias.d.data, (const float*)alog.d.data,
+                          (const float*)D.d.data, (const float*)z.d.data, (const float*)ng.d.data, 1e-5f,
+                          (float*)ys.d.data, (float*)sz.d.data, (float*)g.d.data, (float*)rstd.d.data,
+                          (float*)yn.d.data));
+    snprintf(cas, sizeof cas, "%s, CUDA vs CPU", what);
+    twin_check("span_mix", cas, &yn, 1e-5);
+    twin* all[22] = {&xbcdt, &w, &bias, &dtb, &alog, &D, &last, &act, &y, &idx, &win, &xb, &cc, &dt, &y_ref,
+                     &z, &ng, &yn, &ys, &sz, &g, &rstd};
+    for (int i = 0; i < 22; ++i) twin_free(all[i]);
+}
+
+static void test_kernels(void) {
+    check_kernels("default K 8 H 256 N 16 CW 4", 8, 4, 64, 16, 4, 3000);
+    check_kernels("K 2 CW 4 (every step padded)", 2, 2, 16, 4, 4, 500);
+    check_kernels("K 4 CW 4", 4, 2, 32, 8, 4, 500);
+    check_kernels("K 5 CW 1 (no padding)", 5, 3, 8, 4, 1, 500);
+    check_kernels("K 1 CW 3", 1, 1, 32, 2, 3, 300);
+    check_kernels("K 16 H 512 N 32 CW 4", 16, 8, 64, 32, 4, 1000);
+}
+
 /* The graph body: the span encoding. */
 static vp_status span_body(vp_backend* b, void* ctx) {
     (void)b;
@@ -190,6 +296,7 @@ static void test_collector(void) {
 
 int main(void) {
     gpu_setup("test_gpu_span");
+    RUN_TEST(test_kernels);
     RUN_TEST(test_networks);
     RUN_TEST(test_collector);
     gpu_teardown();
