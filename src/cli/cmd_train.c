@@ -128,15 +128,10 @@ static int launch(int gpus, const vp_config* cfg, int argc, char** argv) {
     return vp_cli_stop ? vp_cli_stop_status() : 1;
 }
 
-/* A CPU rank under mpirun (run.backend cpu, MPI's variables): the request checked, the CPU
- * backend and its MPI communicator into *comm; NULL after the message. */
-static vp_backend* cpu_rank_backend(const vp_dist* d, const vp_config* cfg, vp_comm** comm) {
-    if (vp_launch_check_ranks(cfg, d->size) != VP_OK) {
-        vp_cli_fail("in the rank's request");
-        return NULL;
-    }
-    vp_backend* b = NULL;
-    if (vp_backend_cpu_init(&b) != VP_OK) {
+/* The rank's backend b (made with status made) and its communicator into *comm: b, or NULL
+ * after the message (b freed). */
+static vp_backend* connect_rank(vp_status made, vp_backend* b, const vp_dist* d, vp_comm** comm) {
+    if (made != VP_OK) {
         vp_cli_fail("creating the rank's backend");
         return NULL;
     }
@@ -146,6 +141,18 @@ static vp_backend* cpu_rank_backend(const vp_dist* d, const vp_config* cfg, vp_c
         return NULL;
     }
     return b;
+}
+
+/* A CPU rank under mpirun (run.backend cpu, MPI's variables): the request checked, the CPU
+ * backend and its MPI communicator into *comm; NULL after the message. */
+static vp_backend* cpu_rank_backend(const vp_dist* d, const vp_config* cfg, vp_comm** comm) {
+    if (vp_launch_check_ranks(cfg, d->size) != VP_OK) {
+        vp_cli_fail("in the rank's request");
+        return NULL;
+    }
+    vp_backend* b = NULL;
+    const vp_status made = vp_backend_cpu_init(&b);
+    return connect_rank(made, b, d, comm);
 }
 
 /* A rank of a data-parallel run (its variables set): the request checked as the launcher does,
@@ -165,16 +172,8 @@ static vp_backend* rank_backend(const vp_dist* d, const vp_config* cfg, int64_t 
         return NULL;
     }
     vp_backend* b = NULL;
-    if (vp_backend_cuda_init(&b, d->local_rank) != VP_OK) {
-        vp_cli_fail("creating the rank's backend");
-        return NULL;
-    }
-    if (vp_comm_init(comm, d, b, NULL) != VP_OK) {
-        vp_cli_fail("connecting the ranks");
-        vp_backend_free(b);
-        return NULL;
-    }
-    return b;
+    const vp_status made = vp_backend_cuda_init(&b, d->local_rank);
+    return connect_rank(made, b, d, comm);
 }
 
 int vp_cmd_train(int argc, char** argv) {

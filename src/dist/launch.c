@@ -35,6 +35,21 @@ int vp_launch_cuda_devices(void) {
 #endif
 }
 
+/* What n ranks share of one run: DQN's learner, learn.batch and env.n_envs each in n equal
+ * parts; `who` names the request in the messages ("--gpus 4", "4 ranks"), `unit` what one
+ * rank is ("GPU", "rank"). */
+static vp_status check_shares(const vp_config* cfg, int n, const char* who, const char* unit) {
+    VP_REQUIRE(strcmp(cfg->train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
+               "%s: train.algo %s runs on one %s; the data-parallel learner is DQN's", who, cfg->train.algo, unit);
+    VP_REQUIRE(cfg->learn.batch % n == 0, VP_ERR_INVALID_ARG,
+               "%s: learn.batch = %lld is not divisible by %d (each rank takes learn.batch / %d)", who,
+               (long long)cfg->learn.batch, n, n);
+    VP_REQUIRE(cfg->env.n_envs % n == 0, VP_ERR_INVALID_ARG,
+               "%s: env.n_envs = %lld is not divisible by %d (each rank steps env.n_envs / %d)", who,
+               (long long)cfg->env.n_envs, n, n);
+    return VP_OK;
+}
+
 vp_status vp_launch_check(const vp_config* cfg, int gpus, int devices) {
     VP_REQUIRE(cfg != NULL, VP_ERR_INVALID_ARG, "vp_launch_check: cfg is NULL");
     VP_REQUIRE(gpus >= 1, VP_ERR_INVALID_ARG, "--gpus %d: at least 1", gpus);
@@ -45,29 +60,17 @@ vp_status vp_launch_check(const vp_config* cfg, int gpus, int devices) {
                "--gpus %d needs run.backend cuda (or --backend cuda): each rank runs on its own GPU", gpus);
     VP_REQUIRE(gpus <= devices, VP_ERR_UNSUPPORTED, "--gpus %d: this machine shows %d CUDA device%s", gpus, devices,
                devices == 1 ? "" : "s");
-    VP_REQUIRE(strcmp(cfg->train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
-               "--gpus %d: train.algo %s runs on one GPU; the data-parallel learner is DQN's", gpus, cfg->train.algo);
-    VP_REQUIRE(cfg->learn.batch % gpus == 0, VP_ERR_INVALID_ARG,
-               "--gpus %d: learn.batch = %lld is not divisible by %d (each rank takes learn.batch / %d)", gpus,
-               (long long)cfg->learn.batch, gpus, gpus);
-    VP_REQUIRE(cfg->env.n_envs % gpus == 0, VP_ERR_INVALID_ARG,
-               "--gpus %d: env.n_envs = %lld is not divisible by %d (each rank steps env.n_envs / %d)", gpus,
-               (long long)cfg->env.n_envs, gpus, gpus);
-    return VP_OK;
+    char who[32];
+    snprintf(who, sizeof who, "--gpus %d", gpus);
+    return check_shares(cfg, gpus, who, "GPU");
 }
 
 vp_status vp_launch_check_ranks(const vp_config* cfg, int ranks) {
     VP_REQUIRE(cfg != NULL && ranks >= 1, VP_ERR_INVALID_ARG, "vp_launch_check_ranks: cfg is NULL or %d ranks", ranks);
     if (ranks == 1) return VP_OK;
-    VP_REQUIRE(strcmp(cfg->train.algo, "dqn") == 0, VP_ERR_UNSUPPORTED,
-               "%d ranks: train.algo %s runs on one rank; the data-parallel learner is DQN's", ranks, cfg->train.algo);
-    VP_REQUIRE(cfg->learn.batch % ranks == 0, VP_ERR_INVALID_ARG,
-               "%d ranks: learn.batch = %lld is not divisible by %d (each rank takes learn.batch / %d)", ranks,
-               (long long)cfg->learn.batch, ranks, ranks);
-    VP_REQUIRE(cfg->env.n_envs % ranks == 0, VP_ERR_INVALID_ARG,
-               "%d ranks: env.n_envs = %lld is not divisible by %d (each rank steps env.n_envs / %d)", ranks,
-               (long long)cfg->env.n_envs, ranks, ranks);
-    return VP_OK;
+    char who[32];
+    snprintf(who, sizeof who, "%d ranks", ranks);
+    return check_shares(cfg, ranks, who, "rank");
 }
 
 vp_launch_opts vp_launch_opts_default(void) {

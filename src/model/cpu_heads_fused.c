@@ -42,7 +42,7 @@ vp_status vp_cpu_c51_pad(vp_backend* be, int Z, int AZ, int HH, const float* v2w
     (void)be;
     VP_REQUIRE(Z >= 1 && AZ >= 1 && HH >= 1 && v2w && v2b && a2w && a2b && out, VP_ERR_INVALID_ARG,
                "cpu c51_pad: bad arguments");
-    const int64_t Zp = (Z + 3) / 4 * 4, AZp = (AZ + 3) / 4 * 4;
+    const int64_t Zp = vp_pad4(Z), AZp = vp_pad4(AZ);
     memcpy(out, v2w, (size_t)Z * (size_t)HH * sizeof(float));
     memcpy(out + Zp * HH, v2b, (size_t)Z * sizeof(float));
     memcpy(out + Zp * HH + Zp, a2w, (size_t)AZ * (size_t)HH * sizeof(float));

@@ -120,7 +120,7 @@ __global__ void c51_head_kernel(const float* __restrict__ v, int64_t ldv, const 
 /* The output layers into their padded copies (mops.h c51_pad): one thread per copied float. */
 __global__ void c51_pad_kernel(int Z, int AZ, int HH, const float* __restrict__ v2w, const float* __restrict__ v2b,
                                const float* __restrict__ a2w, const float* __restrict__ a2b, float* out) {
-    const int64_t Zp = (Z + 3) / 4 * 4, AZp = (AZ + 3) / 4 * 4;
+    const int64_t Zp = vp_pad4(Z), AZp = vp_pad4(AZ);
     const int64_t n1 = (int64_t)Z * HH, n2 = n1 + Z, n3 = n2 + (int64_t)AZ * HH, n4 = n3 + AZ;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
         if (i < n1) out[i] = v2w[i];

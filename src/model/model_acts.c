@@ -85,7 +85,7 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->logp, "logp", VP_F32, B * A, Z);
     take(pl, &a->q, "q", VP_F32, B, A);
     const int64_t PADH = vp_model_heads_padded(c) ? 1 : 0;
-    const int64_t Zp = (Z + 3) / 4 * 4, AZp = (A * Z + 3) / 4 * 4;
+    const int64_t Zp = vp_pad4(Z), AZp = vp_pad4(A * Z);
     take(pl, &a->v_pad, "v_pad", VP_F32, B * PADH, Zp);
     take(pl, &a->adv_pad, "adv_pad", VP_F32, B * PADH, AZp);
     take(pl, &a->head_w_pad, "head_w_pad", VP_F32, PADH, Zp * HH + Zp + AZp * HH + AZp);

@@ -254,14 +254,17 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     vp_tensor v1w = PV(C51_V1_W), v1b = PV(C51_V1_B), v2w = PV(C51_V2_W), v2b = PV(C51_V2_B);
     vp_tensor a1w = PV(C51_A1_W), a1b = PV(C51_A1_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
     VP_TRY(vp_model_linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
-    if (!a->pad_heads) VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
     VP_TRY(vp_model_linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
-    if (a->pad_heads)
+    // the output layers: at padded widths (CUDA), or dense, the advantages by cross-branch messages
+    if (a->pad_heads) {
         VP_TRY(vp_model_heads_out_padded(m, params, a, batch));
-    else if (c->cross_branch)
-        VP_TRY(vp_model_xb_forward(m, params, a, batch));
-    else
-        VP_TRY(vp_model_linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    } else {
+        VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
+        if (c->cross_branch)
+            VP_TRY(vp_model_xb_forward(m, params, a, batch));
+        else
+            VP_TRY(vp_model_linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+    }
     VP_TRY(vp_model_atoms_support(m, params, a));
     VP_TRY(vp_model_combine_forward(m, a, batch));
     VP_TRY(vp_model_qd_forward(m, params, a, batch));

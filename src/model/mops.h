@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "backend/kit.h"
+#include "vulpes/defs.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -136,6 +137,9 @@ typedef vp_status vp_mops_c51_q_fn(vp_backend* be, int64_t rows, int Z, float v_
 typedef vp_status vp_mops_c51_head_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, float v_min,
                                       float v_max, const float* v, int64_t ldv, const float* adv, int64_t ldadv,
                                       float* logp, float* q);
+
+/* n rounded up to a multiple of 4: the padded C51 row widths (Zp, AZp below). */
+VP_HD int64_t vp_pad4(int64_t n) { return (n + 3) / 4 * 4; }
 
 /* The C51 output layers into padded ones: out = [v2w (Z rows of HH) | zeros to Zp rows][v2b |
  * zeros to Zp][a2w (AZ rows) | zeros to AZp rows][a2b | zeros to AZp], Zp and AZp the
