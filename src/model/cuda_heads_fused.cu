@@ -12,108 +12,60 @@
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 
-/* The butterfly of vp_warp_sum / vp_warp_max over 32 lanes, replayed in one thread: t[i] is
- * lane i's value; after it t[0] holds what every lane of the warp ends with (each stage adds
- * lane i + o's value to lane i's, the pairs and operand order of lane 0's chain; the other
- * lanes' chains add the same pairs commuted, the same sums). */
-__device__ __forceinline__ float lanes_sum(float* t) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int i = 0; i < o; ++i) t[i] = t[i] + t[i + o];
-    return t[0];
-}
-
-__device__ __forceinline__ float lanes_max(float* t) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int i = 0; i < o; ++i) t[i] = vp_nan_max(t[i], t[i + o]);
-    return t[0];
-}
-
-/* Blocks of R samples: their advantage rows staged in shared memory (coalesced loads), then
- * the branch bases v - mean per (sample, branch, atom) (dueling_kernel's sum in action order
- * and its division), then a thread per (sample, action): its logits x + base, their
- * log-softmax over atoms and the expected value, each reduction replaying the warp kernels'
- * lane partials (lane t: atoms t, t + 32, in that order) and butterflies (softmax_kernel<32, 1>,
- * c51_q_kernel), so the bits are theirs (but for the sign of a zero maximum, which the warp's
- * lanes may each hold differently). The log-probabilities go back over the staged rows and
- * out coalesced. */
+/* One warp per (sample b, branch k): lane t holds atoms t and t + 32 (where < Z). The branch's
+ * mean advantage per atom (dueling_kernel's sum in action order, then its division); per
+ * action, the logit x + (v - mean), its log-softmax over atoms (softmax_kernel<32, 1>: lane
+ * maxima and sums in atom order, then the warp's butterfly) and its expected value
+ * (c51_q_kernel's lane sums and butterfly). Every expression is the unfused kernels' own, in
+ * their order; the branches of a sample run in separate warps (more warps in flight). logp NULL:
+ * Q alone (the log-probabilities are not written). */
 __global__ void c51_head_kernel(const float* __restrict__ v, int64_t ldv, const float* __restrict__ adv,
                                 int64_t ldadv, float* logp, float* q, int64_t B, int Z, vp_branch_map br, int A,
-                                float v_min, float dz, int R) {
-    extern __shared__ float c51_sm[];
-    const int AZ = A * Z;
-    float* sx = c51_sm;              /* [R, A Z] advantages, then log-probabilities */
-    float* sb = c51_sm + R * AZ;     /* [R, branches, Z] bases */
-    for (int64_t r0 = (int64_t)blockIdx.x * R; r0 < B; r0 += (int64_t)gridDim.x * R) {
-        const int nr = B - r0 < R ? (int)(B - r0) : R;
-        for (int i = threadIdx.x; i < nr * AZ; i += blockDim.x) {
-            const int r = i / AZ;
-            sx[i] = adv[(r0 + r) * ldadv + (i - r * AZ)];
+                                float v_min, float dz) {
+    const int wpb = blockDim.x / 32, lane = threadIdx.x & 31;
+    const int z0 = lane, z1 = lane + 32;
+    const int h0 = z0 < Z, h1 = z1 < Z;
+    const int64_t tasks = B * br.n;
+    for (int64_t w = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; w < tasks; w += (int64_t)gridDim.x * wpb) {
+        const int64_t b = w / br.n;
+        const int k = (int)(w - b * br.n);
+        int a0 = 0;
+        for (int j = 0; j < k; ++j) a0 += br.size[j];
+        const float* x = adv + b * ldadv;
+        float* o = logp ? logp + b * A * Z : NULL;
+        const float v0 = h0 ? v[b * ldv + z0] : 0.0f, v1 = h1 ? v[b * ldv + z1] : 0.0f;
+        float s0 = 0.0f, s1 = 0.0f;
+        for (int a = a0; a < a0 + br.size[k]; ++a) {
+            if (h0) s0 += x[(int64_t)a * Z + z0];
+            if (h1) s1 += x[(int64_t)a * Z + z1];
         }
-        __syncthreads();
-        for (int i = threadIdx.x; i < nr * Z; i += blockDim.x) {
-            const int r = i / Z, z = i - r * Z;
-            const float vz = v[(r0 + r) * ldv + z];
-            const float* x = sx + r * AZ;
-            int a0 = 0;
-            for (int k = 0; k < br.n; ++k) {
-                float sum = 0.0f;
-                for (int a = a0; a < a0 + br.size[k]; ++a) sum += x[a * Z + z];
-                const float mean = sum / (float)br.size[k];
-                sb[(r * br.n + k) * Z + z] = vz - mean;
-                a0 += br.size[k];
+        const float mean0 = s0 / (float)br.size[k], mean1 = s1 / (float)br.size[k];
+        const float base0 = v0 - mean0, base1 = v1 - mean1;
+        for (int a = a0; a < a0 + br.size[k]; ++a) {
+            const float l0 = h0 ? x[(int64_t)a * Z + z0] + base0 : 0.0f;
+            const float l1 = h1 ? x[(int64_t)a * Z + z1] + base1 : 0.0f;
+            float mx = -INFINITY;
+            if (h0) mx = vp_nan_max(mx, l0);
+            if (h1) mx = vp_nan_max(mx, l1);
+            mx = vp_warp_max(mx);
+            float s = 0.0f;
+            if (h0) s += expf(l0 - mx);
+            if (h1) s += expf(l1 - mx);
+            s = vp_warp_sum(s);
+            const float ls = logf(s);
+            const float p0 = l0 - mx - ls, p1 = l1 - mx - ls;
+            float acc = 0.0f;
+            if (h0) {
+                if (o) o[(int64_t)a * Z + z0] = p0;
+                acc += (v_min + (float)z0 * dz) * expf(p0);
             }
+            if (h1) {
+                if (o) o[(int64_t)a * Z + z1] = p1;
+                acc += (v_min + (float)z1 * dz) * expf(p1);
+            }
+            acc = vp_warp_sum(acc);
+            if (lane == 0) q[b * A + a] = acc;
         }
-        __syncthreads();
-        for (int i = threadIdx.x; i < nr * A; i += blockDim.x) {
-            const int r = i / A, a = i - r * A;
-            int k = 0, a0 = 0;
-            while (a >= a0 + br.size[k]) a0 += br.size[k++];
-            float* x = sx + r * AZ + a * Z;
-            const float* base = sb + (r * br.n + k) * Z;
-            float l[C51_HEAD_MAX_Z], t[32];
-#pragma unroll
-            for (int z = 0; z < C51_HEAD_MAX_Z; ++z) l[z] = z < Z ? x[z] + base[z] : 0.0f;
-#pragma unroll
-            for (int j = 0; j < 32; ++j) {
-                float m = -INFINITY;
-                if (j < Z) m = vp_nan_max(m, l[j]);
-                if (j + 32 < Z) m = vp_nan_max(m, l[j + 32]);
-                t[j] = m;
-            }
-            const float mx = lanes_max(t);
-#pragma unroll
-            for (int j = 0; j < 32; ++j) {
-                float sm = 0.0f;
-                if (j < Z) sm += expf(l[j] - mx);
-                if (j + 32 < Z) sm += expf(l[j + 32] - mx);
-                t[j] = sm;
-            }
-            const float ls = logf(lanes_sum(t));
-#pragma unroll
-            for (int j = 0; j < 32; ++j) {
-                float acc = 0.0f;
-                if (j < Z) {
-                    const float p0 = l[j] - mx - ls;
-                    x[j] = p0;
-                    acc += (v_min + (float)j * dz) * expf(p0);
-                }
-                if (j + 32 < Z) {
-                    const float p1 = l[j + 32] - mx - ls;
-                    x[j + 32] = p1;
-                    acc += (v_min + (float)(j + 32) * dz) * expf(p1);
-                }
-                t[j] = acc;
-            }
-            q[(r0 + r) * A + a] = lanes_sum(t);
-        }
-        __syncthreads();
-        if (logp)
-            for (int i = threadIdx.x; i < nr * AZ; i += blockDim.x) logp[r0 * AZ + i] = sx[i];
-        __syncthreads();
     }
 }
 
@@ -191,16 +143,8 @@ extern "C" vp_status vp_cuda_c51_head(vp_backend* be, int64_t B, int Z, const vp
         return vp_cuda_c51_q(be, B * A, Z, v_min, v_max, logp, q);
     }
     const float dz = (v_max - v_min) / (float)(Z - 1);
-    // samples per block: as many as 40 KB of shared memory stage (advantages and bases), at most 16
-    const size_t per = (size_t)(A * Z + br->n * Z) * sizeof(float);
-    int R = (int)((40u * 1024u) / per);
-    R = R < 1 ? 1 : R > 16 ? 16 : R;
-    VP_REQUIRE((size_t)R * per <= 48u * 1024u, VP_ERR_UNSUPPORTED,
-               "cuda c51_head: a sample's %d actions x %d atoms exceed the combine's shared memory", A, Z);
-    const int threads = (R * A + 31) / 32 * 32;
-    const int64_t blocks = (B + R - 1) / R;
-    c51_head_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), threads < 64 ? 64 : threads, (size_t)R * per,
-                      STREAM(be)>>>(v, ldv, adv, ldadv, logp, q, B, Z, *br, A, v_min, dz, R);
+    c51_head_kernel<<<vp_cuda_row_grid(B * br->n, VP_CUDA_THREADS / 32), VP_CUDA_THREADS, 0, STREAM(be)>>>(
+        v, ldv, adv, ldadv, logp, q, B, Z, *br, A, v_min, dz);
     VP_CUDA_CHECK_LAUNCH("c51_head_kernel");
     return VP_OK;
 }

@@ -129,11 +129,10 @@ typedef vp_status vp_mops_c51_q_fn(vp_backend* be, int64_t rows, int Z, float v_
 /* The C51 head's combine in one call: logp = log_softmax over atoms of dueling_forward(v,
  * adv), then q = c51_q(logp): v [B, ldv] and adv [B, ldadv] with their first Z and A*Z
  * columns read (ldv >= Z, ldadv >= A*Z: padded rows), logp [B, A*Z] (not aliasing adv;
- * CUDA: NULL skips writing it, the same q), q [B*A]. The CPU runs the three kernels above and the backend's log-softmax (the same
- * bits as calling them; dense rows only); CUDA runs one pass (blocks of samples staged in
- * shared memory, a thread per (sample, action), Z <= 64; the three kernels at other Z, dense
- * rows only), replaying the three kernels' arithmetic and reduction order, so its bits equal
- * theirs too (but for the sign of a zero maximum). */
+ * CUDA: NULL skips writing it, the same q), q [B*A]. The CPU runs the three kernels above and
+ * the backend's log-softmax (the same bits as calling them; dense rows only); CUDA runs one
+ * pass (a warp per (sample, branch), Z <= 64; the three kernels at other Z, dense rows only)
+ * with the three kernels' arithmetic in their order, so its bits equal theirs too. */
 typedef vp_status vp_mops_c51_head_fn(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, float v_min,
                                       float v_max, const float* v, int64_t ldv, const float* adv, int64_t ldadv,
                                       float* logp, float* q);
