@@ -241,10 +241,12 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     a->state = own ? (a->state & VP_ACTS_ENCODED) | VP_ACTS_OWN_ENC : 0;
     a->batch = batch;
     a->n_taus = 0;
-    // h = e + Wp p + bp (the portfolio is kept for the backward)
+    // h = e + Wp p + bp (the portfolio is kept for the backward; a forward-only pass reads
+    // the caller's rows in place: the same values, one copy fewer)
     vp_tensor port = vp_acts_rows(&a->port, batch), h = vp_acts_rows(&a->h, batch);
     vp_tensor pin = vp_acts_rows(portfolio, batch), pw = PV(PORT_W), pb = PV(PORT_B);
-    VP_TRY(vp_copy(be, &pin, &port));
+    if (a->for_backward) VP_TRY(vp_copy(be, &pin, &port));
+    else port = pin;
     VP_TRY(a->mops->port_add(be, batch, (int)c->hidden, c->n_portfolio, (const float*)e.data, (const float*)port.data,
                              (const float*)pw.data, (const float*)pb.data, (float*)h.data));
     VP_TRY(vp_model_rb_forward(m, params, a, batch));
