@@ -112,6 +112,13 @@ vp_status vp_collector_collect(vp_collector* c) {
     }
     if (S < 1) return VP_OK;
     VP_TRY(vp_collector_encode_span(c));
-    for (int64_t k = 0; k < S; ++k) VP_TRY(vp_collector_head_step(c));
-    return VP_OK;
+    // the parameters stay as they are over the S head steps: what the first step's score derives
+    // from them is kept for the others (vp_policy_hold_params), and let go on every way out
+    vp_status s = VP_OK;
+    for (int64_t k = 0; k < S && s == VP_OK; ++k) {
+        if (k == 1) s = vp_policy_hold_params(&c->policy, c->work, 1);
+        if (s == VP_OK) s = vp_collector_head_step(c);
+    }
+    const vp_status r = vp_policy_hold_params(&c->policy, c->work, 0);
+    return s != VP_OK ? s : r;
 }

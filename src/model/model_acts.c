@@ -237,6 +237,12 @@ void vp_model_acts_q_only(vp_model_acts* a) {
     if (a && !a->for_backward) a->q_only = 1;
 }
 
+void vp_model_acts_hold_params(vp_model_acts* a, int held) {
+    if (!a) return;
+    a->params_held = held != 0;
+    if (!held) a->pad_of = NULL; // the next forward copies the padded output layers again
+}
+
 vp_tensor vp_model_log_probs(const vp_model_acts* a) {
     if (!a || !(a->state & VP_ACTS_HEADS) || a->q_only) return empty_tensor();
     const vp_model_cfg* c = &a->model->cfg;

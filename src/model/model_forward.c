@@ -141,8 +141,12 @@ vp_status vp_model_heads_out_padded(const vp_model* m, const vp_tensor* params, 
     const int64_t Zp = vp_tensor_cols(&a->v_pad), AZp = vp_tensor_cols(&a->adv_pad);
     float* w = (float*)a->head_w_pad.data;
     vp_tensor v2w = PV(C51_V2_W), v2b = PV(C51_V2_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
-    VP_TRY(a->mops->c51_pad(m->backend, (int)Z, (int)AZ, (int)HH, (const float*)v2w.data, (const float*)v2b.data,
-                            (const float*)a2w.data, (const float*)a2b.data, w));
+    // the copy, unless one from these parameters is held (vp_model_acts_hold_params)
+    if (!(a->params_held && a->pad_of == params->data)) {
+        VP_TRY(a->mops->c51_pad(m->backend, (int)Z, (int)AZ, (int)HH, (const float*)v2w.data,
+                                (const float*)v2b.data, (const float*)a2w.data, (const float*)a2b.data, w));
+        a->pad_of = params->data;
+    }
     const vp_mem mem = a->head_w_pad.mem;
     vp_tensor pv2w = vp_tensor_2d(w, VP_F32, mem, Zp, HH), pv2b = vp_tensor_1d(w + Zp * HH, VP_F32, mem, Zp);
     vp_tensor pa2w = vp_tensor_2d(w + Zp * HH + Zp, VP_F32, mem, AZp, HH);

@@ -168,6 +168,8 @@ struct vp_model_acts {
     int for_backward;          /* backward buffers present */
     int pad_heads;             /* 1: the forward writes v_pad and adv_pad (CUDA, vp_model_heads_padded) */
     int q_only;                /* 1: no reader wants logp (vp_model_acts_q_only); CUDA forwards skip it */
+    int params_held;           /* 1: the parameters have not changed since pad_of's copy (vp_model_acts_hold_params) */
+    const void* pad_of;        /* the parameters head_w_pad was last copied from (NULL: none, or not to be trusted) */
     int64_t batch;             /* samples of the last forward */
     int n_taus;                /* IQN samples of the last forward (0: none) */
     int state;                 /* VP_ACTS_* bits */

@@ -166,6 +166,12 @@ const float* vp_policy_size_scale(const vp_policy* p, const vp_policy_work* w) {
     return m->cfg.risk_budget > 0.0f ? (const float*)w->acts->rb.data : NULL;
 }
 
+vp_status vp_policy_hold_params(const vp_policy* p, vp_policy_work* w, int held) {
+    VP_REQUIRE(p != NULL && w != NULL, VP_ERR_INVALID_ARG, "vp_policy_hold_params: NULL argument");
+    if (p->ops == &vp_model_policy_ops) vp_model_acts_hold_params(w->acts, held);
+    return VP_OK;
+}
+
 const vp_policy_ops vp_model_policy_ops = {"dqn", dqn_work_init, dqn_work_free, dqn_encode, dqn_score};
 
 vp_status vp_model_policy_encode_span(const vp_policy* p, vp_policy_work* w, const vp_model_span* s,

@@ -402,12 +402,73 @@ static void test_scan_oracle_gpu(void) {
     }
 }
 
+/* Held parameters (vp_model_acts_hold_params) on forward-only activations with padded heads
+ * (Z 11, A Z 77: rows padded to 12 and 80): a held forward gives Q bit for bit as the first;
+ * after an advantage bias is changed in place a held forward still gives the old Q (the padded
+ * copy was not made again, which is what holding promises may happen), and once let go the
+ * next forward gives the Q of a fresh set of activations with the new bias. */
+static void test_params_held_gpu(void) {
+    const model_case* k = &CASES[2];
+    const vp_model_cfg c = cfg_of(k);
+    const int A = vp_model_cfg_actions(&c);
+    const int64_t B = 40, rows = 3 * B + 17;
+    vp_model mg;
+    CHECK_OK(vp_model_init(&mg, g_gpu, &c, 77));
+    mg.precision = VP_PREC_FP32;
+    vp_model_acts *ag = NULL, *fresh = NULL;
+    CHECK_OK(vp_model_acts_init(&ag, &mg, B, 0, 0));
+    CHECK_OK(vp_model_acts_init(&fresh, &mg, B, 0, 0));
+    if (!ag || !fresh) return;
+    CHECK(ag->pad_heads, "params held: Z %d should give padded heads on CUDA", c.n_atoms);
+    twin feat, bar, port, q;
+    twin_2d(&feat, VP_F32, rows, c.n_features);
+    twin_1d(&bar, VP_I32, B);
+    twin_2d(&port, VP_F32, B, c.n_portfolio);
+    twin_2d(&q, VP_F32, B, A);
+    twin_rand(&feat, -2, 2);
+    twin_rand(&bar, 0, (float)rows);
+    twin_rand(&port, -1, 1);
+    const size_t qb = (size_t)B * A * sizeof(float);
+    float *q1 = malloc(qb), *q2 = malloc(qb), *q3 = malloc(qb), *q4 = malloc(qb), *q5 = malloc(qb);
+    if (!q1 || !q2 || !q3 || !q4 || !q5) return;
+#define HELD_Q(acts, dst)                                                                          \
+    do {                                                                                           \
+        CHECK_OK(vp_model_encode(&mg, &mg.params, acts, &feat.d, &bar.d, B));                      \
+        CHECK_OK(vp_model_heads(&mg, &mg.params, acts, NULL, &port.d, NULL, B));                   \
+        vp_tensor qt = vp_model_q(acts);                                                           \
+        CHECK_OK(vp_download(g_gpu, dst, &qt, qb));                                                \
+    } while (0)
+    HELD_Q(ag, q1);
+    vp_model_acts_hold_params(ag, 1);
+    HELD_Q(ag, q2);
+    CHECK(memcmp(q1, q2, qb) == 0, "params held: a held forward changed Q");
+    // one advantage bias up by 1 (action 0's first atom): Q of action 0 moves in a fresh forward
+    vp_tensor a2b = vp_model_slot(&mg, &mg.params, VP_PS_C51_A2_B);
+    float b0 = 0.0f;
+    CHECK_OK(vp_download(g_gpu, &b0, &a2b, sizeof b0));
+    b0 += 1.0f;
+    CHECK_OK(vp_upload(g_gpu, &a2b, &b0, sizeof b0));
+    HELD_Q(ag, q3);
+    CHECK(memcmp(q1, q3, qb) == 0, "params held: the held forward made the padded copy again");
+    vp_model_acts_hold_params(ag, 0);
+    HELD_Q(ag, q4);
+    HELD_Q(fresh, q5);
+    CHECK(memcmp(q4, q5, qb) == 0, "params held: after letting go, Q differs from a fresh forward's");
+    CHECK(memcmp(q4, q1, qb) != 0, "params held: the changed bias did not reach Q after letting go");
+#undef HELD_Q
+    free(q1), free(q2), free(q3), free(q4), free(q5);
+    twin_free(&feat), twin_free(&bar), twin_free(&port), twin_free(&q);
+    vp_model_acts_free(ag), vp_model_acts_free(fresh);
+    vp_model_free(&mg);
+}
+
 int main(void) {
     gpu_setup("test_gpu_model");
     RUN_TEST(test_scan_oracle_gpu);
     RUN_TEST(test_iqn_embed_gpu);
     RUN_TEST(test_iqn_l2_backward_gpu);
     RUN_TEST(test_model_parity);
+    RUN_TEST(test_params_held_gpu);
     gpu_teardown();
     return vpt_finish();
 }
