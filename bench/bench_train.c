@@ -75,14 +75,14 @@ typedef struct split_ctx {
     int reps;
 } split_ctx;
 
-/* `reps` calls of one part of vp_collector_head_step (or of the span encoding). Run alone,
- * each part reads what the last full step left, so its time is the part's own. */
-static vp_status split_body(vp_backend* b, void* ctx) {
-    split_ctx* sc = (split_ctx*)ctx;
+/* The parts of split_body, in a loop of sc->reps. */
+static vp_status split_run(vp_backend* b, split_ctx* sc) {
     vp_collector* c = &sc->t->collector;
     vp_env* e = c->env;
     vp_tensor q, wend = vp_tensor_1d(e->state.window_end, VP_I32, e->storage.mem, c->n_envs);
     for (int r = 0; r < sc->reps; ++r) {
+        // the scores after the first hold the parameters, as a collection's head steps do
+        if (r == 1) VP_TRY(vp_policy_hold_params(&c->policy, c->work, 1));
         switch (sc->what) {
         case SP_ENCODE: VP_TRY(vp_collector_encode_span(c)); break;
         case SP_GATHER:
@@ -101,6 +101,15 @@ static vp_status split_body(vp_backend* b, void* ctx) {
         }
     }
     return VP_OK;
+}
+
+/* `reps` calls of one part of vp_collector_head_step (or of the span encoding). Run alone,
+ * each part reads what the last full step left, so its time is the part's own. */
+static vp_status split_body(vp_backend* b, void* ctx) {
+    split_ctx* sc = (split_ctx*)ctx;
+    const vp_status s = split_run(b, sc);
+    const vp_status r = vp_policy_hold_params(&sc->t->collector.policy, sc->t->collector.work, 0);
+    return s != VP_OK ? s : r;
 }
 
 /* Prints the encode-once collection's split: the span encoding, then each part of a head
