@@ -47,8 +47,9 @@ __device__ int rp_block_exclusive_scan(int local, int* tile_total) {
 
 /* Block b takes tile b (VP_REPLAY_SCAN_TILE envs, RP_SCAN_ITEMS consecutive ones per
  * thread): each env's transition count, their exclusive prefix sum within the tile into
- * emit_off, and the tile's sum into tile_off[b]. */
-__global__ void replay_push_count_kernel(vp_replay_dev d, vp_replay_step_dev s) {
+ * emit_off, and the tile's sum into tile_off[b]. A push of one tile (single) does the tile
+ * kernel's part here too: its offset 0 and the counters' advance by its sum. */
+__global__ void replay_push_count_kernel(vp_replay_dev d, vp_replay_step_dev s, int single) {
     const int64_t e0 = (int64_t)blockIdx.x * VP_REPLAY_SCAN_TILE + (int64_t)threadIdx.x * RP_SCAN_ITEMS;
     int cnt[RP_SCAN_ITEMS], local = 0, tile_total;
     for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
@@ -60,7 +61,12 @@ __global__ void replay_push_count_kernel(vp_replay_dev d, vp_replay_step_dev s) 
         if (e0 + i < d.n_envs) d.emit_off[e0 + i] = off;
         off += cnt[i];
     }
-    if (threadIdx.x == 0) d.tile_off[blockIdx.x] = tile_total;
+    if (threadIdx.x == 0 && single) {
+        d.tile_off[0] = 0;
+        vp_replay_ctrl_advance(d.ctrl, tile_total, d.cap);
+    } else if (threadIdx.x == 0) {
+        d.tile_off[blockIdx.x] = tile_total;
+    }
 }
 
 /* One block: tile sums -> exclusive tile offsets (in place, RP_SCAN_ITEMS per thread per
@@ -191,10 +197,13 @@ extern "C" vp_status vp_replay_cuda_push(vp_backend* b, const vp_replay_dev* d, 
     VP_REQUIRE(d->n_envs >= 1 && d->ctrl != NULL, VP_ERR_INVALID_ARG, "vp_replay_cuda_push: empty ring layout");
     cudaStream_t st = vp_cuda_stream_of(b);
     const int64_t n_tiles = (d->n_envs + VP_REPLAY_SCAN_TILE - 1) / VP_REPLAY_SCAN_TILE;
-    replay_push_count_kernel<<<(unsigned)n_tiles, RP_BLOCK, 0, st>>>(*d, *s);
+    // up to one tile of envs (VP_REPLAY_SCAN_TILE) the count kernel also advances the counters
+    replay_push_count_kernel<<<(unsigned)n_tiles, RP_BLOCK, 0, st>>>(*d, *s, n_tiles == 1);
     VP_CUDA_CHECK_LAUNCH("replay_push_count_kernel");
-    replay_push_tiles_kernel<<<1, RP_BLOCK, 0, st>>>(*d, n_tiles);
-    VP_CUDA_CHECK_LAUNCH("replay_push_tiles_kernel");
+    if (n_tiles > 1) {
+        replay_push_tiles_kernel<<<1, RP_BLOCK, 0, st>>>(*d, n_tiles);
+        VP_CUDA_CHECK_LAUNCH("replay_push_tiles_kernel");
+    }
     replay_push_emit_kernel<<<rp_grid(d->n_envs), RP_THREADS, 0, st>>>(*d, *s);
     VP_CUDA_CHECK_LAUNCH("replay_push_emit_kernel");
     return VP_OK;

@@ -13,8 +13,9 @@
 
 /* ---- the cases ------------------------------------------------------------------------------------ */
 
-/* Pushes: 300 steps of 1031 envs into 100003 slots (wraps 3 times), n 3, done as i32; then
- * 5-step windows of 257 envs into 4099 slots with done as f32. */
+/* Pushes: 300 steps of 1031 envs into 100003 slots (wraps 3 times), n 3, done as i32; 9001
+ * envs (three scan tiles) and 4096 (one full tile); then 5-step windows of 257 envs into 4099
+ * slots with done as f32. */
 static void test_push_identical(void) {
     rpair p;
     vp_replay_cfg c = base_cfg(100003, 1031, 3, 1, 0.6f);
@@ -34,6 +35,12 @@ static void test_push_identical(void) {
     if (pair_init(&p, &c, 512, 0)) {
         push_steps(&p, 25);
         compare_rings("C 50021 E 9001 (3 scan tiles) n 2", &p);
+    }
+    pair_free(&p);
+    c = base_cfg(20011, 4096, 3, 1, 0.6f);
+    if (pair_init(&p, &c, 512, 0)) {
+        push_steps(&p, 12);
+        compare_rings("C 20011 E 4096 (one full scan tile: the count kernel advances) n 3", &p);
     }
     pair_free(&p);
     c = base_cfg(4099, 257, 5, 0, 0.6f);
