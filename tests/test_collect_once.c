@@ -239,6 +239,27 @@ static void test_span_chunks_and_rows(void) {
     CHECK_OK(vp_collect_handover(f.b, &nbt, &npt, &obt, &opt, &ct));
     CHECK(ob[0] == 11 && ob[1] == 12 && memcmp(np, op, sizeof np) == 0 && ctr[0] == 42, "hand-over: %d %d, step %lld",
           ob[0], ob[1], (long long)ctr[0]);
+    // The hand-over and the next gather in one call: the same as the two calls (an inner bar and
+    // one before the span, whose row is NaN)
+    nb[0] = bars[1], nb[1] = (int32_t)f.m.begin - 1, ob[0] = ob[1] = 0;
+    for (int j = 0; j < 16; ++j) op[j] = -1.0f;
+    float out2[2 * 8], want2[2 * 8];
+    int32_t wd2[2] = {0, 0}, ww2[2] = {0, 0};
+    vp_tensor o2t = vp_tensor_2d(out2, VP_F32, VP_MEM_HOST, 2, H), w2t = vp_tensor_2d(want2, VP_F32, VP_MEM_HOST, 2, H);
+    vp_tensor ws2 = vp_tensor_1d(ws, VP_I32, VP_MEM_HOST, 2), wd2t = vp_tensor_1d(wd2, VP_I32, VP_MEM_HOST, 2);
+    vp_tensor ww2t = vp_tensor_1d(ww2, VP_I32, VP_MEM_HOST, 2);
+    CHECK_OK(vp_collect_handover_gather(f.b, &nbt, &npt, &obt, &opt, &ct, &o.c.span_enc, f.m.begin, &o2t, &ws2, &wd2t));
+    CHECK(ob[0] == nb[0] && ob[1] == nb[1] && memcmp(np, op, sizeof np) == 0 && ctr[0] == 43,
+          "hand-over + gather: bars %d %d, step %lld", ob[0], ob[1], (long long)ctr[0]);
+    CHECK_OK(vp_collect_gather(f.b, &o.c.span_enc, f.m.begin, &nbt, &w2t, &ws2, &ww2t));
+    CHECK(memcmp(out2, want2, sizeof out2) == 0, "hand-over + gather: rows differ from the gather's");
+    CHECK(memcmp(wd2, ww2, sizeof wd2) == 0 && wd2[0] == 5 && wd2[1] == 6, "hand-over + gather: window ends %d %d",
+          wd2[0], wd2[1]);
+    CHECK(isnan(out2[H]), "hand-over + gather: a bar before the span gives NaN");
+    CHECK_STATUS(vp_collect_handover_gather(f.b, &nbt, &npt, &obt, &opt, &ct, &o.c.span_enc, f.m.begin, &o7, NULL,
+                                            NULL),
+                 VP_ERR_SHAPE, "out");
+    CHECK(ctr[0] == 43, "a refused hand-over + gather moved the counter (%lld)", (long long)ctr[0]);
     vp_model_acts_free(ref);
     side_free(&o), side_free(&k);
     fixture_free(&f);

@@ -74,25 +74,46 @@ vp_status vp_collect_tick(vp_backend* b, vp_tensor* step) {
     return k->tick(b, (int64_t*)step->data);
 }
 
+/* The checks of a gather of n rows from table into out (wend_src, wend_dst: both or neither);
+ * *d its dimensions. */
+static vp_status check_gather(const char* fn, vp_backend* b, const vp_tensor* table, int64_t begin, int64_t n,
+                              const vp_tensor* out, const vp_tensor* wend_src, const vp_tensor* wend_dst,
+                              vp_collect_gather_dims* d) {
+    VP_TRY(vp_tensor_check(fn, "table", b, table, VP_F32));
+    VP_REQUIRE(table->ndim == 2, VP_ERR_SHAPE, "%s: table has %d dims (2: [rows, width])", fn, table->ndim);
+    *d = (vp_collect_gather_dims){n, table->shape[0], table->shape[1], begin};
+    VP_TRY(vp_tensor_check_rows(fn, "out", b, out, VP_F32, d->n, d->width));
+    VP_REQUIRE((wend_src == NULL) == (wend_dst == NULL), VP_ERR_INVALID_ARG,
+               "%s: window-end source and destination must both be given or both be NULL", fn);
+    if (wend_src) {
+        VP_TRY(vp_tensor_check_numel(fn, "window-end source", b, wend_src, VP_I32, d->n));
+        VP_TRY(vp_tensor_check_numel(fn, "window-end destination", b, wend_dst, VP_I32, d->n));
+    }
+    return VP_OK;
+}
+
+/* The checks of a hand-over of n = numel(next_bar) envs; *n gets it. */
+static vp_status check_handover(const char* fn, vp_backend* b, const vp_tensor* next_bar, const vp_tensor* next_port,
+                                const vp_tensor* bar, const vp_tensor* port, const vp_tensor* step, int64_t* n) {
+    VP_TRY(vp_tensor_check(fn, "next bar", b, next_bar, VP_I32));
+    *n = vp_tensor_numel(next_bar);
+    VP_TRY(vp_tensor_check_numel(fn, "bar", b, bar, VP_I32, *n));
+    VP_TRY(vp_tensor_check_rows(fn, "next portfolio", b, next_port, VP_F32, *n, VP_ENV_PORTFOLIO));
+    VP_TRY(vp_tensor_check_rows(fn, "portfolio", b, port, VP_F32, *n, VP_ENV_PORTFOLIO));
+    return check_counter(fn, b, step);
+}
+
 vp_status vp_collect_gather(vp_backend* b, const vp_tensor* table, int64_t begin, const vp_tensor* bar,
                             vp_tensor* out, const vp_tensor* wend_src, vp_tensor* wend_dst) {
     static const char* fn = "vp_collect_gather";
     const vp_collect_kernels* k = NULL;
     VP_TRY(kernels_for(fn, b, &k));
-    VP_TRY(vp_tensor_check(fn, "table", b, table, VP_F32));
-    VP_REQUIRE(table->ndim == 2, VP_ERR_SHAPE, "%s: table has %d dims (2: [rows, width])", fn, table->ndim);
-    vp_collect_gather_dims d = {0, table->shape[0], table->shape[1], begin};
     VP_TRY(vp_tensor_check(fn, "bar", b, bar, VP_I32));
-    d.n = vp_tensor_numel(bar);
-    VP_TRY(vp_tensor_check_rows(fn, "out", b, out, VP_F32, d.n, d.width));
-    VP_REQUIRE((wend_src == NULL) == (wend_dst == NULL), VP_ERR_INVALID_ARG,
-               "%s: window-end source and destination must both be given or both be NULL", fn);
-    if (wend_src) {
-        VP_TRY(vp_tensor_check_numel(fn, "window-end source", b, wend_src, VP_I32, d.n));
-        VP_TRY(vp_tensor_check_numel(fn, "window-end destination", b, wend_dst, VP_I32, d.n));
-    }
+    vp_collect_gather_dims d;
+    VP_TRY(check_gather(fn, b, table, begin, vp_tensor_numel(bar), out, wend_src, wend_dst, &d));
     return k->gather(b, &d, (const float*)table->data, (const int32_t*)bar->data, (float*)out->data,
-                     wend_src ? (const int32_t*)wend_src->data : NULL, wend_dst ? (int32_t*)wend_dst->data : NULL);
+                     wend_src ? (const int32_t*)wend_src->data : NULL, wend_dst ? (int32_t*)wend_dst->data : NULL,
+                     NULL);
 }
 
 vp_status vp_collect_handover(vp_backend* b, const vp_tensor* next_bar, const vp_tensor* next_port, vp_tensor* bar,
@@ -100,12 +121,25 @@ vp_status vp_collect_handover(vp_backend* b, const vp_tensor* next_bar, const vp
     static const char* fn = "vp_collect_handover";
     const vp_collect_kernels* k = NULL;
     VP_TRY(kernels_for(fn, b, &k));
-    VP_TRY(vp_tensor_check(fn, "next bar", b, next_bar, VP_I32));
-    const int64_t n = vp_tensor_numel(next_bar);
-    VP_TRY(vp_tensor_check_numel(fn, "bar", b, bar, VP_I32, n));
-    VP_TRY(vp_tensor_check_rows(fn, "next portfolio", b, next_port, VP_F32, n, VP_ENV_PORTFOLIO));
-    VP_TRY(vp_tensor_check_rows(fn, "portfolio", b, port, VP_F32, n, VP_ENV_PORTFOLIO));
-    VP_TRY(check_counter(fn, b, step));
+    int64_t n = 0;
+    VP_TRY(check_handover(fn, b, next_bar, next_port, bar, port, step, &n));
     return k->handover(b, n, (const int32_t*)next_bar->data, (const float*)next_port->data, (int32_t*)bar->data,
                        (float*)port->data, (int64_t*)step->data);
+}
+
+vp_status vp_collect_handover_gather(vp_backend* b, const vp_tensor* next_bar, const vp_tensor* next_port,
+                                     vp_tensor* bar, vp_tensor* port, vp_tensor* step, const vp_tensor* table,
+                                     int64_t begin, vp_tensor* out, const vp_tensor* wend_src, vp_tensor* wend_dst) {
+    static const char* fn = "vp_collect_handover_gather";
+    const vp_collect_kernels* k = NULL;
+    VP_TRY(kernels_for(fn, b, &k));
+    int64_t n = 0;
+    VP_TRY(check_handover(fn, b, next_bar, next_port, bar, port, step, &n));
+    vp_collect_gather_dims d;
+    VP_TRY(check_gather(fn, b, table, begin, n, out, wend_src, wend_dst, &d));
+    const vp_collect_hand h = {(const int32_t*)next_bar->data, (const float*)next_port->data, (int32_t*)bar->data,
+                               (float*)port->data, (int64_t*)step->data};
+    return k->gather(b, &d, (const float*)table->data, NULL, (float*)out->data,
+                     wend_src ? (const int32_t*)wend_src->data : NULL, wend_dst ? (int32_t*)wend_dst->data : NULL,
+                     &h);
 }

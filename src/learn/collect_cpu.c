@@ -18,8 +18,13 @@ vp_status vp_collect_cpu_tick(vp_backend* b, int64_t* step) {
 }
 
 vp_status vp_collect_cpu_gather(vp_backend* b, const vp_collect_gather_dims* d, const float* table,
-                                const int32_t* bar, float* out, const int32_t* wend_src, int32_t* wend_dst) {
-    (void)b;
+                                const int32_t* bar, float* out, const int32_t* wend_src, int32_t* wend_dst,
+                                const vp_collect_hand* hand) {
+    // the hand-over first; the gather then reads the bars it wrote (the same as next_bar)
+    if (hand) {
+        VP_TRY(vp_collect_cpu_handover(b, d->n, hand->next_bar, hand->next_port, hand->bar, hand->port, hand->step));
+        bar = hand->bar;
+    }
     for (int64_t i = 0; i < d->n; ++i) {
         for (int64_t j = 0; j < d->width; ++j) out[i * d->width + j] = vp_collect_gather_elem(d, table, bar[i], j);
         if (wend_src && wend_dst) wend_dst[i] = wend_src[i];

@@ -24,9 +24,16 @@ __global__ void collect_tick_kernel(int64_t* step) {
 }
 
 /* One thread per element of out [n, width]: consecutive threads read consecutive floats of a
- * row; the thread of column 0 also copies its env's window end. */
+ * row; the thread of column 0 also copies its env's window end. With a hand-over (hand.step
+ * non-NULL) the bars are read from hand.next_bar, the row's column threads below
+ * VP_ENV_PORTFOLIO copy its portfolio, the thread of column 0 its bar, and the first thread
+ * advances the counter (nothing here reads what the hand-over writes). */
 __global__ void collect_gather_kernel(vp_collect_gather_dims d, const float* table, const int32_t* bar, float* out,
-                                      const int32_t* wend_src, int32_t* wend_dst) {
+                                      const int32_t* wend_src, int32_t* wend_dst, vp_collect_hand hand) {
+    const int handing = hand.step != NULL;
+    if (handing && blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0 && hand.step[0] < INT64_MAX)
+        hand.step[0] += 1; /* a counter at its end stays there */
+    if (handing) bar = hand.next_bar;
     // threadIdx.y picks a row (grid-stride over rows), threadIdx.x strides its columns: no
     // division per element; four floats at a time where the rows allow it
     const int vec = d.width % 4 == 0 && ((uintptr_t)table | (uintptr_t)out) % 16 == 0;
@@ -42,6 +49,11 @@ __global__ void collect_gather_kernel(vp_collect_gather_dims d, const float* tab
                 out[i * d.width + j] = vp_collect_gather_elem(&d, table, t, j);
         }
         if (threadIdx.x == 0 && wend_src && wend_dst) wend_dst[i] = wend_src[i];
+        if (handing) {
+            if (threadIdx.x < VP_ENV_PORTFOLIO)
+                hand.port[i * VP_ENV_PORTFOLIO + threadIdx.x] = hand.next_port[i * VP_ENV_PORTFOLIO + threadIdx.x];
+            if (threadIdx.x == 0) hand.bar[i] = t;
+        }
     }
 }
 
@@ -82,13 +94,16 @@ extern "C" vp_status vp_collect_cuda_tick(vp_backend* b, int64_t* step) {
 
 extern "C" vp_status vp_collect_cuda_gather(vp_backend* b, const vp_collect_gather_dims* d, const float* table,
                                             const int32_t* bar, float* out, const int32_t* wend_src,
-                                            int32_t* wend_dst) {
-    VP_REQUIRE(b != NULL && d != NULL && table != NULL && bar != NULL && out != NULL, VP_ERR_INVALID_ARG,
-               "vp_collect_cuda_gather: NULL argument");
+                                            int32_t* wend_dst, const vp_collect_hand* hand) {
+    VP_REQUIRE(b != NULL && d != NULL && table != NULL && (bar != NULL || hand != NULL) && out != NULL,
+               VP_ERR_INVALID_ARG, "vp_collect_cuda_gather: NULL argument");
     cudaStream_t st = vp_cuda_stream_of(b);
     VP_REQUIRE(st != NULL, VP_ERR_INVALID_ARG, "vp_collect_cuda_gather: backend %s is not CUDA", vp_backend_name(b));
     const dim3 block(64, 4);
-    collect_gather_kernel<<<vp_cuda_row_grid(d->n, 4), block, 0, st>>>(*d, table, bar, out, wend_src, wend_dst);
+    static_assert(VP_ENV_PORTFOLIO <= 64, "a row's portfolio is copied by its first column threads");
+    const vp_collect_hand none = {NULL, NULL, NULL, NULL, NULL};
+    collect_gather_kernel<<<vp_cuda_row_grid(d->n, 4), block, 0, st>>>(*d, table, bar, out, wend_src, wend_dst,
+                                                                         hand ? *hand : none);
     VP_CUDA_CHECK_LAUNCH("collect_gather_kernel");
     return VP_OK;
 }

@@ -22,10 +22,13 @@ typedef vp_status vp_collect_act_fn(vp_backend* b, const vp_collect_dims* d, con
 typedef vp_status vp_collect_tick_fn(vp_backend* b, int64_t* step /* [1] */);
 
 /* vp_collect_gather: every element of out [n, width] from the table row of its env's bar
- * (vp_collect_gather_elem), and wend_dst[i] = wend_src[i] when both are non-NULL. */
+ * (vp_collect_gather_elem), and wend_dst[i] = wend_src[i] when both are non-NULL. With hand
+ * (vp_collect_handover_gather; bar NULL) the hand-over first, in the same kernel, and the bars
+ * read are hand->next_bar. */
 typedef vp_status vp_collect_gather_fn(vp_backend* b, const vp_collect_gather_dims* d, const float* table,
                                        const int32_t* bar /* [n] */, float* out /* [n, width] */,
-                                       const int32_t* wend_src /* [n] or NULL */, int32_t* wend_dst /* [n] or NULL */);
+                                       const int32_t* wend_src /* [n] or NULL */, int32_t* wend_dst /* [n] or NULL */,
+                                       const vp_collect_hand* hand /* or NULL */);
 
 /* vp_collect_handover: bar = next_bar, port = next_port ([n, VP_ENV_PORTFOLIO]), then
  * step[0] += 1 (as tick). */
@@ -52,6 +55,13 @@ vp_status vp_collect_gather(vp_backend* b, const vp_tensor* table, int64_t begin
  * next_port ([n, P] f32), then the step counter ([2] i32 holding one int64) + 1. */
 vp_status vp_collect_handover(vp_backend* b, const vp_tensor* next_bar, const vp_tensor* next_port, vp_tensor* bar,
                               vp_tensor* port, vp_tensor* step);
+
+/* vp_collect_handover and then vp_collect_gather of the new bars in one kernel: the hand-over of
+ * one head step and the next step's encoding rows and window ends (the same values as the two
+ * calls). */
+vp_status vp_collect_handover_gather(vp_backend* b, const vp_tensor* next_bar, const vp_tensor* next_port,
+                                     vp_tensor* bar, vp_tensor* port, vp_tensor* step, const vp_tensor* table,
+                                     int64_t begin, vp_tensor* out, const vp_tensor* wend_src, vp_tensor* wend_dst);
 
 /* ---- the collector's encode-once path (collect_span.c) ---- */
 

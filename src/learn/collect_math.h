@@ -32,6 +32,16 @@ typedef struct vp_collect_gather_dims {
     int64_t begin; /* bar of table row 0 */
 } vp_collect_gather_dims;
 
+/* A hand-over done by a gather's kernel (vp_collect_handover_gather): bar = next_bar, port =
+ * next_port ([n, VP_ENV_PORTFOLIO]), step[0] + 1; the gather then reads next_bar. */
+typedef struct vp_collect_hand {
+    const int32_t* next_bar; /* [n] */
+    const float* next_port;  /* [n, VP_ENV_PORTFOLIO] */
+    int32_t* bar;            /* [n] */
+    float* port;             /* [n, VP_ENV_PORTFOLIO] */
+    int64_t* step;           /* [1] */
+} vp_collect_hand;
+
 /* Element (i, j) of a gather: table[bar - begin, j], NaN for a bar without a row (never
  * read out of bounds). */
 VP_HD float vp_collect_gather_elem(const vp_collect_gather_dims* d, const float* table, int32_t bar, int64_t j) {

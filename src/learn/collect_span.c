@@ -86,21 +86,52 @@ vp_status vp_collector_encode_span(vp_collector* c) {
     return VP_OK;
 }
 
-vp_status vp_collector_head_step(vp_collector* c) {
-    VP_REQUIRE(c != NULL && c->work != NULL && c->encode_once, VP_ERR_STATE,
-               "vp_collector_head_step: the collector does not encode once (not initialised, or step by step)");
-    vp_env* e = c->env;
-    vp_tensor q, wend = vp_tensor_1d(e->state.window_end, VP_I32, e->storage.mem, c->n_envs);
-    // each env's encoding row at its decision bar and its window end before the step (one
-    // kernel), the decision part with its portfolio, the choice
-    VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, &wend, &c->window_end));
+/* The env's window ends (before its step: an auto-reset changes them), as a tensor. */
+static vp_tensor env_wend(vp_collector* c) {
+    return vp_tensor_1d(c->env->state.window_end, VP_I32, c->env->storage.mem, c->n_envs);
+}
+
+/* A head step after its rows were gathered (c->enc, c->window_end): the decision part with its
+ * portfolio, the choice, the env step and push. */
+static vp_status head_rest(vp_collector* c) {
+    vp_tensor q;
     VP_TRY(vp_policy_score(&c->policy, c->work, &c->enc, &c->portfolio, c->n_envs, &q));
     VP_TRY(vp_collect_act_scaled(c->backend, &c->cfg, &c->policy.layout, &q, &c->step,
                                  c->eps_scale.data ? &c->eps_scale : NULL, &c->actions));
-    // env step and push, then the next observation becomes the current one and the counter
-    // moves on (one kernel)
-    VP_TRY(vp_collector_env_push(c, &c->enc));
+    return vp_collector_env_push(c, &c->enc);
+}
+
+vp_status vp_collector_head_step(vp_collector* c) {
+    VP_REQUIRE(c != NULL && c->work != NULL && c->encode_once, VP_ERR_STATE,
+               "vp_collector_head_step: the collector does not encode once (not initialised, or step by step)");
+    vp_tensor wend = env_wend(c);
+    // each env's encoding row at its decision bar and its window end before the step (one
+    // kernel), the rest of the step
+    VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, &wend, &c->window_end));
+    VP_TRY(head_rest(c));
+    // the next observation becomes the current one and the counter moves on (one kernel)
     return vp_collect_handover(c->backend, &c->next_bar, &c->next_portfolio, &c->obs_bar, &c->portfolio, &c->step);
+}
+
+/* S head steps (vp_collector_head_step each), with each step's hand-over and the next step's
+ * gather in one kernel. */
+static vp_status head_steps(vp_collector* c, int64_t S) {
+    vp_tensor wend = env_wend(c);
+    VP_TRY(vp_collect_gather(c->backend, &c->span_enc, c->span_begin, &c->obs_bar, &c->enc, &wend, &c->window_end));
+    for (int64_t k = 0; k < S; ++k) {
+        // the parameters stay as they are over the S steps: what the first score derives from
+        // them is kept for the others (vp_policy_hold_params)
+        if (k == 1) VP_TRY(vp_policy_hold_params(&c->policy, c->work, 1));
+        VP_TRY(head_rest(c));
+        if (k + 1 < S)
+            VP_TRY(vp_collect_handover_gather(c->backend, &c->next_bar, &c->next_portfolio, &c->obs_bar, &c->portfolio,
+                                              &c->step, &c->span_enc, c->span_begin, &c->enc, &wend,
+                                              &c->window_end));
+        else
+            VP_TRY(vp_collect_handover(c->backend, &c->next_bar, &c->next_portfolio, &c->obs_bar, &c->portfolio,
+                                       &c->step));
+    }
+    return VP_OK;
 }
 
 vp_status vp_collector_collect(vp_collector* c) {
@@ -112,13 +143,8 @@ vp_status vp_collector_collect(vp_collector* c) {
     }
     if (S < 1) return VP_OK;
     VP_TRY(vp_collector_encode_span(c));
-    // the parameters stay as they are over the S head steps: what the first step's score derives
-    // from them is kept for the others (vp_policy_hold_params), and let go on every way out
-    vp_status s = VP_OK;
-    for (int64_t k = 0; k < S && s == VP_OK; ++k) {
-        if (k == 1) s = vp_policy_hold_params(&c->policy, c->work, 1);
-        if (s == VP_OK) s = vp_collector_head_step(c);
-    }
+    // the parameters' hold let go on every way out
+    const vp_status s = head_steps(c, S);
     const vp_status r = vp_policy_hold_params(&c->policy, c->work, 0);
     return s != VP_OK ? s : r;
 }
