@@ -84,9 +84,9 @@ static void test_kernels_bitwise(void) {
     twin_check_bits("collect_handover", "portfolios", &op);
     twin_check_bits("collect_handover", "step counter", &st);
     // the hand-over and the next gather in one kernel (bars 3 i from the hand-over's next bars)
-    twin_poison(&out), twin_poison(&wd);
-    for (int i = 0; i < N; ++i) nh[i] = 100 + (i * 104729) % (R + 6) - 3;
-    twin_push(&nb);
+    twin_poison(&out);
+    for (int i = 0; i < N; ++i) nh[i] = 100 + (i * 104729) % (R + 6) - 3, wh[i] = 7000 - i;
+    twin_push(&nb), twin_push(&ws);
     CHECK_OK(vp_collect_handover_gather(g_cpu, &nb.h, &np.h, &ob.h, &op.h, &st.h, &tab.h, 103, &out.h, &ws.h, &wd.h));
     CHECK_OK(vp_collect_handover_gather(g_gpu, &nb.d, &np.d, &ob.d, &op.d, &st.d, &tab.d, 103, &out.d, &ws.d, &wd.d));
     twin_check_bits("collect_handover_gather", "rows, NaN outside", &out);
