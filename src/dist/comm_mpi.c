@@ -27,11 +27,7 @@ static void finalize_at_exit(void) {
     if (!done) MPI_Finalize();
 }
 
-vp_status vp_comm_mpi_init(vp_comm_mpi** out, const vp_dist* d) {
-    const char* fn = "vp_comm_init";
-    VP_REQUIRE(d->source == VP_DIST_OMPI || d->source == VP_DIST_PMI, VP_ERR_UNSUPPORTED,
-               "%s: %d ranks on the CPU backend talk through MPI and run under mpirun; these ranks come from %s's "
-               "variables", fn, d->size, vp_dist_source_name(d->source));
+vp_status vp_mpi_join(const char* fn, const vp_dist* d) {
     int inited = 0, rank = -1, size = 0;
     MPI_Initialized(&inited);
     if (!inited) {
@@ -43,12 +39,21 @@ vp_status vp_comm_mpi_init(vp_comm_mpi** out, const vp_dist* d) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     VP_REQUIRE(rank == d->rank && size == d->size, VP_ERR_STATE,
-               "%s: MPI says rank %d of %d, the environment (%s) rank %d of %d: the CPU backend's ranks run under "
-               "mpirun", fn, rank, size, vp_dist_source_name(d->source), d->rank, d->size);
+               "%s: MPI says rank %d of %d, the environment (%s) rank %d of %d: ranks that talk through MPI run "
+               "under mpirun", fn, rank, size, vp_dist_source_name(d->source), d->rank, d->size);
+    return VP_OK;
+}
+
+vp_status vp_comm_mpi_init(vp_comm_mpi** out, const vp_dist* d) {
+    const char* fn = "vp_comm_init";
+    VP_REQUIRE(d->source == VP_DIST_OMPI || d->source == VP_DIST_PMI, VP_ERR_UNSUPPORTED,
+               "%s: %d ranks on the CPU backend talk through MPI and run under mpirun; these ranks come from %s's "
+               "variables", fn, d->size, vp_dist_source_name(d->source));
+    VP_TRY(vp_mpi_join(fn, d));
     vp_comm_mpi* m = (vp_comm_mpi*)calloc(1, sizeof *m);
     VP_REQUIRE(m != NULL, VP_ERR_OOM, "%s: out of host memory", fn);
-    m->rank = rank;
-    m->size = size;
+    m->rank = d->rank;
+    m->size = d->size;
     *out = m;
     return VP_OK;
 }

@@ -26,7 +26,6 @@
 struct vp_comm_nccl {
     ncclComm_t comm; /* the NCCL communicator of this rank */
     int32_t* flag;   /* [1] device memory: vp_comm_nccl_max's value */
-    int mpi_owned;   /* 1: this communicator initialised MPI and finalises it */
 };
 
 /* The rendezvous record: a tag, the run's size (a reader of another run's file refuses it)
@@ -62,22 +61,10 @@ static vp_status id_by_file(const vp_dist* d, ncclUniqueId* id, double timeout_s
 }
 
 #ifdef VP_MPI
-/* Rank 0's id to every rank through MPI_Bcast (MPI initialised here when nobody has). */
-static vp_status id_by_mpi(const vp_dist* d, ncclUniqueId* id, int* owned) {
+/* Rank 0's id to every rank through MPI_Bcast (vp_mpi_join first). */
+static vp_status id_by_mpi(const vp_dist* d, ncclUniqueId* id) {
     const char* fn = "vp_comm_init";
-    int inited = 0, rank = -1, size = 0;
-    MPI_Initialized(&inited);
-    if (!inited) {
-        int provided = 0;
-        VP_REQUIRE(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS, VP_ERR_STATE,
-                   "%s: MPI_Init_thread failed", fn);
-        *owned = 1;
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    VP_REQUIRE(rank == d->rank && size == d->size, VP_ERR_STATE,
-               "%s: MPI says rank %d of %d, the environment (%s) rank %d of %d", fn, rank, size,
-               vp_dist_source_name(d->source), d->rank, d->size);
+    VP_TRY(vp_mpi_join(fn, d));
     VP_REQUIRE(MPI_Bcast(id, (int)sizeof *id, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS, VP_ERR_STATE,
                "%s: MPI_Bcast of the NCCL id failed", fn);
     return VP_OK;
@@ -85,13 +72,11 @@ static vp_status id_by_mpi(const vp_dist* d, ncclUniqueId* id, int* owned) {
 #endif
 
 /* The id: rank 0 makes it, the others receive it (nobody else for one rank). */
-static vp_status exchange_id(const vp_dist* d, ncclUniqueId* id, double timeout_s, int* mpi_owned) {
+static vp_status exchange_id(const vp_dist* d, ncclUniqueId* id, double timeout_s) {
     if (d->rank == 0) VP_NCCL_CHECK(ncclGetUniqueId(id));
     if (d->size == 1) return VP_OK;
 #ifdef VP_MPI
-    if (d->source == VP_DIST_OMPI || d->source == VP_DIST_PMI) return id_by_mpi(d, id, mpi_owned);
-#else
-    (void)mpi_owned;
+    if (d->source == VP_DIST_OMPI || d->source == VP_DIST_PMI) return id_by_mpi(d, id);
 #endif
     return id_by_file(d, id, timeout_s);
 }
@@ -102,7 +87,7 @@ vp_status vp_comm_nccl_init(vp_comm_nccl** out, const vp_dist* d, vp_backend* b,
     VP_REQUIRE(n != NULL, VP_ERR_OOM, "vp_comm_init: out of host memory");
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
-    vp_status s = exchange_id(d, &id, timeout_s, &n->mpi_owned);
+    vp_status s = exchange_id(d, &id, timeout_s);
     if (s == VP_OK) {
         ncclResult_t r = ncclCommInitRank(&n->comm, d->size, id, d->rank);
         if (r != ncclSuccess)
@@ -121,9 +106,6 @@ void vp_comm_nccl_free(vp_comm_nccl* n) {
     if (!n) return;
     if (n->comm) ncclCommDestroy(n->comm);
     if (n->flag) cudaFree(n->flag);
-#ifdef VP_MPI
-    if (n->mpi_owned) MPI_Finalize();
-#endif
     free(n);
 }
 

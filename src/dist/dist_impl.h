@@ -39,11 +39,15 @@ vp_status vp_comm_nccl_broadcast(vp_comm_nccl* n, float* x, size_t count, int ro
 #endif
 
 #ifdef VP_MPI
+/* Joins MPI as rank d->rank of d->size: MPI initialised when nobody has (then finalised at
+ * exit, once: MPI may be initialised once per process), then MPI's rank and size checked
+ * against the environment's (VP_ERR_STATE naming both; fn names the caller). */
+vp_status vp_mpi_join(const char* fn, const vp_dist* d);
+
 /* The MPI state of a CPU communicator (comm_mpi.c). */
 typedef struct vp_comm_mpi vp_comm_mpi;
 
-/* MPI for rank d->rank of d->size (initialised here when nobody has, finalised at exit),
- * after checking that MPI's rank and size are the environment's. */
+/* MPI for rank d->rank of d->size (vp_mpi_join). */
 vp_status vp_comm_mpi_init(vp_comm_mpi** out, const vp_dist* d);
 
 /* Releases the MPI state (NULL is a no-op; MPI itself stays up until exit). */
