@@ -137,42 +137,20 @@ static vp_status run(const char* dir, vp_comm* comm, vp_train_result* r) {
     return vp_train_run(&cfg, g_gpu, &o, r);
 }
 
-static void test_train_with_and_without(void) {
-    char d1[512], d2[512];
-    vpt_tmp_dir(d1, sizeof d1, "dist_plain");
-    vpt_tmp_dir(d2, sizeof d2, "dist_comm");
+/* The GPU test config trained into two run folders, plainly and through a one-rank
+ * communicator made from opts (NULL: the defaults): the same metrics.jsonl and checkpoints, bit
+ * for bit. `how` names the second run in the messages, `row` and `what` the table's row. */
+static void check_same_as_plain(const char* tag, const vp_comm_opts* opts, const char* how, const char* row,
+                                const char* what) {
+    char d1[512], d2[512], t1[64], t2[64];
+    snprintf(t1, sizeof t1, "dist_plain_%s", tag);
+    snprintf(t2, sizeof t2, "dist_comm_%s", tag);
+    vpt_tmp_dir(d1, sizeof d1, t1);
+    vpt_tmp_dir(d2, sizeof d2, t2);
     vpt_rm_run(d1), vpt_rm_run(d2);
     vp_dist one = vp_dist_single();
     vp_comm* c = NULL;
-    CHECK_OK(vp_comm_init(&c, &one, g_gpu, NULL));
-    vp_train_result r1, r2;
-    CHECK_OK(run(d1, NULL, &r1));
-    CHECK_OK(run(d2, c, &r2));
-    char* a = vpt_metrics_lines(d1, "train|eval|checkpoint");
-    char* b = vpt_metrics_lines(d2, "train|eval|checkpoint");
-    const int same_metrics = a && b && vpt_count_lines(a) > 2 && strcmp(a, b) == 0;
-    CHECK(same_metrics, "metrics.jsonl with the one-rank communicator differs from the plain run");
-    const int same_ck = vpt_same_file(d1, d2, "last.safetensors") && vpt_same_file(d1, d2, "best.safetensors");
-    CHECK(same_ck, "checkpoints with the one-rank communicator differ from the plain run's");
-    printf("%-24s %-40s %11s %9s  %s\n", "train 1 rank", "with vs without the communicator", "bitwise", "0",
-           same_metrics && same_ck ? "ok" : "FAIL");
-    free(a), free(b);
-    vp_comm_free(c);
-    vpt_rm_run(d1), vpt_rm_run(d2);
-}
-
-#ifdef VP_NCCL
-/* The whole training loop with a forced one-rank NCCL communicator equals the plain run. */
-static void test_train_nccl_one_rank(void) {
-    char d1[512], d2[512];
-    vpt_tmp_dir(d1, sizeof d1, "dist_plain1");
-    vpt_tmp_dir(d2, sizeof d2, "dist_nccl1");
-    vpt_rm_run(d1), vpt_rm_run(d2);
-    vp_dist one = vp_dist_single();
-    vp_comm_opts o = vp_comm_opts_default();
-    o.force_nccl = 1;
-    vp_comm* c = NULL;
-    CHECK_OK(vp_comm_init(&c, &one, g_gpu, &o));
+    CHECK_OK(vp_comm_init(&c, &one, g_gpu, opts));
     if (!c) return;
     vp_train_result r1, r2;
     CHECK_OK(run(d1, NULL, &r1));
@@ -180,14 +158,27 @@ static void test_train_nccl_one_rank(void) {
     char* a = vpt_metrics_lines(d1, "train|eval|checkpoint");
     char* b = vpt_metrics_lines(d2, "train|eval|checkpoint");
     const int same_metrics = a && b && vpt_count_lines(a) > 2 && strcmp(a, b) == 0;
-    CHECK(same_metrics, "metrics.jsonl through the loop with NCCL at one rank differs from the plain run");
+    CHECK(same_metrics, "metrics.jsonl %s differs from the plain run", how);
     const int same_ck = vpt_same_file(d1, d2, "last.safetensors") && vpt_same_file(d1, d2, "best.safetensors");
-    CHECK(same_ck, "checkpoints through the loop with NCCL at one rank differ from the plain run's");
-    printf("%-24s %-40s %11s %9s  %s\n", "train 1 rank nccl", "whole loop vs the plain run", "bitwise", "0",
-           same_metrics && same_ck ? "ok" : "FAIL");
+    CHECK(same_ck, "checkpoints %s differ from the plain run's", how);
+    printf("%-24s %-40s %11s %9s  %s\n", row, what, "bitwise", "0", same_metrics && same_ck ? "ok" : "FAIL");
     free(a), free(b);
     vp_comm_free(c);
     vpt_rm_run(d1), vpt_rm_run(d2);
+}
+
+static void test_train_with_and_without(void) {
+    check_same_as_plain("one", NULL, "with the one-rank communicator", "train 1 rank",
+                        "with vs without the communicator");
+}
+
+#ifdef VP_NCCL
+/* The whole training loop with a forced one-rank NCCL communicator equals the plain run. */
+static void test_train_nccl_one_rank(void) {
+    vp_comm_opts o = vp_comm_opts_default();
+    o.force_nccl = 1;
+    check_same_as_plain("nccl", &o, "through the loop with NCCL at one rank", "train 1 rank nccl",
+                        "whole loop vs the plain run");
 }
 #endif
 
