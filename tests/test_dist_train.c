@@ -7,17 +7,6 @@
 #include "test_train_util.h"
 #include "vp_test.h"
 
-/* The test config (with `over`) on the CPU into dir, communicator comm (NULL: none). */
-static vp_status run(vp_backend* b, const char* dir, vp_comm* comm, int n_over, const char* const* over,
-                     vp_train_result* r) {
-    vp_config cfg;
-    if (!vpt_train_cfg(&cfg, n_over, over)) return VP_ERR_STATE;
-    vp_train_opts o = vp_train_opts_default();
-    o.run_dir = dir;
-    o.mode = VP_RUN_CREATE;
-    o.comm = comm;
-    return vp_train_run(&cfg, b, &o, r);
-}
 
 static void test_one_rank_same_run(void) {
     vp_backend* b = NULL;
@@ -32,8 +21,8 @@ static void test_one_rank_same_run(void) {
     CHECK_OK(vp_comm_init(&c, &one, b, NULL));
     const char* over[] = {"train.iterations=20"};
     vp_train_result r1, r2;
-    CHECK_OK(run(b, d1, NULL, 1, over, &r1));
-    CHECK_OK(run(b, d2, c, 1, over, &r2));
+    CHECK_OK(vpt_train_comm(b, d1, NULL, 1, over, &r1));
+    CHECK_OK(vpt_train_comm(b, d2, c, 1, over, &r2));
     char* a = vpt_metrics_lines(d1, "train|eval|checkpoint");
     char* e = vpt_metrics_lines(d2, "train|eval|checkpoint");
     CHECK(a && e && vpt_count_lines(a) >= 6 && strcmp(a, e) == 0,
@@ -59,7 +48,8 @@ static void test_other_algorithm_refused(void) {
     CHECK_OK(vp_comm_init(&c, &one, b, NULL));
     const char* over[] = {"train.algo=ppo", "ppo.rollout_steps=8", "ppo.minibatches=1", "env.n_envs=8"};
     vp_train_result r;
-    CHECK_STATUS(run(b, d, c, 4, over, &r), VP_ERR_UNSUPPORTED, "train.algo ppo has no data-parallel learner");
+    CHECK_STATUS(vpt_train_comm(b, d, c, 4, over, &r), VP_ERR_UNSUPPORTED,
+                 "train.algo ppo has no data-parallel learner");
     struct stat st;
     CHECK(stat(d, &st) != 0, "the refused run made %s", d);
     vp_comm_free(c);

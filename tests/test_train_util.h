@@ -162,4 +162,17 @@ static inline vp_status vpt_train_run(const char* dir, vp_run_mode mode, int64_t
     return s;
 }
 
+/* Trains the test config (plus n overrides) on backend b into a new run folder dir, through
+ * communicator comm (NULL: none). */
+static inline vp_status vpt_train_comm(vp_backend* b, const char* dir, vp_comm* comm, int n, const char* const* over,
+                                       vp_train_result* r) {
+    vp_config cfg;
+    if (!vpt_train_cfg(&cfg, n, over)) return VP_ERR_STATE;
+    vp_train_opts o = vp_train_opts_default();
+    o.run_dir = dir;
+    o.mode = VP_RUN_CREATE;
+    o.comm = comm;
+    return vp_train_run(&cfg, b, &o, r);
+}
+
 #endif /* VP_TEST_TRAIN_UTIL_H */

@@ -127,14 +127,8 @@ static void test_nccl_one_rank_in_graph(void) {
 
 /* The GPU test config into dir, with communicator comm (NULL: none). */
 static vp_status run(const char* dir, vp_comm* comm, vp_train_result* r) {
-    vp_config cfg;
     const char* over[] = {"run.backend=cuda"};
-    if (!vpt_train_cfg(&cfg, 1, over)) return VP_ERR_STATE;
-    vp_train_opts o = vp_train_opts_default();
-    o.run_dir = dir;
-    o.mode = VP_RUN_CREATE;
-    o.comm = comm;
-    return vp_train_run(&cfg, g_gpu, &o, r);
+    return vpt_train_comm(g_gpu, dir, comm, 1, over, r);
 }
 
 /* The GPU test config trained into two run folders, plainly and through a one-rank
