@@ -29,14 +29,7 @@ static float* make_features(int64_t T, int F, uint32_t seed) {
 
 /* A small network of encoder `enc` (K 4, H 8) with the input modules vsn, sn, kan. */
 static vp_model_cfg small_cfg(vp_model_encoder enc, int vsn, int sn, int kan) {
-    vp_model_cfg c = tmu_cfg((tmu_dims){.F = 5, .K = 4, .H = 8, .head_dim = 4, .N = 2, .conv = 3, .head_hidden = 6,
-                                        .Z = 5, .n_cos = 4});
-    c.encoder = enc;
-    c.tlob_blocks = 2, c.tlob_heads = 2, c.tlob_feature_heads = 1, c.tlob_mlp = 2;
-    c.vsn = vsn, c.vsn_hidden = 3;
-    c.spectral_norm = sn;
-    c.kan = kan;
-    return c;
+    return tmu_span_cfg(enc, 8, vsn, sn, kan);
 }
 
 /* vp_model_encode_span of `n` windows from `begin` in chunks of `chunk` against vp_model_encode

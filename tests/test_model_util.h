@@ -44,6 +44,19 @@ static inline vp_model_cfg tmu_cfg(tmu_dims d) {
     return c;
 }
 
+/* A small network of encoder `enc` (K 4, hidden H) with the input modules vsn, sn, kan: the span
+ * tests' shapes (TLOB of two blocks, VSN hidden 3). */
+static inline vp_model_cfg tmu_span_cfg(vp_model_encoder enc, int H, int vsn, int sn, int kan) {
+    vp_model_cfg c = tmu_cfg((tmu_dims){.F = 5, .K = 4, .H = H, .head_dim = 4, .N = 2, .conv = 3, .head_hidden = 6,
+                                        .Z = 5, .n_cos = 4});
+    c.encoder = enc;
+    c.tlob_blocks = 2, c.tlob_heads = 2, c.tlob_feature_heads = 1, c.tlob_mlp = 2;
+    c.vsn = vsn, c.vsn_hidden = 3;
+    c.spectral_norm = sn;
+    c.kan = kan;
+    return c;
+}
+
 /* Compares an analytic gradient an_f [n] (float) with its finite differences fd [n],
  * norm-wise, and fails when fd is all but zero; prints the error. */
 static inline void tmu_check_grad(const char* what, const float* an_f, const double* fd, int64_t n) {
