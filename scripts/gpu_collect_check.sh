@@ -14,13 +14,7 @@ for r in a b; do
   "$v" train examples/eurusd_gpu.yaml train.collect_steps=64 train.iterations="$iters" run.backend=cuda \
     --out "$work/s64_$r" --force
 done
-grep -v '"event":"timing"' "$work/s64_a/metrics.jsonl" > "$work/a.jsonl"
-grep -v '"event":"timing"' "$work/s64_b/metrics.jsonl" > "$work/b.jsonl"
-if cmp -s "$work/a.jsonl" "$work/b.jsonl"; then
-  echo "determinism at S = 64: two GPU runs give identical metrics.jsonl ($(wc -l < "$work/a.jsonl") lines)"
-else
-  echo "determinism at S = 64: the two GPU runs differ:"; diff "$work/a.jsonl" "$work/b.jsonl" | head -20; exit 1
-fi
+bash scripts/same_metrics.sh "$work/s64_a" "$work/s64_b" "determinism at S = 64"
 cp "$work/s64_a/summary.json" "$keep/eurusd_gpu_s64_summary.json"
 for s in 1 64; do
   for seed in 1 2 3; do

@@ -13,13 +13,7 @@ v=$build/vulpes
 for r in a b; do
   "$v" train examples/eurusd_gpu.yaml train.iterations="$iters" --out "$work/train_$r" --force
 done
-grep -v '"event":"timing"' "$work/train_a/metrics.jsonl" > "$work/a.jsonl"
-grep -v '"event":"timing"' "$work/train_b/metrics.jsonl" > "$work/b.jsonl"
-if cmp -s "$work/a.jsonl" "$work/b.jsonl"; then
-  echo "determinism: two GPU runs give identical metrics.jsonl ($(wc -l < "$work/a.jsonl") lines)"
-else
-  echo "determinism: the two GPU runs differ:"; diff "$work/a.jsonl" "$work/b.jsonl" | head -20; exit 1
-fi
+bash scripts/same_metrics.sh "$work/train_a" "$work/train_b" "determinism"
 cat "$work/train_a/summary.json"; echo
 "$v" backtest --checkpoint "$work/train_a/best.safetensors" --data examples/data/eurusd_1h_2017.csv \
   --from 2017-10-19 --out "$work/backtest" --force
