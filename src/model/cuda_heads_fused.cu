@@ -12,13 +12,74 @@
 
 /* ---- kernels ------------------------------------------------------------------------------ */
 
+/* The largest branch count of a branch map (model/mops.h: vp_branch_map.size). */
+#define C51_HEAD_MAX_BRANCHES 8
+
+/* The combine of one (sample, branch) in one warp (c51_head_kernel): NA > 0 its size known when
+ * compiled (the advantages held in registers, the actions unrolled), NA = 0 any size na. x: the
+ * branch's first advantage row, o: its first log-probability row (NULL: not written), qb: its
+ * first Q. */
+template <int NA>
+__device__ __forceinline__ void c51_branch(const float* __restrict__ x, float v0, float v1, int na, int Z, int lane,
+                                           float v_min, float dz, float* o, float* qb) {
+    const int z0 = lane, z1 = lane + 32;
+    const int h0 = z0 < Z, h1 = z1 < Z;
+    constexpr int R = NA > 0 ? NA : 1; // registers held per lane and slot
+    float x0[R], x1[R];
+    if (NA > 0) {
+        na = NA;
+#pragma unroll
+        for (int a = 0; a < R; ++a) {
+            x0[a] = h0 ? x[a * Z + z0] : 0.0f;
+            x1[a] = h1 ? x[a * Z + z1] : 0.0f;
+        }
+    }
+    float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+    for (int a = 0; a < (NA > 0 ? NA : na); ++a) {
+        if (h0) s0 += NA > 0 ? x0[a] : x[a * Z + z0];
+        if (h1) s1 += NA > 0 ? x1[a] : x[a * Z + z1];
+    }
+    const float mean0 = s0 / (float)na, mean1 = s1 / (float)na;
+    const float base0 = v0 - mean0, base1 = v1 - mean1;
+#pragma unroll
+    for (int a = 0; a < (NA > 0 ? NA : na); ++a) {
+        const float xa0 = NA > 0 ? x0[a] : (h0 ? x[a * Z + z0] : 0.0f);
+        const float xa1 = NA > 0 ? x1[a] : (h1 ? x[a * Z + z1] : 0.0f);
+        const float l0 = h0 ? xa0 + base0 : 0.0f;
+        const float l1 = h1 ? xa1 + base1 : 0.0f;
+        float mx = -INFINITY;
+        if (h0) mx = vp_nan_max(mx, l0);
+        if (h1) mx = vp_nan_max(mx, l1);
+        mx = vp_warp_max(mx);
+        float s = 0.0f;
+        if (h0) s += expf(l0 - mx);
+        if (h1) s += expf(l1 - mx);
+        s = vp_warp_sum(s);
+        const float ls = logf(s);
+        const float p0 = l0 - mx - ls, p1 = l1 - mx - ls;
+        float acc = 0.0f;
+        if (h0) {
+            if (o) o[a * Z + z0] = p0;
+            acc += (v_min + (float)z0 * dz) * expf(p0);
+        }
+        if (h1) {
+            if (o) o[a * Z + z1] = p1;
+            acc += (v_min + (float)z1 * dz) * expf(p1);
+        }
+        acc = vp_warp_sum(acc);
+        if (lane == 0) qb[a] = acc;
+    }
+}
+
 /* One warp per (sample b, branch k): lane t holds atoms t and t + 32 (where < Z). The branch's
  * mean advantage per atom (dueling_kernel's sum in action order, then its division); per
  * action, the logit x + (v - mean), its log-softmax over atoms (softmax_kernel<32, 1>: lane
  * maxima and sums in atom order, then the warp's butterfly) and its expected value
  * (c51_q_kernel's lane sums and butterfly). Every expression is the unfused kernels' own, in
- * their order; the branches of a sample run in separate warps (more warps in flight). logp NULL:
- * Q alone (the log-probabilities are not written). */
+ * their order; the branches of a sample run in separate warps (more warps in flight). Branches
+ * of 2, 3 and 4 actions (the default heads') take c51_branch's unrolled forms. logp NULL: Q
+ * alone (the log-probabilities are not written). */
 __global__ void c51_head_kernel(const float* __restrict__ v, int64_t ldv, const float* __restrict__ adv,
                                 int64_t ldadv, float* logp, float* q, int64_t B, int Z, vp_branch_map br, int A,
                                 float v_min, float dz) {
@@ -29,43 +90,21 @@ __global__ void c51_head_kernel(const float* __restrict__ v, int64_t ldv, const 
     for (int64_t w = (int64_t)blockIdx.x * wpb + threadIdx.x / 32; w < tasks; w += (int64_t)gridDim.x * wpb) {
         const int64_t b = w / br.n;
         const int k = (int)(w - b * br.n);
-        int a0 = 0;
-        for (int j = 0; j < k; ++j) a0 += br.size[j];
-        const float* x = adv + b * ldadv;
-        float* o = logp ? logp + b * A * Z : NULL;
+        // the branch's first action and size (constant indices: the map stays in parameters)
+        int a0 = 0, na = 0;
+#pragma unroll
+        for (int j = 0; j < C51_HEAD_MAX_BRANCHES; ++j) {
+            if (j < k) a0 += br.size[j];
+            if (j == k) na = br.size[j];
+        }
+        const float* x = adv + b * ldadv + (int64_t)a0 * Z;
+        float* o = logp ? logp + (b * A + a0) * Z : NULL;
+        float* qb = q + b * A + a0;
         const float v0 = h0 ? v[b * ldv + z0] : 0.0f, v1 = h1 ? v[b * ldv + z1] : 0.0f;
-        float s0 = 0.0f, s1 = 0.0f;
-        for (int a = a0; a < a0 + br.size[k]; ++a) {
-            if (h0) s0 += x[(int64_t)a * Z + z0];
-            if (h1) s1 += x[(int64_t)a * Z + z1];
-        }
-        const float mean0 = s0 / (float)br.size[k], mean1 = s1 / (float)br.size[k];
-        const float base0 = v0 - mean0, base1 = v1 - mean1;
-        for (int a = a0; a < a0 + br.size[k]; ++a) {
-            const float l0 = h0 ? x[(int64_t)a * Z + z0] + base0 : 0.0f;
-            const float l1 = h1 ? x[(int64_t)a * Z + z1] + base1 : 0.0f;
-            float mx = -INFINITY;
-            if (h0) mx = vp_nan_max(mx, l0);
-            if (h1) mx = vp_nan_max(mx, l1);
-            mx = vp_warp_max(mx);
-            float s = 0.0f;
-            if (h0) s += expf(l0 - mx);
-            if (h1) s += expf(l1 - mx);
-            s = vp_warp_sum(s);
-            const float ls = logf(s);
-            const float p0 = l0 - mx - ls, p1 = l1 - mx - ls;
-            float acc = 0.0f;
-            if (h0) {
-                if (o) o[(int64_t)a * Z + z0] = p0;
-                acc += (v_min + (float)z0 * dz) * expf(p0);
-            }
-            if (h1) {
-                if (o) o[(int64_t)a * Z + z1] = p1;
-                acc += (v_min + (float)z1 * dz) * expf(p1);
-            }
-            acc = vp_warp_sum(acc);
-            if (lane == 0) q[b * A + a] = acc;
-        }
+        if (na == 3) c51_branch<3>(x, v0, v1, na, Z, lane, v_min, dz, o, qb);
+        else if (na == 4) c51_branch<4>(x, v0, v1, na, Z, lane, v_min, dz, o, qb);
+        else if (na == 2) c51_branch<2>(x, v0, v1, na, Z, lane, v_min, dz, o, qb);
+        else c51_branch<0>(x, v0, v1, na, Z, lane, v_min, dz, o, qb);
     }
 }
 
@@ -126,7 +165,8 @@ __global__ void port_add_kernel(const float* e, const float* __restrict__ p, con
 extern "C" vp_status vp_cuda_c51_head(vp_backend* be, int64_t B, int Z, const vp_branch_map* br, float v_min,
                                       float v_max, const float* v, int64_t ldv, const float* adv, int64_t ldadv,
                                       float* logp, float* q) {
-    VP_REQUIRE(br && br->n >= 1 && br->n <= 8 && v && adv && q && B >= 1 && Z >= 2 && (logp || Z <= C51_HEAD_MAX_Z),
+    VP_REQUIRE(br && br->n >= 1 && br->n <= C51_HEAD_MAX_BRANCHES && v && adv && q && B >= 1 && Z >= 2 &&
+                   (logp || Z <= C51_HEAD_MAX_Z),
                VP_ERR_INVALID_ARG, "cuda c51_head: bad arguments");
     int A = 0;
     for (int i = 0; i < br->n; ++i) A += br->size[i];
@@ -164,8 +204,10 @@ extern "C" vp_status vp_cuda_port_add(vp_backend* be, int64_t B, int H, int P, c
                                       const float* W, const float* bias, float* h) {
     VP_REQUIRE(e && p && W && bias && h && B >= 1 && H >= 1 && P >= 1 && P <= PORT_MAX_P, VP_ERR_INVALID_ARG,
                "cuda port_add: bad arguments (P %d: 1 .. %d)", P, PORT_MAX_P);
-    // a thread per column (blocks of up to 256 columns), 16 rows per block at a time
-    const int tx = H < 256 ? H : 256, rows = 16;
+    // a thread per column (blocks of up to 256 columns), up to 16 rows per block at a time: fewer
+    // where the rows would make under 2048 blocks (each block's rows run one after another)
+    const int64_t per = (B + 2047) / 2048;
+    const int tx = H < 256 ? H : 256, rows = per < 16 ? (int)per : 16;
     const int64_t row_blocks = (B + rows - 1) / rows;
     const dim3 grid((unsigned)(row_blocks < 8192 ? row_blocks : 8192), (unsigned)((H + tx - 1) / tx));
     port_add_kernel<<<grid, tx, 0, STREAM(be)>>>(e, p, W, bias, h, B, H, P, rows);

@@ -40,30 +40,37 @@ __global__ void span_conv_kernel(vp_mamba_dims d, int64_t rows, const float* __r
         }
 }
 
-/* conv_at over the window's rows by index: step s is xbcdt row row[s] (channel ch), then SiLU. */
-__device__ __forceinline__ float silu_conv_rows(const float* __restrict__ xbcdt, int64_t L, const int* row,
-                                                const float* __restrict__ w, const float* __restrict__ bias,
-                                                int64_t ch, int t, int cw) {
+/* conv_at over the window's rows: step s is xbcdt row max(base + s, 0) (channel ch), then SiLU. */
+__device__ __forceinline__ float silu_conv_rows_at(const float* __restrict__ xbcdt, int64_t L, int base,
+                                                   const float* __restrict__ w, const float* __restrict__ bias,
+                                                   int64_t ch, int t, int cw) {
     float acc = bias[ch];
     for (int j = 0; j < cw; ++j) {
         const int s = t - (cw - 1) + j;
-        if (s >= 0) acc += w[ch * cw + j] * xbcdt[(int64_t)row[s] * L + ch];
+        if (s >= 0) {
+            const int r = base + s;
+            acc += w[ch * cw + j] * xbcdt[(int64_t)(r > 0 ? r : 0) * L + ch];
+        }
     }
     return acc * sigm(acc);
 }
 
-/* Shared-memory bytes of span_scan_kernel: cb [K], dts [NH][K], w [NH][K], C [N], rows [K]. */
-static inline size_t span_scan_shared(int K, int NH, int N) {
-    return sizeof(float) * (size_t)(K + 2 * NH * K + N) + sizeof(int) * (size_t)K;
+/* Shared-memory bytes of span_scan_kernel: cb [K], dts [NH][K], w [NH][K], C [N], B [K][N], and
+ * with `stage_x` the window's x rows [K][H]. */
+static inline size_t span_scan_shared(int K, int NH, int N, int H, int stage_x) {
+    return sizeof(float) * ((size_t)K + 2 * (size_t)NH * K + N + (size_t)K * N + (stage_x ? (size_t)K * H : 0));
 }
 
 /* vp_group_reduce's group of the whole block (any G but 32). */
 #define SPAN_BLOCK_GROUP 1024
 
-/* A block per window, a thread per head channel (blockDim = H rounded up to 32). GATE 0: out = y;
- * GATE 1: out = yn = RMSNorm(y * silu(z)) * norm_g (the backend's SiLU, product and RMSNorm
- * formulas; the sum of squares in the block's order). */
-template <int GATE>
+/* A block per window, a thread per head channel (blockDim = H rounded up to 32). Every value the
+ * window reads from the tables (B at each step, C at the last, the step sizes and, with
+ * STAGE_X, x at each step; a window's first CW - 1 steps from the conv of its rows) is loaded
+ * first, by all threads at once, into shared memory; then the scan's sums run from there in
+ * scan_forward's order. GATE 0: out = y; GATE 1: out = yn = RMSNorm(y * silu(z)) * norm_g (the
+ * backend's SiLU, product and RMSNorm formulas; the sum of squares in the block's order). */
+template <int GATE, int STAGE_X>
 __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ last, const float* __restrict__ xbcdt,
                                  const float* __restrict__ act, const float* __restrict__ w,
                                  const float* __restrict__ bias, const float* __restrict__ A_log,
@@ -73,29 +80,42 @@ __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ la
     __shared__ float red[32];
     const int K = d.window, H = d.hidden, N = d.state, NH = d.heads, PD = d.head_dim, CW = d.conv;
     const int64_t XB = H + N, CH = XB + N, L = CH + NH, b = blockIdx.x;
-    const int tid = threadIdx.x, P = CW - 1 < K ? CW - 1 : K;
+    const int tid = threadIdx.x, P = CW - 1 < K ? CW - 1 : K, base = last[b] - K + 1;
     float* cb = sh;              // [K]
     float* dts = sh + K;         // [NH][K]
     float* wt = dts + NH * K;    // [NH][K]
     float* cc = wt + NH * K;     // [N]
-    int* row = (int*)(cc + N);   // [K]
-    for (int t = tid; t < K; t += blockDim.x) {
-        const int r = last[b] - K + 1 + t;
-        row[t] = r > 0 ? r : 0;
+    float* bs = cc + N;          // [K][N]
+    float* xs = bs + K * N;      // [K][H] (STAGE_X)
+    // the window's step t is table row max(base + t, 0)
+#define SPAN_ROW(t) ((int64_t)((base + (t)) > 0 ? (base + (t)) : 0))
+    // one round of loads: B [K][N], C [N] at the last step, the step sizes [NH][K]
+    const int nb = K * N, nload = nb + N + NH * K;
+    for (int i = tid; i < nload; i += blockDim.x) {
+        if (i < nb) {
+            const int t = i / N, n = i - t * N;
+            bs[i] = t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, H + n, t, CW) : act[SPAN_ROW(t) * L + H + n];
+        } else if (i < nb + N) {
+            const int n = i - nb;
+            cc[n] = K - 1 < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, XB + n, K - 1, CW)
+                              : act[SPAN_ROW(K - 1) * L + XB + n];
+        } else {
+            const int j = i - nb - N;
+            dts[j] = act[SPAN_ROW(j % K) * L + CH + j / K];
+        }
     }
-    __syncthreads();
-    // C at the last step and the step sizes
-    for (int n = tid; n < N; n += blockDim.x)
-        cc[n] = K - 1 < P ? silu_conv_rows(xbcdt, L, row, w, bias, XB + n, K - 1, CW)
-                          : act[(int64_t)row[K - 1] * L + XB + n];
-    for (int i = tid; i < NH * K; i += blockDim.x) dts[i] = act[(int64_t)row[i % K] * L + CH + i / K];
+    if (STAGE_X)
+#pragma unroll 4
+        for (int i = tid; i < K * H; i += blockDim.x) {
+            const int t = i / H, c = i - t * H;
+            xs[i] = t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, c, t, CW) : act[SPAN_ROW(t) * L + c];
+        }
     __syncthreads();
     // B_t . C
     for (int t = tid; t < K; t += blockDim.x) {
         float acc = 0.0f;
         for (int n = 0; n < N; ++n) {
-            const float bv = t < P ? silu_conv_rows(xbcdt, L, row, w, bias, H + n, t, CW)
-                                   : act[(int64_t)row[t] * L + H + n];
+            const float bv = bs[t * N + n];
             acc += bv * cc[n];
         }
         cb[t] = acc;
@@ -115,16 +135,19 @@ __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ la
     float acc = 0.0f;
     if (tid < H) {
         const int h = tid / PD;
-        const float xK = K - 1 < P ? silu_conv_rows(xbcdt, L, row, w, bias, tid, K - 1, CW)
-                                   : act[(int64_t)row[K - 1] * L + tid];
+        const float xK = STAGE_X ? xs[(K - 1) * H + tid]
+                       : K - 1 < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, tid, K - 1, CW)
+                                   : act[SPAN_ROW(K - 1) * L + tid];
         acc = D[h] * xK;
         for (int t = 0; t < K; ++t) {
-            const float xv = t < P ? silu_conv_rows(xbcdt, L, row, w, bias, tid, t, CW)
-                                   : act[(int64_t)row[t] * L + tid];
+            const float xv = STAGE_X ? xs[t * H + tid]
+                             : t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, tid, t, CW)
+                                     : act[SPAN_ROW(t) * L + tid];
             acc += wt[h * K + t] * xv;
         }
         if (!GATE) out[b * H + tid] = acc;
     }
+#undef SPAN_ROW
     if (!GATE) return;
     // the gate: g = y silu(z), then g / sqrt(mean(g^2) + eps) * norm_g (every thread reduces)
     float gv = 0.0f;
@@ -167,8 +190,27 @@ static vp_status span_launch_check(const char* fn, const vp_mamba_dims* d, const
     VP_REQUIRE(d->batch >= 1 && d->batch <= 0x7fffffff && last && xbcdt && act && w && bias && A_log && D && out,
                VP_ERR_INVALID_ARG, "%s: %lld windows or a NULL pointer", fn, (long long)d->batch);
     VP_REQUIRE(d->hidden <= 1024, VP_ERR_UNSUPPORTED, "%s: hidden %d > 1024 (a block per window)", fn, d->hidden);
-    const size_t shm = span_scan_shared(d->window, d->heads, d->state);
+    const size_t shm = span_scan_shared(d->window, d->heads, d->state, d->hidden, 0);
     VP_REQUIRE(shm <= 48 * 1024, VP_ERR_UNSUPPORTED, "%s: %zu bytes of shared memory > 48 KiB", fn, shm);
+    return VP_OK;
+}
+
+/* Launches span_scan_kernel<GATE>: x staged in shared memory where the window's rows fit in
+ * 48 KiB with the rest, read from the tables at its sum otherwise (the same arithmetic). */
+template <int GATE>
+static vp_status span_launch(vp_backend* be, const vp_mamba_dims* d, const int32_t* last, const float* xbcdt,
+                             const float* act, const float* w, const float* bias, const float* A_log, const float* D,
+                             const float* z, const float* norm_g, float eps, float* out) {
+    const size_t staged = span_scan_shared(d->window, d->heads, d->state, d->hidden, 1);
+    const int threads = (d->hidden + 31) / 32 * 32;
+    if (staged <= 48 * 1024)
+        span_scan_kernel<GATE, 1><<<(unsigned)d->batch, threads, staged, vp_cuda_stream_of(be)>>>(
+            *d, last, xbcdt, act, w, bias, A_log, D, z, norm_g, eps, out);
+    else
+        span_scan_kernel<GATE, 0>
+            <<<(unsigned)d->batch, threads, span_scan_shared(d->window, d->heads, d->state, d->hidden, 0),
+               vp_cuda_stream_of(be)>>>(*d, last, xbcdt, act, w, bias, A_log, D, z, norm_g, eps, out);
+    VP_CUDA_CHECK_LAUNCH(GATE ? "span_scan_kernel<gate>" : "span_scan_kernel");
     return VP_OK;
 }
 
@@ -176,12 +218,7 @@ extern "C" vp_status vp_cuda_span_scan(vp_backend* be, const vp_mamba_dims* d, c
                                        const float* xbcdt, const float* act, const float* w, const float* bias,
                                        const float* A_log, const float* D, float* y) {
     VP_TRY(span_launch_check("cuda span_scan", d, last, xbcdt, act, w, bias, A_log, D, y));
-    const size_t shm = span_scan_shared(d->window, d->heads, d->state);
-    const int threads = (d->hidden + 31) / 32 * 32;
-    span_scan_kernel<0><<<(unsigned)d->batch, threads, shm, vp_cuda_stream_of(be)>>>(*d, last, xbcdt, act, w, bias,
-                                                                                      A_log, D, NULL, NULL, 0.0f, y);
-    VP_CUDA_CHECK_LAUNCH("span_scan_kernel");
-    return VP_OK;
+    return span_launch<0>(be, d, last, xbcdt, act, w, bias, A_log, D, NULL, NULL, 0.0f, y);
 }
 
 extern "C" vp_status vp_cuda_span_mix(vp_backend* be, const vp_mamba_dims* d, const int32_t* last, const float* xbcdt,
@@ -191,10 +228,5 @@ extern "C" vp_status vp_cuda_span_mix(vp_backend* be, const vp_mamba_dims* d, co
     (void)y, (void)sz, (void)g, (void)rstd; /* the CPU's scratch: one pass here */
     VP_TRY(span_launch_check("cuda span_mix", d, last, xbcdt, act, w, bias, A_log, D, yn));
     VP_REQUIRE(z && norm_g, VP_ERR_INVALID_ARG, "cuda span_mix: NULL z or norm_g");
-    const size_t shm = span_scan_shared(d->window, d->heads, d->state);
-    const int threads = (d->hidden + 31) / 32 * 32;
-    span_scan_kernel<1><<<(unsigned)d->batch, threads, shm, vp_cuda_stream_of(be)>>>(*d, last, xbcdt, act, w, bias,
-                                                                                      A_log, D, z, norm_g, eps, yn);
-    VP_CUDA_CHECK_LAUNCH("span_scan_kernel<gate>");
-    return VP_OK;
+    return span_launch<1>(be, d, last, xbcdt, act, w, bias, A_log, D, z, norm_g, eps, yn);
 }

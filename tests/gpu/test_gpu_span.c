@@ -9,7 +9,8 @@
  *   encoded alone within 1e-5 (FP32); the span encoding captured as a graph gives the same bits
  *   as run directly and its 5 launches copy, allocate and synchronise nothing.
  * - the span kernels (mops.h span_conv, span_scan) alone on the default Mamba2 shape and at the
- *   conv's edges (K < CW, K = CW, CW 1, K 1), windows at every bar of the table (the first clamp
+ *   conv's edges (K < CW, K = CW, CW 1, K 1) and with a window's x rows too large to stage in
+ *   shared memory, windows at every bar of the table (the first clamp
  *   at row 0): CUDA against the CPU within 1e-5 (FP32), and CUDA's span_scan against its own
  *   window_index, gather, conv_forward and scan_forward bit for bit (the same operations in the
  *   same order); span_mix (the scan and the gated RMSNorm in one pass) against the CPU's within
@@ -224,6 +225,8 @@ static void test_kernels(void) {
     check_kernels("K 5 CW 1 (no padding)", 5, 3, 8, 4, 1, 500);
     check_kernels("K 1 CW 3", 1, 1, 32, 2, 3, 300);
     check_kernels("K 16 H 512 N 32 CW 4", 16, 8, 64, 32, 4, 1000);
+    // a window's x rows past 48 KiB of shared memory: read from the tables at the sum
+    check_kernels("K 32 H 512 N 16 CW 4 (x not staged)", 32, 8, 64, 16, 4, 400);
 }
 
 /* The graph body: the span encoding. */
