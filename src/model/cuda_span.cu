@@ -13,31 +13,60 @@
 #define SPAN_MAX_N 64
 #define SPAN_MAX_CW 64
 
-/* span_conv's blocks: threadIdx.y picks a row (grid-stride), threadIdx.x strides its columns. */
-#define SC_X 64
-#define SC_Y 4
+/* span_conv's blocks: SC_COLS column threads, each running up to SC_ROWS consecutive rows. */
+#define SC_COLS 128
+#define SC_ROWS 16
 
-__global__ void span_conv_kernel(vp_mamba_dims d, int64_t rows, const float* __restrict__ xbcdt,
+/* A thread per (column, `per` consecutive rows): the conv + SiLU of a bar past the padding
+ * (bias, then w[j] x_j in order, rows clamped at 0), or the step size's softplus. CWT > 0: the
+ * conv width known when compiled, its weights and the last CWT rows' inputs held in registers
+ * (each input read once); CWT = 0: any width, the inputs read per row. */
+template <int CWT>
+__global__ void span_conv_kernel(vp_mamba_dims d, int64_t rows, int per, const float* __restrict__ xbcdt,
                                  const float* __restrict__ w, const float* __restrict__ bias,
                                  const float* __restrict__ dt_bias, float* __restrict__ act) {
-    const int CW = d.conv;
-    const int64_t CH = d.hidden + 2 * (int64_t)d.state, L = CH + d.heads;
-    for (int64_t r = (int64_t)blockIdx.x * SC_Y + threadIdx.y; r < rows; r += (int64_t)gridDim.x * SC_Y)
-        for (int64_t ch = threadIdx.x; ch < L; ch += SC_X) {
-            float v;
-            if (ch < CH) {
-                // conv_at at a step past the padding: bias, then w[j] x_j in order (rows clamped at 0)
-                float pre = bias[ch];
-                for (int j = 0; j < CW; ++j) {
-                    const int64_t s = r - (CW - 1) + j;
-                    pre += w[ch * CW + j] * xbcdt[(s > 0 ? s : 0) * L + ch];
-                }
-                v = pre * sigm(pre);
-            } else {
-                v = softplus_(xbcdt[r * L + ch] + dt_bias[ch - CH]);
-            }
-            act[r * L + ch] = v;
+    const int CW = CWT > 0 ? CWT : d.conv;
+    const int CH = d.hidden + 2 * d.state, L = CH + d.heads;
+    const int ch = blockIdx.y * SC_COLS + threadIdx.x;
+    if (ch >= L) return;
+    const int64_t r0 = (int64_t)blockIdx.x * per, r1 = r0 + per < rows ? r0 + per : rows;
+    const float* x = xbcdt + ch;
+    float* out = act + ch;
+    if (ch >= CH) {
+        const float db = dt_bias[ch - CH];
+        for (int64_t r = r0; r < r1; ++r) out[r * L] = softplus_(x[r * L] + db);
+        return;
+    }
+    const float bc = bias[ch];
+    if constexpr (CWT > 0) {
+        constexpr int C = CWT > 0 ? CWT : 1;
+        float wr[C], win[C];
+#pragma unroll
+        for (int j = 0; j < C; ++j) wr[j] = w[ch * C + j];
+#pragma unroll
+        for (int j = 0; j < C - 1; ++j) {
+            const int64_t s = r0 - (C - 1) + j;
+            win[j] = x[(s > 0 ? s : 0) * L];
         }
+        for (int64_t r = r0; r < r1; ++r) {
+            win[C - 1] = x[r * L];
+            float pre = bc;
+#pragma unroll
+            for (int j = 0; j < C; ++j) pre += wr[j] * win[j];
+            out[r * L] = pre * sigm(pre);
+#pragma unroll
+            for (int j = 0; j < C - 1; ++j) win[j] = win[j + 1];
+        }
+    } else {
+        for (int64_t r = r0; r < r1; ++r) {
+            float pre = bc;
+            for (int j = 0; j < CW; ++j) {
+                const int64_t s = r - (CW - 1) + j;
+                pre += w[ch * CW + j] * x[(s > 0 ? s : 0) * L];
+            }
+            out[r * L] = pre * sigm(pre);
+        }
+    }
 }
 
 /* conv_at over the window's rows: step s is xbcdt row max(base + s, 0) (channel ch), then SiLU. */
@@ -104,12 +133,10 @@ __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ la
             dts[j] = act[SPAN_ROW(j % K) * L + CH + j / K];
         }
     }
-    if (STAGE_X)
+    if (STAGE_X && tid < H)
 #pragma unroll 4
-        for (int i = tid; i < K * H; i += blockDim.x) {
-            const int t = i / H, c = i - t * H;
-            xs[i] = t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, c, t, CW) : act[SPAN_ROW(t) * L + c];
-        }
+        for (int t = 0; t < K; ++t)
+            xs[t * H + tid] = t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, tid, t, CW) : act[SPAN_ROW(t) * L + tid];
     __syncthreads();
     // B_t . C
     for (int t = tid; t < K; t += blockDim.x) {
@@ -175,9 +202,17 @@ extern "C" vp_status vp_cuda_span_conv(vp_backend* be, const vp_mamba_dims* d, i
     VP_TRY(check_dims("cuda span_conv", d));
     VP_REQUIRE(rows >= 1 && xbcdt && w && bias && dt_bias && act, VP_ERR_INVALID_ARG,
                "cuda span_conv: %lld rows or a NULL pointer", (long long)rows);
-    const int64_t g = (rows + SC_Y - 1) / SC_Y;
-    span_conv_kernel<<<(unsigned)(g < 65535 * 8 ? g : 65535 * 8), dim3(SC_X, SC_Y), 0, vp_cuda_stream_of(be)>>>(
-        *d, rows, xbcdt, w, bias, dt_bias, act);
+    // SC_ROWS rows a thread, fewer where that would leave under about 1024 row blocks (each
+    // thread's rows run one after another)
+    const int per = rows / 1024 < 1 ? 1 : rows / 1024 < SC_ROWS ? (int)(rows / 1024) : SC_ROWS;
+    const int64_t L = d->hidden + 2 * (int64_t)d->state + d->heads, g = (rows + per - 1) / per;
+    VP_REQUIRE(g <= 0x7fffffff && L * d->conv <= 0x7fffffff, VP_ERR_UNSUPPORTED,
+               "cuda span_conv: %lld rows of %lld columns", (long long)rows, (long long)L);
+    const dim3 grid((unsigned)g, (unsigned)((L + SC_COLS - 1) / SC_COLS));
+    if (d->conv == 4)
+        span_conv_kernel<4><<<grid, SC_COLS, 0, vp_cuda_stream_of(be)>>>(*d, rows, per, xbcdt, w, bias, dt_bias, act);
+    else
+        span_conv_kernel<0><<<grid, SC_COLS, 0, vp_cuda_stream_of(be)>>>(*d, rows, per, xbcdt, w, bias, dt_bias, act);
     VP_CUDA_CHECK_LAUNCH("span_conv_kernel");
     return VP_OK;
 }
