@@ -13,6 +13,7 @@ import math
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,30 @@ def _pg_bin():
     return dirs[-1] if dirs else None
 
 
+def _traversable_by_all(path):
+    """Whether every folder from / down to path lets other users through (o+x)."""
+    path = os.path.realpath(path)
+    while True:
+        try:
+            if not os.stat(path).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
+def _server_parent():
+    """A folder the server's user can reach: the temporary folder, else /var/tmp or /dev/shm (a
+    machine's /tmp may be closed to other users)."""
+    for d in (tempfile.gettempdir(), "/var/tmp", "/dev/shm"):
+        if os.path.isdir(d) and os.access(d, os.W_OK) and _traversable_by_all(d):
+            return d
+    return None
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -63,9 +88,13 @@ def postgres():
     bindir = _pg_bin()
     if bindir is None:
         _unavailable("no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql/*/bin")
-    # the server refuses to run as root: then it runs as nobody, in a folder nobody owns
-    as_user = []
-    root = tempfile.mkdtemp(prefix="vulpes-pg-")
+    # the server refuses to run as root: then it runs as nobody, in a folder nobody owns and can reach
+    as_user, parent = [], None
+    if os.geteuid() == 0:
+        parent = _server_parent()
+        if parent is None:
+            _unavailable("no temporary folder the PostgreSQL server's user (nobody) can reach")
+    root = tempfile.mkdtemp(prefix="vulpes-pg-", dir=parent)
     if os.geteuid() == 0:
         import pwd
 
@@ -76,7 +105,7 @@ def postgres():
 
     def pg(*args):
         r = subprocess.run(as_user + [os.path.join(bindir, args[0]), *args[1:]], capture_output=True, text=True,
-                           timeout=120)
+                           timeout=120, cwd=root)
         assert r.returncode == 0, f"{' '.join(args)} failed ({r.returncode}): {r.stdout}\n{r.stderr}"
 
     started = False
@@ -95,7 +124,7 @@ def postgres():
     finally:
         if started:
             subprocess.run(as_user + [os.path.join(bindir, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"],
-                           capture_output=True, timeout=120)
+                           capture_output=True, timeout=120, cwd=root)
         shutil.rmtree(root, ignore_errors=True)
 
 

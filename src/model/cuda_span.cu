@@ -1,9 +1,9 @@
 /* CUDA kernels of the span encoding's Mamba2 mixer (mops.h: span_conv, span_scan): the conv +
- * SiLU and the step sizes once per bar of the span's table, (row, channel) threads; then a block
- * per window that reads the window's rows from the tables by index and runs scan_forward's
- * closed form (cuda_mamba.cu) with its arithmetic in its order (cuda_mamba_math.cuh), so y has
- * the bits of conv_forward then scan_forward over the gathered rows; span_mix adds the gated
- * RMSNorm in the same block. Kernels, then launchers. */
+ * SiLU and the step sizes once per bar of the span's table, a thread per channel over consecutive
+ * rows; then a block per window that loads the window's rows from the tables by index into
+ * shared memory and runs scan_forward's closed form (cuda_mamba.cu) with its arithmetic in its
+ * order (cuda_mamba_math.cuh), so y has the bits of conv_forward then scan_forward over the
+ * gathered rows; span_mix adds the gated RMSNorm in the same block. Kernels, then launchers. */
 #include "backend/kit.h"
 #include "model/cuda_mamba_math.cuh"
 #include "model/cuda_mops.h"
