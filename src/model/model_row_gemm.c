@@ -161,14 +161,18 @@ void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, co
 #endif
         if (done < n) cols_portable(ps, np, n, x, Wt, done, n, acc);
     }
-    // y = acc + beta y (y not read when beta is 0), then + bias and relu, as the kernel's epilogue
-    for (int64_t j = 0; j < n; ++j) {
-        float v = acc[j];
-        v = beta != 0.0f ? v + beta * y[j] : v;
-        if (epi != VP_EPI_NONE) {
-            v = v + bias[j];
-            v = (epi == VP_EPI_BIAS_RELU && v < 0.0f) ? 0.0f : v;
+    // y = acc + beta y (y not read when beta is 0), then + bias and relu, as the kernel's epilogue;
+    // the cases outside the loops so that each loop vectorises (the same expressions per element)
+    if (beta != 0.0f)
+        for (int64_t j = 0; j < n; ++j) acc[j] = acc[j] + beta * y[j];
+    if (epi == VP_EPI_NONE) {
+        memcpy(y, acc, sizeof(float) * (size_t)n);
+    } else if (epi == VP_EPI_BIAS_RELU) {
+        for (int64_t j = 0; j < n; ++j) {
+            const float v = acc[j] + bias[j];
+            y[j] = v < 0.0f ? 0.0f : v;
         }
-        y[j] = v;
+    } else {
+        for (int64_t j = 0; j < n; ++j) y[j] = acc[j] + bias[j];
     }
 }
