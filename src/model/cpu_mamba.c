@@ -7,11 +7,6 @@
 #include "model/cpu_mamba_math.h"
 #include "model/cpu_mops.h"
 
-/* Largest window and state the kernels keep on the stack (vp_model_cfg_check enforces). */
-#define VP_MAMBA_MAX_K 64
-#define VP_MAMBA_MAX_N 64
-
-
 /* d silu(x) / dx. */
 static inline float silu_grad(float x) {
     float s = sigmoidf_(x);

@@ -13,17 +13,9 @@
 #include "model/cpu_mops.h"
 #include "model/model_internal.h"
 
-/* Largest window, state and conv width the kernels keep on the stack (vp_model_cfg_check enforces). */
-#define MAX_K 64
-#define MAX_N 64
-#define MAX_CW 64
-
 /* Checks the extents the kernels assume. */
 static vp_status check_dims(const char* fn, const vp_mamba_dims* d) {
-    VP_REQUIRE(d != NULL && d->window >= 1 && d->window <= MAX_K && d->state >= 1 && d->state <= MAX_N &&
-                   d->heads >= 1 && d->head_dim >= 1 && d->hidden == d->heads * d->head_dim && d->conv >= 1 &&
-                   d->conv <= MAX_CW,
-               VP_ERR_INVALID_ARG, "%s: bad Mamba2 extents", fn);
+    VP_REQUIRE(vp_mamba_dims_fit(d), VP_ERR_INVALID_ARG, "%s: bad Mamba2 extents", fn);
     return VP_OK;
 }
 
@@ -37,7 +29,7 @@ vp_status vp_cpu_span_conv(vp_backend* be, const vp_mamba_dims* d, int64_t rows,
     const int64_t CH = d->hidden + 2 * (int64_t)d->state, L = CH + NH;
     for (int64_t r = 0; r < rows; ++r) {
         // the bar's CW - 1 predecessors (clamped at the table's first row) and itself
-        const float* in[MAX_CW];
+        const float* in[VP_MAMBA_MAX_CW];
         for (int j = 0; j < CW; ++j) {
             const int64_t s = r - (CW - 1) + j;
             in[j] = xbcdt + (s > 0 ? s : 0) * L;
@@ -67,9 +59,9 @@ vp_status vp_cpu_span_scan(vp_backend* be, const vp_mamba_dims* d, const int32_t
     const int P = CW - 1 < K ? CW - 1 : K;
     float* pad = P ? (float*)malloc(sizeof(float) * (size_t)(P * XB)) : NULL;
     VP_REQUIRE(P == 0 || pad != NULL, VP_ERR_OOM, "cpu span_scan: %lld floats of padded steps", (long long)(P * XB));
-    int32_t row[MAX_K];
-    const float* xr[MAX_K];
-    float cc[MAX_N], dt[MAX_K], decay[MAX_K], s[MAX_N];
+    int32_t row[VP_MAMBA_MAX_K];
+    const float* xr[VP_MAMBA_MAX_K];
+    float cc[VP_MAMBA_MAX_N], dt[VP_MAMBA_MAX_K], decay[VP_MAMBA_MAX_K], s[VP_MAMBA_MAX_N];
     const int isa = vp_model_inc_isa();
     for (int64_t b = 0; b < d->batch; ++b) {
         for (int t = 0; t < K; ++t) row[t] = last[b] - K + 1 + t > 0 ? last[b] - K + 1 + t : 0;

@@ -6,9 +6,6 @@
 #include "model/cuda_mamba_math.cuh"
 #include "model/cuda_mops.h"
 
-/* Largest window the kernels keep per thread (vp_model_cfg_check enforces it). */
-#define VP_MAMBA_MAX_K 64
-
 /* d silu(x) / dx. */
 __device__ __forceinline__ float silu_grad(float x) {
     const float s = sigm(x);
@@ -246,10 +243,7 @@ __global__ void scan_backward_kernel(vp_mamba_dims d, const float* __restrict__ 
 
 /* Checks the extents every Mamba2 kernel assumes. */
 static vp_status check_dims(const char* fn, const vp_mamba_dims* d) {
-    VP_REQUIRE(d != NULL && d->batch >= 1 && d->window >= 1 && d->window <= VP_MAMBA_MAX_K && d->state >= 1 &&
-                   d->state <= 64 && d->heads >= 1 && d->head_dim >= 1 && d->hidden == d->heads * d->head_dim &&
-                   d->conv >= 1,
-               VP_ERR_INVALID_ARG, "%s: bad Mamba2 extents", fn);
+    VP_REQUIRE(vp_mamba_dims_fit(d) && d->batch >= 1, VP_ERR_INVALID_ARG, "%s: bad Mamba2 extents", fn);
     return VP_OK;
 }
 

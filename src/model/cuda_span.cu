@@ -8,11 +8,6 @@
 #include "model/cuda_mamba_math.cuh"
 #include "model/cuda_mops.h"
 
-/* Largest window, state and conv width (vp_model_cfg_check enforces them). */
-#define SPAN_MAX_K 64
-#define SPAN_MAX_N 64
-#define SPAN_MAX_CW 64
-
 /* span_conv's blocks: SC_COLS column threads, each running up to SC_ROWS consecutive rows. */
 #define SC_COLS 128
 #define SC_ROWS 16
@@ -190,10 +185,7 @@ __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ la
 
 /* Checks the extents the kernels assume. */
 static vp_status check_dims(const char* fn, const vp_mamba_dims* d) {
-    VP_REQUIRE(d != NULL && d->window >= 1 && d->window <= SPAN_MAX_K && d->state >= 1 && d->state <= SPAN_MAX_N &&
-                   d->heads >= 1 && d->head_dim >= 1 && d->hidden == d->heads * d->head_dim && d->conv >= 1 &&
-                   d->conv <= SPAN_MAX_CW,
-               VP_ERR_INVALID_ARG, "%s: bad Mamba2 extents", fn);
+    VP_REQUIRE(vp_mamba_dims_fit(d), VP_ERR_INVALID_ARG, "%s: bad Mamba2 extents", fn);
     return VP_OK;
 }
 

@@ -8,6 +8,9 @@
 #define VP_MODEL_MAX_WINDOW 64
 #define VP_MODEL_MAX_STATE 64
 #define VP_MODEL_MAX_CONV 8
+_Static_assert(VP_MODEL_MAX_WINDOW <= VP_MAMBA_MAX_K && VP_MODEL_MAX_STATE <= VP_MAMBA_MAX_N &&
+                   VP_MODEL_MAX_CONV <= VP_MAMBA_MAX_CW,
+               "a model the checks accept must fit the Mamba2 kernels (model/mops.h)");
 
 vp_model_cfg vp_model_cfg_default(void) {
     vp_model_cfg c = {0};

@@ -11,10 +11,6 @@
 #include "model/cpu_mamba_math.h"
 #include "model/model_internal.h"
 
-/* Largest state the scan keeps on the stack (vp_model_cfg_check's bound, as cpu_mamba.c's). */
-#define MAX_N 64
-#define MAX_K 64
-
 void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
     const vp_model* m = w->m;
     const vp_model_cfg* c = &m->cfg;
@@ -24,7 +20,7 @@ void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
     const float* cw = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_W).data;
     const float* cb = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_B).data;
     // the bar and its predecessors' rows (a bar before the first reads the first: its copies fill the ring)
-    const float* row[MAX_K];
+    const float* row[VP_MAMBA_MAX_K];
     for (int j = 0; j < CW; ++j) {
         const int64_t s = i - (CW - 1) + j;
         row[j] = r->xbcdt + ((s % K + K) % K) * L;
@@ -73,8 +69,8 @@ void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_in
     const float* D = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_D).data;
     float* dt = (float*)a->dt.data; /* [K, NH] */
     float* y = (float*)a->y.data;   /* [H] */
-    float s[MAX_N], decay[MAX_K], dth[MAX_K];
-    const float* xr[MAX_K];
+    float s[VP_MAMBA_MAX_N], decay[VP_MAMBA_MAX_K], dth[VP_MAMBA_MAX_K];
+    const float* xr[VP_MAMBA_MAX_K];
     for (int t = 0; t < K; ++t) xr[t] = xb + (int64_t)t * XB;
     for (int h = 0; h < NH; ++h) {
         const float A = -expf(alog[h]);

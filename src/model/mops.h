@@ -28,6 +28,20 @@ typedef struct vp_mamba_dims {
     int conv;      /* CW causal conv width */
 } vp_mamba_dims;
 
+/* The largest window, state and conv width the Mamba2 kernels hold per thread or per block
+ * (vp_model_cfg_check keeps a model's within them). */
+#define VP_MAMBA_MAX_K 64
+#define VP_MAMBA_MAX_N 64
+#define VP_MAMBA_MAX_CW 64
+
+/* 1 when the Mamba2 kernels take d's extents: window, state and conv width in [1, their
+ * maximum], heads x head_dim = hidden (the batch is each caller's to check). */
+VP_HD int vp_mamba_dims_fit(const vp_mamba_dims* d) {
+    return d != NULL && d->window >= 1 && d->window <= VP_MAMBA_MAX_K && d->state >= 1 && d->state <= VP_MAMBA_MAX_N &&
+           d->heads >= 1 && d->head_dim >= 1 && d->hidden == d->heads * d->head_dim && d->conv >= 1 &&
+           d->conv <= VP_MAMBA_MAX_CW;
+}
+
 /* The dueling layout: branches and their sizes (actions are numbered branch by branch). */
 typedef struct vp_branch_map {
     int n;                  /* branches */
