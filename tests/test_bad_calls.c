@@ -58,7 +58,18 @@ static void test_gemm_bad(void) {
     CHECK_STATUS(vp_gemm(g_b, &de, &A, &B, NULL, &C), VP_ERR_INVALID_ARG, "vp_gemm: bias is NULL");
     vp_tensor bias4 = f1(g_w, 4);
     CHECK_STATUS(vp_gemm(g_b, &de, &A, &B, &bias4, &C), VP_ERR_SHAPE, "vp_gemm: bias");
-    (void)bias;
+    /* a bias per batch: (batch - 1) x stride_bias + n elements, the stride not negative */
+    vp_tensor C2 = f2(g_z, 8, 5);
+    vp_gemm_desc dbias = d;
+    dbias.epilogue = VP_EPI_BIAS;
+    dbias.batch = 2;
+    dbias.stride_a = 0;
+    dbias.stride_b = 0;
+    dbias.stride_c = 20;
+    dbias.stride_bias = 3;
+    CHECK_STATUS(vp_gemm(g_b, &dbias, &A, &B, &bias, &C2), VP_ERR_SHAPE, "vp_gemm: bias");
+    dbias.stride_bias = -1;
+    CHECK_STATUS(vp_gemm(g_b, &dbias, &A, &B, &bias, &C2), VP_ERR_SHAPE, "vp_gemm: negative stride");
     /* memory the CPU cannot read */
     vp_tensor Cdev = C;
     Cdev.mem = VP_MEM_DEVICE;

@@ -1,5 +1,6 @@
 /* GEMM on the CPU backend against a double loop: every transpose pair, odd shapes,
- * alpha/beta, strided batches (B broadcast with stride 0), each epilogue, BF16 operands,
+ * alpha/beta, strided batches (A or B broadcast with stride 0, a bias per batch), each
+ * epilogue, BF16 operands,
  * beta == 0 never reading C, and bit-identical repeats. */
 #include "ops_ref.h"
 #include "vp_test.h"
@@ -15,22 +16,25 @@ typedef struct gemm_case {
     float alpha, beta;
     vp_epilogue epi;
     vp_precision prec;
+    int bcast_a;         /* stride_a = 0 */
+    int64_t stride_bias; /* elements between the batches' biases (0: one bias) */
 } gemm_case;
 
 /* Runs a case and checks every element against the double reference with the rigorous
  * dot-product bound (k + 4) * 2^-23 * sum|terms| (FP32 accumulation of k products). */
 static void run_case(const gemm_case* c, uint64_t seed) {
-    const int64_t sa = c->m * c->k + c->pad_a, sb = c->bcast_b ? 0 : c->k * c->n + c->pad_b;
+    const int64_t sa = c->bcast_a ? 0 : c->m * c->k + c->pad_a, sb = c->bcast_b ? 0 : c->k * c->n + c->pad_b;
     const int64_t sc = c->m * c->n + c->pad_c;
     const int64_t na = (c->batch - 1) * sa + c->m * c->k, nb = (c->batch - 1) * sb + c->k * c->n;
     const int64_t nc = (c->batch - 1) * sc + c->m * c->n;
     float* A = malloc((size_t)na * 4);
     float* B = malloc((size_t)nb * 4);
     float* C0 = malloc((size_t)nc * 4);
-    float* bias = malloc((size_t)c->n * 4);
+    const int64_t nbias = c->stride_bias > 0 ? (c->batch - 1) * c->stride_bias + c->n : c->n;
+    float* bias = malloc((size_t)nbias * 4);
     ref_fill_uniform(A, na, seed, 1, -1.0f, 1.0f);
     ref_fill_uniform(B, nb, seed, 2, -1.0f, 1.0f);
-    ref_fill_uniform(bias, c->n, seed, 4, -0.5f, 0.5f);
+    ref_fill_uniform(bias, nbias, seed, 4, -0.5f, 0.5f);
     /* C starts random, or all NaN when beta == 0 (it must not be read) */
     if (c->beta != 0.0f) {
         ref_fill_uniform(C0, nc, seed, 3, -1.0f, 1.0f);
@@ -56,12 +60,13 @@ static void run_case(const gemm_case* c, uint64_t seed) {
     vp_tensor tA = vp_tensor_1d(c->prec == VP_PREC_BF16 ? (void*)Ah : (void*)A, ab, VP_MEM_HOST, na);
     vp_tensor tB = vp_tensor_1d(c->prec == VP_PREC_BF16 ? (void*)Bh : (void*)B, ab, VP_MEM_HOST, nb);
     vp_tensor tC = vp_tensor_1d(C, VP_F32, VP_MEM_HOST, nc);
-    vp_tensor tbias = vp_tensor_1d(bias, VP_F32, VP_MEM_HOST, c->n);
+    vp_tensor tbias = vp_tensor_1d(bias, VP_F32, VP_MEM_HOST, nbias);
     vp_gemm_desc d = vp_gemm_plain(c->ta, c->tb, c->m, c->n, c->k);
     d.batch = c->batch;
     d.stride_a = sa;
     d.stride_b = sb;
     d.stride_c = sc;
+    d.stride_bias = c->stride_bias;
     d.alpha = c->alpha;
     d.beta = c->beta;
     d.epilogue = c->epi;
@@ -73,7 +78,7 @@ static void run_case(const gemm_case* c, uint64_t seed) {
     int bad = 0;
     for (int64_t bi = 0; bi < c->batch && !bad; ++bi) {
         ref_gemm_one(c->ta, c->tb, c->m, c->n, c->k, c->alpha, Ad + bi * sa, Bd + bi * sb, c->beta, C0 + bi * sc,
-                     c->epi, bias, ref, sc_);
+                     c->epi, bias + bi * c->stride_bias, ref, sc_);
         for (int64_t i = 0; i < c->m * c->n && !bad; ++i) {
             double got = C[bi * sc + i];
             double tol = (double)(c->k + 4) * 0x1p-23 * sc_[i] + 1e-30;
@@ -106,7 +111,7 @@ static const int64_t SHAPES[][3] = {{1, 1, 1}, {3, 7, 5}, {33, 65, 17}, {129, 25
 #define N_SHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
 
 static gemm_case base_case(int ta, int tb, const int64_t* s) {
-    gemm_case c = {ta, tb, s[0], s[1], s[2], 1, 0, 0, 0, 0, 1.0f, 0.0f, VP_EPI_NONE, VP_PREC_FP32};
+    gemm_case c = {ta, tb, s[0], s[1], s[2], 1, 0, 0, 0, 0, 1.0f, 0.0f, VP_EPI_NONE, VP_PREC_FP32, 0, 0};
     return c;
 }
 
@@ -167,6 +172,13 @@ static void test_gemm_strided_batches(void) {
         c.beta = 0.5f;
         c.epi = VP_EPI_BIAS;
         run_case(&c, 510 + (uint64_t)t);
+        /* A shared by every batch, each batch its own bias (two layers on one input) */
+        c.bcast_b = 0;
+        c.bcast_a = 1;
+        c.beta = 0.0f;
+        c.epi = VP_EPI_BIAS_RELU;
+        c.stride_bias = c.n + 9;
+        run_case(&c, 530 + (uint64_t)t);
     }
     gemm_case one = base_case(0, 1, SHAPES[0]);
     one.batch = 5;

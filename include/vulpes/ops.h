@@ -48,8 +48,9 @@ typedef enum vp_precision {
 /* One (strided-batched) matrix product C = epi(alpha * op(A) op(B) + beta * C).
  * op(A) is [m, k]: A is stored [m, k] or, with trans_a, [k, m]; op(B) is [k, n]: B is
  * stored [k, n] or, with trans_b, [n, k]; C is stored [m, n]. Batch i uses
- * A + i*stride_a, B + i*stride_b, C + i*stride_c (elements; 0 broadcasts). A linear
- * layer y = x W^T + b with W [out, in] is m = rows, n = out, k = in, trans_b = 1. */
+ * A + i*stride_a, B + i*stride_b, C + i*stride_c and bias + i*stride_bias (elements; 0
+ * broadcasts). A linear layer y = x W^T + b with W [out, in] is m = rows, n = out,
+ * k = in, trans_b = 1. */
 typedef struct vp_gemm_desc {
     int trans_a;            /* A stored transposed */
     int trans_b;            /* B stored transposed */
@@ -58,6 +59,7 @@ typedef struct vp_gemm_desc {
     int64_t stride_a;       /* elements between batches of A */
     int64_t stride_b;       /* elements between batches of B */
     int64_t stride_c;       /* elements between batches of C */
+    int64_t stride_bias;    /* elements between batches of the bias (0: one bias for all) */
     float alpha, beta;      /* scalars */
     vp_epilogue epilogue;   /* bias / relu */
     vp_precision precision; /* arithmetic */
@@ -66,8 +68,8 @@ typedef struct vp_gemm_desc {
 /* A single product with alpha 1, beta 0, no epilogue, TF32. */
 vp_gemm_desc vp_gemm_plain(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k);
 
-/* Runs a GEMM. `bias` ([n], f32) is needed by the bias epilogues, else ignored (may be
- * NULL). With beta == 0, C is not read (NaN in C does not leak). */
+/* Runs a GEMM. `bias` ([n], or with stride_bias > 0 at least (batch - 1) * stride_bias + n
+ * elements, f32) is needed by the bias epilogues, else ignored (may be NULL). With beta == 0, C is not read (NaN in C does not leak). */
 vp_status vp_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A,
                   const vp_tensor* B, const vp_tensor* bias, vp_tensor* C);
 

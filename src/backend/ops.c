@@ -77,7 +77,8 @@ vp_status vp_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A, cons
     VP_REQUIRE(d->m >= 1 && d->n >= 1 && d->k >= 1 && d->batch >= 1, VP_ERR_SHAPE,
                "vp_gemm: m=%lld n=%lld k=%lld batch=%lld must all be >= 1", (long long)d->m, (long long)d->n,
                (long long)d->k, (long long)d->batch);
-    VP_REQUIRE(d->stride_a >= 0 && d->stride_b >= 0 && d->stride_c >= 0, VP_ERR_SHAPE, "vp_gemm: negative stride");
+    VP_REQUIRE(d->stride_a >= 0 && d->stride_b >= 0 && d->stride_c >= 0 && d->stride_bias >= 0, VP_ERR_SHAPE,
+               "vp_gemm: negative stride");
     VP_REQUIRE(d->batch == 1 || d->stride_c >= d->m * d->n, VP_ERR_SHAPE,
                "vp_gemm: stride_c %lld < m*n %lld makes batches of C overlap", (long long)d->stride_c,
                (long long)(d->m * d->n));
@@ -90,7 +91,12 @@ vp_status vp_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A, cons
     VP_TRY(check_span("A", A, d->batch, d->stride_a, d->m, d->k));
     VP_TRY(check_span("B", B, d->batch, d->stride_b, d->k, d->n));
     VP_TRY(check_span("C", C, d->batch, d->stride_c, d->m, d->n));
-    if (d->epilogue != VP_EPI_NONE) CHECK_T_NUMEL(bias, VP_F32, d->n);
+    if (d->epilogue != VP_EPI_NONE && d->batch > 1 && d->stride_bias > 0) {
+        VP_TRY(vp_tensor_check(__func__, "bias", b, bias, VP_F32));
+        VP_TRY(check_span("bias", bias, d->batch, d->stride_bias, 1, d->n));
+    } else if (d->epilogue != VP_EPI_NONE) {
+        CHECK_T_NUMEL(bias, VP_F32, d->n);
+    }
     return b->ops->gemm(b, d, A, B, bias, C);
 }
 

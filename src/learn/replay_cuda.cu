@@ -1,7 +1,8 @@
 /* The replay ring on the CUDA backend: kernels, then launchers. Per-element work is the
- * shared math of replay_math.h; the scans, tree levels and reductions run in a fixed
- * partition, and the only atomics are integer max operations whose result does not
- * depend on their order, so every run gives the same bits, equal to the CPU loops'. */
+ * shared math of replay_math.h; the push's scan sums integers, the tree levels and
+ * reductions run in a fixed partition, and the only atomics are integer max operations
+ * whose result does not depend on their order, so every run gives the same bits, equal to
+ * the CPU loops'. */
 #include <math.h>
 #include <stdint.h>
 
@@ -11,11 +12,8 @@
 
 /* Threads of the per-env and per-sample kernels. */
 #define RP_THREADS 256
-/* Threads of the scan and weight kernels. */
+/* Threads of the weight kernel, and the most the block scan takes. */
 #define RP_BLOCK 1024
-/* Envs each scan thread takes (RP_BLOCK x RP_SCAN_ITEMS = VP_REPLAY_SCAN_TILE). */
-#define RP_SCAN_ITEMS 4
-static_assert(RP_BLOCK * RP_SCAN_ITEMS == VP_REPLAY_SCAN_TILE, "a push tile is one block's envs");
 /* Nodes of one level a tree block reduces (2^RP_TREE_LEVELS). */
 #define RP_TREE_TILE 1024
 /* Levels one tree pass builds. */
@@ -23,8 +21,8 @@ static_assert(RP_BLOCK * RP_SCAN_ITEMS == VP_REPLAY_SCAN_TILE, "a push tile is o
 
 /* ---- kernels: push ---------------------------------------------------------------------------- */
 
-/* Exclusive prefix sum over the block of each thread's `local` (all RP_BLOCK threads must
- * call it); *tile_total gets the block's sum. Integer sums: exact in any order. */
+/* Exclusive prefix sum over the block of each thread's `local` (every thread of a block of
+ * at most RP_BLOCK threads must call it); *tile_total gets the block's sum. Integer sums: exact in any order. */
 __device__ int rp_block_exclusive_scan(int local, int* tile_total) {
     __shared__ int warp_sum[RP_BLOCK / 32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -45,56 +43,71 @@ __device__ int rp_block_exclusive_scan(int local, int* tile_total) {
     return before + incl - local;
 }
 
-/* Block b takes tile b (VP_REPLAY_SCAN_TILE envs, RP_SCAN_ITEMS consecutive ones per
- * thread): each env's transition count, their exclusive prefix sum within the tile into
- * emit_off, and the tile's sum into tile_off[b]. A push of one tile (single) does the tile
- * kernel's part here too: its offset 0 and the counters' advance by its sum. */
-__global__ void replay_push_count_kernel(vp_replay_dev d, vp_replay_step_dev s, int single) {
-    const int64_t e0 = (int64_t)blockIdx.x * VP_REPLAY_SCAN_TILE + (int64_t)threadIdx.x * RP_SCAN_ITEMS;
-    int cnt[RP_SCAN_ITEMS], local = 0, tile_total;
-    for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
-        cnt[i] = e0 + i < d.n_envs ? vp_replay_env_count(&d, &s, e0 + i) : 0;
-        local += cnt[i];
-    }
-    int off = rp_block_exclusive_scan(local, &tile_total);
-    for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
-        if (e0 + i < d.n_envs) d.emit_off[e0 + i] = off;
-        off += cnt[i];
-    }
-    if (threadIdx.x == 0 && single) {
-        d.tile_off[0] = 0;
-        vp_replay_ctrl_advance(d.ctrl, tile_total, d.cap);
-    } else if (threadIdx.x == 0) {
-        d.tile_off[blockIdx.x] = tile_total;
-    }
+/* The push in one pass (a decoupled look-back scan): block b takes envs [256 b, 256 b + 256),
+ * one per thread. Each env's transition count, their exclusive prefix sum within the block,
+ * then the block's offset in the ring from its predecessors' published states: a block
+ * publishes its own sum as soon as it has it (RP_AGGREGATE), and its inclusive prefix once
+ * it knows it (RP_INCLUSIVE); a block walks back over its predecessors' states, adding sums
+ * until it meets an inclusive prefix. Blocks start in index order, so every predecessor a
+ * block waits on is running and publishes without waiting on later blocks. Then each thread
+ * writes its env's transitions from the ring's head as the push began. The last block waits
+ * until every block has published its inclusive prefix (each has read the counters by then)
+ * and moves the counters on. Integer sums: the offsets are those of the CPU's loop, bit for
+ * bit.
+ *
+ * A state is one 64-bit word in the push scratch (d.emit_off): the push's tag (bit 63 set,
+ * the push count below it, so a word left by an earlier push, a checkpoint or the CPU loop is
+ * never read as this push's), the status in bits 32-33, the sum in the low 32 bits. */
+#define RP_PUSH_THREADS 256
+#define RP_AGGREGATE 1ull
+#define RP_INCLUSIVE 2ull
+
+__device__ __forceinline__ unsigned long long rp_state(unsigned long long tag, unsigned long long status,
+                                                       int64_t sum) {
+    return tag | (status << 32) | (unsigned long long)(uint32_t)sum;
 }
 
-/* One block: tile sums -> exclusive tile offsets (in place, RP_SCAN_ITEMS per thread per
- * round), then the counters' advance by the grand total. */
-__global__ void replay_push_tiles_kernel(vp_replay_dev d, int64_t n_tiles) {
-    int64_t carry = 0;
-    for (int64_t t0 = 0; t0 < n_tiles; t0 += (int64_t)blockDim.x * RP_SCAN_ITEMS) {
-        const int64_t i0 = t0 + (int64_t)threadIdx.x * RP_SCAN_ITEMS;
-        int v[RP_SCAN_ITEMS], local = 0, round_total;
-        for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
-            v[i] = i0 + i < n_tiles ? d.tile_off[i0 + i] : 0;
-            local += v[i];
-        }
-        int64_t off = carry + rp_block_exclusive_scan(local, &round_total);
-        for (int i = 0; i < RP_SCAN_ITEMS; ++i) {
-            if (i0 + i < n_tiles) d.tile_off[i0 + i] = (int32_t)off;
-            off += v[i];
-        }
-        carry += round_total;
+__global__ void __launch_bounds__(RP_PUSH_THREADS) replay_push_kernel(vp_replay_dev d, vp_replay_step_dev s) {
+    __shared__ int64_t sh_head, sh_pushes, sh_before;
+    volatile unsigned long long* state = reinterpret_cast<volatile unsigned long long*>(d.emit_off);
+    const int b = (int)blockIdx.x, nb = (int)gridDim.x, tid = (int)threadIdx.x;
+    const int64_t e = (int64_t)b * RP_PUSH_THREADS + tid;
+    if (tid == 0) {
+        sh_head = d.ctrl->head;
+        sh_pushes = d.ctrl->pushes;
     }
-    if (threadIdx.x == 0) vp_replay_ctrl_advance(d.ctrl, carry, d.cap);
-}
-
-/* One thread per env: append, write the completed transitions, drop them. */
-__global__ void replay_push_emit_kernel(vp_replay_dev d, vp_replay_step_dev s) {
-    int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (e >= d.n_envs) return;
-    vp_replay_env_push(&d, &s, e, vp_replay_env_first(&d, e));
+    const int cnt = e < d.n_envs ? vp_replay_env_count(&d, &s, e) : 0;
+    int block_total;
+    const int off = rp_block_exclusive_scan(cnt, &block_total); /* its barriers order the reads above */
+    const unsigned long long tag = (1ull << 63) | ((unsigned long long)(sh_pushes & 0x1fffffff) << 34);
+    if (tid == 0) {
+        int64_t before = 0;
+        if (b > 0) {
+            __threadfence(); /* the counters were read before anything is published */
+            state[b] = rp_state(tag, RP_AGGREGATE, block_total);
+            for (int p = b - 1; p >= 0;) {
+                const unsigned long long w = state[p];
+                if ((w & ~0x3ffffffffull) != tag) continue; /* not yet published: spin */
+                before += (int64_t)(uint32_t)w;
+                if (((w >> 32) & 3ull) == RP_INCLUSIVE) break;
+                --p;
+            }
+        }
+        if (nb > 1) {
+            __threadfence();
+            state[b] = rp_state(tag, RP_INCLUSIVE, before + block_total);
+        }
+        sh_before = before;
+    }
+    __syncthreads();
+    if (e < d.n_envs) vp_replay_env_push(&d, &s, e, sh_head + sh_before + off);
+    if (b != nb - 1) return;
+    // the last block: every block has read the counters once every state is inclusive
+    for (int p = tid; p < nb - 1; p += RP_PUSH_THREADS)
+        while ((state[p] & ~0xffffffffull) != (tag | (RP_INCLUSIVE << 32))) {
+        }
+    __syncthreads();
+    if (tid == 0) vp_replay_ctrl_advance(d.ctrl, sh_before + block_total, d.cap);
 }
 
 /* ---- kernels: sampling ---------------------------------------------------------------------- */
@@ -195,17 +208,12 @@ static unsigned rp_grid(int64_t n) { return (unsigned)((n + RP_THREADS - 1) / RP
 extern "C" vp_status vp_replay_cuda_push(vp_backend* b, const vp_replay_dev* d, const vp_replay_step_dev* s) {
     VP_REQUIRE(b != NULL && d != NULL && s != NULL, VP_ERR_INVALID_ARG, "vp_replay_cuda_push: NULL argument");
     VP_REQUIRE(d->n_envs >= 1 && d->ctrl != NULL, VP_ERR_INVALID_ARG, "vp_replay_cuda_push: empty ring layout");
-    cudaStream_t st = vp_cuda_stream_of(b);
-    const int64_t n_tiles = (d->n_envs + VP_REPLAY_SCAN_TILE - 1) / VP_REPLAY_SCAN_TILE;
-    // up to one tile of envs (VP_REPLAY_SCAN_TILE) the count kernel also advances the counters
-    replay_push_count_kernel<<<(unsigned)n_tiles, RP_BLOCK, 0, st>>>(*d, *s, n_tiles == 1);
-    VP_CUDA_CHECK_LAUNCH("replay_push_count_kernel");
-    if (n_tiles > 1) {
-        replay_push_tiles_kernel<<<1, RP_BLOCK, 0, st>>>(*d, n_tiles);
-        VP_CUDA_CHECK_LAUNCH("replay_push_tiles_kernel");
-    }
-    replay_push_emit_kernel<<<rp_grid(d->n_envs), RP_THREADS, 0, st>>>(*d, *s);
-    VP_CUDA_CHECK_LAUNCH("replay_push_emit_kernel");
+    const int64_t blocks = (d->n_envs + RP_PUSH_THREADS - 1) / RP_PUSH_THREADS;
+    // the blocks' states live in the push scratch: [E] i32, 8-byte aligned, so E / 2 words
+    VP_REQUIRE(blocks == 1 || (blocks <= d->n_envs / 2 && (uintptr_t)d->emit_off % 8 == 0), VP_ERR_INVALID_ARG,
+               "vp_replay_cuda_push: the push scratch cannot hold %lld block states", (long long)blocks);
+    replay_push_kernel<<<(unsigned)blocks, RP_PUSH_THREADS, 0, vp_cuda_stream_of(b)>>>(*d, *s);
+    VP_CUDA_CHECK_LAUNCH("replay_push_kernel");
     return VP_OK;
 }
 

@@ -15,7 +15,7 @@ extern "C" {
 
 /* Levels of the priority sum tree above the leaves (capacity < 2^31). */
 #define VP_REPLAY_MAX_LEVELS 33
-/* Envs per tile of the push's two-level prefix sum (one CUDA block of 1024 x 4). */
+/* Envs per tile of the CPU push's two-level prefix sum (its scratch layout, replay.c). */
 #define VP_REPLAY_SCAN_TILE 4096
 
 /* Counters kept in backend memory, changed only by the ring's kernels. */
@@ -91,8 +91,11 @@ typedef struct vp_replay_dev {
     int32_t* p_ep;       /* [E] the env's finished episodes = the current episode's number (NULL unless her) */
     float* tab_ret;      /* [T, E] achieved return of finished episodes, row id mod T (NULL unless her) */
     int32_t* tab_id;     /* [T, E] episode number each row holds, -1 when none (NULL unless her) */
-    int32_t* emit_off;   /* [E] ring offset of env e's first transition within its tile */
-    int32_t* tile_off;   /* [ceil(E / VP_REPLAY_SCAN_TILE)] ring offset (from base) of each tile */
+    /* push scratch, rewritten by every push: on the CPU, env e's first transition's ring
+     * offset within its tile and each tile's offset from base; on CUDA, emit_off holds the
+     * one-pass push's block states instead (replay_cuda.cu) and tile_off is unused */
+    int32_t* emit_off;   /* [E] */
+    int32_t* tile_off;   /* [ceil(E / VP_REPLAY_SCAN_TILE)] */
 
     vp_replay_ctrl* ctrl; /* [1] counters */
 } vp_replay_dev;

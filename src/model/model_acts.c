@@ -78,8 +78,11 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     // heads
     take(pl, &a->port, "port", VP_F32, B, c->n_portfolio);
     take(pl, &a->h, "h", VP_F32, B, H);
-    take(pl, &a->v1, "v1", VP_F32, B, HH);
-    take(pl, &a->ah, "ah", VP_F32, B, HH);
+    // the value and advantage hidden rows one block after the other: one batched product
+    // writes both (vp_model_heads)
+    take(pl, &a->va1, "va1", VP_F32, 2 * B, HH);
+    a->v1 = a->va1.data ? vp_tensor_2d(a->va1.data, VP_F32, a->va1.mem, B, HH) : a->va1;
+    a->ah = a->va1.data ? vp_tensor_2d((float*)a->va1.data + B * HH, VP_F32, a->va1.mem, B, HH) : a->va1;
     take(pl, &a->v, "v", VP_F32, B, Z);
     take(pl, &a->adv, "adv", VP_F32, B, A * Z);
     take(pl, &a->logp, "logp", VP_F32, B * A, Z);

@@ -193,6 +193,35 @@ vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_mo
     return vp_model_linear(m, &iq1, &w2, &b2, VP_EPI_BIAS, 0.0f, &zq);
 }
 
+/* v1 = relu(h V1^T + b_v1) and ah = relu(h A1^T + b_a1): one product of two batches (h
+ * broadcast) where the two layers' weights and biases lie the same distance apart in the
+ * parameters (their layout puts v2 between them, so they do), else two. Each batch is the
+ * layer's own product. */
+static vp_status hidden_pair(const vp_model* m, vp_model_acts* a, const vp_tensor* h, const vp_tensor* v1w,
+                             const vp_tensor* v1b, const vp_tensor* a1w, const vp_tensor* a1b, int64_t batch) {
+    vp_tensor v1 = vp_acts_rows(&a->v1, batch), ah = vp_acts_rows(&a->ah, batch);
+    const float *vw = (const float*)v1w->data, *aw = (const float*)a1w->data;
+    const float *vb = (const float*)v1b->data, *ab = (const float*)a1b->data;
+    const int64_t HH = vp_tensor_rows(v1w), H = vp_tensor_cols(v1w), sw = aw - vw;
+    const int64_t sc = (const float*)ah.data - (const float*)v1.data;
+    if (sw <= 0 || ab - vb != sw || sc < batch * HH) {
+        VP_TRY(vp_model_linear(m, h, v1w, v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
+        return vp_model_linear(m, h, a1w, a1b, VP_EPI_BIAS_RELU, 0.0f, &ah);
+    }
+    vp_gemm_desc d = vp_gemm_plain(0, 1, batch, HH, H);
+    d.batch = 2;
+    d.stride_a = 0;
+    d.stride_b = sw;
+    d.stride_bias = sw;
+    d.stride_c = sc;
+    d.epilogue = VP_EPI_BIAS_RELU;
+    d.precision = m->precision;
+    vp_tensor W = vp_tensor_1d((void*)vw, VP_F32, v1w->mem, sw + HH * H);
+    vp_tensor bias = vp_tensor_1d((void*)vb, VP_F32, v1b->mem, sw + HH);
+    vp_tensor C = vp_tensor_1d(v1.data, VP_F32, v1.mem, sc + batch * HH);
+    return vp_gemm(m->backend, &d, h, &W, &bias, &C);
+}
+
 /* Checks the model, parameters, activations and batch of a public call. */
 static vp_status check_call(const char* fn, const vp_model* m, const vp_tensor* params, const vp_model_acts* a,
                             int64_t batch) {
@@ -259,8 +288,7 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     vp_tensor v = vp_acts_rows(&a->v, batch), adv = vp_acts_rows(&a->adv, batch);
     vp_tensor v1w = PV(C51_V1_W), v1b = PV(C51_V1_B), v2w = PV(C51_V2_W), v2b = PV(C51_V2_B);
     vp_tensor a1w = PV(C51_A1_W), a1b = PV(C51_A1_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
-    VP_TRY(vp_model_linear(m, &h, &v1w, &v1b, VP_EPI_BIAS_RELU, 0.0f, &v1));
-    VP_TRY(vp_model_linear(m, &h, &a1w, &a1b, VP_EPI_BIAS_RELU, 0.0f, &ah));
+    VP_TRY(hidden_pair(m, a, &h, &v1w, &v1b, &a1w, &a1b, batch));
     // the output layers: at padded widths (CUDA), or dense, the advantages by cross-branch messages
     if (a->pad_heads) {
         VP_TRY(vp_model_heads_out_padded(m, params, a, batch));

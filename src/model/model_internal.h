@@ -199,7 +199,8 @@ struct vp_model_acts {
     /* heads */
     vp_tensor port;            /* [B, P] copy of the portfolio input */
     vp_tensor h;               /* [B, H] e + port projection */
-    vp_tensor v1, ah;          /* [B, HH] value / advantage hidden (after relu) */
+    vp_tensor va1;             /* [2B, HH] v1's rows, then ah's */
+    vp_tensor v1, ah;          /* [B, HH] value / advantage hidden (after relu), views of va1 */
     vp_tensor v;               /* [B, Z] value stream */
     vp_tensor adv;             /* [B, A * Z] advantage stream */
     vp_tensor logp;            /* [B * A, Z] logits, then log-probabilities in place */

@@ -14,8 +14,10 @@ static void gemm_case(const vp_gemm_desc* d, const char* note) {
     const int64_t span_a = (d->batch - 1) * d->stride_a + d->m * d->k;
     const int64_t span_b = (d->batch - 1) * d->stride_b + d->k * d->n;
     const int64_t span_c = (d->batch - 1) * d->stride_c + d->m * d->n;
+    const int64_t span_bias = d->stride_bias > 0 ? (d->batch - 1) * d->stride_bias + d->n : d->n;
     twin A, B, C, bias;
-    twin_1d(&A, ab, span_a), twin_1d(&B, ab, span_b), twin_1d(&C, VP_F32, span_c), twin_1d(&bias, VP_F32, d->n);
+    twin_1d(&A, ab, span_a), twin_1d(&B, ab, span_b), twin_1d(&C, VP_F32, span_c);
+    twin_1d(&bias, VP_F32, span_bias);
     twin_rand(&A, -1.0f, 1.0f), twin_rand(&B, -1.0f, 1.0f), twin_rand(&bias, -1.0f, 1.0f);
     if (d->beta == 0.0f) twin_poison(&C);
     else twin_rand(&C, -1.0f, 1.0f);
@@ -88,6 +90,17 @@ static void test_gemm_options(void) {
         d.epilogue = VP_EPI_BIAS;
         d.beta = 0.5f;
         gemm_case(&d, "batch, B broadcast, +bias, beta");
+        /* a layer pair sharing its input: A broadcast, each batch its own weights and bias
+         * (the C51 hidden layers, model_forward.c) */
+        d = vp_gemm_plain(0, 1, 300, 128, 256);
+        d.precision = (vp_precision)p;
+        d.batch = 2;
+        d.stride_a = 0;
+        d.stride_b = 128 * 256 + 128 + 51 * 128 + 51;
+        d.stride_bias = d.stride_b;
+        d.stride_c = 300 * 128 + 64;
+        d.epilogue = VP_EPI_BIAS_RELU;
+        gemm_case(&d, "batch, A broadcast, bias per batch, relu");
         d = vp_gemm_plain(1, 0, 64, 13, 32);
         d.precision = (vp_precision)p;
         d.batch = 13;

@@ -210,9 +210,10 @@ vp_status vp_cpu_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A, 
                "vp_gemm: m=%lld n=%lld k=%lld exceed the CPU BLAS's int range", (long long)m, (long long)n,
                (long long)k);
     float* c = (float*)C->data;                                  /* [batch, m, n] at stride_c */
-    const float* bv = (const float*)(bias ? bias->data : NULL); /* [n] */
+    const float* bias0 = (const float*)(bias ? bias->data : NULL); /* [n] at stride_bias */
     for (int64_t i = 0; i < d->batch; ++i) {
         float* ci = c + i * d->stride_c;
+        const float* bv = bias0 ? bias0 + i * d->stride_bias : NULL;
         if (d->precision == VP_PREC_BF16) {
             /* bf16 operands: widened on the fly */
             const uint16_t* a = (const uint16_t*)A->data + i * d->stride_a; /* [m, k] or [k, m] */

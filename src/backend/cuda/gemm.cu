@@ -11,7 +11,7 @@
 typedef struct gemm_key {
     int32_t trans_a, trans_b, epilogue, precision, beta_zero;
     uint32_t align_a, align_b, align_c, align_bias; /* pointer alignment, bytes (<= 256) */
-    int64_t m, n, k, batch, stride_a, stride_b, stride_c;
+    int64_t m, n, k, batch, stride_a, stride_b, stride_c, stride_bias;
 } gemm_key;
 
 typedef struct gemm_plan {
@@ -100,6 +100,9 @@ static vp_status plan_make(vp_cuda* c, gemm_plan* p, const gemm_key* k, const vo
         VP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         VP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
         VP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        if (k->stride_bias > 0)
+            VP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                                                           &k->stride_bias, sizeof k->stride_bias));
     }
     /* layouts: B stored [k, n] is column-major [n, k]; stored [n, k] (trans_b) is [k, n] */
     VP_TRY(make_layout(&p->lay_b, tab, k->trans_b ? k->k : k->n, k->trans_b ? k->n : k->k, k->trans_b ? k->k : k->n,
@@ -190,10 +193,11 @@ vp_status vp_cuda_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A,
     k.stride_a = d->batch > 1 ? d->stride_a : 0;
     k.stride_b = d->batch > 1 ? d->stride_b : 0;
     k.stride_c = d->batch > 1 ? d->stride_c : 0;
+    k.stride_bias = d->batch > 1 && bp ? d->stride_bias : 0;
     k.align_a = align_of(A->data, d->batch, d->stride_a, es);
     k.align_b = align_of(B->data, d->batch, d->stride_b, es);
     k.align_c = align_of(C->data, d->batch, d->stride_c, 4);
-    k.align_bias = bp ? align_of(bp, 1, 0, 4) : 0;
+    k.align_bias = bp ? align_of(bp, d->batch, k.stride_bias, 4) : 0;
     gemm_plan* p = NULL;
     VP_TRY(plan_get(c, &k, bp, &p));
     /* the bias pointer is per call; the rest of the plan is fixed */
