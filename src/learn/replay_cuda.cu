@@ -47,8 +47,8 @@ __device__ int rp_block_exclusive_scan(int local, int* tile_total) {
  * one per thread. Each env's transition count, their exclusive prefix sum within the block,
  * then the block's offset in the ring from its predecessors' published states: a block
  * publishes its own sum as soon as it has it (RP_AGGREGATE), and its inclusive prefix once
- * it knows it (RP_INCLUSIVE); a block walks back over its predecessors' states, adding sums
- * until it meets an inclusive prefix. Blocks start in index order, so every predecessor a
+ * it knows it (RP_INCLUSIVE); a block's first warp walks back over its predecessors' states,
+ * 32 at a time, adding sums up to the nearest inclusive prefix. Blocks start in index order, so every predecessor a
  * block waits on is running and publishes without waiting on later blocks. Then each thread
  * writes its env's transitions from the ring's head as the push began. The last block waits
  * until every block has published its inclusive prefix (each has read the counters by then)
@@ -80,24 +80,35 @@ __global__ void __launch_bounds__(RP_PUSH_THREADS) replay_push_kernel(vp_replay_
     int block_total;
     const int off = rp_block_exclusive_scan(cnt, &block_total); /* its barriers order the reads above */
     const unsigned long long tag = (1ull << 63) | ((unsigned long long)(sh_pushes & 0x1fffffff) << 34);
-    if (tid == 0) {
+    // the look-back, warp 0: 32 predecessors' states a round, the nearest first in lane 0
+    if (tid < 32) {
         int64_t before = 0;
         if (b > 0) {
-            __threadfence(); /* the counters were read before anything is published */
-            state[b] = rp_state(tag, RP_AGGREGATE, block_total);
-            for (int p = b - 1; p >= 0;) {
-                const unsigned long long w = state[p];
-                if ((w & ~0x3ffffffffull) != tag) continue; /* not yet published: spin */
-                before += (int64_t)(uint32_t)w;
-                if (((w >> 32) & 3ull) == RP_INCLUSIVE) break;
-                --p;
+            if (tid == 0) {
+                __threadfence(); /* the counters were read before anything is published */
+                state[b] = rp_state(tag, RP_AGGREGATE, block_total);
+            }
+            for (int p = b - 1; p >= 0; p -= 32) {
+                const int q = p - tid;
+                unsigned long long w = q >= 0 ? state[q] : rp_state(tag, RP_INCLUSIVE, 0);
+                while (!__all_sync(0xffffffffu, (w & ~0x3ffffffffull) == tag))
+                    if ((w & ~0x3ffffffffull) != tag) w = state[q]; /* not yet published: spin */
+                const unsigned incl = __ballot_sync(0xffffffffu, ((w >> 32) & 3ull) == RP_INCLUSIVE);
+                const int stop = incl ? __ffs(incl) - 1 : 31; /* the nearest inclusive lane */
+                int64_t v = tid <= stop ? (int64_t)(uint32_t)w : 0;
+#pragma unroll
+                for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+                before += v;
+                if (incl) break;
             }
         }
-        if (nb > 1) {
-            __threadfence();
-            state[b] = rp_state(tag, RP_INCLUSIVE, before + block_total);
+        if (tid == 0) {
+            if (nb > 1) {
+                __threadfence();
+                state[b] = rp_state(tag, RP_INCLUSIVE, before + block_total);
+            }
+            sh_before = before;
         }
-        sh_before = before;
     }
     __syncthreads();
     if (e < d.n_envs) vp_replay_env_push(&d, &s, e, sh_head + sh_before + off);

@@ -122,38 +122,44 @@ __global__ void c51_pad_kernel(int Z, int AZ, int HH, const float* __restrict__ 
 }
 
 /* h[b, j] = e[b, j] + (bias[j] + sum_k p[b, k] W[j, k]): a thread per column j (its weight row
- * and bias in registers, P <= PORT_MAX_P), blocks of rows (grid-stride); each row's p is read
- * by every thread of the block at the same address (a broadcast). */
+ * and bias in registers), blocks of `rows` rows (grid-stride); each row's p is read by every
+ * thread of the block at the same address (a broadcast). PT > 0: P known when compiled (PT
+ * registers a row, the env's portfolio width); PT = 0: any P <= PORT_MAX_P. The same sum in
+ * the same order either way. */
 #define PORT_MAX_P 16
+template <int PT>
 __global__ void port_add_kernel(const float* e, const float* __restrict__ p, const float* __restrict__ W,
                                 const float* __restrict__ bias, float* h, int64_t B, int H, int P, int rows) {
+    constexpr int R = PT > 0 ? PT : PORT_MAX_P;
+    if (PT > 0) P = PT;
     const int j = blockIdx.y * blockDim.x + threadIdx.x;
     if (j >= H) return;
-    float w[PORT_MAX_P];
+    float w[R];
 #pragma unroll
-    for (int k = 0; k < PORT_MAX_P; ++k) w[k] = k < P ? W[(int64_t)j * P + k] : 0.0f;
+    for (int k = 0; k < R; ++k) w[k] = k < P ? W[(int64_t)j * P + k] : 0.0f;
     const float bj = bias[j];
     const int vec = P % 4 == 0 && (uintptr_t)p % 16 == 0;
     for (int64_t r0 = (int64_t)blockIdx.x * rows; r0 < B; r0 += (int64_t)gridDim.x * rows) {
         const int64_t r1 = r0 + rows < B ? r0 + rows : B;
+#pragma unroll 2
         for (int64_t b = r0; b < r1; ++b) {
             const float* pb = p + b * P;
-            float pv[PORT_MAX_P];
+            float pv[R];
             if (vec) {
                 // the row as float4 loads (P a multiple of 4, rows aligned)
 #pragma unroll
-                for (int k = 0; k < PORT_MAX_P; k += 4)
+                for (int k = 0; k < R; k += 4)
                     if (k < P) {
                         const float4 q4 = *(const float4*)(pb + k);
                         pv[k] = q4.x, pv[k + 1] = q4.y, pv[k + 2] = q4.z, pv[k + 3] = q4.w;
                     }
             } else {
 #pragma unroll
-                for (int k = 0; k < PORT_MAX_P; ++k) pv[k] = k < P ? pb[k] : 0.0f;
+                for (int k = 0; k < R; ++k) pv[k] = k < P ? pb[k] : 0.0f;
             }
             float acc = bj;
 #pragma unroll
-            for (int k = 0; k < PORT_MAX_P; ++k)
+            for (int k = 0; k < R; ++k)
                 if (k < P) acc = fmaf(pv[k], w[k], acc);
             h[b * H + j] = e[b * H + j] + acc;
         }
@@ -205,12 +211,14 @@ extern "C" vp_status vp_cuda_port_add(vp_backend* be, int64_t B, int H, int P, c
     VP_REQUIRE(e && p && W && bias && h && B >= 1 && H >= 1 && P >= 1 && P <= PORT_MAX_P, VP_ERR_INVALID_ARG,
                "cuda port_add: bad arguments (P %d: 1 .. %d)", P, PORT_MAX_P);
     // a thread per column (blocks of up to 256 columns), up to 16 rows per block at a time: fewer
-    // where the rows would make under 2048 blocks (each block's rows run one after another)
-    const int64_t per = (B + 2047) / 2048;
+    // where the rows would make under 1024 blocks (about one wave; each block's rows run one
+    // after another)
+    const int64_t per = (B + 1023) / 1024;
     const int tx = H < 256 ? H : 256, rows = per < 16 ? (int)per : 16;
     const int64_t row_blocks = (B + rows - 1) / rows;
     const dim3 grid((unsigned)(row_blocks < 8192 ? row_blocks : 8192), (unsigned)((H + tx - 1) / tx));
-    port_add_kernel<<<grid, tx, 0, STREAM(be)>>>(e, p, W, bias, h, B, H, P, rows);
+    if (P == 8) port_add_kernel<8><<<grid, tx, 0, STREAM(be)>>>(e, p, W, bias, h, B, H, P, rows);
+    else port_add_kernel<0><<<grid, tx, 0, STREAM(be)>>>(e, p, W, bias, h, B, H, P, rows);
     VP_CUDA_CHECK_LAUNCH("port_add_kernel");
     return VP_OK;
 }

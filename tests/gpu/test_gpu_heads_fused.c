@@ -144,6 +144,7 @@ static void test_kernels(void) {
     pad_case(7, 49, 5);
     port_case(33, 256, 8, 0);
     port_case(4099, 256, 8, 1);
+    port_case(70001, 256, 8, 0); /* 16 rows a block */
     port_case(7, 19, 3, 0);
 }
 
