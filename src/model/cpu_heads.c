@@ -2,7 +2,11 @@
  * the dueling combine, C51 expected values and the IQN embedding and mix. */
 #include <math.h>
 
+#include "backend/cpu/cpu_exp.h"
 #include "model/cpu_mops.h"
+
+/* Atoms of a row whose probabilities the expected value holds at once. */
+#define C51_Q_CHUNK 64
 
 vp_status vp_cpu_window_index(vp_backend* be, int64_t B, int K, const int32_t* bar, int32_t* idx) {
     (void)be;
@@ -83,9 +87,14 @@ vp_status vp_cpu_c51_q(vp_backend* be, int64_t rows, int Z, float v_min, float v
                        float* q) {
     (void)be;
     const float dz = (v_max - v_min) / (float)(Z - 1);
+    float p[C51_Q_CHUNK];
     for (int64_t r = 0; r < rows; ++r) {
         float acc = 0.0f;
-        for (int z = 0; z < Z; ++z) acc += (v_min + (float)z * dz) * expf(logp[r * Z + z]);
+        for (int z0 = 0; z0 < Z; z0 += C51_Q_CHUNK) {
+            const int m = Z - z0 < C51_Q_CHUNK ? Z - z0 : C51_Q_CHUNK;
+            vp_cpu_exp_rows(logp + r * Z + z0, 0.0f, p, m);
+            for (int z = z0; z < z0 + m; ++z) acc += (v_min + (float)z * dz) * p[z - z0];
+        }
         q[r] = acc;
     }
     return VP_OK;

@@ -4,7 +4,8 @@
  * window that slides one bar: a conv output that reads only bars inside the window (positions
  * >= CW - 1) is a function of the bar and its CW - 1 predecessors, computed once when the bar
  * comes (vp_model_inc_conv_row); the scan's decay exp(dt A) is computed once per step and head
- * instead of once per channel. */
+ * instead of once per channel; the SiLUs run over whole rows (vp_cpu_silu_rows, the bits of
+ * sigmoidf_). */
 #include <math.h>
 #include <string.h>
 
@@ -29,8 +30,9 @@ void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
     for (int64_t ch = 0; ch < XB; ++ch) {
         float acc = cb[ch];
         for (int j = 0; j < CW; ++j) acc += cw[ch * CW + j] * row[j][ch];
-        out[ch] = acc * sigmoidf_(acc);
+        out[ch] = acc;
     }
+    vp_cpu_silu_rows(out, XB); /* pre * sigmoidf_(pre), 16 channels at a time */
 }
 
 void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r) {
@@ -52,17 +54,12 @@ void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_in
             memcpy(o, r->xb + ((oldest + t) % K) * XB, sizeof(float) * (size_t)XB);
             continue;
         }
-        for (int64_t ch = 0; ch < XB; ++ch) {
-            const float pre = conv_at(in + ch, L, cw + ch * CW, cb[ch], t, CW);
-            o[ch] = pre * sigmoidf_(pre);
-        }
+        for (int64_t ch = 0; ch < XB; ++ch) o[ch] = conv_at(in + ch, L, cw + ch * CW, cb[ch], t, CW);
+        vp_cpu_silu_rows(o, XB);
     }
     // C channels at the last step only
-    for (int n = 0; n < N; ++n) {
-        const int64_t ch = XB + n;
-        const float pre = conv_at(in + ch, L, cw + ch * CW, cb[ch], K - 1, CW);
-        cc[n] = pre * sigmoidf_(pre);
-    }
+    for (int n = 0; n < N; ++n) cc[n] = conv_at(in + XB + n, L, cw + (XB + n) * CW, cb[XB + n], K - 1, CW);
+    vp_cpu_silu_rows(cc, N);
     // the scan of every head to the last step's y
     const float* dtb = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_DT_BIAS).data;
     const float* alog = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_A_LOG).data;

@@ -151,8 +151,16 @@ void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, co
     if (k > ROW_MAX_K) {
         cols_portable_all(k, n, x, Wt, acc);
     } else {
-        for (int64_t p = 0; p < k; ++p)
-            if (!skip_zeros || x[p] != 0.0f) ps[np++] = (int32_t)p;
+        // without a branch: half of a ReLU output's entries are zero, in no pattern a
+        // predictor learns. x[p] != 0 is its bits but the sign being nonzero (true for NaN,
+        // false for -0, as the float comparison), an integer test the compiler keeps branchless
+        const uint32_t keep_all = skip_zeros ? 0u : 1u;
+        for (int64_t p = 0; p < k; ++p) {
+            uint32_t bits;
+            memcpy(&bits, x + p, sizeof bits);
+            ps[np] = (int32_t)p;
+            np += (int64_t)(keep_all | (uint32_t)((bits << 1) != 0u));
+        }
         int64_t done = 0;
 #ifdef VP_ROW_X86
         const int isa = vp_model_inc_isa();

@@ -1,8 +1,13 @@
 /* Row softmax and log-softmax on the CPU, forward and backward. Each row subtracts its
- * maximum first (large inputs do not overflow); row sums accumulate in double. */
+ * maximum first (large inputs do not overflow); row sums accumulate in double, in column
+ * order. The exponentials are cpu_exp.h's (the same bits on every machine). */
 #include <math.h>
 
+#include "cpu_exp.h"
 #include "cpu_impl.h"
+
+/* Columns of a row whose exponentials one pass of the log-softmax holds. */
+#define SOFTMAX_CHUNK 256
 
 vp_status vp_cpu_softmax(vp_backend* b, const vp_tensor* x, vp_tensor* y, int is_log) {
     (void)b;
@@ -16,16 +21,19 @@ vp_status vp_cpu_softmax(vp_backend* b, const vp_tensor* x, vp_tensor* y, int is
         if (is_log) {
             /* x - max - log(sum of shifted exponentials) */
             double sum = 0.0;
-            for (int64_t j = 0; j < n; ++j) sum += (double)expf(xr[j] - mx);
+            float e[SOFTMAX_CHUNK];
+            for (int64_t j0 = 0; j0 < n; j0 += SOFTMAX_CHUNK) {
+                const int64_t m = n - j0 < SOFTMAX_CHUNK ? n - j0 : SOFTMAX_CHUNK;
+                vp_cpu_exp_rows(xr + j0, mx, e, m);
+                for (int64_t j = 0; j < m; ++j) sum += (double)e[j];
+            }
             const float lse = (float)log(sum);
             for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - mx) - lse;
         } else {
             /* exp(x - max) written once, then divided by its sum (x is not read again) */
             double sum = 0.0;
-            for (int64_t j = 0; j < n; ++j) {
-                yr[j] = expf(xr[j] - mx);
-                sum += (double)yr[j];
-            }
+            vp_cpu_exp_rows(xr, mx, yr, n);
+            for (int64_t j = 0; j < n; ++j) sum += (double)yr[j];
             const float inv = (float)(1.0 / sum);
             for (int64_t j = 0; j < n; ++j) yr[j] *= inv;
         }
@@ -46,7 +54,7 @@ vp_status vp_cpu_softmax_backward(vp_backend* b, const vp_tensor* y, const vp_te
             double s = 0.0;
             for (int64_t j = 0; j < n; ++j) s += (double)dyr[j];
             const float sf = (float)s;
-            for (int64_t j = 0; j < n; ++j) dxr[j] = dyr[j] - expf(yr[j]) * sf;
+            for (int64_t j = 0; j < n; ++j) dxr[j] = dyr[j] - vp_cpu_expf(yr[j]) * sf;
         } else {
             /* dx = y * (dy - sum(dy * y)) */
             double s = 0.0;

@@ -1,0 +1,78 @@
+/* exp(x) on the CPU as one fixed sequence of IEEE single-precision operations: Cody-Waite
+ * range reduction x = n ln 2 + r (n = floor(x log2 e + 1/2), ln 2 in two parts so n C1 is
+ * exact), a degree-5 polynomial in r (Cephes' expf coefficients), then the scaling by 2^n
+ * through the exponent bits. No fused multiply-add and no library call: the scalar form
+ * (vp_cpu_expf) and the 16-lane form (vp_cpu_exp_rows on AVX-512) give the same bits, on any
+ * machine, with any libm. Within 1 ulp of exp over the normal range (tests/test_cpu_exp.c).
+ * Edges: NaN stays the same NaN; n > 127 (x above about 88.376) gives +inf; n < -126 (x
+ * below about -87.34) gives +0, so results under the smallest normal float are flushed;
+ * -inf gives 0, +inf gives +inf. Every operation is its own statement, so no compiler fuses
+ * a multiply and an add. */
+#ifndef VULPES_CPU_EXP_H
+#define VULPES_CPU_EXP_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define VP_EXP_LOG2E 1.44269504088896341f
+#define VP_EXP_C1 0.693359375f     /* ln 2, high part: 9 significant bits, so n C1 is exact */
+#define VP_EXP_C2 -2.12194440e-4f  /* ln 2 - C1 */
+#define VP_EXP_P0 1.9875691500e-4f /* the polynomial, highest degree first */
+#define VP_EXP_P1 1.3981999507e-3f
+#define VP_EXP_P2 8.3334519073e-3f
+#define VP_EXP_P3 4.1665795894e-2f
+#define VP_EXP_P4 1.6666665459e-1f
+#define VP_EXP_P5 5.0000001201e-1f
+
+/* exp(x), the sequence above. */
+static inline float vp_cpu_expf(float x) {
+    if (x != x) return x;
+    float t = x * VP_EXP_LOG2E;
+    t = t + 0.5f;
+    const float n = floorf(t);
+    if (n > 127.0f) return INFINITY;
+    if (n < -126.0f) return 0.0f;
+    float nc = n * VP_EXP_C1;
+    float r = x - nc;
+    nc = n * VP_EXP_C2;
+    r = r - nc;
+    const float z = r * r;
+    float p = VP_EXP_P0 * r;
+    p = p + VP_EXP_P1;
+    p = p * r;
+    p = p + VP_EXP_P2;
+    p = p * r;
+    p = p + VP_EXP_P3;
+    p = p * r;
+    p = p + VP_EXP_P4;
+    p = p * r;
+    p = p + VP_EXP_P5;
+    float y = p * z;
+    y = y + r;
+    y = y + 1.0f;
+    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    float s;
+    memcpy(&s, &bits, sizeof s);
+    return y * s;
+}
+
+/* 1 / (1 + exp(-x)) with vp_cpu_expf. */
+static inline float vp_cpu_sigmoidf(float x) {
+    const float e = vp_cpu_expf(-x);
+    const float d = 1.0f + e;
+    return 1.0f / d;
+}
+
+/* out[j] = vp_cpu_expf(x[j] - sub) for j < n (out may be x), 16 at a time where the CPU has
+ * AVX-512: the same bits as the scalar form. */
+void vp_cpu_exp_rows(const float* x, float sub, float* out, int64_t n);
+
+/* x[j] = x[j] * vp_cpu_sigmoidf(x[j]) for j < n (SiLU in place), 16 at a time where the CPU
+ * has AVX-512: the same bits as the scalar form (a NaN gives a NaN, its sign either). */
+void vp_cpu_silu_rows(float* x, int64_t n);
+
+/* Tests only: 1 makes vp_cpu_exp_rows and vp_cpu_silu_rows run the scalar form. */
+void vp_cpu_exp_force_scalar(int on);
+
+#endif /* VULPES_CPU_EXP_H */
