@@ -10,7 +10,9 @@
  * says (no product of the forward goes to BLAS). Validated first: the first decision's Q values
  * equal the batch forward's (vp_model_encode and vp_model_heads over the same bar's window with
  * the flat account's portfolio) bit for bit. Timed: each decision on a monotonic clock after a
- * warm-up of 500 decisions, 20000 of them (2000 with --quick) unless --iters. */
+ * warm-up of 500 decisions, 20000 of them (2000 with --quick) unless --iters. Printed besides:
+ * the slow decisions (over 1.25 x the median) and the time between them, and the median and p99
+ * of each block of 4000 decisions in run order (their spread shows slow spells of the core). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,43 @@ static int validate(vp_backend* b, const vp_model* m, const vp_bars* bars, int64
 static int cmp_double(const void* x, const void* y) {
     const double a = *(const double*)x, b = *(const double*)y;
     return a < b ? -1 : a > b;
+}
+
+/* Decisions per block of the run-order statistics. */
+#define BLOCK 4000
+
+/* The timed decisions' medians and p99s per block of BLOCK, in run order (vp_bench_act). */
+static struct {
+    int n;                          /* whole blocks */
+    double med_lo, med_hi;          /* lowest and highest block median, us */
+    double p99_lo, p99_hi, p99_med; /* lowest, highest and median block p99, us */
+} g_blocks;
+
+/* Fills g_blocks from us[0 .. iters) in run order. */
+static void block_stats(const double* us, int64_t iters) {
+    memset(&g_blocks, 0, sizeof g_blocks);
+    const int nb = (int)(iters / BLOCK);
+    double* b = (double*)malloc(sizeof(double) * BLOCK);
+    double* p99 = (double*)malloc(sizeof(double) * (size_t)(nb > 0 ? nb : 1));
+    if (!b || !p99 || nb < 2) {
+        free(b), free(p99);
+        return;
+    }
+    g_blocks.n = nb;
+    g_blocks.med_lo = g_blocks.p99_lo = INFINITY;
+    for (int k = 0; k < nb; ++k) {
+        memcpy(b, us + (int64_t)k * BLOCK, sizeof(double) * BLOCK);
+        qsort(b, BLOCK, sizeof(double), cmp_double);
+        const double med = b[BLOCK / 2];
+        p99[k] = b[(int)(0.99 * (BLOCK - 1))];
+        if (med < g_blocks.med_lo) g_blocks.med_lo = med;
+        if (med > g_blocks.med_hi) g_blocks.med_hi = med;
+        if (p99[k] < g_blocks.p99_lo) g_blocks.p99_lo = p99[k];
+        if (p99[k] > g_blocks.p99_hi) g_blocks.p99_hi = p99[k];
+    }
+    qsort(p99, (size_t)nb, sizeof(double), cmp_double);
+    g_blocks.p99_med = p99[nb / 2];
+    free(b), free(p99);
 }
 
 int vp_bench_act(vp_backend* b, const vp_bench_opts* o) {
@@ -160,6 +199,7 @@ int vp_bench_act(vp_backend* b, const vp_bench_opts* o) {
         }
         qsort(at, (size_t)n_slow, sizeof(double), cmp_double);
         const double gap_ms = n_slow > 0 ? at[n_slow / 2] : 0.0;
+        block_stats(us, iters);
         memcpy(us, sorted, sizeof(double) * (size_t)iters);
         free(sorted);
         double mean = 0.0;
@@ -175,11 +215,19 @@ int vp_bench_act(vp_backend* b, const vp_bench_opts* o) {
                (double)iters / wall);
         printf("slow decisions (over 1.25 x the median): %lld (%.2f %%), median time between them %.2f ms\n",
                (long long)(n_slow + (last >= 0.0)), 100.0 * (double)(n_slow + (last >= 0.0)) / (double)iters, gap_ms);
+        if (g_blocks.n >= 2)
+            printf("in %d blocks of %d decisions, in run order: median %.2f .. %.2f us, p99 %.2f .. %.2f us "
+                   "(median block %.2f); two runs over the same bars tell the machine's slow spells from the bars' "
+                   "(docs/perf.md)\n",
+                   g_blocks.n, BLOCK, g_blocks.med_lo, g_blocks.med_hi, g_blocks.p99_lo, g_blocks.p99_hi,
+                   g_blocks.p99_med);
         FILE* js = vp_bench_json_open(o);
         fprintf(js, "{\"bench\":\"act\",\"backend\":\"cpu\",\"hidden\":%d,\"window\":%d,\"decisions\":%lld,"
                     "\"median_us\":%.3f,\"p90_us\":%.3f,\"p99_us\":%.3f,\"mean_us\":%.3f,\"max_us\":%.3f,\"flops\":%.0f,"
-                    "\"full_window_flops\":%.0f}\n",
-                m.cfg.hidden, m.cfg.window, (long long)iters, med, p90, p99, mean, mx, fl, full);
+                    "\"full_window_flops\":%.0f,\"block_p99_lo_us\":%.3f,\"block_p99_median_us\":%.3f,\"block_p99_hi_us\":%.3f}\n",
+                m.cfg.hidden, m.cfg.window, (long long)iters, med, p90, p99, mean, mx, fl, full,
+                g_blocks.n >= 2 ? g_blocks.p99_lo : p99, g_blocks.n >= 2 ? g_blocks.p99_med : p99,
+                g_blocks.n >= 2 ? g_blocks.p99_hi : p99);
         vp_bench_json_close(js);
     }
     free(us);
