@@ -1,5 +1,5 @@
 /* The CPU's exp (src/backend/cpu/cpu_exp.h): within 1 ulp of exp over the normal range; the
- * edges (NaN, infinities, the flush under the smallest normal, the overflow); and the row
+ * edges (NaN, infinities, subnormal results, the overflow); and the row
  * forms (AVX-512 where the CPU has it) equal to the scalar form bit for bit, at every length
  * of a tail, in place and out of place, SiLU included. */
 #include <math.h>
@@ -27,8 +27,8 @@ static void test_accuracy(void) {
     double worst = 0.0, at = 0.0;
     // a dense sweep over the range whose results are normal floats
     for (int i = 0; i <= 2000000; ++i) {
-        const float x = -87.0f + 175.0f * (float)i / 2000000.0f;
-        if (x > 88.3f) break;
+        const float x = -87.0f + 175.7f * (float)i / 2000000.0f;
+        if (x > 88.72f) break;
         const double u = ulps(vp_cpu_expf(x), exp((double)x));
         if (u > worst) worst = u, at = x;
     }
@@ -44,7 +44,18 @@ static void test_edges(void) {
           (double)vp_cpu_expf(-INFINITY));
     CHECK(isinf(vp_cpu_expf(INFINITY)) && vp_cpu_expf(INFINITY) > 0, "exp(inf) = %g", (double)vp_cpu_expf(INFINITY));
     CHECK(isinf(vp_cpu_expf(100.0f)), "exp(100) = %g, expected +inf", (double)vp_cpu_expf(100.0f));
-    CHECK(vp_cpu_expf(-100.0f) == 0.0f, "exp(-100) = %g, expected 0 (flushed)", (double)vp_cpu_expf(-100.0f));
+    CHECK(isinf(vp_cpu_expf(88.73f)) && isfinite(vp_cpu_expf(88.72f)), "exp(88.72) = %g, exp(88.73) = %g",
+          (double)vp_cpu_expf(88.72f), (double)vp_cpu_expf(88.73f));
+    CHECK(vp_cpu_expf(-110.0f) == 0.0f, "exp(-110) = %g, expected 0", (double)vp_cpu_expf(-110.0f));
+    // the subnormal range: within one subnormal step of exp (one rounding)
+    double worst = 0.0, at = 0.0;
+    for (int i = 0; i <= 200000; ++i) {
+        const float x = -103.0f + 16.0f * (float)i / 200000.0f;
+        const double want = exp((double)x), err = fabs((double)vp_cpu_expf(x) - want);
+        const double tol = 0x1p-149 + 0x1p-23 * want;
+        if (err / tol > worst) worst = err / tol, at = x;
+    }
+    CHECK(worst <= 1.0, "vp_cpu_expf under the normal range: %.3f of the bound at x = %.9g", worst, at);
     CHECK(isfinite(vp_cpu_expf(88.0f)) && vp_cpu_expf(88.0f) > 1e38f, "exp(88) = %g", (double)vp_cpu_expf(88.0f));
     CHECK(vp_cpu_expf(-87.0f) > 0.0f, "exp(-87) = %g", (double)vp_cpu_expf(-87.0f));
     CHECK(vp_cpu_sigmoidf(0.0f) == 0.5f, "sigmoid(0) = %.9g", (double)vp_cpu_sigmoidf(0.0f));
@@ -61,7 +72,7 @@ static float* inputs(int64_t n) {
         const float u = (float)(s >> 40) / (float)(1 << 24);
         x[i] = -120.0f + 240.0f * u;
     }
-    const float specials[] = {0.0f, -0.0f, NAN, -NAN, INFINITY, -INFINITY, 88.3762626f, 88.38f, -87.3365f, -87.34f,
+    const float specials[] = {0.0f, -0.0f, NAN, -NAN, INFINITY, -INFINITY, 88.3762626f, 88.38f, 88.72f, 88.73f, -87.3365f, -87.34f,
                               0.34657359f, -0.34657359f, 1e-30f, -1e-30f};
     for (size_t i = 0; i < sizeof specials / sizeof specials[0] && (int64_t)i < n; ++i) x[i * 7 % n] = specials[i];
     for (int64_t i = 0; i < n && i < 260; ++i) x[n - 1 - i] = ((float)i - 130.0f) * 0.69314718f; /* n ln 2 */

@@ -13,7 +13,7 @@
 static inline float sigmoidf_(float x) { return vp_cpu_sigmoidf(x); }
 
 /* log(1 + exp(x)), linear above 20 (as the softplus op). */
-static inline float softplusf_(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static inline float softplusf_(float x) { return x > 20.0f ? x : log1pf(vp_cpu_expf(x)); }
 
 /* Conv output at step t of one channel: in [K] with stride ld, w [CW]. */
 static inline float conv_at(const float* in, int64_t ld, const float* w, float bias, int t, int cw) {

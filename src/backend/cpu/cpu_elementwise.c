@@ -1,7 +1,9 @@
 /* Element-wise ops on the CPU: fill, copy, f32 <-> bf16, unary functions and their
- * derivatives, binary ops with row broadcast, axpby and scaling by a stored scalar. */
+ * derivatives (their exponentials cpu_exp.h's), binary ops with row broadcast, axpby and
+ * scaling by a stored scalar. */
 #include <math.h>
 
+#include "cpu_exp.h"
 #include "cpu_impl.h"
 
 /* ---- fill / copy / convert ---------------------------------------------------------- */
@@ -49,13 +51,13 @@ vp_status vp_cpu_convert(vp_backend* b, const vp_tensor* src, vp_tensor* dst) {
 
 /* 1 / (1 + exp(-x)) without overflow for large |x|. */
 static inline float sigmoid_f(float x) {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
+    if (x >= 0.0f) return 1.0f / (1.0f + vp_cpu_expf(-x));
+    float e = vp_cpu_expf(x);
     return e / (1.0f + e);
 }
 
 /* log(1 + exp(x)); x itself above 20 (PyTorch's threshold), log1p for the rest. */
-static inline float softplus_f(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static inline float softplus_f(float x) { return x > 20.0f ? x : log1pf(vp_cpu_expf(x)); }
 
 /* f(x) for one element. NaN inputs give NaN outputs. */
 static inline float unary_f(vp_unary_op op, float x) {
@@ -64,7 +66,7 @@ static inline float unary_f(vp_unary_op op, float x) {
     case VP_UNARY_SILU: return x * sigmoid_f(x);
     case VP_UNARY_SOFTPLUS: return softplus_f(x);
     case VP_UNARY_SIGMOID: return sigmoid_f(x);
-    case VP_UNARY_EXP: return expf(x);
+    case VP_UNARY_EXP: return vp_cpu_expf(x);
     case VP_UNARY_TANH: return tanhf(x);
     case VP_UNARY_GELU: /* in double: the rounding of x / sqrt 2 would grow x^2-fold in the left tail */
         return (float)(0.5 * (double)x * erfc(-(double)x * 0.70710678118654752));
@@ -74,13 +76,13 @@ static inline float unary_f(vp_unary_op op, float x) {
 
 /* sigmoid(x) * (1 - sigmoid(x)) = e / (1 + e)^2 with e = exp(-|x|): no cancellation. */
 static inline float sigmoid_grad_f(float x) {
-    float e = expf(-fabsf(x));
+    float e = vp_cpu_expf(-fabsf(x));
     return e / ((1.0f + e) * (1.0f + e));
 }
 
 /* 1 - tanh(x)^2 = 4 e / (1 + e)^2 with e = exp(-2|x|): no cancellation at large |x|. */
 static inline float tanh_grad_f(float x) {
-    float e = expf(-2.0f * fabsf(x));
+    float e = vp_cpu_expf(-2.0f * fabsf(x));
     return 4.0f * e / ((1.0f + e) * (1.0f + e));
 }
 
@@ -91,7 +93,7 @@ static inline float unary_grad_f(vp_unary_op op, float x, float dy) {
     case VP_UNARY_SILU: return dy * (sigmoid_f(x) + x * sigmoid_grad_f(x)); /* s (1 + x (1 - s)) */
     case VP_UNARY_SOFTPLUS: return x > 20.0f ? dy : dy * sigmoid_f(x);
     case VP_UNARY_SIGMOID: return dy * sigmoid_grad_f(x);
-    case VP_UNARY_EXP: return dy * expf(x);
+    case VP_UNARY_EXP: return dy * vp_cpu_expf(x);
     case VP_UNARY_TANH: return dy * tanh_grad_f(x);
     case VP_UNARY_GELU: /* Phi(x) + x phi(x) */
         return dy * (float)(0.5 * erfc(-(double)x * 0.70710678118654752) +

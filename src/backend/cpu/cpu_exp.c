@@ -28,13 +28,21 @@ __attribute__((target("avx512f"))) static inline __m512 exp16(__m512 x) {
     p = _mm512_add_ps(p, _mm512_set1_ps(VP_EXP_P5));
     __m512 y = _mm512_add_ps(_mm512_mul_ps(p, z), r);
     y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
-    // 2^n from the exponent bits, n held in [-126, 127] (the lanes outside are replaced below)
-    const __m512 nc = _mm512_min_ps(_mm512_max_ps(n, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(nc), _mm512_set1_epi32(127)), 23);
+    // 2^n from the exponent bits: n + 100 where n < -126 (then 2^-100 after), n - 1 where n is
+    // 128 (then 2 after), held in [-150, 128] (the lanes outside are replaced below)
+    const __m512 nc = _mm512_min_ps(_mm512_max_ps(n, _mm512_set1_ps(-150.0f)), _mm512_set1_ps(128.0f));
+    const __mmask16 sub = _mm512_cmp_ps_mask(n, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
+    const __mmask16 sup = _mm512_cmp_ps_mask(n, _mm512_set1_ps(127.0f), _CMP_GT_OQ);
+    __m512i a = _mm512_cvttps_epi32(nc);
+    a = _mm512_mask_add_epi32(a, sub, a, _mm512_set1_epi32(100));
+    a = _mm512_mask_sub_epi32(a, sup, a, _mm512_set1_epi32(1));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(a, _mm512_set1_epi32(127)), 23);
     __m512 out = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
-    out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_set1_ps(127.0f), _CMP_GT_OQ), out,
+    out = _mm512_mask_mul_ps(out, sub, out, _mm512_set1_ps(0x1p-100f));
+    out = _mm512_mask_mul_ps(out, sup, out, _mm512_set1_ps(2.0f));
+    out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_set1_ps(128.0f), _CMP_GT_OQ), out,
                                _mm512_set1_ps(INFINITY));
-    out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_set1_ps(-126.0f), _CMP_LT_OQ), out, _mm512_setzero_ps());
+    out = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_set1_ps(-150.0f), _CMP_LT_OQ), out, _mm512_setzero_ps());
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), out, x);
 }
 

@@ -4,10 +4,11 @@
  * through the exponent bits. No fused multiply-add and no library call: the scalar form
  * (vp_cpu_expf) and the 16-lane form (vp_cpu_exp_rows on AVX-512) give the same bits, on any
  * machine, with any libm. Within 1 ulp of exp over the normal range (tests/test_cpu_exp.c).
- * Edges: NaN stays the same NaN; n > 127 (x above about 88.376) gives +inf; n < -126 (x
- * below about -87.34) gives +0, so results under the smallest normal float are flushed;
- * -inf gives 0, +inf gives +inf. Every operation is its own statement, so no compiler fuses
- * a multiply and an add. */
+ * Edges: NaN stays the same NaN; n = 128 scales in two steps, 2^127 then 2 (so exp overflows
+ * where the float range ends, x about 88.72); n > 128 gives +inf; -150 <= n < -126 scales in two
+ * steps, 2^(n + 100) then 2^-100, so a subnormal result is rounded once; n < -150 (x below
+ * about -104.3) gives +0; -inf gives 0, +inf gives +inf. Every operation is its own
+ * statement, so no compiler fuses a multiply and an add. */
 #ifndef VULPES_CPU_EXP_H
 #define VULPES_CPU_EXP_H
 
@@ -31,8 +32,8 @@ static inline float vp_cpu_expf(float x) {
     float t = x * VP_EXP_LOG2E;
     t = t + 0.5f;
     const float n = floorf(t);
-    if (n > 127.0f) return INFINITY;
-    if (n < -126.0f) return 0.0f;
+    if (n > 128.0f) return INFINITY;
+    if (n < -150.0f) return 0.0f;
     float nc = n * VP_EXP_C1;
     float r = x - nc;
     nc = n * VP_EXP_C2;
@@ -51,10 +52,13 @@ static inline float vp_cpu_expf(float x) {
     float y = p * z;
     y = y + r;
     y = y + 1.0f;
-    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    const int sub = n < -126.0f, sup = n > 127.0f;
+    const int32_t a = (int32_t)n + (sub ? 100 : 0) - (sup ? 1 : 0);
+    const uint32_t bits = (uint32_t)(a + 127) << 23;
     float s;
     memcpy(&s, &bits, sizeof s);
-    return y * s;
+    const float out = y * s;
+    return sub ? out * 0x1p-100f : sup ? out * 2.0f : out;
 }
 
 /* 1 / (1 + exp(-x)) with vp_cpu_expf. */
