@@ -1,7 +1,7 @@
 /* The CPU's exp (src/backend/cpu/cpu_exp.h): within 1 ulp of exp over the normal range; the
  * edges (NaN, infinities, subnormal results, the overflow); and the row
  * forms (AVX-512 where the CPU has it) equal to the scalar form bit for bit, at every length
- * of a tail, in place and out of place, SiLU included. */
+ * of a tail, in place and out of place, the SiLUs and the element-wise op's sigmoid included. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -108,6 +108,20 @@ static void test_rows_equal_scalar(void) {
         for (int64_t j = 0; j < len; ++j) bad += !same_value(inplace[j], x[j] * vp_cpu_sigmoidf(x[j]));
         CHECK(bad == 0, "silu rows len %lld: %d differ from the scalar form", (long long)len, bad);
     }
+    // the element-wise op's sigmoid and SiLU rows against their scalar form, out of and in place
+    for (int silu = 0; silu <= 1; ++silu)
+        for (int64_t len = 1; len <= N; len += len < 40 ? 1 : 1000) {
+            vp_cpu_sigmoid_op_rows(x, out, len, silu);
+            memcpy(inplace, x, sizeof(float) * (size_t)len);
+            vp_cpu_sigmoid_op_rows(inplace, inplace, len, silu);
+            int bad = 0;
+            for (int64_t j = 0; j < len; ++j) {
+                const float want = silu ? x[j] * vp_cpu_sigmoid_op(x[j]) : vp_cpu_sigmoid_op(x[j]);
+                bad += !same_value(out[j], want) || !same_value(inplace[j], want);
+            }
+            CHECK(bad == 0, "%s op rows len %lld: %d differ from the scalar form", silu ? "silu" : "sigmoid",
+                  (long long)len, bad);
+        }
     // the forced scalar rows give the same
     vp_cpu_exp_force_scalar(1);
     vp_cpu_exp_rows(x, 0.5f, inplace, N);

@@ -76,6 +76,28 @@ __attribute__((target("avx512f"))) static int64_t silu_rows_avx512(float* x, int
     return n;
 }
 
+/* vp_cpu_sigmoid_op lane by lane (times x when silu): e = exp(-|x|) is the scalar form's
+ * exp(-x) for x >= 0 and exp(x) below, the same input either way. */
+__attribute__((target("avx512f"))) static inline __m512 sigmoid_op16(__m512 x, int silu) {
+    const __m512 nabs = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN)));
+    const __m512 e = exp16(nabs);
+    const __m512 d = _mm512_add_ps(_mm512_set1_ps(1.0f), e);
+    const __mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
+    const __m512 sg = _mm512_div_ps(_mm512_mask_blend_ps(pos, e, _mm512_set1_ps(1.0f)), d);
+    return silu ? _mm512_mul_ps(x, sg) : sg;
+}
+
+__attribute__((target("avx512f"))) static int64_t sigmoid_op_rows_avx512(const float* x, float* y, int64_t n,
+                                                                          int silu) {
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, sigmoid_op16(_mm512_loadu_ps(x + j), silu));
+    if (j < n) {
+        const __mmask16 mk = (__mmask16)((1u << (unsigned)(n - j)) - 1u);
+        _mm512_mask_storeu_ps(y + j, mk, sigmoid_op16(_mm512_maskz_loadu_ps(mk, x + j), silu));
+    }
+    return n;
+}
+
 /* 1 where the AVX-512 forms may run. */
 static int use_avx512(void) {
     static int have = -1;
@@ -98,4 +120,12 @@ void vp_cpu_silu_rows(float* x, int64_t n) {
     if (use_avx512()) j = silu_rows_avx512(x, n);
 #endif
     for (; j < n; ++j) x[j] = x[j] * vp_cpu_sigmoidf(x[j]);
+}
+
+void vp_cpu_sigmoid_op_rows(const float* x, float* y, int64_t n, int silu) {
+    int64_t j = 0;
+#ifdef VP_EXP_X86
+    if (use_avx512()) j = sigmoid_op_rows_avx512(x, y, n, silu);
+#endif
+    for (; j < n; ++j) y[j] = silu ? x[j] * vp_cpu_sigmoid_op(x[j]) : vp_cpu_sigmoid_op(x[j]);
 }

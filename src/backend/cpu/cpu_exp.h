@@ -68,6 +68,23 @@ static inline float vp_cpu_sigmoidf(float x) {
     return 1.0f / d;
 }
 
+/* The element-wise sigmoid op's form: 1 / (1 + e) for x >= 0, e / (1 + e) below, with
+ * e = vp_cpu_expf(-|x|) (neither side overflows). */
+static inline float vp_cpu_sigmoid_op(float x) {
+    if (x >= 0.0f) {
+        const float e = vp_cpu_expf(-x);
+        const float d = 1.0f + e;
+        return 1.0f / d;
+    }
+    const float e = vp_cpu_expf(x);
+    const float d = 1.0f + e;
+    return e / d;
+}
+
+/* y[j] = vp_cpu_sigmoid_op(x[j]), times x[j] when silu (y may be x), 16 at a time where the
+ * CPU has AVX-512: the same bits as the scalar form (a NaN gives a NaN, its sign either). */
+void vp_cpu_sigmoid_op_rows(const float* x, float* y, int64_t n, int silu);
+
 /* out[j] = vp_cpu_expf(x[j] - sub) for j < n (out may be x), 16 at a time where the CPU has
  * AVX-512: the same bits as the scalar form. */
 void vp_cpu_exp_rows(const float* x, float sub, float* out, int64_t n);
@@ -76,7 +93,7 @@ void vp_cpu_exp_rows(const float* x, float sub, float* out, int64_t n);
  * has AVX-512: the same bits as the scalar form (a NaN gives a NaN, its sign either). */
 void vp_cpu_silu_rows(float* x, int64_t n);
 
-/* Tests only: 1 makes vp_cpu_exp_rows and vp_cpu_silu_rows run the scalar form. */
+/* Tests only: 1 makes the row forms run the scalar form. */
 void vp_cpu_exp_force_scalar(int on);
 
 #endif /* VULPES_CPU_EXP_H */
