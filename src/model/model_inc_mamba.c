@@ -4,13 +4,20 @@
  * window that slides one bar: a conv output that reads only bars inside the window (positions
  * >= CW - 1) is a function of the bar and its CW - 1 predecessors, computed once when the bar
  * comes (vp_model_inc_conv_row); the scan's decay exp(dt A) is computed once per step and head
- * instead of once per channel; the SiLUs run over whole rows (vp_cpu_silu_rows, the bits of
- * sigmoidf_). */
+ * instead of once per channel; the conv runs tap by tap over all channels (its weights laid out
+ * by tap, w_convt) and the SiLUs over whole rows (vp_cpu_silu_rows), the bits of conv_at and
+ * sigmoidf_. */
 #include <math.h>
 #include <string.h>
 
 #include "model/cpu_mamba_math.h"
 #include "model/model_internal.h"
+
+/* acc[c] += w[c] * x[c] for c < n: one conv tap over channels side by side (a multiply, then an
+ * add: conv_at's operations, so its bits). */
+static void taps_add(float* restrict acc, const float* restrict w, const float* restrict x, int64_t n) {
+    for (int64_t c = 0; c < n; ++c) acc[c] += w[c] * x[c];
+}
 
 void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
     const vp_model* m = w->m;
@@ -18,8 +25,9 @@ void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
     const int K = r->K, CW = c->mamba_conv;
     if (w->L == 0 || K < CW) return; /* no window position reads a whole conv then */
     const int64_t L = w->L, XB = c->hidden + c->mamba_state, i = r->n - 1;
-    const float* cw = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_W).data;
+    const float* cwt = (const float*)w->w_convt.data; /* [CW, CH] */
     const float* cb = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_B).data;
+    const int64_t CH = vp_tensor_cols(&w->w_convt);
     // the bar and its predecessors' rows (a bar before the first reads the first: its copies fill the ring)
     const float* row[VP_MAMBA_MAX_K];
     for (int j = 0; j < CW; ++j) {
@@ -27,11 +35,9 @@ void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
         row[j] = r->xbcdt + ((s % K + K) % K) * L;
     }
     float* out = r->xb + (i % K) * XB;
-    for (int64_t ch = 0; ch < XB; ++ch) {
-        float acc = cb[ch];
-        for (int j = 0; j < CW; ++j) acc += cw[ch * CW + j] * row[j][ch];
-        out[ch] = acc;
-    }
+    // per channel: the bias, then tap by tap in order (conv_at's sum), channels side by side
+    memcpy(out, cb, sizeof(float) * (size_t)XB);
+    for (int j = 0; j < CW; ++j) taps_add(out, cwt + (int64_t)j * CH, row[j], XB);
     vp_cpu_silu_rows(out, XB); /* pre * sigmoidf_(pre), 16 channels at a time */
 }
 
@@ -42,8 +48,9 @@ void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_in
     const int PD = c->mamba_head_dim, CW = c->mamba_conv;
     const int64_t L = w->L, XB = H + N;
     const float* in = (const float*)a->xbcdt.data; /* [K, L] the window's rows, oldest first */
-    const float* cw = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_W).data;
+    const float* cwt = (const float*)w->w_convt.data; /* [CW, CH] */
     const float* cb = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_CONV_B).data;
+    const int64_t CH = vp_tensor_cols(&w->w_convt);
     float* xb = (float*)a->xb.data; /* [K, XB] */
     float* cc = (float*)a->c.data;  /* [N] */
     // x and B channels: the cached whole convs, the window's first CW - 1 steps computed
@@ -54,11 +61,20 @@ void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_in
             memcpy(o, r->xb + ((oldest + t) % K) * XB, sizeof(float) * (size_t)XB);
             continue;
         }
-        for (int64_t ch = 0; ch < XB; ++ch) o[ch] = conv_at(in + ch, L, cw + ch * CW, cb[ch], t, CW);
+        // conv_at's sum per channel: the bias, then the taps inside the window in order
+        memcpy(o, cb, sizeof(float) * (size_t)XB);
+        for (int j = 0; j < CW; ++j) {
+            const int s = t - (CW - 1) + j;
+            if (s >= 0) taps_add(o, cwt + (int64_t)j * CH, in + (int64_t)s * L, XB);
+        }
         vp_cpu_silu_rows(o, XB);
     }
     // C channels at the last step only
-    for (int n = 0; n < N; ++n) cc[n] = conv_at(in + XB + n, L, cw + (XB + n) * CW, cb[XB + n], K - 1, CW);
+    memcpy(cc, cb + XB, sizeof(float) * (size_t)N);
+    for (int j = 0; j < CW; ++j) {
+        const int s = K - 1 - (CW - 1) + j;
+        if (s >= 0) taps_add(cc, cwt + (int64_t)j * CH + XB, in + (int64_t)s * L + XB, N);
+    }
     vp_cpu_silu_rows(cc, N);
     // the scan of every head to the last step's y
     const float* dtb = (const float*)vp_model_slot(m, w->params, VP_PS_MAMBA_DT_BIAS).data;

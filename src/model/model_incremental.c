@@ -18,7 +18,8 @@
 /* The slots laid out [in, out], in the order of vp_model_inc's fields. */
 static const vp_pslot SLOTS[VP_MODEL_INC_WEIGHTS] = {VP_PS_TRUNK_W1, VP_PS_TRUNK_W2, VP_PS_MAMBA_IN_W,
                                                      VP_PS_MAMBA_IN_W, VP_PS_MAMBA_OUT_W, VP_PS_PORT_W,
-                                                     VP_PS_C51_V1_W, VP_PS_C51_V2_W, VP_PS_C51_A1_W, VP_PS_C51_A2_W};
+                                                     VP_PS_C51_V1_W, VP_PS_C51_V2_W, VP_PS_C51_A1_W, VP_PS_C51_A2_W,
+                                                     VP_PS_MAMBA_CONV_W};
 
 /* y [1, out] = epi(x [1, in] Wt + beta y) with Wt [in, out], bias [out] or NULL: the batch
  * forward's linear for one row, in FP32 (vp_model_row_gemm: the row-exact kernel's bits). */
@@ -65,7 +66,7 @@ vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor*
     vp_tensor src[VP_MODEL_INC_WEIGHTS];
     int64_t total = 0;
     for (int i = 0; i < VP_MODEL_INC_WEIGHTS; ++i) {
-        const int mamba = SLOTS[i] == VP_PS_MAMBA_IN_W || SLOTS[i] == VP_PS_MAMBA_OUT_W;
+        const int mamba = SLOTS[i] == VP_PS_MAMBA_IN_W || SLOTS[i] == VP_PS_MAMBA_OUT_W || SLOTS[i] == VP_PS_MAMBA_CONV_W;
         memset(&src[i], 0, sizeof src[i]);
         if (mamba && !MB) continue;
         src[i] = i == 2   ? vp_model_slot_rows(m, params, VP_PS_MAMBA_IN_W, H, w->L)
@@ -82,7 +83,7 @@ vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor*
     float* p = (float*)w->buf.dev;
     w->acc = p + total;
     vp_tensor* dst[VP_MODEL_INC_WEIGHTS] = {&w->w1, &w->w2, &w->w_rest, &w->w_z, &w->w_out,
-                                            &w->w_port, &w->w_v1, &w->w_v2, &w->w_a1, &w->w_a2};
+                                            &w->w_port, &w->w_v1, &w->w_v2, &w->w_a1, &w->w_a2, &w->w_convt};
     for (int i = 0; i < VP_MODEL_INC_WEIGHTS; ++i) {
         if (!src[i].data) continue;
         const int64_t out = vp_tensor_rows(&src[i]), in = vp_tensor_cols(&src[i]);

@@ -447,7 +447,7 @@ vp_status vp_model_first_backward(vp_model* m, const vp_tensor* params, vp_model
 /* ---- the forward one bar at a time (model_incremental.c), CPU ---------------------------- */
 
 /* Weight matrices the one-sample forward multiplies by. */
-#define VP_MODEL_INC_WEIGHTS 10
+#define VP_MODEL_INC_WEIGHTS 11
 
 /* The weights of one-sample GEMMs laid out [in, out] once (host memory), read with the
  * parameters they were made from (which must stay unchanged). */
@@ -460,6 +460,7 @@ typedef struct vp_model_inc {
     vp_tensor w_out;          /* out_proj [H, H] (Mamba2 only) */
     vp_tensor w_port;         /* [P, H] */
     vp_tensor w_v1, w_v2, w_a1, w_a2; /* [H, HH], [HH, Z], [H, HH], [HH, A Z] */
+    vp_tensor w_convt;        /* the conv's weights by tap [CW, H + 2N] (Mamba2 only) */
     int64_t L;                /* in_proj columns kept per bar: H + 2N + NH (0 without Mamba2) */
     float* acc;               /* [widest output] the one-row products' accumulators */
     int finite;               /* 1: every matrix above is finite, so zero inputs' terms may be skipped */
