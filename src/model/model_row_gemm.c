@@ -92,6 +92,26 @@ __attribute__((target("avx512f,fma"))) static int64_t cols_avx512(const int32_t*
     return j0;
 }
 
+/* The term list (vp_model_row_gemm) 16 inputs at a time: the lanes whose bits are nonzero but
+ * for the sign, their indices packed in order; returns the count. */
+__attribute__((target("avx512f"))) static int64_t terms_avx512(const float* x, int64_t k, int32_t* ps) {
+    int64_t np = 0, p = 0;
+    const __m512i step = _mm512_set1_epi32(16), mag = _mm512_set1_epi32(0x7fffffff);
+    __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (; p + 16 <= k; p += 16, idx = _mm512_add_epi32(idx, step)) {
+        const __mmask16 nz = _mm512_test_epi32_mask(_mm512_loadu_si512((const void*)(x + p)), mag);
+        _mm512_mask_compressstoreu_epi32(ps + np, nz, idx);
+        np += __builtin_popcount((unsigned)nz);
+    }
+    for (; p < k; ++p) {
+        uint32_t bits;
+        memcpy(&bits, x + p, sizeof bits);
+        ps[np] = (int32_t)p;
+        np += (bits << 1) != 0u;
+    }
+    return np;
+}
+
 /* The same in 8-lane accumulators (64 columns a block, then 8). */
 __attribute__((target("avx2,fma"))) static int64_t cols_avx2(const int32_t* ps, int64_t np, int64_t n,
                                                               const float* x, const float* W, float* acc) {
@@ -154,16 +174,22 @@ void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, co
         // without a branch: half of a ReLU output's entries are zero, in no pattern a
         // predictor learns. x[p] != 0 is its bits but the sign being nonzero (true for NaN,
         // false for -0, as the float comparison), an integer test the compiler keeps branchless
-        const uint32_t keep_all = skip_zeros ? 0u : 1u;
-        for (int64_t p = 0; p < k; ++p) {
-            uint32_t bits;
-            memcpy(&bits, x + p, sizeof bits);
-            ps[np] = (int32_t)p;
-            np += (int64_t)(keep_all | (uint32_t)((bits << 1) != 0u));
-        }
         int64_t done = 0;
 #ifdef VP_ROW_X86
         const int isa = vp_model_inc_isa();
+        if (skip_zeros && isa == VP_MODEL_INC_ISA_BEST) np = terms_avx512(x, k, ps);
+        else
+#endif
+        {
+            const uint32_t keep_all = skip_zeros ? 0u : 1u;
+            for (int64_t p = 0; p < k; ++p) {
+                uint32_t bits;
+                memcpy(&bits, x + p, sizeof bits);
+                ps[np] = (int32_t)p;
+                np += (int64_t)(keep_all | (uint32_t)((bits << 1) != 0u));
+            }
+        }
+#ifdef VP_ROW_X86
         if (isa == VP_MODEL_INC_ISA_BEST) done = cols_avx512(ps, np, n, x, Wt, acc);
         else if (isa == VP_MODEL_INC_ISA_AVX2) done = cols_avx2(ps, np, n, x, Wt, acc);
 #endif
