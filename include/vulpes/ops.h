@@ -69,7 +69,8 @@ typedef struct vp_gemm_desc {
 vp_gemm_desc vp_gemm_plain(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k);
 
 /* Runs a GEMM. `bias` ([n], or with stride_bias > 0 at least (batch - 1) * stride_bias + n
- * elements, f32) is needed by the bias epilogues, else ignored (may be NULL). With beta == 0, C is not read (NaN in C does not leak). */
+ * elements, f32) is needed by the bias epilogues, else ignored (may be NULL). With beta == 0,
+ * C is not read (NaN in C does not leak). */
 vp_status vp_gemm(vp_backend* b, const vp_gemm_desc* d, const vp_tensor* A,
                   const vp_tensor* B, const vp_tensor* bias, vp_tensor* C);
 

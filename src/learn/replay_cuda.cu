@@ -22,7 +22,8 @@
 /* ---- kernels: push ---------------------------------------------------------------------------- */
 
 /* Exclusive prefix sum over the block of each thread's `local` (every thread of a block of
- * at most RP_BLOCK threads must call it); *tile_total gets the block's sum. Integer sums: exact in any order. */
+ * at most RP_BLOCK threads must call it); *tile_total gets the block's sum. Integer sums:
+ * exact in any order. */
 __device__ int rp_block_exclusive_scan(int local, int* tile_total) {
     __shared__ int warp_sum[RP_BLOCK / 32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -48,8 +49,9 @@ __device__ int rp_block_exclusive_scan(int local, int* tile_total) {
  * then the block's offset in the ring from its predecessors' published states: a block
  * publishes its own sum as soon as it has it (RP_AGGREGATE), and its inclusive prefix once
  * it knows it (RP_INCLUSIVE); a block's first warp walks back over its predecessors' states,
- * 32 at a time, adding sums up to the nearest inclusive prefix. Blocks start in index order, so every predecessor a
- * block waits on is running and publishes without waiting on later blocks. Then each thread
+ * 32 at a time, adding sums up to the nearest inclusive prefix. Blocks start in index order,
+ * so every predecessor a block waits on is running and publishes without waiting on later
+ * blocks. Then each thread
  * writes its env's transitions from the ring's head as the push began. The last block waits
  * until every block has published its inclusive prefix (each has read the counters by then)
  * and moves the counters on. Integer sums: the offsets are those of the CPU's loop, bit for

@@ -9,7 +9,7 @@
 
 /* d silu(x) / dx. */
 static inline float silu_grad(float x) {
-    float s = sigmoidf_(x);
+    float s = vp_cpu_sigmoid(x);
     return s * (1.0f + x * (1.0f - s));
 }
 
@@ -26,14 +26,14 @@ vp_status vp_cpu_conv_forward(vp_backend* be, const vp_mamba_dims* d, const floa
                 float pre = conv_at(in + ch, L, w + (int64_t)ch * CW, bias[ch], t, CW);
                 int64_t o = (b * K + t) * XB + ch;
                 if (xb_pre) xb_pre[o] = pre;
-                xb[o] = pre * sigmoidf_(pre);
+                xb[o] = pre * vp_cpu_sigmoid(pre);
             }
         // C channels at the last step only
         for (int n = 0; n < N; ++n) {
             int ch = (int)XB + n;
             float pre = conv_at(in + ch, L, w + (int64_t)ch * CW, bias[ch], K - 1, CW);
             if (c_pre) c_pre[b * N + n] = pre;
-            c[b * N + n] = pre * sigmoidf_(pre);
+            c[b * N + n] = pre * vp_cpu_sigmoid(pre);
         }
     }
     return VP_OK;
@@ -181,7 +181,7 @@ vp_status vp_cpu_scan_backward(vp_backend* be, const vp_mamba_dims* d, const flo
             float dtb = 0.0f;
             for (int t = 0; t < K; ++t) {
                 int64_t r = b * K + t;
-                float g = ddt[t] * sigmoidf_(xbcdt[r * L + H + 2 * N + h] + dt_bias[h]);
+                float g = ddt[t] * vp_cpu_sigmoid(xbcdt[r * L + H + 2 * N + h] + dt_bias[h]);
                 d_xbcdt[r * L + H + 2 * N + h] = g;
                 dtb += g;
             }

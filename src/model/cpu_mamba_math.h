@@ -9,9 +9,6 @@
 
 #include "backend/cpu/cpu_exp.h"
 
-/* 1 / (1 + exp(-x)) with the CPU's exp (cpu_exp.h; vp_cpu_silu_rows gives x times it). */
-static inline float sigmoidf_(float x) { return vp_cpu_sigmoidf(x); }
-
 /* log(1 + exp(x)), linear above 20 (as the softplus op). */
 static inline float softplusf_(float x) { return x > 20.0f ? x : log1pf(vp_cpu_expf(x)); }
 

@@ -39,7 +39,7 @@ vp_status vp_cpu_span_conv(vp_backend* be, const vp_mamba_dims* d, int64_t rows,
             // conv_at at a step past the padding: bias, then w[j] x_j in order
             float pre = bias[ch];
             for (int j = 0; j < CW; ++j) pre += w[ch * CW + j] * in[j][ch];
-            o[ch] = pre * sigmoidf_(pre);
+            o[ch] = pre * vp_cpu_sigmoid(pre);
         }
         for (int h = 0; h < NH; ++h) o[CH + h] = softplusf_(xbcdt[r * L + CH + h] + dt_bias[h]);
     }
@@ -68,7 +68,7 @@ vp_status vp_cpu_span_scan(vp_backend* be, const vp_mamba_dims* d, const int32_t
         for (int t = 0; t < P; ++t)
             for (int64_t ch = 0; ch < XB; ++ch) {
                 const float pre = conv_at_rows(xbcdt + ch, L, row, w + ch * CW, bias[ch], t, CW);
-                pad[t * XB + ch] = pre * sigmoidf_(pre);
+                pad[t * XB + ch] = pre * vp_cpu_sigmoid(pre);
             }
         for (int t = 0; t < K; ++t) xr[t] = t < P ? pad + t * XB : act + (int64_t)row[t] * L;
         // C channels at the last step only
@@ -76,7 +76,7 @@ vp_status vp_cpu_span_scan(vp_backend* be, const vp_mamba_dims* d, const int32_t
             const int64_t ch = XB + n;
             if (K - 1 < P) {
                 const float pre = conv_at_rows(xbcdt + ch, L, row, w + ch * CW, bias[ch], K - 1, CW);
-                cc[n] = pre * sigmoidf_(pre);
+                cc[n] = pre * vp_cpu_sigmoid(pre);
             } else {
                 cc[n] = act[(int64_t)row[K - 1] * L + ch];
             }

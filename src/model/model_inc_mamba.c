@@ -6,7 +6,7 @@
  * comes (vp_model_inc_conv_row); the scan's decay exp(dt A) is computed once per step and head
  * instead of once per channel; the conv runs tap by tap over all channels (its weights laid out
  * by tap, w_convt) and the SiLUs over whole rows (vp_cpu_silu_rows), the bits of conv_at and
- * sigmoidf_. */
+ * vp_cpu_sigmoid. */
 #include <math.h>
 #include <string.h>
 
@@ -38,7 +38,7 @@ void vp_model_inc_conv_row(const vp_model_inc* w, vp_model_inc_ring* r) {
     // per channel: the bias, then tap by tap in order (conv_at's sum), channels side by side
     memcpy(out, cb, sizeof(float) * (size_t)XB);
     for (int j = 0; j < CW; ++j) taps_add(out, cwt + (int64_t)j * CH, row[j], XB);
-    vp_cpu_silu_rows(out, XB); /* pre * sigmoidf_(pre), 16 channels at a time */
+    vp_cpu_silu_rows(out, XB); /* pre * vp_cpu_sigmoid(pre), 16 channels at a time */
 }
 
 void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_inc_ring* r) {

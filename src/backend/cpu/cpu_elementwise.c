@@ -50,7 +50,7 @@ vp_status vp_cpu_convert(vp_backend* b, const vp_tensor* src, vp_tensor* dst) {
 /* ---- unary functions --------------------------------------------------------------------- */
 
 /* 1 / (1 + exp(-x)) without overflow for large |x| (cpu_exp.h). */
-static inline float sigmoid_f(float x) { return vp_cpu_sigmoid_op(x); }
+static inline float sigmoid_f(float x) { return vp_cpu_sigmoid(x); }
 
 /* log(1 + exp(x)); x itself above 20 (PyTorch's threshold), log1p for the rest. */
 static inline float softplus_f(float x) { return x > 20.0f ? x : log1pf(vp_cpu_expf(x)); }
@@ -105,7 +105,7 @@ vp_status vp_cpu_unary(vp_backend* b, vp_unary_op op, const vp_tensor* x, vp_ten
     const int64_t n = vp_tensor_numel(x);
     // the sigmoid and SiLU rows 16 at a time (the same bits as unary_f's)
     if (op == VP_UNARY_SILU || op == VP_UNARY_SIGMOID) {
-        vp_cpu_sigmoid_op_rows(xp, yp, n, op == VP_UNARY_SILU);
+        vp_cpu_sigmoid_rows(xp, yp, n, op == VP_UNARY_SILU);
         return VP_OK;
     }
     for (int64_t i = 0; i < n; ++i) yp[i] = unary_f(op, xp[i]);

@@ -1,4 +1,4 @@
-/* The rows of exp and SiLU on the CPU (cpu_exp.h): the scalar sequence, and the same
+/* The rows of exp and of the sigmoid (and SiLU) on the CPU (cpu_exp.h): the scalar sequence, and the same
  * operations 16 lanes at a time on AVX-512 (each intrinsic the scalar statement's IEEE
  * operation, in the same order, so the bits agree lane for lane). */
 #include "backend/cpu/cpu_exp.h"
@@ -57,28 +57,9 @@ __attribute__((target("avx512f"))) static int64_t exp_rows_avx512(const float* x
     return n;
 }
 
-/* x * (1 / (1 + exp(-x))), vp_cpu_sigmoidf's order. */
-__attribute__((target("avx512f"))) static inline __m512 silu16(__m512 x) {
-    // -x as a sign flip, as the scalar form's negation (0 - x would differ for +0 and NaN)
-    const __m512 neg = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN)));
-    const __m512 e = exp16(neg);
-    const __m512 sg = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
-    return _mm512_mul_ps(x, sg);
-}
-
-__attribute__((target("avx512f"))) static int64_t silu_rows_avx512(float* x, int64_t n) {
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) _mm512_storeu_ps(x + j, silu16(_mm512_loadu_ps(x + j)));
-    if (j < n) {
-        const __mmask16 mk = (__mmask16)((1u << (unsigned)(n - j)) - 1u);
-        _mm512_mask_storeu_ps(x + j, mk, silu16(_mm512_maskz_loadu_ps(mk, x + j)));
-    }
-    return n;
-}
-
-/* vp_cpu_sigmoid_op lane by lane (times x when silu): e = exp(-|x|) is the scalar form's
+/* vp_cpu_sigmoid lane by lane (times x when silu): e = exp(-|x|) is the scalar form's
  * exp(-x) for x >= 0 and exp(x) below, the same input either way. */
-__attribute__((target("avx512f"))) static inline __m512 sigmoid_op16(__m512 x, int silu) {
+__attribute__((target("avx512f"))) static inline __m512 sigmoid16(__m512 x, int silu) {
     const __m512 nabs = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN)));
     const __m512 e = exp16(nabs);
     const __m512 d = _mm512_add_ps(_mm512_set1_ps(1.0f), e);
@@ -87,13 +68,13 @@ __attribute__((target("avx512f"))) static inline __m512 sigmoid_op16(__m512 x, i
     return silu ? _mm512_mul_ps(x, sg) : sg;
 }
 
-__attribute__((target("avx512f"))) static int64_t sigmoid_op_rows_avx512(const float* x, float* y, int64_t n,
+__attribute__((target("avx512f"))) static int64_t sigmoid_rows_avx512(const float* x, float* y, int64_t n,
                                                                           int silu) {
     int64_t j = 0;
-    for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, sigmoid_op16(_mm512_loadu_ps(x + j), silu));
+    for (; j + 16 <= n; j += 16) _mm512_storeu_ps(y + j, sigmoid16(_mm512_loadu_ps(x + j), silu));
     if (j < n) {
         const __mmask16 mk = (__mmask16)((1u << (unsigned)(n - j)) - 1u);
-        _mm512_mask_storeu_ps(y + j, mk, sigmoid_op16(_mm512_maskz_loadu_ps(mk, x + j), silu));
+        _mm512_mask_storeu_ps(y + j, mk, sigmoid16(_mm512_maskz_loadu_ps(mk, x + j), silu));
     }
     return n;
 }
@@ -114,18 +95,10 @@ void vp_cpu_exp_rows(const float* x, float sub, float* out, int64_t n) {
     for (; j < n; ++j) out[j] = vp_cpu_expf(x[j] - sub);
 }
 
-void vp_cpu_silu_rows(float* x, int64_t n) {
+void vp_cpu_sigmoid_rows(const float* x, float* y, int64_t n, int silu) {
     int64_t j = 0;
 #ifdef VP_EXP_X86
-    if (use_avx512()) j = silu_rows_avx512(x, n);
+    if (use_avx512()) j = sigmoid_rows_avx512(x, y, n, silu);
 #endif
-    for (; j < n; ++j) x[j] = x[j] * vp_cpu_sigmoidf(x[j]);
-}
-
-void vp_cpu_sigmoid_op_rows(const float* x, float* y, int64_t n, int silu) {
-    int64_t j = 0;
-#ifdef VP_EXP_X86
-    if (use_avx512()) j = sigmoid_op_rows_avx512(x, y, n, silu);
-#endif
-    for (; j < n; ++j) y[j] = silu ? x[j] * vp_cpu_sigmoid_op(x[j]) : vp_cpu_sigmoid_op(x[j]);
+    for (; j < n; ++j) y[j] = silu ? x[j] * vp_cpu_sigmoid(x[j]) : vp_cpu_sigmoid(x[j]);
 }

@@ -61,16 +61,9 @@ static inline float vp_cpu_expf(float x) {
     return sub ? out * 0x1p-100f : sup ? out * 2.0f : out;
 }
 
-/* 1 / (1 + exp(-x)) with vp_cpu_expf. */
-static inline float vp_cpu_sigmoidf(float x) {
-    const float e = vp_cpu_expf(-x);
-    const float d = 1.0f + e;
-    return 1.0f / d;
-}
-
-/* The element-wise sigmoid op's form: 1 / (1 + e) for x >= 0, e / (1 + e) below, with
- * e = vp_cpu_expf(-|x|) (neither side overflows). */
-static inline float vp_cpu_sigmoid_op(float x) {
+/* 1 / (1 + exp(-x)) as 1 / (1 + e) for x >= 0 and e / (1 + e) below, with e = vp_cpu_expf(-|x|)
+ * (neither side overflows). */
+static inline float vp_cpu_sigmoid(float x) {
     if (x >= 0.0f) {
         const float e = vp_cpu_expf(-x);
         const float d = 1.0f + e;
@@ -81,17 +74,16 @@ static inline float vp_cpu_sigmoid_op(float x) {
     return e / d;
 }
 
-/* y[j] = vp_cpu_sigmoid_op(x[j]), times x[j] when silu (y may be x), 16 at a time where the
- * CPU has AVX-512: the same bits as the scalar form (a NaN gives a NaN, its sign either). */
-void vp_cpu_sigmoid_op_rows(const float* x, float* y, int64_t n, int silu);
+/* y[j] = vp_cpu_sigmoid(x[j]), times x[j] when silu (y may be x), 16 at a time where the CPU
+ * has AVX-512: the same bits as the scalar form (a NaN gives a NaN, its sign either). */
+void vp_cpu_sigmoid_rows(const float* x, float* y, int64_t n, int silu);
+
+/* x[j] = x[j] * vp_cpu_sigmoid(x[j]) for j < n: SiLU in place, by vp_cpu_sigmoid_rows. */
+static inline void vp_cpu_silu_rows(float* x, int64_t n) { vp_cpu_sigmoid_rows(x, x, n, 1); }
 
 /* out[j] = vp_cpu_expf(x[j] - sub) for j < n (out may be x), 16 at a time where the CPU has
  * AVX-512: the same bits as the scalar form. */
 void vp_cpu_exp_rows(const float* x, float sub, float* out, int64_t n);
-
-/* x[j] = x[j] * vp_cpu_sigmoidf(x[j]) for j < n (SiLU in place), 16 at a time where the CPU
- * has AVX-512: the same bits as the scalar form (a NaN gives a NaN, its sign either). */
-void vp_cpu_silu_rows(float* x, int64_t n);
 
 /* Tests only: 1 makes the row forms run the scalar form. */
 void vp_cpu_exp_force_scalar(int on);
