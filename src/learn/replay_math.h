@@ -243,51 +243,90 @@ VP_HD int vp_replay_env_count(const vp_replay_dev* d, const vp_replay_step_dev* 
     return c == d->n_step ? 1 : 0;
 }
 
+/* The push's copies run VP_REPLAY_RUN values at a time, every load of a run before its
+ * first store: the ring's rows could alias the step's for all a compiler knows, so a load
+ * written after a store waits for it, and a copy that alternates the two pays a memory round
+ * trip per value. */
+#define VP_REPLAY_RUN 8
+
+/* dst[k] = src[k] and dst2[k] = src2[k] for k < n (dst2 / src2 may be NULL): the values only. */
+VP_HD void vp_replay_copy_rows(float* dst, const float* src, float* dst2, const float* src2, int n) {
+    for (int k0 = 0; k0 < n; k0 += VP_REPLAY_RUN) {
+        float v[VP_REPLAY_RUN] = {0}, v2[VP_REPLAY_RUN] = {0};
+        const int m = n - k0 < VP_REPLAY_RUN ? n - k0 : VP_REPLAY_RUN;
+        for (int i = 0; i < VP_REPLAY_RUN; ++i)
+            if (i < m) {
+                v[i] = src[k0 + i];
+                if (src2) v2[i] = src2[k0 + i];
+            }
+        for (int i = 0; i < VP_REPLAY_RUN; ++i)
+            if (i < m) {
+                dst[k0 + i] = v[i];
+                if (dst2) dst2[k0 + i] = v2[i];
+            }
+    }
+}
+
 /* Appends the step of env e to its pending window, writes the transitions it completes
  * into ring positions first, first + 1, ... (mod C) at the running max priority, and
- * drops them from the window. */
+ * drops them from the window. Each part reads what it needs before it writes (the values
+ * and their order of use are those of a plain copy). */
 VP_HD void vp_replay_env_push(const vp_replay_dev* d, const vp_replay_step_dev* s, int64_t e, int64_t first) {
     const int64_t E = d->n_envs;
     const int P = d->n_port, NB = d->n_branch, n = d->n_step;
     int c = d->p_count[e], st = d->p_start[e];
+    const int code = vp_replay_done_code(s, e);
+    const float max_p = d->ctrl->max_priority;
 
-    /* append step t behind the pending ones */
-    int64_t q = (st + c) % n;
-    d->p_bar[q * E + e] = s->bar[e];
-    d->p_wend[q * E + e] = s->wend[e];
-    for (int k = 0; k < P; ++k) d->p_port[(q * E + e) * P + k] = s->port[e * P + k];
-    for (int k = 0; k < NB; ++k) d->p_act[(q * E + e) * NB + k] = s->act[e * NB + k];
-    d->p_rew[q * E + e] = s->rew[e];
-    if (d->intrinsic) {
-        d->p_rew_int[q * E + e] = s->rew_int ? s->rew_int[e] : 0.0f;
-        for (int k = 0; k < P; ++k) d->p_port1[(q * E + e) * P + k] = s->next_port[e * P + k];
+    /* the pending rewards (steps st .. st + c - 1, none of them the slot appended below),
+     * then step t behind them */
+    float rw[VP_REPLAY_MAX_NSTEP], ri[VP_REPLAY_MAX_NSTEP];
+    for (int i = 0; i < c; ++i) rw[i] = d->p_rew[((st + i) % n) * E + e];
+    if (d->intrinsic)
+        for (int i = 0; i < c; ++i) ri[i] = d->p_rew_int[((st + i) % n) * E + e];
+    const int64_t q = (st + c) % n, qe = q * E + e;
+    {
+        const int32_t bar = s->bar[e], wend = s->wend[e];
+        const float rew = s->rew[e], rint = d->intrinsic && s->rew_int ? s->rew_int[e] : 0.0f;
+        int32_t act[VP_REPLAY_MAX_BRANCHES] = {0};
+        for (int k = 0; k < VP_REPLAY_MAX_BRANCHES; ++k)
+            if (k < NB) act[k] = s->act[e * NB + k];
+        d->p_bar[qe] = bar;
+        d->p_wend[qe] = wend;
+        d->p_rew[qe] = rew;
+        for (int k = 0; k < VP_REPLAY_MAX_BRANCHES; ++k)
+            if (k < NB) d->p_act[qe * NB + k] = act[k];
+        rw[c] = rew;
+        if (d->intrinsic) {
+            d->p_rew_int[qe] = rint;
+            ri[c] = rint;
+        }
+        vp_replay_copy_rows(d->p_port + qe * P, s->port + e * P, d->intrinsic ? d->p_port1 + qe * P : NULL,
+                            d->intrinsic ? s->next_port + e * P : NULL, P);
     }
     c += 1;
 
     /* write the completed transitions, oldest first */
-    const int code = vp_replay_done_code(s, e);
     const int emit = code != 0 ? c : (c == n ? 1 : 0);
     if (emit > 0) {
-        float rw[VP_REPLAY_MAX_NSTEP], ri[VP_REPLAY_MAX_NSTEP];
-        for (int i = 0; i < c; ++i) rw[i] = d->p_rew[((st + i) % n) * E + e];
-        if (d->intrinsic)
-            for (int i = 0; i < c; ++i) ri[i] = d->p_rew_int[((st + i) % n) * E + e];
-        const float max_p = d->ctrl->max_priority;
+        const int32_t next_bar = s->next_bar[e];
         for (int m = 0; m < emit; ++m) {
-            int64_t pq = (st + m) % n;
-            int64_t slot = (first + m) % d->cap;
-            d->bar[slot] = d->p_bar[pq * E + e];
-            d->wend[slot] = d->p_wend[pq * E + e];
-            d->next_bar[slot] = s->next_bar[e];
-            for (int k = 0; k < P; ++k) {
-                d->port[slot * P + k] = d->p_port[(pq * E + e) * P + k];
-                d->next_port[slot * P + k] = s->next_port[e * P + k];
-            }
-            for (int k = 0; k < NB; ++k) d->act[slot * NB + k] = d->p_act[(pq * E + e) * NB + k];
+            const int64_t pe = ((st + m) % n) * E + e, slot = (first + m) % d->cap;
+            const int32_t bar = d->p_bar[pe], wend = d->p_wend[pe];
+            int32_t act[VP_REPLAY_MAX_BRANCHES] = {0};
+            for (int k = 0; k < VP_REPLAY_MAX_BRANCHES; ++k)
+                if (k < NB) act[k] = d->p_act[pe * NB + k];
+            vp_replay_copy_rows(d->port + slot * P, d->p_port + pe * P, d->next_port + slot * P,
+                                s->next_port + e * P, P);
+            d->bar[slot] = bar;
+            d->wend[slot] = wend;
+            d->next_bar[slot] = next_bar;
+            for (int k = 0; k < VP_REPLAY_MAX_BRANCHES; ++k)
+                if (k < NB) d->act[slot * NB + k] = act[k];
             d->rew[slot] = vp_replay_nstep_return(rw, m, c, d->gamma);
             if (d->intrinsic) {
                 d->rew_int[slot] = vp_replay_nstep_return(ri, m, c, d->gamma);
-                for (int k = 0; k < P; ++k) d->port1[slot * P + k] = d->p_port1[(pq * E + e) * P + k];
+                vp_replay_copy_rows(d->port1 + slot * P, d->p_port1 + pe * P, NULL, NULL, P);
                 /* pending steps before the last all went on; the last one ends the episode when code != 0 */
                 d->done1[slot] = code != 0 && m == c - 1 ? 1.0f : 0.0f;
             }

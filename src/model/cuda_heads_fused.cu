@@ -123,10 +123,14 @@ __global__ void c51_pad_kernel(int Z, int AZ, int HH, const float* __restrict__ 
 
 /* h[b, j] = e[b, j] + (bias[j] + sum_k p[b, k] W[j, k]): a thread per column j (its weight row
  * and bias in registers), blocks of `rows` rows (grid-stride); each row's p is read by every
- * thread of the block at the same address (a broadcast). PT > 0: P known when compiled (PT
+ * thread of the block at the same address (a broadcast); each thread issues the loads of
+ * PORT_GROUP rows before their stores (h may alias e, so a load after a store would wait for
+ * it). PT > 0: P known when compiled (PT
  * registers a row, the env's portfolio width); PT = 0: any P <= PORT_MAX_P. The same sum in
  * the same order either way. */
 #define PORT_MAX_P 16
+/* Rows whose loads a thread issues together. */
+#define PORT_GROUP 4
 template <int PT>
 __global__ void port_add_kernel(const float* e, const float* __restrict__ p, const float* __restrict__ W,
                                 const float* __restrict__ bias, float* h, int64_t B, int H, int P, int rows) {
@@ -141,27 +145,37 @@ __global__ void port_add_kernel(const float* e, const float* __restrict__ p, con
     const int vec = P % 4 == 0 && (uintptr_t)p % 16 == 0;
     for (int64_t r0 = (int64_t)blockIdx.x * rows; r0 < B; r0 += (int64_t)gridDim.x * rows) {
         const int64_t r1 = r0 + rows < B ? r0 + rows : B;
-#pragma unroll 2
-        for (int64_t b = r0; b < r1; ++b) {
-            const float* pb = p + b * P;
-            float pv[R];
-            if (vec) {
-                // the row as float4 loads (P a multiple of 4, rows aligned)
+        for (int64_t b0 = r0; b0 < r1; b0 += PORT_GROUP) {
+            // a group's loads (e and p of each row) before its stores: h may alias e
+            float pv[PORT_GROUP][R], ev[PORT_GROUP];
 #pragma unroll
-                for (int k = 0; k < R; k += 4)
-                    if (k < P) {
-                        const float4 q4 = *(const float4*)(pb + k);
-                        pv[k] = q4.x, pv[k + 1] = q4.y, pv[k + 2] = q4.z, pv[k + 3] = q4.w;
-                    }
-            } else {
+            for (int g = 0; g < PORT_GROUP; ++g) {
+                const int64_t b = b0 + g < r1 ? b0 + g : r1 - 1;
+                const float* pb = p + b * P;
+                if (vec) {
+                    // the row as float4 loads (P a multiple of 4, rows aligned)
 #pragma unroll
-                for (int k = 0; k < R; ++k) pv[k] = k < P ? pb[k] : 0.0f;
+                    for (int k = 0; k < R; k += 4)
+                        if (k < P) {
+                            const float4 q4 = *(const float4*)(pb + k);
+                            pv[g][k] = q4.x, pv[g][k + 1] = q4.y, pv[g][k + 2] = q4.z, pv[g][k + 3] = q4.w;
+                        } else {
+                            pv[g][k] = pv[g][k + 1] = pv[g][k + 2] = pv[g][k + 3] = 0.0f;
+                        }
+                } else {
+#pragma unroll
+                    for (int k = 0; k < R; ++k) pv[g][k] = k < P ? pb[k] : 0.0f;
+                }
+                ev[g] = e[b * H + j];
             }
-            float acc = bj;
 #pragma unroll
-            for (int k = 0; k < R; ++k)
-                if (k < P) acc = fmaf(pv[k], w[k], acc);
-            h[b * H + j] = e[b * H + j] + acc;
+            for (int g = 0; g < PORT_GROUP; ++g) {
+                float acc = bj;
+#pragma unroll
+                for (int k = 0; k < R; ++k)
+                    if (k < P) acc = fmaf(pv[g][k], w[k], acc);
+                if (b0 + g < r1) h[(b0 + g) * H + j] = ev[g] + acc;
+            }
         }
     }
 }

@@ -79,6 +79,34 @@ __device__ __forceinline__ float silu_conv_rows_at(const float* __restrict__ xbc
     return acc * sigm(acc);
 }
 
+/* silu_conv_rows_at of the window's first P steps (P <= CW - 1) of channel ch, the conv width
+ * known when compiled: its weights, bias and the P rows' inputs loaded once, then each step's
+ * taps in silu_conv_rows_at's order (the taps before the window's first row skipped). */
+template <int CW>
+__device__ __forceinline__ void silu_conv_first(const float* __restrict__ xbcdt, int64_t L, int base,
+                                                const float* __restrict__ w, const float* __restrict__ bias,
+                                                int64_t ch, int P, float* v) {
+    float wr[CW], xr[CW - 1];
+#pragma unroll
+    for (int j = 0; j < CW; ++j) wr[j] = w[ch * CW + j];
+    const float bc = bias[ch];
+#pragma unroll
+    for (int s = 0; s < CW - 1; ++s) {
+        const int r = base + s;
+        xr[s] = s < P ? xbcdt[(int64_t)(r > 0 ? r : 0) * L + ch] : 0.0f;
+    }
+#pragma unroll
+    for (int t = 0; t < CW - 1; ++t) {
+        float acc = bc;
+#pragma unroll
+        for (int j = 0; j < CW; ++j) {
+            const int s = t - (CW - 1) + j;
+            if (s >= 0) acc += wr[j] * xr[s];
+        }
+        v[t] = acc * sigm(acc);
+    }
+}
+
 /* Shared-memory bytes of span_scan_kernel: cb [K], dts [NH][K], w [NH][K], C [N], B [K][N], and
  * with `stage_x` the window's x rows [K][H]. */
 static inline size_t span_scan_shared(int K, int NH, int N, int H, int stage_x) {
@@ -93,8 +121,11 @@ static inline size_t span_scan_shared(int K, int NH, int N, int H, int stage_x) 
  * STAGE_X, x at each step; a window's first CW - 1 steps from the conv of its rows) is loaded
  * first, by all threads at once, into shared memory; then the scan's sums run from there in
  * scan_forward's order. GATE 0: out = y; GATE 1: out = yn = RMSNorm(y * silu(z)) * norm_g (the
- * backend's SiLU, product and RMSNorm formulas; the sum of squares in the block's order). */
-template <int GATE, int STAGE_X>
+ * backend's SiLU, product and RMSNorm formulas; the sum of squares in the block's order).
+ * CWT > 0: the conv width CW known when compiled, with K > CW - 1: each channel's first CW - 1
+ * steps from its weights and inputs loaded once (silu_conv_first), the same sums; CWT = 0: any
+ * width and window, silu_conv_rows_at per value. */
+template <int GATE, int STAGE_X, int CWT>
 __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ last, const float* __restrict__ xbcdt,
                                  const float* __restrict__ act, const float* __restrict__ w,
                                  const float* __restrict__ bias, const float* __restrict__ A_log,
@@ -113,25 +144,58 @@ __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ la
     float* xs = bs + K * N;      // [K][H] (STAGE_X)
     // the window's step t is table row max(base + t, 0)
 #define SPAN_ROW(t) ((int64_t)((base + (t)) > 0 ? (base + (t)) : 0))
-    // one round of loads: B [K][N], C [N] at the last step, the step sizes [NH][K]
-    const int nb = K * N, nload = nb + N + NH * K;
-    for (int i = tid; i < nload; i += blockDim.x) {
-        if (i < nb) {
-            const int t = i / N, n = i - t * N;
-            bs[i] = t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, H + n, t, CW) : act[SPAN_ROW(t) * L + H + n];
-        } else if (i < nb + N) {
-            const int n = i - nb;
-            cc[n] = K - 1 < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, XB + n, K - 1, CW)
-                              : act[SPAN_ROW(K - 1) * L + XB + n];
-        } else {
-            const int j = i - nb - N;
-            dts[j] = act[SPAN_ROW(j % K) * L + CH + j / K];
+    const int nb = K * N;
+    if constexpr (CWT > 0) {
+        // CWT == CW, K > CW - 1 (so P = CW - 1 and C's last step is past the conv's start): the
+        // rows past the first P steps as loaded values, then each channel's first P steps (x with
+        // STAGE_X, B) from its weights and inputs loaded once (silu_conv_first)
+        constexpr int CF = CWT > 1 ? CWT - 1 : 1;
+        for (int i = tid; i < nb - P * N + N + NH * K; i += blockDim.x) {
+            if (i < nb - P * N) {
+                const int t = P + i / N, n = i - (t - P) * N;
+                bs[t * N + n] = act[SPAN_ROW(t) * L + H + n];
+            } else if (i < nb - P * N + N) {
+                const int n = i - (nb - P * N);
+                cc[n] = act[SPAN_ROW(K - 1) * L + XB + n];
+            } else {
+                const int j = i - (nb - P * N) - N;
+                dts[j] = act[SPAN_ROW(j % K) * L + CH + j / K];
+            }
         }
-    }
-    if (STAGE_X && tid < H)
+        for (int c = STAGE_X ? tid : H + tid; c < H + N; c += blockDim.x) {
+            float v[CF];
+            silu_conv_first<CWT>(xbcdt, L, base, w, bias, c, P, v);
+#pragma unroll
+            for (int t = 0; t < CF; ++t)
+                if (t < P) {
+                    if (c < H) xs[t * H + c] = v[t];
+                    else bs[t * N + (c - H)] = v[t];
+                }
+        }
+        if (STAGE_X && tid < H)
 #pragma unroll 4
-        for (int t = 0; t < K; ++t)
-            xs[t * H + tid] = t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, tid, t, CW) : act[SPAN_ROW(t) * L + tid];
+            for (int t = P; t < K; ++t) xs[t * H + tid] = act[SPAN_ROW(t) * L + tid];
+    } else {
+        // one round of loads: B [K][N], C [N] at the last step, the step sizes [NH][K]
+        const int nload = nb + N + NH * K;
+        for (int i = tid; i < nload; i += blockDim.x) {
+            if (i < nb) {
+                const int t = i / N, n = i - t * N;
+                bs[i] = t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, H + n, t, CW) : act[SPAN_ROW(t) * L + H + n];
+            } else if (i < nb + N) {
+                const int n = i - nb;
+                cc[n] = K - 1 < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, XB + n, K - 1, CW)
+                                  : act[SPAN_ROW(K - 1) * L + XB + n];
+            } else {
+                const int j = i - nb - N;
+                dts[j] = act[SPAN_ROW(j % K) * L + CH + j / K];
+            }
+        }
+        if (STAGE_X && tid < H)
+#pragma unroll 4
+            for (int t = 0; t < K; ++t)
+                xs[t * H + tid] = t < P ? silu_conv_rows_at(xbcdt, L, base, w, bias, tid, t, CW) : act[SPAN_ROW(t) * L + tid];
+    }
     __syncthreads();
     // B_t . C
     for (int t = tid; t < K; t += blockDim.x) {
@@ -229,14 +293,20 @@ static vp_status span_launch(vp_backend* be, const vp_mamba_dims* d, const int32
                              const float* act, const float* w, const float* bias, const float* A_log, const float* D,
                              const float* z, const float* norm_g, float eps, float* out) {
     const size_t staged = span_scan_shared(d->window, d->heads, d->state, d->hidden, 1);
-    const int threads = (d->hidden + 31) / 32 * 32;
-    if (staged <= 48 * 1024)
-        span_scan_kernel<GATE, 1><<<(unsigned)d->batch, threads, staged, vp_cuda_stream_of(be)>>>(
-            *d, last, xbcdt, act, w, bias, A_log, D, z, norm_g, eps, out);
-    else
-        span_scan_kernel<GATE, 0>
-            <<<(unsigned)d->batch, threads, span_scan_shared(d->window, d->heads, d->state, d->hidden, 0),
-               vp_cuda_stream_of(be)>>>(*d, last, xbcdt, act, w, bias, A_log, D, z, norm_g, eps, out);
+    const size_t unstaged = span_scan_shared(d->window, d->heads, d->state, d->hidden, 0);
+    const int threads = (d->hidden + 31) / 32 * 32, stage = staged <= 48 * 1024;
+    // the default conv width known when compiled where the window is longer than the conv's start
+    const int fixed = d->conv == 4 && d->window > 3;
+    const unsigned g = (unsigned)d->batch;
+    cudaStream_t st = vp_cuda_stream_of(be);
+#define SPAN_LAUNCH(SX, CWT) \
+    span_scan_kernel<GATE, SX, CWT><<<g, threads, SX ? staged : unstaged, st>>>(*d, last, xbcdt, act, w, bias, A_log, \
+                                                                             D, z, norm_g, eps, out)
+    if (stage && fixed) SPAN_LAUNCH(1, 4);
+    else if (stage) SPAN_LAUNCH(1, 0);
+    else if (fixed) SPAN_LAUNCH(0, 4);
+    else SPAN_LAUNCH(0, 0);
+#undef SPAN_LAUNCH
     VP_CUDA_CHECK_LAUNCH(GATE ? "span_scan_kernel<gate>" : "span_scan_kernel");
     return VP_OK;
 }
