@@ -14,7 +14,8 @@
  *   at row 0): CUDA against the CPU within 1e-5 (FP32), and CUDA's span_scan against its own
  *   window_index, gather, conv_forward and scan_forward bit for bit (the same operations in the
  *   same order); span_mix (the scan and the gated RMSNorm in one pass) against the CPU's within
- *   1e-5.
+ *   1e-5; both again over R - 1 of the windows out of order (pairs swapped every 37 windows),
+ *   every row bit for bit that of the same window in order.
  * A failure prints the case, the error and the tolerance, and the program exits non-zero.
  * Run on a GPU machine (scripts/gpu.sh), not by ctest. */
 #define _POSIX_C_SOURCE 200809L /* lstat (test_train_util.h) */
@@ -128,6 +129,69 @@ static void test_networks(void) {
     check_cfg("none kan sn", small_cfg(VP_ENCODER_NONE, 0, 1, 1));
 }
 
+/* The windows of check_kernels in another order, R - 1 of them, pairs swapped every 37
+ * windows: every output row of span_scan and span_mix must be bit for bit that of the same
+ * window in bar order (y, yn), whatever its neighbours and its place in the grid. */
+static void check_order(const char* what, const vp_mamba_dims* d0, const twin* xbcdt,
+                        const twin* act, const twin* w, const twin* bias, const twin* alog, const twin* D,
+                        const twin* z, const twin* ng, twin* y, twin* yn) {
+    const vp_mops* kg = NULL;
+    CHECK_OK(vp_mops_get(g_gpu, &kg));
+    if (!kg) return;
+    const int64_t R = d0->batch, M = R - 1, H = d0->hidden;
+    vp_mamba_dims d = *d0;
+    d.batch = M;
+    twin order, zo, y2, yn2, ys, sz, g, rstd;
+    twin_1d(&order, VP_I32, M);
+    int32_t* o = (int32_t*)order.h.data;
+    for (int64_t b = 0; b < M; ++b) o[b] = (int32_t)b;
+    for (int64_t b = 5; b + 1 < M; b += 37) {
+        const int32_t t = o[b];
+        o[b] = o[b + 1], o[b + 1] = t;
+    }
+    twin_push(&order);
+    // z rows follow their windows
+    twin_2d(&zo, VP_F32, M, H);
+    for (int64_t b = 0; b < M; ++b)
+        memcpy((float*)zo.h.data + b * H, (const float*)z->h.data + (int64_t)o[b] * H, sizeof(float) * (size_t)H);
+    twin_push(&zo);
+    twin_2d(&y2, VP_F32, M, H), twin_poison(&y2);
+    twin_2d(&yn2, VP_F32, M, H), twin_poison(&yn2);
+    twin_2d(&ys, VP_F32, M, H), twin_2d(&sz, VP_F32, M, H), twin_2d(&g, VP_F32, M, H), twin_1d(&rstd, VP_F32, M);
+    const int32_t* od = (const int32_t*)order.d.data;
+    CHECK_OK(kg->span_scan(g_gpu, &d, od, (const float*)xbcdt->d.data, (const float*)act->d.data,
+                           (const float*)w->d.data, (const float*)bias->d.data, (const float*)alog->d.data,
+                           (const float*)D->d.data, (float*)y2.d.data));
+    CHECK_OK(kg->span_mix(g_gpu, &d, od, (const float*)xbcdt->d.data, (const float*)act->d.data,
+                          (const float*)w->d.data, (const float*)bias->d.data, (const float*)alog->d.data,
+                          (const float*)D->d.data, (const float*)zo.d.data, (const float*)ng->d.data, 1e-5f,
+                          (float*)ys.d.data, (float*)sz.d.data, (float*)g.d.data, (float*)rstd.d.data,
+                          (float*)yn2.d.data));
+    twin* got[2] = {&y2, &yn2};
+    twin* want[2] = {y, yn};
+    const char* op[2] = {"span_scan bits", "span_mix bits"};
+    for (int k = 0; k < 2; ++k) {
+        float* a = (float*)twin_fetch(got[k]);
+        float* b = (float*)twin_fetch(want[k]);
+        if (a && b) {
+            int64_t differ = 0, first = -1;
+            for (int64_t r = 0; r < M; ++r)
+                if (memcmp(a + r * H, b + (int64_t)o[r] * H, sizeof(float) * (size_t)H) != 0) {
+                    if (first < 0) first = r;
+                    differ++;
+                }
+            char cas[128];
+            snprintf(cas, sizeof cas, "%s, %lld windows out of order vs in order", what, (long long)M);
+            twin_row(op[k], cas, (double)differ, 0.0, differ == 0);
+            CHECK(differ == 0, "%s %s: %lld of %lld rows differ, first row %lld (window %d)", op[k], cas,
+                  (long long)differ, (long long)M, (long long)first, first >= 0 ? o[first] : -1);
+        }
+        free(a), free(b);
+    }
+    twin* all[8] = {&order, &zo, &y2, &yn2, &ys, &sz, &g, &rstd};
+    for (int i = 0; i < 8; ++i) twin_free(all[i]);
+}
+
 /* The span kernels on one shape: R windows at bars 0 .. R - 1 of an R-bar table. */
 static void check_kernels(const char* what, int K, int NH, int PD, int N, int CW, int64_t R) {
     const int H = NH * PD;
@@ -213,6 +277,7 @@ static void check_kernels(const char* what, int K, int NH, int PD, int N, int CW
                           (float*)yn.d.data));
     snprintf(cas, sizeof cas, "%s, CUDA vs CPU", what);
     twin_check("span_mix", cas, &yn, 1e-5);
+    check_order(what, &d, &xbcdt, &act, &w, &bias, &alog, &D, &z, &ng, &y, &yn);
     twin* all[22] = {&xbcdt, &w, &bias, &dtb, &alog, &D, &last, &act, &y, &idx, &win, &xb, &cc, &dt, &y_ref,
                      &z, &ng, &yn, &ys, &sz, &g, &rstd};
     for (int i = 0; i < 22; ++i) twin_free(all[i]);
