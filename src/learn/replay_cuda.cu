@@ -51,11 +51,10 @@ __device__ int rp_block_exclusive_scan(int local, int* tile_total) {
  * it knows it (RP_INCLUSIVE); a block's first warp walks back over its predecessors' states,
  * 32 at a time, adding sums up to the nearest inclusive prefix. Blocks start in index order,
  * so every predecessor a block waits on is running and publishes without waiting on later
- * blocks. Then each thread
- * writes its env's transitions from the ring's head as the push began. The last block waits
- * until every block has published its inclusive prefix (each has read the counters by then)
- * and moves the counters on. Integer sums: the offsets are those of the CPU's loop, bit for
- * bit.
+ * blocks. Then each thread writes its env's transitions from the ring's head as the push
+ * began. The last block waits until every block has published its inclusive prefix (each has
+ * read the counters by then) and moves the counters on. Integer sums: the offsets are those of
+ * the CPU's loop, bit for bit.
  *
  * A state is one 64-bit word in the push scratch (d.emit_off): the push's tag (bit 63 set,
  * the push count below it, so a word left by an earlier push, a checkpoint or the CPU loop is

@@ -125,9 +125,8 @@ __global__ void c51_pad_kernel(int Z, int AZ, int HH, const float* __restrict__ 
  * and bias in registers), blocks of `rows` rows (grid-stride); each row's p is read by every
  * thread of the block at the same address (a broadcast); each thread issues the loads of
  * PORT_GROUP rows before their stores (h may alias e, so a load after a store would wait for
- * it). PT > 0: P known when compiled (PT
- * registers a row, the env's portfolio width); PT = 0: any P <= PORT_MAX_P. The same sum in
- * the same order either way. */
+ * it). PT > 0: P known when compiled (PT registers a row, the env's portfolio width); PT = 0:
+ * any P <= PORT_MAX_P. The same sum in the same order either way. */
 #define PORT_MAX_P 16
 /* Rows whose loads a thread issues together. */
 #define PORT_GROUP 4
