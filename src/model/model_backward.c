@@ -19,8 +19,7 @@ vp_status vp_model_combine_backward(const vp_model* m, vp_model_acts* a, const v
     vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
     const int A = vp_model_cfg_actions(c);
-    vp_branch_map br = {c->n_branches, {0}};
-    for (int i = 0; i < c->n_branches; ++i) br.size[i] = c->branch_sizes[i];
+    const vp_branch_map br = vp_model_branch_map(c);
     vp_tensor logp = vp_acts_rows(&a->logp, batch * A), dl = vp_acts_rows(&a->d_logit, batch * A);
     vp_tensor dlp = vp_tensor_2d(d_log_probs->data, VP_F32, d_log_probs->mem, batch * A, c->n_atoms);
     // through log_softmax, then the dueling combine

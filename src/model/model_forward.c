@@ -111,8 +111,7 @@ vp_status vp_model_combine_forward(const vp_model* m, vp_model_acts* a, int64_t 
     vp_backend* be = m->backend;
     const vp_model_cfg* c = &m->cfg;
     const int A = vp_model_cfg_actions(c);
-    vp_branch_map br = {c->n_branches, {0}};
-    for (int i = 0; i < c->n_branches; ++i) br.size[i] = c->branch_sizes[i];
+    const vp_branch_map br = vp_model_branch_map(c);
     vp_tensor logp = vp_acts_rows(&a->logp, batch * A);
     // logits of the dueling branches, log-probabilities over atoms, expected values
     if (!c->adaptive_atoms) {

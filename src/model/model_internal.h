@@ -290,6 +290,9 @@ struct vp_model_acts {
 /* [rows, cols] view of the first rows of a 2-D activation. */
 vp_tensor vp_acts_rows(const vp_tensor* t, int64_t rows);
 
+/* The branch layout of a configuration (mops.h's vp_branch_map). */
+vp_branch_map vp_model_branch_map(const vp_model_cfg* c);
+
 /* [n] view of the first n elements of an activation. */
 vp_tensor vp_acts_vec(const vp_tensor* t, int64_t n);
 

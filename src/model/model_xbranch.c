@@ -15,12 +15,6 @@
 #define PV(slot) vp_model_slot(m, params, VP_PS_##slot)
 #define GV(slot) vp_model_slot(m, &m->grads, VP_PS_##slot)
 
-/* The branch layout of a configuration. */
-static vp_branch_map branch_map(const vp_model_cfg* c) {
-    vp_branch_map br = {c->n_branches, {0}};
-    for (int i = 0; i < c->n_branches; ++i) br.size[i] = c->branch_sizes[i];
-    return br;
-}
 
 /* A GEMM of `batch` [m, n] products with strides (elements), beta and the model's precision. */
 static vp_status bgemm(const vp_model* m, int ta, int tb, int64_t M, int64_t N, int64_t K, int64_t batch,
@@ -48,7 +42,7 @@ vp_status vp_model_xb_forward(const vp_model* m, const vp_tensor* params, vp_mod
     VP_TRY(vp_hmops_get(m->backend, &k));
     const int nb = c->n_branches;
     const int64_t HH = c->head_hidden, Z = c->n_atoms, B = batch, HH2 = HH * HH;
-    const vp_branch_map br = branch_map(c);
+    const vp_branch_map br = vp_model_branch_map(c);
     vp_tensor ah = vp_acts_rows(&a->ah, B), adv = vp_acts_rows(&a->adv, B);
     vp_tensor S = rows_of(&a->xb_s, 0, nb * B, HH), Sp = rows_of(&a->xb_sp, 0, nb * B, HH);
     vp_tensor E = PV(XB_EMBED_W), W = PV(XB_MSG_W), A2 = PV(C51_A2_W), b2 = PV(C51_A2_B);
@@ -81,7 +75,7 @@ vp_status vp_model_xb_backward(vp_model* m, const vp_tensor* params, vp_model_ac
     VP_TRY(vp_hmops_get(be, &k));
     const int nb = c->n_branches;
     const int64_t HH = c->head_hidden, Z = c->n_atoms, B = batch, HH2 = HH * HH;
-    const vp_branch_map br = branch_map(c);
+    const vp_branch_map br = vp_model_branch_map(c);
     vp_tensor ah = vp_acts_rows(&a->ah, B), d_adv = vp_acts_rows(&a->d_adv, B), d_ah = vp_acts_rows(&a->d_ah, B);
     vp_tensor S = rows_of(&a->xb_s, 0, nb * B, HH), Sp = rows_of(&a->xb_sp, 0, nb * B, HH);
     vp_tensor dS = rows_of(&a->xb_ds, 0, nb * B, HH), dSp = rows_of(&a->xb_dsp, 0, nb * B, HH);
