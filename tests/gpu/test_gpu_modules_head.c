@@ -4,7 +4,8 @@
  * refinement and of the risk budget within 1e-6 norm-wise (per-sample sums may contract to
  * FMAs). Then the whole network with all four on, FP32 products: a training forward with the
  * same uniforms and a backward with the same refinement and risk gradients against the CPU's
- * (1e-5 forward, 1e-4 per gradient tensor: small batches, so no ReLU mask flips), with no
+ * (1e-5 forward; 1e-4 per gradient tensor relative to its norm, or to 1 % of its share of the whole
+ * gradient's where that is larger: small batches, so no ReLU mask flips), with no
  * allocation, copy or sync in the pair; then learner steps with all four on stay free of
  * them too. Runs on a GPU machine only. */
 #include "gpu_twin.h"
@@ -236,15 +237,26 @@ static void test_model_parity(void) {
         twin_check(outs[i].name, "small B37 fp32", &t, 1e-5);
         twin_free(&t);
     }
-    // every gradient tensor
+    // every gradient tensor, against the larger of its own norm and 1 % of its share of the whole
+    // gradient's: a per-head scalar such as mamba.A_log sums terms over every sample, step and
+    // channel, and where they nearly cancel its own norm is far below the rounding of the terms
+    const float* gc = (const float*)mc.grads.data;
+    double all = 0.0;
+    for (int64_t i = 0; i < mc.n_weights; ++i) all += (double)gc[i] * gc[i];
+    all = sqrt(all);
     for (int k = 0; k < mc.n_params; ++k) {
         const vp_param_info* p = &mc.info[k];
         twin t;
         twin_1d(&t, VP_F32, p->numel);
-        memcpy(t.h.data, (const float*)mc.grads.data + p->offset, sizeof(float) * (size_t)p->numel);
+        memcpy(t.h.data, gc + p->offset, sizeof(float) * (size_t)p->numel);
         vp_tensor src = vp_tensor_1d((float*)mg.grads.data + p->offset, VP_F32, VP_MEM_DEVICE, p->numel);
         CHECK_OK(vp_copy(g_gpu, &src, &t.d));
-        twin_check(p->name, "grad small B37 fp32", &t, 1e-4);
+        double own = 0.0;
+        for (int64_t i = 0; i < p->numel; ++i) own += (double)gc[p->offset + i] * gc[p->offset + i];
+        own = sqrt(own);
+        const double share = all * sqrt((double)p->numel / (double)mc.n_weights);
+        CHECK(all > 0.0, "the CPU's gradient is zero");
+        twin_check_scaled(p->name, "grad small B37 fp32", &t, 1e-4, own > 1e-2 * share ? own : 1e-2 * share);
         twin_free(&t);
     }
     vp_model_acts_free(ac);
