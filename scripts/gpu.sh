@@ -4,6 +4,7 @@
 # Dependencies missing there (libyaml, cJSON, OpenBLAS headers) come as .deb files in
 # .deps/debs (scripts/fetch-debs.sh) and are unpacked into .deps/root.
 #   usage: scripts/gpu.sh [all|test|bench|bench-WHAT|torch-step|torch-collect|torch-ppo|search-bench|PROGRAM...]   (default: all)
+#   a PROGRAM step with arguments is one quoted word: scripts/gpu.sh "build-gpu/test_learner_golden FILE --backend cuda"
 #   torch-step: vulpes bench step, then its PyTorch reference (bench/torch_step.py) and the ratio
 #   torch-step-tlob: the same with model.encoder = tlob (vulpes bench step --ablate model.encoder=tlob,
 #                    then bench/torch_step.py --encoder tlob) and the ratio
@@ -32,7 +33,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 LOGS=$(mktemp -d)
 mkdir -p "$OUT"
-steps=${*:-all}
+if [ $# -gt 0 ]; then steps=("$@"); else steps=(all); fi
 root=$PWD/.deps/root
 if [ -d .deps/debs ]; then
   mkdir -p "$root"
@@ -48,7 +49,7 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$LOGS/gpu.txt"
 rc=0
 run() {
-  local name=${1//\//_}; shift
+  local name=${1//[\/ ]/_}; shift
   echo "== $name: $*"
   "$@" 2>&1 | tee "$LOGS/$name.log"
   local r=${PIPESTATUS[0]}
@@ -58,7 +59,7 @@ run() {
 }
 run build cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DVP_DEPS_DIR="$root" -DCMAKE_CUDA_ARCHITECTURES=90 -DVP_WERROR=ON
 run make cmake --build build-gpu -j "$(nproc)"
-for s in $steps; do
+for s in "${steps[@]}"; do
   case $s in
     all|test)
       run ctest ctest --test-dir build-gpu --output-on-failure -j 8
