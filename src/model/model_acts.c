@@ -204,12 +204,6 @@ void vp_model_acts_free(vp_model_acts* a) {
 
 size_t vp_model_acts_bytes(const vp_model_acts* a) { return a ? a->arena.block.bytes : 0; }
 
-vp_branch_map vp_model_branch_map(const vp_model_cfg* c) {
-    vp_branch_map br = {c->n_branches, {0}};
-    for (int i = 0; i < c->n_branches && i < 8; ++i) br.size[i] = c->branch_sizes[i];
-    return br;
-}
-
 vp_tensor vp_acts_rows(const vp_tensor* t, int64_t rows) {
     return vp_tensor_2d(t->data, t->dtype, t->mem, rows, vp_tensor_cols(t));
 }

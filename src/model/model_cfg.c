@@ -45,6 +45,13 @@ vp_model_cfg vp_model_cfg_default(void) {
     return c;
 }
 
+vp_branch_map vp_model_branch_map(const vp_model_cfg* c) {
+    vp_branch_map br = {c->n_branches, {0}};
+    const int cap = (int)(sizeof br.size / sizeof br.size[0]);
+    for (int i = 0; i < c->n_branches && i < cap; ++i) br.size[i] = c->branch_sizes[i];
+    return br;
+}
+
 int vp_model_cfg_actions(const vp_model_cfg* c) {
     if (!c || c->n_branches < 1 || c->n_branches > VP_MAX_BRANCHES) return 0;
     int a = 0;

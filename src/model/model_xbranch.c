@@ -15,7 +15,6 @@
 #define PV(slot) vp_model_slot(m, params, VP_PS_##slot)
 #define GV(slot) vp_model_slot(m, &m->grads, VP_PS_##slot)
 
-
 /* A GEMM of `batch` [m, n] products with strides (elements), beta and the model's precision. */
 static vp_status bgemm(const vp_model* m, int ta, int tb, int64_t M, int64_t N, int64_t K, int64_t batch,
                        int64_t sa, int64_t sb, int64_t sc, float beta, const vp_tensor* A, const vp_tensor* Bm,
