@@ -97,7 +97,7 @@ vp_status vp_loss_cpu_c51(vp_backend* b, const vp_loss_dims* d, const vp_loss_ba
 vp_status vp_loss_cpu_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_batch_ptrs* t, const float* iqn,
                           const float* target_iqn, const float* taus, float* loss, float* d_iqn) {
     const int A = d->n_actions, nb = d->n_branches, N = d->n_taus, M = d->n_target_taus;
-    const float inv_b = 1.0f / (float)d->batch, inv_m = 1.0f / (float)M;
+    const float inv_b = 1.0f / (float)d->batch, inv_m = 1.0f / (float)M, inv_kappa = 1.0f / d->kappa;
     memset(d_iqn, 0, sizeof(float) * (size_t)(d->batch * N * A));
     for (int64_t i = 0; i < d->batch; ++i) {
         float sum = 0.0f;
@@ -121,7 +121,7 @@ vp_status vp_loss_cpu_iqn(vp_backend* b, const vp_loss_dims* d, const vp_loss_ba
                     const float tq = target_iqn[(i * M + k) * A + hs];
                     float target = t->popart ? vp_popart_target(r, disc, tq, mu, sigma) : r + disc * tq;
                     float dd;
-                    lj += vp_quantile_huber(target - theta, tau, d->kappa, &dd);
+                    lj += vp_quantile_huber(target - theta, tau, d->kappa, inv_kappa, &dd);
                     dj += dd;
                 }
                 sum += lj * inv_m;

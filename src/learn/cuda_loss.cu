@@ -182,7 +182,7 @@ __global__ void iqn_kernel(loss_kdims k, vp_loss_batch_ptrs t, const float* __re
     }
     __syncthreads();
     // One online quantile against every target quantile.
-    const float inv_m = 1.0f / (float)M;
+    const float inv_m = 1.0f / (float)M, inv_kappa = 1.0f / k.kappa;
     const float g = -t.is_weight[i] / (float)k.batch * inv_m / (float)nb;
     for (int e = threadIdx.x; e < nb * N; e += blockDim.x) {
         const int br = e / N, jn = e % N;
@@ -196,7 +196,7 @@ __global__ void iqn_kernel(loss_kdims k, vp_loss_batch_ptrs t, const float* __re
         float lj = 0.0f, dj = 0.0f;
         for (int kk = 0; kk < M; ++kk) {
             float dd;
-            lj += vp_quantile_huber(targets[br * M + kk] - theta, tau, k.kappa, &dd);
+            lj += vp_quantile_huber(targets[br * M + kk] - theta, tau, k.kappa, inv_kappa, &dd);
             dj += dd;
         }
         part[e] = lj * inv_m;
@@ -219,30 +219,43 @@ __global__ void taus_kernel(uint64_t seed, uint64_t stream, const int32_t* __res
         taus[e] = vp_u32_to_open_unit(vp_rng_draw(seed, stream, base + (uint64_t)e).v[0]);
 }
 
-/* One block: strided per-thread sums in double, then a fixed shared-memory tree. */
-__global__ void stats_kernel(loss_kdims k, const float* __restrict__ c51, const float* __restrict__ iqn,
-                             const float* __restrict__ w, const float* __restrict__ q,
-                             const float* __restrict__ grad_norm, float* stats) {
-    __shared__ double s_c[LOSS_THREADS], s_i[LOSS_THREADS], s_q[LOSS_THREADS];
-    __shared__ float s_m[LOSS_THREADS];
+/* One block of STATS_THREADS: per-thread sums in double over four interleaved strided
+ * accumulators (independent loads in flight), joined in a fixed order, then a fixed
+ * shared-memory tree. */
+#define STATS_THREADS 1024
+#define STATS_LANES 4
+__global__ void __launch_bounds__(STATS_THREADS)
+    stats_kernel(loss_kdims k, const float* __restrict__ c51, const float* __restrict__ iqn,
+                 const float* __restrict__ w, const float* __restrict__ q, const float* __restrict__ grad_norm,
+                 float* stats) {
+    __shared__ double s_c[STATS_THREADS], s_i[STATS_THREADS], s_q[STATS_THREADS];
+    __shared__ float s_m[STATS_THREADS];
     const int tid = threadIdx.x;
-    double lc = 0.0, li = 0.0, qs = 0.0;
-    float qm = -INFINITY;
-    for (int64_t e = tid; e < k.batch; e += LOSS_THREADS) {
+    double lc = 0.0, li = 0.0;
+    for (int64_t e = tid; e < k.batch; e += STATS_THREADS) {
         lc += (double)w[e] * (double)c51[e];
         if (iqn) li += (double)w[e] * (double)iqn[e];
     }
-    const int64_t nq = k.batch * k.A;
-    for (int64_t e = tid; e < nq; e += LOSS_THREADS) {
-        qs += (double)q[e];
-        qm = vp_nan_max(qm, q[e]);
+    const int64_t nq = k.batch * k.A, span = (int64_t)STATS_THREADS * STATS_LANES;
+    double qa[STATS_LANES] = {0.0, 0.0, 0.0, 0.0};
+    float qm = -INFINITY;
+    for (int64_t e0 = tid; e0 < nq; e0 += span) {
+#pragma unroll
+        for (int l = 0; l < STATS_LANES; ++l) {
+            const int64_t e = e0 + (int64_t)l * STATS_THREADS;
+            if (e < nq) {
+                const float v = q[e];
+                qa[l] += (double)v;
+                qm = vp_nan_max(qm, v);
+            }
+        }
     }
     s_c[tid] = lc;
     s_i[tid] = li;
-    s_q[tid] = qs;
+    s_q[tid] = (qa[0] + qa[1]) + (qa[2] + qa[3]);
     s_m[tid] = qm;
     __syncthreads();
-    for (int h = LOSS_THREADS / 2; h > 0; h >>= 1) {
+    for (int h = STATS_THREADS / 2; h > 0; h >>= 1) {
         if (tid < h) {
             s_c[tid] += s_c[tid + h];
             s_i[tid] += s_i[tid + h];
@@ -327,7 +340,7 @@ extern "C" vp_status vp_loss_cuda_taus(vp_backend* b, uint64_t seed, uint64_t st
 extern "C" vp_status vp_loss_cuda_stats(vp_backend* b, const vp_loss_dims* d, const float* c51, const float* iqn,
                                         const float* is_weight, const float* q, const float* grad_norm,
                                         float* stats) {
-    stats_kernel<<<1, LOSS_THREADS, 0, vp_cuda_stream_of(b)>>>(kdims(d), c51, iqn, is_weight, q, grad_norm, stats);
+    stats_kernel<<<1, STATS_THREADS, 0, vp_cuda_stream_of(b)>>>(kdims(d), c51, iqn, is_weight, q, grad_norm, stats);
     VP_CUDA_CHECK_LAUNCH("stats_kernel");
     return VP_OK;
 }

@@ -79,13 +79,15 @@ VP_HD void vp_popart_moments(float* st, double m1, double m2, float beta) {
 }
 
 /* Quantile Huber term for one pair: |tau - 1{delta < 0}| * huber_kappa(delta) / kappa with
- * delta = target - online; *d_delta receives its derivative w.r.t. delta. */
-VP_HD float vp_quantile_huber(float delta, float tau, float kappa, float* d_delta) {
+ * delta = target - online, the division as a product with inv_kappa = 1 / kappa, formed once
+ * by the caller (exact for the learner's kappa of 1); *d_delta receives its derivative
+ * w.r.t. delta. */
+VP_HD float vp_quantile_huber(float delta, float tau, float kappa, float inv_kappa, float* d_delta) {
     float ad = fabsf(delta);
     float wt = fabsf(tau - (delta < 0.0f ? 1.0f : 0.0f));
     float hub = ad <= kappa ? 0.5f * delta * delta : kappa * (ad - 0.5f * kappa);
-    *d_delta = wt * vp_clampf(delta, -kappa, kappa) / kappa;
-    return wt * hub / kappa;
+    *d_delta = wt * vp_clampf(delta, -kappa, kappa) * inv_kappa;
+    return wt * hub * inv_kappa;
 }
 
 /* A uniform in the open interval (0, 1) from one random word (24 bits, centred). */

@@ -162,18 +162,26 @@ vp_status vp_cpu_iqn_embed(vp_backend* be, const vp_iqn_dims* d, const float* ta
 }
 
 vp_status vp_cpu_iqn_l2_backward(vp_backend* be, int64_t B, int T, int M, int A, const float* iq1, const float* dzq,
-                                 const float* w2, float* d_iq1, float* p_b) {
+                                 const float* w2, float* d_iq1, float* p_b, float* p_w2) {
     (void)be;
+    const int64_t AM = (int64_t)A * M;
     for (int64_t b = 0; b < B; ++b) {
         float* pb = p_b + b * M;
+        float* pw = p_w2 + (b / VP_IQN_W2_GROUP) * AM;
+        if (b % VP_IQN_W2_GROUP == 0)
+            for (int64_t k = 0; k < AM; ++k) pw[k] = 0.0f;
         for (int m = 0; m < M; ++m) pb[m] = 0.0f;
         for (int j = 0; j < T; ++j) {
             const int64_t r = b * T + j;
             const float* dz = dzq + r * A;
             for (int m = 0; m < M; ++m) {
+                const float x = iq1[r * M + m];
                 float g = 0.0f;
-                for (int a = 0; a < A; ++a) g += dz[a] * w2[(int64_t)a * M + m];
-                g = iq1[r * M + m] > 0.0f ? g : 0.0f;
+                for (int a = 0; a < A; ++a) {
+                    g += dz[a] * w2[(int64_t)a * M + m];
+                    pw[(int64_t)a * M + m] += dz[a] * x;
+                }
+                g = x > 0.0f ? g : 0.0f;
                 d_iq1[r * M + m] = g;
                 pb[m] += g;
             }

@@ -121,56 +121,91 @@ __global__ void iqn_mix_backward_kernel(const float* __restrict__ h, const float
     }
 }
 
-/* d_iq1[r, m] = (iq1[r, m] > 0) sum_a dzq[r, a] w2[a, m]; p_b[b, m] = sum_j d_iq1[b*T+j, m]. A
- * block per sample (grid-stride), a thread per unit m (striding by blockDim); the sample's
- * dzq rows [T, A] staged in shared memory. FAST (A <= 16): w2's column m in registers and the
- * dzq rows padded to 16 with zeros, read as float4 broadcasts (the padding adds 0 * 0);
- * otherwise w2 [A, M] in shared memory too. Dynamic shared memory: FAST T * 16 floats, else
- * A * M + T * A. */
+/* d_iq1[r, m] = (iq1[r, m] > 0) sum_a dzq[r, a] w2[a, m]; p_b[b, m] = sum_j d_iq1[b*T+j, m];
+ * p_w2[g, a, m] = sum over group g's rows of dzq[r, a] iq1[r, m]. A block per group of
+ * VP_IQN_W2_GROUP samples (grid-stride), its samples in order; a sample's dzq rows [T, A]
+ * staged in shared memory. FAST (A <= 16, M <= blockDim): a thread per unit m, w2's column m
+ * and the group's p_w2 sums in registers, the dzq rows padded to 16 with zeros and read as
+ * float4 broadcasts (the padding adds 0 * 0); otherwise threads stride over m, w2 [A, M] sits
+ * in shared memory too and p_w2 accumulates in place, row by row in the same order. Dynamic
+ * shared memory: FAST T * 16 floats, else A * M + T * A. */
 template <int FAST>
 __global__ void iqn_l2_backward_kernel(const float* __restrict__ iq1, const float* __restrict__ dzq,
-                                       const float* __restrict__ w2, float* d_iq1, float* p_b, int64_t B, int T, int M,
+                                       const float* __restrict__ w2, float* __restrict__ d_iq1,
+                                       float* __restrict__ p_b, float* __restrict__ p_w2, int64_t B, int T, int M,
                                        int A) {
     extern __shared__ __align__(16) float sh[];
     float* sw = sh;                       /* generic: [A, M] */
     float* sdz = FAST ? sh : sh + A * M;  /* [T, LD] */
     const int LD = FAST ? 16 : A;
+    const int64_t AM = (int64_t)A * M, groups = (B + VP_IQN_W2_GROUP - 1) / VP_IQN_W2_GROUP;
     if (!FAST)
         for (int k = threadIdx.x; k < A * M; k += blockDim.x) sw[k] = w2[k];
-    for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
-        __syncthreads(); // the previous sample's dzq rows are no longer read
-        for (int k = threadIdx.x; k < T * LD; k += blockDim.x) {
-            const int j = k / LD, a = k % LD;
-            sdz[k] = a < A ? dzq[(b * T + j) * A + a] : 0.0f;
-        }
-        __syncthreads();
-        for (int m = threadIdx.x; m < M; m += blockDim.x) {
-            float wr[16];
-            if (FAST)
-                for (int a = 0; a < 16; ++a) wr[a] = a < A ? w2[a * M + m] : 0.0f;
-            float pb = 0.0f;
-            for (int j = 0; j < T; ++j) {
-                const int64_t r = b * T + j;
-                float g = 0.0f;
-                if (FAST) {
+    const int mf = threadIdx.x; /* FAST: this thread's unit */
+    float wr[16];
+    if (FAST)
+        for (int a = 0; a < 16; ++a) wr[a] = a < A && mf < M ? w2[a * M + mf] : 0.0f;
+    for (int64_t grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+        float* pw = p_w2 + grp * AM;
+        float acc[16];
+        for (int a = 0; a < 16; ++a) acc[a] = 0.0f;
+        if (!FAST)
+            for (int64_t k = threadIdx.x; k < AM; k += blockDim.x) pw[k] = 0.0f;
+        const int64_t b_end = (grp + 1) * VP_IQN_W2_GROUP < B ? (grp + 1) * VP_IQN_W2_GROUP : B;
+        for (int64_t b = grp * VP_IQN_W2_GROUP; b < b_end; ++b) {
+            __syncthreads(); // the previous sample's dzq rows (and p_w2 zeros) are done with
+            for (int k = threadIdx.x; k < T * LD; k += blockDim.x) {
+                const int j = k / LD, a = k % LD;
+                sdz[k] = a < A ? dzq[(b * T + j) * A + a] : 0.0f;
+            }
+            __syncthreads();
+            if (FAST) {
+                if (mf >= M) continue;
+                float pb = 0.0f;
+                for (int j = 0; j < T; ++j) {
+                    const int64_t r = b * T + j;
+                    const float x = iq1[r * M + mf];
                     const float4* d4 = (const float4*)(sdz + j * 16);
+                    float g = 0.0f;
+#pragma unroll
                     for (int q = 0; q < 4; ++q) {
                         const float4 v = d4[q];
                         g += v.x * wr[4 * q];
                         g += v.y * wr[4 * q + 1];
                         g += v.z * wr[4 * q + 2];
                         g += v.w * wr[4 * q + 3];
+                        acc[4 * q] += v.x * x;
+                        acc[4 * q + 1] += v.y * x;
+                        acc[4 * q + 2] += v.z * x;
+                        acc[4 * q + 3] += v.w * x;
                     }
-                } else {
-                    const float* dz = sdz + j * A;
-                    for (int a = 0; a < A; ++a) g += dz[a] * sw[a * M + m];
+                    g = x > 0.0f ? g : 0.0f;
+                    d_iq1[r * M + mf] = g;
+                    pb += g;
                 }
-                g = iq1[r * M + m] > 0.0f ? g : 0.0f;
-                d_iq1[r * M + m] = g;
-                pb += g;
+                p_b[b * M + mf] = pb;
+            } else {
+                for (int m = threadIdx.x; m < M; m += blockDim.x) {
+                    float pb = 0.0f;
+                    for (int j = 0; j < T; ++j) {
+                        const int64_t r = b * T + j;
+                        const float x = iq1[r * M + m];
+                        const float* dz = sdz + j * A;
+                        float g = 0.0f;
+                        for (int a = 0; a < A; ++a) {
+                            g += dz[a] * sw[a * M + m];
+                            pw[(int64_t)a * M + m] += dz[a] * x;
+                        }
+                        g = x > 0.0f ? g : 0.0f;
+                        d_iq1[r * M + m] = g;
+                        pb += g;
+                    }
+                    p_b[b * M + m] = pb;
+                }
             }
-            p_b[b * M + m] = pb;
         }
+        if (FAST && mf < M)
+            for (int a = 0; a < A; ++a) pw[(int64_t)a * M + mf] = acc[a];
     }
 }
 
@@ -264,19 +299,21 @@ extern "C" vp_status vp_cuda_iqn_mix_backward(vp_backend* be, int64_t B, int T, 
 }
 
 extern "C" vp_status vp_cuda_iqn_l2_backward(vp_backend* be, int64_t B, int T, int M, int A, const float* iq1,
-                                             const float* dzq, const float* w2, float* d_iq1, float* p_b) {
-    VP_REQUIRE(iq1 && dzq && w2 && d_iq1 && p_b && B >= 1 && T >= 1 && M >= 1 && A >= 1, VP_ERR_INVALID_ARG,
-               "cuda iqn_l2_backward: bad arguments");
-    const int fast = A <= 16;
+                                             const float* dzq, const float* w2, float* d_iq1, float* p_b,
+                                             float* p_w2) {
+    VP_REQUIRE(iq1 && dzq && w2 && d_iq1 && p_b && p_w2 && B >= 1 && T >= 1 && M >= 1 && A >= 1,
+               VP_ERR_INVALID_ARG, "cuda iqn_l2_backward: bad arguments");
+    const int fast = A <= 16 && M <= 1024;
     const size_t smem = sizeof(float) * (fast ? (size_t)T * 16 : (size_t)A * (size_t)M + (size_t)T * (size_t)A);
     VP_REQUIRE(smem <= 48 * 1024, VP_ERR_SHAPE,
                "cuda iqn_l2_backward: %d x %d output weights and %d x %d quantile gradients exceed 48 KiB", A, M, T, A);
-    const int threads = M >= 256 ? 256 : (M + 31) / 32 * 32;
-    const unsigned blocks = (unsigned)(B < 1048576 ? B : 1048576);
+    const int threads = fast ? (M + 31) / 32 * 32 : (M >= 256 ? 256 : (M + 31) / 32 * 32);
+    const int64_t groups = (B + VP_IQN_W2_GROUP - 1) / VP_IQN_W2_GROUP;
+    const unsigned blocks = (unsigned)(groups < 1048576 ? groups : 1048576);
     if (fast)
-        iqn_l2_backward_kernel<1><<<blocks, threads, smem, STREAM(be)>>>(iq1, dzq, w2, d_iq1, p_b, B, T, M, A);
+        iqn_l2_backward_kernel<1><<<blocks, threads, smem, STREAM(be)>>>(iq1, dzq, w2, d_iq1, p_b, p_w2, B, T, M, A);
     else
-        iqn_l2_backward_kernel<0><<<blocks, threads, smem, STREAM(be)>>>(iq1, dzq, w2, d_iq1, p_b, B, T, M, A);
+        iqn_l2_backward_kernel<0><<<blocks, threads, smem, STREAM(be)>>>(iq1, dzq, w2, d_iq1, p_b, p_w2, B, T, M, A);
     VP_CUDA_CHECK_LAUNCH("iqn_l2_backward_kernel");
     return VP_OK;
 }

@@ -7,8 +7,10 @@
  * stores), each holding pw in shared memory for all its tiles (rounded to TF32 once, as the
  * products would round it), so the weights are read from global memory once per block, not
  * once per tile. Tiles of 32 rows, 8 warps: warp w computes rows [16 (w % 2), +16) x
- * columns [64 (w / 2), +64). Shared memory: pw [H][NC + 4], the cosine tile [32][NC + 4]
- * and the output tile [32][H + 4] (rows padded against bank conflicts): 112 KiB. */
+ * columns [64 (w / 2), +64). Shared memory: pw [H][NC + 4], the cosine tile [32][NC + 4],
+ * the output tile [32][H + 8] (rows padded against bank conflicts) and the tile's taus:
+ * about 110 KiB. A thread's rows of h are loaded at the start of a tile, before any of its stores,
+ * and the tile's taus once into shared memory, so no load waits behind the stores. */
 #include <mma.h>
 
 #include "backend/kit.h"
@@ -21,8 +23,11 @@
 #define EM_THREADS (EM_WARPS * 32)
 #define EM_LDW (EM_NC + 4) /* row stride of pw in shared memory */
 #define EM_LDC (EM_NC + 4) /* row stride of the cosine tile */
-#define EM_LDO (EM_H + 4)  /* row stride of the output tile */
-#define EM_SMEM_FLOATS (EM_H * EM_LDW + EM_ROWS * EM_LDC + EM_ROWS * EM_LDO + EM_NC)
+#define EM_LDO (EM_H + 8)  /* row stride of the output tile (8: fragment stores without bank conflicts) */
+#define EM_SMEM_FLOATS (EM_H * EM_LDW + EM_ROWS * EM_LDC + EM_ROWS * EM_LDO + EM_NC + EM_ROWS)
+#define EM_ROW_STEP (EM_THREADS / (EM_H / 4)) /* rows apart of one thread's outputs */
+#define EM_ROWS_PER (EM_ROWS / EM_ROW_STEP)   /* output rows per thread per tile */
+static_assert(EM_ROWS % EM_ROW_STEP == 0, "a thread's rows cover the tile");
 #define EM_SMEM_BYTES (sizeof(float) * (size_t)EM_SMEM_FLOATS)
 
 namespace wm = nvcuda::wmma;
@@ -32,29 +37,49 @@ typedef wm::fragment<wm::accumulator, 16, 16, 8, float> frag_c;
 
 __global__ void __launch_bounds__(EM_THREADS, 2)
     iqn_embed_kernel(int64_t Q, int T, const float* __restrict__ tau, const float* __restrict__ h,
-                     const float* __restrict__ pw, const float* __restrict__ pb, float* cosf_out, float* phi_out,
-                     float* mix) {
+                     const float* __restrict__ pw, const float* __restrict__ pb, float* __restrict__ cosf_out,
+                     float* __restrict__ phi_out, float* __restrict__ mix) {
     extern __shared__ __align__(128) float sm[];
     float* sw = sm;                          /* [H][EM_LDW]: pw, TF32-rounded */
     float* sc = sw + EM_H * EM_LDW;          /* [32][EM_LDC]: cosines */
     float* so = sc + EM_ROWS * EM_LDC;       /* [32][EM_LDO]: phi pre-activations */
     float* spi = so + EM_ROWS * EM_LDO;      /* [NC]: float(pi i) */
+    float* stau = spi + EM_NC;               /* [32]: the tile's taus */
     const int tid = threadIdx.x, warp = tid / 32;
     for (int k = tid; k < EM_H * EM_NC; k += EM_THREADS)
         sw[(k / EM_NC) * EM_LDW + k % EM_NC] = wm::__float_to_tf32(pw[k]);
     if (tid < EM_NC) spi[tid] = (float)(3.14159265358979323846 * tid);
-    // each thread's four output columns stay the same over the tile (EM_THREADS % (H / 4) == 0)
-    const int c4 = tid % (EM_H / 4), r_first = tid / (EM_H / 4), r_step = EM_THREADS / (EM_H / 4);
+    // each thread's four output columns stay the same over the tile (EM_THREADS % (H / 4) == 0),
+    // and so do its rows: r_first + EM_ROW_STEP * u, u < EM_ROWS_PER
+    const int c4 = tid % (EM_H / 4), r_first = tid / (EM_H / 4);
     const float4 bias = ((const float4*)pb)[c4];
     const int64_t tiles = (Q + EM_ROWS - 1) / EM_ROWS;
     for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int64_t r0 = tile * EM_ROWS;
-        __syncthreads(); // pw and spi are in place; the previous tile's outputs are read
+        const int64_t r0 = tile * EM_ROWS, b0 = r0 / T;
+        const int rem = (int)(r0 - b0 * T);
+        // this thread's rows of h, loaded before the tile's other work so that their latency
+        // overlaps the cosines and the product (rows past Q read none): one row when the tile
+        // lies in one sample (T a multiple of the tile, as the default 64), else row by row
+        float4 hv[EM_ROWS_PER];
+        if (T % EM_ROWS == 0) {
+            const float4 v = ((const float4*)(h + b0 * EM_H))[c4];
+#pragma unroll
+            for (int u = 0; u < EM_ROWS_PER; ++u) hv[u] = v;
+        } else {
+#pragma unroll
+            for (int u = 0; u < EM_ROWS_PER; ++u) {
+                const int i = r_first + EM_ROW_STEP * u;
+                hv[u] = r0 + i < Q ? ((const float4*)(h + (b0 + (rem + i) / T) * EM_H))[c4] : make_float4(0, 0, 0, 0);
+            }
+        }
+        __syncthreads(); // pw and spi are in place; the previous tile's outputs and taus are read
+        if (tid < EM_ROWS) stau[tid] = r0 + tid < Q ? tau[r0 + tid] : 0.0f;
+        __syncthreads();
         // 1. cosines (rows past Q from tau 0, never written)
         for (int k = tid; k < EM_ROWS * EM_NC; k += EM_THREADS) {
             const int i = k / EM_NC, c = k % EM_NC;
             const int64_t r = r0 + i;
-            const float v = cosf((r < Q ? tau[r] : 0.0f) * spi[c]);
+            const float v = cosf(stau[i] * spi[c]);
             sc[i * EM_LDC + c] = wm::__float_to_tf32(v);
             if (cosf_out && r < Q) cosf_out[r * EM_NC + c] = v;
         }
@@ -78,15 +103,17 @@ __global__ void __launch_bounds__(EM_THREADS, 2)
         }
         __syncthreads();
         // 3. phi = relu(. + pb), mix = h * phi: four columns per thread
-        for (int i = r_first; i < EM_ROWS; i += r_step) {
+#pragma unroll
+        for (int u = 0; u < EM_ROWS_PER; ++u) {
+            const int i = r_first + EM_ROW_STEP * u;
             const int64_t r = r0 + i;
             if (r >= Q) break;
             const float4 s = *(const float4*)(so + i * EM_LDO + 4 * c4);
             const float4 p = make_float4(fmaxf(s.x + bias.x, 0.0f), fmaxf(s.y + bias.y, 0.0f),
                                          fmaxf(s.z + bias.z, 0.0f), fmaxf(s.w + bias.w, 0.0f));
-            const float4 hv = ((const float4*)(h + (r / T) * EM_H))[c4];
             if (phi_out) ((float4*)(phi_out + r * EM_H))[c4] = p;
-            ((float4*)(mix + r * EM_H))[c4] = make_float4(hv.x * p.x, hv.y * p.y, hv.z * p.z, hv.w * p.w);
+            ((float4*)(mix + r * EM_H))[c4] =
+                make_float4(hv[u].x * p.x, hv[u].y * p.y, hv[u].z * p.z, hv[u].w * p.w);
         }
     }
 }

@@ -14,36 +14,52 @@ __device__ __forceinline__ float silu_grad(float x) {
 
 /* ---- conv ---------------------------------------------------------------------------------- */
 
-/* Blocks of CONV_X x CONV_Y threads: threadIdx.y picks a row (grid-stride), threadIdx.x
- * strides its channels, so a thread divides once per row, not per element. */
-#define CONV_X 64
-#define CONV_Y 4
-
-/* Rows 0 .. B*K-1: the x, B channels of step t = r % K of sample r / K; rows B*K .. B*K+B-1:
- * the C channels at the last step of sample r - B*K. */
+/* A thread per (sample, channel): the x, B channels' outputs at every step, the C channels'
+ * at the last step only. With the default window and width as template arguments (KT, CWT;
+ * 0: read from d) the channel's K inputs are loaded once into registers and each step's sum
+ * is conv_at's, term for term, from them; otherwise conv_at reads them (L1 keeps them). */
+template <int KT, int CWT>
 __global__ void conv_forward_kernel(vp_mamba_dims d, const float* __restrict__ xbcdt, const float* __restrict__ w,
-                                    const float* __restrict__ bias, float* xb_pre, float* xb, float* c_pre, float* c) {
-    const int K = d.window, N = d.state, CW = d.conv;
-    const int64_t XB = d.hidden + N, L = XB + N + d.heads, nr = d.batch * K;
-    for (int64_t r = (int64_t)blockIdx.x * CONV_Y + threadIdx.y; r < nr + d.batch; r += (int64_t)gridDim.x * CONV_Y) {
-        if (r < nr) {
-            const int64_t b = r / K;
-            const int t = (int)(r - b * K);
-            const float* win = xbcdt + b * K * L;
-            for (int64_t ch = threadIdx.x; ch < XB; ch += CONV_X) {
-                const float pre = conv_at(win + ch, L, w + ch * CW, bias[ch], t, CW);
-                const int64_t i = r * XB + ch;
-                if (xb_pre) xb_pre[i] = pre;
-                xb[i] = pre * sigm(pre);
+                                    const float* __restrict__ bias, float* __restrict__ xb_pre,
+                                    float* __restrict__ xb, float* __restrict__ c_pre, float* __restrict__ c) {
+    const int K = KT ? KT : d.window, N = d.state, CW = CWT ? CWT : d.conv;
+    const int64_t XB = d.hidden + N, CH = XB + N, L = CH + d.heads, n = d.batch * CH;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t b = i / CH, ch = i - b * CH;
+        const float* in = xbcdt + b * K * L + ch;
+        const float* wc = w + ch * CW;
+        const float bc = bias[ch];
+        if (ch >= XB) {
+            const int64_t o = b * N + (ch - XB);
+            const float pre = conv_at(in, L, wc, bc, K - 1, CW);
+            if (c_pre) c_pre[o] = pre;
+            c[o] = pre * sigm(pre);
+            continue;
+        }
+        if (KT) {
+            float x[KT > 0 ? KT : 1], wr[CWT > 0 ? CWT : 1];
+#pragma unroll
+            for (int t = 0; t < KT; ++t) x[t] = in[(int64_t)t * L];
+#pragma unroll
+            for (int j = 0; j < CWT; ++j) wr[j] = wc[j];
+#pragma unroll
+            for (int t = 0; t < KT; ++t) {
+                float acc = bc;
+#pragma unroll
+                for (int j = 0; j < CWT; ++j) {
+                    const int s = t - (CWT - 1) + j;
+                    if (s >= 0) acc += wr[j] * x[s];
+                }
+                const int64_t o = (b * K + t) * XB + ch;
+                if (xb_pre) xb_pre[o] = acc;
+                xb[o] = acc * sigm(acc);
             }
         } else {
-            const int64_t b = r - nr;
-            const float* win = xbcdt + b * K * L;
-            for (int64_t k = threadIdx.x; k < N; k += CONV_X) {
-                const int64_t ch = XB + k;
-                const float pre = conv_at(win + ch, L, w + ch * CW, bias[ch], K - 1, CW);
-                if (c_pre) c_pre[b * N + k] = pre;
-                c[b * N + k] = pre * sigm(pre);
+            for (int t = 0; t < K; ++t) {
+                const float pre = conv_at(in, L, wc, bc, t, CW);
+                const int64_t o = (b * K + t) * XB + ch;
+                if (xb_pre) xb_pre[o] = pre;
+                xb[o] = pre * sigm(pre);
             }
         }
     }
@@ -251,9 +267,12 @@ extern "C" vp_status vp_cuda_conv_forward(vp_backend* be, const vp_mamba_dims* d
                                           const float* bias, float* xb_pre, float* xb, float* c_pre, float* c) {
     VP_TRY(check_dims("cuda conv_forward", d));
     VP_REQUIRE(xbcdt && w && bias && xb && c, VP_ERR_INVALID_ARG, "cuda conv_forward: NULL pointer");
-    const int64_t rows = d->batch * ((int64_t)d->window + 1), g = (rows + CONV_Y - 1) / CONV_Y;
-    conv_forward_kernel<<<(unsigned)(g < 65535 * 8 ? g : 65535 * 8), dim3(CONV_X, CONV_Y), 0, STREAM(be)>>>(
-        *d, xbcdt, w, bias, xb_pre, xb, c_pre, c);
+    const int64_t n = d->batch * (d->hidden + 2 * (int64_t)d->state);
+    const unsigned g = vp_cuda_grid(n, VP_CUDA_THREADS);
+    if (d->window == 8 && d->conv == 4)
+        conv_forward_kernel<8, 4><<<g, VP_CUDA_THREADS, 0, STREAM(be)>>>(*d, xbcdt, w, bias, xb_pre, xb, c_pre, c);
+    else
+        conv_forward_kernel<0, 0><<<g, VP_CUDA_THREADS, 0, STREAM(be)>>>(*d, xbcdt, w, bias, xb_pre, xb, c_pre, c);
     VP_CUDA_CHECK_LAUNCH("conv_forward_kernel");
     return VP_OK;
 }

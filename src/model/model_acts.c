@@ -130,6 +130,7 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->p_convw, "p_convw", VP_F32, BM * BW, CH * CW);
     take(pl, &a->p_convb, "p_convb", VP_F32, BM * BW, CH);
     take(pl, &a->p_l1b, "p_l1b", VP_F32, B * BW, HH);
+    take(pl, &a->p_l2w, "p_l2w", VP_F32, (B + VP_IQN_W2_GROUP - 1) / VP_IQN_W2_GROUP * BW, A * HH);
     take(pl, &a->p_phib, "p_phib", VP_F32, B * BW, H);
     take(pl, &a->d_t1, "d_t1", VP_F32, R * BW, H);
     take(pl, &a->d_t2, "d_t2", VP_F32, R * BW, H);

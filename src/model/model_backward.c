@@ -41,11 +41,14 @@ vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_a
     vp_tensor gw1 = GV(IQN_L1_W), gb1 = GV(IQN_L1_B), gw2 = GV(IQN_L2_W), gb2 = GV(IQN_L2_B);
     vp_tensor gpw = GV(IQN_PHI_W), gpb = GV(IQN_PHI_B);
     vp_tensor p_l1b = vp_acts_rows(&a->p_l1b, batch), p_phib = vp_acts_rows(&a->p_phib, batch);
-    // L2's weight and bias gradients; then d iq1 through L1's ReLU with L1's bias partials, one pass
-    VP_TRY(vp_model_linear_backward(m, &iq1, &w2, &dzq, &gw2, &gb2, NULL, 0.0f));
+    vp_tensor p_l2w = vp_acts_rows(&a->p_l2w, (batch + VP_IQN_W2_GROUP - 1) / VP_IQN_W2_GROUP);
+    // d iq1 through L1's ReLU with L1's bias partials and L2's weight-gradient partials, one
+    // pass over iq1; then L2's weight and bias gradients from their partials
     VP_TRY(a->mops->iqn_l2_backward(be, batch, a->n_taus, (int)vp_tensor_cols(&iq1), A, (const float*)iq1.data,
                                     (const float*)dzq.data, (const float*)w2.data, (float*)d_iq1.data,
-                                    (float*)p_l1b.data));
+                                    (float*)p_l1b.data, (float*)p_l2w.data));
+    VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_l2w, &gw2));
+    VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &dzq, &gb2));
     VP_TRY(vp_model_linear_backward(m, &mix, &w1, &d_iq1, &gw1, NULL, &d_mix, 0.0f));
     VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_l1b, &gb1));
     // h * phi and phi's ReLU: d h accumulates into a->d_h, phi's bias partials per sample

@@ -232,6 +232,7 @@ struct vp_model_acts {
     vp_tensor p_convw;         /* [B, (H + 2N) * CW] per-sample conv weight gradients */
     vp_tensor p_convb;         /* [B, H + 2N] */
     vp_tensor p_l1b;           /* [B, HH] per-sample partials of the IQN hidden bias gradient */
+    vp_tensor p_l2w;           /* [ceil(B / VP_IQN_W2_GROUP), A * HH] group partials of the IQN output weight gradient */
     vp_tensor p_phib;          /* [B, H] per-sample partials of the IQN phi bias gradient */
     vp_tensor d_t1, d_t2;      /* [R, H] trunk gradients (ping-pong) */
 

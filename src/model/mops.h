@@ -186,12 +186,19 @@ typedef vp_status vp_mops_iqn_mix_backward_fn(vp_backend* be, int64_t B, int T, 
                                               const float* phi, const float* d_out, float* d_h,
                                               float* d_phi, float* p_b);
 
+/* Samples per partial row of the IQN output layer's weight gradient (iqn_l2_backward). */
+#define VP_IQN_W2_GROUP 4
+
 /* The IQN output layer's input gradient through the hidden layer's ReLU, in one pass:
- * d_iq1[r, m] = (iq1[r, m] > 0) * sum_a dzq[r, a] w2[a, m] (a = 0, 1, ... in order) and the
- * per-sample partials of the hidden bias gradient p_b[b, m] = sum_j d_iq1[b*T+j, m].
- * iq1, d_iq1 [B*T, M]; dzq [B*T, A]; w2 [A, M]; p_b [B, M]. */
+ * d_iq1[r, m] = (iq1[r, m] > 0) * sum_a dzq[r, a] w2[a, m] (a = 0, 1, ... in order), the
+ * per-sample partials of the hidden bias gradient p_b[b, m] = sum_j d_iq1[b*T+j, m], and the
+ * output weight gradient's partials over groups of VP_IQN_W2_GROUP samples,
+ * p_w2[g, a, m] = sum over the group's rows r in order of dzq[r, a] iq1[r, m] (their column
+ * sums are dzq^T iq1). iq1, d_iq1 [B*T, M]; dzq [B*T, A]; w2 [A, M]; p_b [B, M];
+ * p_w2 [ceil(B / VP_IQN_W2_GROUP), A * M]. */
 typedef vp_status vp_mops_iqn_l2_backward_fn(vp_backend* be, int64_t B, int T, int M, int A, const float* iq1,
-                                             const float* dzq, const float* w2, float* d_iq1, float* p_b);
+                                             const float* dzq, const float* w2, float* d_iq1, float* p_b,
+                                             float* p_w2);
 
 /* Extents of the IQN embedding: rows r = b*T + j of B samples with T taus each. */
 typedef struct vp_iqn_dims {

@@ -343,30 +343,49 @@ static void test_iqn_embed_gpu(void) {
 }
 
 /* The IQN output layer's input gradient kernel against the CPU's, on its fast path (A <= 16:
- * the default's 13 outputs) and its general one (A = 21), with odd M and T; FP32 sums of A
- * terms, so 1e-6 norm-wise. */
+ * the default's 13 outputs) and its general one (A = 21), with odd M and T and a last group
+ * of fewer than VP_IQN_W2_GROUP samples; FP32 sums of A terms (d_iq1, p_b) or of up to
+ * VP_IQN_W2_GROUP * T terms (p_w2), so 1e-6 and 1e-5 norm-wise. The weight-gradient partials'
+ * column sums are held against dzq^T iq1 summed in double on the host. */
 static void test_iqn_l2_backward_gpu(void) {
     const int As[2] = {13, 21}, Ms[2] = {128, 37}, Ts[2] = {64, 7};
     const int64_t Bs[2] = {8192, 33};
     for (int k = 0; k < 2; ++k) {
-        const int64_t B = Bs[k], Q = B * Ts[k];
+        const int64_t B = Bs[k], Q = B * Ts[k], G = (B + VP_IQN_W2_GROUP - 1) / VP_IQN_W2_GROUP;
         const int A = As[k], M = Ms[k];
         char cas[48];
         snprintf(cas, sizeof cas, "B %lld T %d M %d A %d", (long long)B, Ts[k], M, A);
-        twin iq1, dzq, w2, d_iq1, pb;
+        twin iq1, dzq, w2, d_iq1, pb, pw;
         twin_2d(&iq1, VP_F32, Q, M), twin_2d(&dzq, VP_F32, Q, A), twin_2d(&w2, VP_F32, A, M);
-        twin_2d(&d_iq1, VP_F32, Q, M), twin_2d(&pb, VP_F32, B, M);
+        twin_2d(&d_iq1, VP_F32, Q, M), twin_2d(&pb, VP_F32, B, M), twin_2d(&pw, VP_F32, G, (int64_t)A * M);
         twin_rand(&iq1, -1.0f, 1.0f), twin_rand(&dzq, -1.0f, 1.0f), twin_rand(&w2, -0.3f, 0.3f);
-        twin_poison(&d_iq1), twin_poison(&pb);
+        twin_poison(&d_iq1), twin_poison(&pb), twin_poison(&pw);
         CHECK_OK(vp_mops_cpu.iqn_l2_backward(g_cpu, B, Ts[k], M, A, (const float*)iq1.h.data, (const float*)dzq.h.data,
-                                             (const float*)w2.h.data, (float*)d_iq1.h.data, (float*)pb.h.data));
+                                             (const float*)w2.h.data, (float*)d_iq1.h.data, (float*)pb.h.data,
+                                             (float*)pw.h.data));
         CHECK_OK(vp_mops_cuda.iqn_l2_backward(g_gpu, B, Ts[k], M, A, (const float*)iq1.d.data,
                                               (const float*)dzq.d.data, (const float*)w2.d.data,
-                                              (float*)d_iq1.d.data, (float*)pb.d.data));
+                                              (float*)d_iq1.d.data, (float*)pb.d.data, (float*)pw.d.data));
         CHECK_OK(vp_backend_sync(g_gpu));
         compare("iqn l2_backward d_iq1", cas, &d_iq1.h, &d_iq1.d, Q * M, 1e-6);
         compare("iqn l2_backward p_b", cas, &pb.h, &pb.d, B * M, 1e-6);
-        twin_free(&iq1), twin_free(&dzq), twin_free(&w2), twin_free(&d_iq1), twin_free(&pb);
+        compare("iqn l2_backward p_w2", cas, &pw.h, &pw.d, G * A * M, 1e-5);
+        // the partials' column sums against dzq^T iq1 in double
+        const float *x = (const float*)iq1.h.data, *dz = (const float*)dzq.h.data, *ph = (const float*)pw.h.data;
+        double worst = 0.0;
+        for (int a = 0; a < A; ++a)
+            for (int m = 0; m < M; ++m) {
+                double want = 0.0, mass = 0.0, got = 0.0;
+                for (int64_t r = 0; r < Q; ++r) {
+                    want += (double)dz[r * A + a] * x[r * M + m];
+                    mass += fabs((double)dz[r * A + a] * x[r * M + m]);
+                }
+                for (int64_t g = 0; g < G; ++g) got += ph[g * A * M + (int64_t)a * M + m];
+                // FP32 sums of up to VP_IQN_W2_GROUP * T terms: well inside 1e-5 of their mass
+                worst = fmax(worst, fabs(got - want) / fmax(mass, 1e-30));
+            }
+        CHECK(worst <= 1e-5, "%s: p_w2 column sums off dzq^T iq1 by %.3e of the terms' mass", cas, worst);
+        twin_free(&iq1), twin_free(&dzq), twin_free(&w2), twin_free(&d_iq1), twin_free(&pb), twin_free(&pw);
     }
 }
 
