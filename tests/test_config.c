@@ -217,6 +217,9 @@ static void test_cross_key_rules(void) {
     c.replay.capacity = 1000;
     CHECK_STATUS(vp_config_check(&c), VP_ERR_INVALID_ARG, "learn.batch (8192) is larger than replay.capacity (1000)");
     vp_config_defaults(&c);
+    c.run.precision = VP_RUN_PRECISION_BF16;
+    CHECK_STATUS(vp_config_check(&c), VP_ERR_UNSUPPORTED, "run.precision: bf16 is not available yet");
+    vp_config_defaults(&c);
     c.replay.warmup = c.replay.capacity + 1;
     CHECK_STATUS(vp_config_check(&c), VP_ERR_INVALID_ARG, "replay.warmup");
     // resolve applies overrides after the defaults and runs the check

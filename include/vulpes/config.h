@@ -354,7 +354,8 @@ typedef enum vp_run_precision {
     X(run, name, STRING, "", 0, 0, "[]", NULL,                                             \
       "NAME in the default run folder; empty: the config file's name")                    \
     X(run, precision, ENUM, "tf32", 0, 0, "[]", "fp32|tf32|bf16",                          \
-      "GEMM arithmetic on the GPU (the CPU always computes in FP32)")                     \
+      "GEMM arithmetic on the GPU (the CPU always computes in FP32); bf16 is refused for now: " \
+      "BF16 products take bf16 operands and the networks keep f32 activations")          \
     X(run, devices, STRING, "", 0, 0, "[]", NULL,                                          \
       "CUDA devices that walkforward folds, ablate runs and search trials spread over, "   \
       "a comma list of indices (0,2); empty: every visible device")

@@ -421,6 +421,10 @@ vp_status vp_config_check(const vp_config* cfg) {
     VP_REQUIRE(cfg->replay.warmup <= cfg->replay.capacity, VP_ERR_INVALID_ARG,
                "replay.warmup (%lld) is larger than replay.capacity (%lld)", (long long)cfg->replay.warmup,
                (long long)cfg->replay.capacity);
+    // BF16 products take bf16 operands, and every network keeps its activations in f32
+    VP_REQUIRE(cfg->run.precision != VP_RUN_PRECISION_BF16, VP_ERR_UNSUPPORTED,
+               "run.precision: bf16 is not available yet (BF16 products take bf16 operands and the networks keep "
+               "their activations in f32); use tf32 (the default) or fp32");
     // the warm-up stores transitions: an n-step transition leaves the ring's pending window
     // after n steps, so fewer warm-up steps than learn.n_step would leave the ring empty at
     // the first learner step (samples of nothing)
