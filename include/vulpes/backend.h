@@ -54,6 +54,24 @@ vp_mem vp_backend_native_mem(const vp_backend* b);
 /* Waits until all work issued on the backend is done (never call inside a step). */
 vp_status vp_backend_sync(vp_backend* b);
 
+/* ---- lanes: work that may run alongside ----------------------------------------------- */
+
+/* A lane of `b` into *lane: a backend on b's device whose work may run alongside b's (on
+ * CUDA its own stream, GEMM workspace and reduction scratch, with b's device, library handle
+ * and GEMM plans). Work on a lane is ordered against b's work only by vp_backend_after. On
+ * the CPU a lane is b itself. Made at set-up (it allocates); freed by vp_backend_lane_free
+ * before b. */
+vp_status vp_backend_lane(vp_backend* b, vp_backend** lane);
+
+/* Frees a lane of b; a no-op for NULL or for a lane that is b itself. */
+void vp_backend_lane_free(vp_backend* b, vp_backend* lane);
+
+/* Orders work: what is issued to `to` after this call starts only once what was issued to
+ * `from` before it is done (a CUDA event; inside a graph capture, an edge of the graph). No
+ * copy, allocation or synchronisation; a no-op when to == from. A lane brought into a
+ * capture this way must be joined back (vp_backend_after(b, lane)) before the capture ends. */
+vp_status vp_backend_after(vp_backend* to, vp_backend* from);
+
 /* Copies `bytes` from host memory src_host [bytes] into tensor dst of this backend
  * (set-up and tests only). */
 vp_status vp_upload(vp_backend* b, vp_tensor* dst, const void* src_host, size_t bytes);

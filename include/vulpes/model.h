@@ -210,6 +210,12 @@ void vp_model_acts_q_only(vp_model_acts* a);
  * it again. The outputs are the same bits either way. A no-op on NULL. */
 void vp_model_acts_hold_params(vp_model_acts* a, int held);
 
+/* The IQN head's weight gradients of a backward on `a` (the hidden layer's and the cosine
+ * embedding's) run on `lane`, a lane of the model's backend (vp_backend_lane), beside the rest
+ * of the backward, which joins it before returning; the same bits. NULL (the default): the
+ * model's backend. A no-op on NULL activations. */
+void vp_model_acts_set_lane(vp_model_acts* a, vp_backend* lane);
+
 /* q [batch, A]: expected values sum_z z p per action head, the values actions are chosen
  * by (refined by the Q-denoise MLP when cfg.q_denoise is on). */
 vp_tensor vp_model_q(const vp_model_acts* a);

@@ -55,6 +55,23 @@ vp_status vp_backend_sync(vp_backend* b) {
     return b->ops->sync(b);
 }
 
+vp_status vp_backend_lane(vp_backend* b, vp_backend** lane) {
+    VP_REQUIRE(b != NULL && lane != NULL, VP_ERR_INVALID_ARG, "vp_backend_lane: backend or lane is NULL");
+    *lane = NULL;
+    return b->ops->lane(b, lane);
+}
+
+void vp_backend_lane_free(vp_backend* b, vp_backend* lane) {
+    if (lane && lane != b) vp_backend_free(lane);
+}
+
+vp_status vp_backend_after(vp_backend* to, vp_backend* from) {
+    VP_REQUIRE(to != NULL && from != NULL, VP_ERR_INVALID_ARG, "vp_backend_after: a backend is NULL");
+    VP_REQUIRE(to->kind == from->kind, VP_ERR_INVALID_ARG, "vp_backend_after: %s cannot wait on %s", to->name,
+               from->name);
+    return to->ops->after(to, from);
+}
+
 static vp_status check_transfer(const char* fn, vp_backend* b, const vp_tensor* t, const void* host,
                                 size_t bytes) {
     VP_REQUIRE(b != NULL, VP_ERR_INVALID_ARG, "%s: backend is NULL", fn);

@@ -30,6 +30,8 @@ extern "C" {
     X(arg, vp_status, graph_capture, (vp_backend* b, vp_graph* g))                                  \
     X(arg, vp_status, graph_launch, (vp_backend* b, vp_graph* g))                                   \
     X(arg, void, graph_destroy, (vp_graph* g))                                                      \
+    X(arg, vp_status, lane, (vp_backend* b, vp_backend** out))                                      \
+    X(arg, vp_status, after, (vp_backend* to, vp_backend* from))                                    \
     /* fill / copy / convert */                                                                     \
     X(arg, vp_status, fill, (vp_backend* b, vp_tensor* x, float value))                             \
     X(arg, vp_status, fill_i32, (vp_backend* b, vp_tensor* x, int32_t value))                       \

@@ -120,6 +120,7 @@ static vp_status learner_alloc(vp_learner* l) {
     if (c->n_taus > 0) VP_TRY(take(&l->arena, "d_iqn", VP_F32, B, c->n_taus, A, &s->d_iqn));
     // Activations of the three forwards.
     VP_TRY(vp_model_acts_init(&s->acts, &l->model, B, c->n_taus, 1));
+    vp_model_acts_set_lane(s->acts, s->lanes[0]);
     VP_TRY(vp_model_acts_init(&s->next_acts, &l->model, B, 0, 0));
     vp_model_acts_q_only(s->next_acts); // the double-DQN choice reads Q only
     VP_TRY(vp_model_acts_init(&s->target_acts, &l->model, B, c->n_target_taus, 0));
@@ -152,6 +153,7 @@ vp_status vp_learner_init(vp_learner* l, vp_backend* b, const vp_learner_cfg* cf
     VP_REQUIRE(l->scratch != NULL, VP_ERR_OOM, "vp_learner_init: out of host memory");
     // Model, buffers, then the initial state: target = online, moments and counters zero.
     vp_status s = vp_model_init(&l->model, b, &cfg->model, cfg->seed);
+    for (int k = 0; k < 2 && s == VP_OK; ++k) s = vp_backend_lane(b, &l->scratch->lanes[k]);
     if (s == VP_OK) s = learner_alloc(l);
     if (s == VP_OK) s = vp_learner_mods_init(l);
     if (s == VP_OK) s = vp_copy(b, &l->model.params, &l->target);
@@ -177,6 +179,7 @@ void vp_learner_free(vp_learner* l) {
         vp_model_acts_free(l->scratch->next_acts);
         vp_model_acts_free(l->scratch->target_acts);
         vp_learner_mods_free(l);
+        for (int k = 0; k < 2; ++k) vp_backend_lane_free(l->backend, l->scratch->lanes[k]);
         free(l->scratch);
     }
     vp_arena_free(&l->arena);

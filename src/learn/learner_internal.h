@@ -18,6 +18,7 @@ struct vp_learner_scratch {
     vp_model_acts* acts;        /* online network at s_t (kept for the backward) */
     vp_model_acts* next_acts;   /* online network at s_{t+n}, no IQN (double-DQN choice) */
     vp_model_acts* target_acts; /* target network at s_{t+n} */
+    vp_backend* lanes[2];       /* where the forwards at s_{t+n} (online, target) run, beside the one at s_t */
     vp_tensor a_star;           /* [B, n_branches] i32: double-DQN choice per branch */
     vp_tensor proj;             /* [B, n_branches, Z] projected C51 targets */
     vp_tensor c51_loss;         /* [B] per-sample C51 loss (the priorities) */

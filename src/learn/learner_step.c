@@ -31,20 +31,36 @@ static vp_status check_batch(const vp_learner* l, const vp_batch* bt) {
     return VP_OK;
 }
 
-/* Online network at s_t (kept for the backward), online and target networks at s_{t+n}. */
+/* Online network at s_t (kept for the backward) on the learner's backend, and beside it the
+ * online and the target networks at s_{t+n} on its two lanes: three forwards that share only
+ * their inputs, joined before the losses. */
 static vp_status phase_forward(vp_learner* l, const vp_batch* bt) {
     vp_learner_scratch* s = l->scratch;
+    vp_backend* b = l->backend;
     const int64_t B = l->cfg.batch;
     const int iqn = l->cfg.n_taus > 0;
     // stochastic depth: one uniform per sample from Philox(seed, step counter), on the backend
     if (l->cfg.model.stoch_depth > 0.0f)
-        VP_TRY(vp_loss_draw_taus(l->backend, l->cfg.seed, VP_LEARNER_STREAM_DROP, &l->step, &s->drop_u));
-    VP_TRY(vp_model_forward(&l->model, &l->model.params, s->acts, &bt->features, &bt->bar_idx, &bt->portfolio,
-                            iqn ? &bt->taus : NULL, B));
-    VP_TRY(vp_model_forward(&l->model, &l->model.params, s->next_acts, &bt->features, &bt->next_bar_idx,
-                            &bt->next_portfolio, NULL, B));
-    return vp_model_forward(&l->model, &l->target, s->target_acts, &bt->features, &bt->next_bar_idx,
-                            &bt->next_portfolio, iqn ? &bt->target_taus : NULL, B);
+        VP_TRY(vp_loss_draw_taus(b, l->cfg.seed, VP_LEARNER_STREAM_DROP, &l->step, &s->drop_u));
+    // the network on each lane: the same model, its work issued there
+    vp_model on_next = l->model, on_target = l->model;
+    on_next.backend = s->lanes[0];
+    on_target.backend = s->lanes[1];
+    VP_TRY(vp_backend_after(s->lanes[0], b));
+    VP_TRY(vp_backend_after(s->lanes[1], b));
+    vp_status st = vp_model_forward(&l->model, &l->model.params, s->acts, &bt->features, &bt->bar_idx,
+                                    &bt->portfolio, iqn ? &bt->taus : NULL, B);
+    if (st == VP_OK)
+        st = vp_model_forward(&on_next, &l->model.params, s->next_acts, &bt->features, &bt->next_bar_idx,
+                              &bt->next_portfolio, NULL, B);
+    if (st == VP_OK)
+        st = vp_model_forward(&on_target, &l->target, s->target_acts, &bt->features, &bt->next_bar_idx,
+                              &bt->next_portfolio, iqn ? &bt->target_taus : NULL, B);
+    // joined whatever happened, so that a capture never ends with a lane outside it
+    vp_status j0 = vp_backend_after(b, s->lanes[0]), j1 = vp_backend_after(b, s->lanes[1]);
+    VP_TRY(st);
+    VP_TRY(j0);
+    return j1;
 }
 
 /* Double-DQN choice, both losses and their gradients; the priorities. */
@@ -59,11 +75,19 @@ static vp_status phase_loss(vp_learner* l, const vp_batch* bt, vp_tensor* priori
     vp_loss_batch lb = {&bt->actions, &s->a_star, &bt->reward, disc, &bt->is_weight, NULL, NULL, NULL};
     vp_learner_mods_batch(l, &lb); // adaptive atoms' supports, PopArt's state
     vp_tensor lp = vp_model_log_probs(s->acts), tlp = vp_model_log_probs(s->target_acts);
-    VP_TRY(vp_loss_c51(b, &s->dims, &lb, &lp, &tlp, &s->proj, &s->c51_loss, &s->d_log_probs));
+    // the IQN loss on a lane beside the C51 loss (they share only their inputs), joined after
+    vp_status st = VP_OK;
     if (l->cfg.n_taus > 0) {
         vp_tensor zq = vp_model_iqn(s->acts), tzq = vp_model_iqn(s->target_acts);
-        VP_TRY(vp_loss_iqn(b, &s->dims, &lb, &zq, &tzq, &bt->taus, &s->iqn_loss, &s->d_iqn));
+        st = vp_backend_after(s->lanes[0], b);
+        if (st == VP_OK) st = vp_loss_iqn(s->lanes[0], &s->dims, &lb, &zq, &tzq, &bt->taus, &s->iqn_loss, &s->d_iqn);
     }
+    if (st == VP_OK) st = vp_loss_c51(b, &s->dims, &lb, &lp, &tlp, &s->proj, &s->c51_loss, &s->d_log_probs);
+    if (l->cfg.n_taus > 0) {
+        const vp_status j = vp_backend_after(b, s->lanes[0]);
+        if (st == VP_OK) st = j;
+    }
+    VP_TRY(st);
     // the Q-denoise refinement regresses onto the projected target's expectation
     if (l->cfg.model.q_denoise) {
         vp_tensor q = vp_model_q(s->acts);

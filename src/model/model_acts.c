@@ -247,6 +247,10 @@ void vp_model_acts_hold_params(vp_model_acts* a, int held) {
     if (!held) a->pad_of = NULL; // the next forward copies the padded output layers again
 }
 
+void vp_model_acts_set_lane(vp_model_acts* a, vp_backend* lane) {
+    if (a) a->lane = lane;
+}
+
 vp_tensor vp_model_log_probs(const vp_model_acts* a) {
     if (!a || !(a->state & VP_ACTS_HEADS) || a->q_only) return empty_tensor();
     const vp_model_cfg* c = &a->model->cfg;

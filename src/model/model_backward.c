@@ -49,15 +49,28 @@ vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_a
                                     (float*)p_l1b.data, (float*)p_l2w.data));
     VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_l2w, &gw2));
     VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &dzq, &gb2));
-    VP_TRY(vp_model_linear_backward(m, &mix, &w1, &d_iq1, &gw1, NULL, &d_mix, 0.0f));
+    // L1's weight gradient on the lane (from here on nothing writes d iq1 or mix), its input
+    // gradient here
+    vp_backend* ln = a->lane ? a->lane : be;
+    vp_gemm_desc gw = vp_gemm_plain(1, 0, vp_tensor_rows(&w1), vp_tensor_cols(&w1), Q);
+    gw.precision = m->precision;
+    VP_TRY(vp_backend_after(ln, be));
+    VP_TRY(vp_gemm(ln, &gw, &d_iq1, &mix, NULL, &gw1));
+    vp_gemm_desc gx = vp_gemm_plain(0, 0, Q, vp_tensor_cols(&w1), vp_tensor_rows(&w1));
+    gx.precision = m->precision;
+    VP_TRY(vp_gemm(be, &gx, &d_iq1, &w1, NULL, &d_mix));
     VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_l1b, &gb1));
     // h * phi and phi's ReLU: d h accumulates into a->d_h, phi's bias partials per sample
     VP_TRY(a->mops->iqn_mix_backward(be, batch, a->n_taus, m->cfg.hidden, (const float*)a->h.data,
                                      (const float*)phi.data, (const float*)d_mix.data, (float*)a->d_h.data,
                                      (float*)d_phi.data, (float*)p_phib.data));
     VP_TRY(vp_reduce_cols(be, VP_REDUCE_SUM, &p_phib, &gpb));
-    // the cosine projection (no input gradient: taus are data)
-    return vp_model_linear_backward(m, &cosf, &pw, &d_phi, &gpw, NULL, NULL, 0.0f);
+    // the cosine projection's weight gradient on the lane too (no input gradient: taus are
+    // data); vp_model_backward joins the lane at its end
+    vp_gemm_desc gp = vp_gemm_plain(1, 0, vp_tensor_rows(&pw), vp_tensor_cols(&pw), Q);
+    gp.precision = m->precision;
+    VP_TRY(vp_backend_after(ln, be));
+    return vp_gemm(ln, &gp, &d_phi, &cosf, NULL, &gpw);
 }
 
 vp_status vp_model_gate_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
@@ -208,8 +221,11 @@ vp_status vp_model_backward(vp_model* m, const vp_tensor* params, vp_model_acts*
     // portfolio projection: d e = d h
     vp_tensor port = vp_acts_rows(&a->port, B), pw = PV(PORT_W), gpw = GV(PORT_W), gpb = GV(PORT_B);
     VP_TRY(vp_model_linear_backward(m, &port, &pw, &d_h, &gpw, &gpb, NULL, 0.0f));
-    // the encoder (d e = d h), then the trunk
-    return vp_model_encoder_backward(m, params, a, B);
+    // the encoder (d e = d h), then the trunk; the IQN weight gradients' lane joined
+    const vp_status st = vp_model_encoder_backward(m, params, a, B);
+    const vp_status j = a->lane && d_iqn ? vp_backend_after(m->backend, a->lane) : VP_OK;
+    VP_TRY(st);
+    return j;
 }
 
 vp_status vp_model_encoder_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {

@@ -169,6 +169,7 @@ struct vp_model_acts {
     int pad_heads;             /* 1: the forward writes v_pad and adv_pad (CUDA, vp_model_heads_padded) */
     int q_only;                /* 1: no reader wants logp (vp_model_acts_q_only); CUDA forwards skip it */
     int params_held;           /* 1: the parameters have not changed since pad_of's copy (vp_model_acts_hold_params) */
+    vp_backend* lane;          /* where the IQN weight gradients of a backward run (vp_model_acts_set_lane); NULL */
     const void* pad_of;        /* the parameters head_w_pad was last copied from (NULL: none, or not to be trusted) */
     int64_t batch;             /* samples of the last forward */
     int n_taus;                /* IQN samples of the last forward (0: none) */
@@ -392,7 +393,9 @@ vp_status vp_model_linear_backward(const vp_model* m, const vp_tensor* x, const 
 vp_status vp_model_iqn_forward(const vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                const vp_tensor* taus, int64_t batch, int n_taus);
 
-/* IQN backward from d iqn [batch * n_taus, A]: IQN gradients, adds d h into a->d_h. */
+/* IQN backward from d iqn [batch * n_taus, A]: IQN gradients, adds d h into a->d_h. Its
+ * weight gradients of the hidden layer and the embedding are left on a->lane when one is set
+ * (vp_model_acts_set_lane); the caller (vp_model_backward) joins it. */
 vp_status vp_model_iqn_backward(vp_model* m, const vp_tensor* params, vp_model_acts* a,
                                 const vp_tensor* d_iqn, int64_t batch);
 

@@ -196,8 +196,96 @@ static void test_bad_calls(void) {
     twin_free(&d), twin_free(&small);
 }
 
+/* ---- lanes --------------------------------------------------------------------------- */
+
+/* What the lanes' body works on: x filled on the backend, products of x on two lanes at the
+ * same time, then their sums on the backend. */
+typedef struct lanes_ctx {
+    vp_backend* lane[2];
+    vp_tensor x, w, y0, y1, sum0, sum1;
+    float value;
+} lanes_ctx;
+
+/* x = value on the backend; beside each other y0 = x w^T on lane 0 and y1 = 2 x w^T on lane
+ * 1 (each GEMM in its own lane's workspace); joined, the sums of y0 and y1 on the backend.
+ * Without the orderings a lane reads x before its fill or the sums read y before it is made. */
+static vp_status lanes_body(vp_backend* b, void* ctx) {
+    lanes_ctx* c = (lanes_ctx*)ctx;
+    VP_TRY(vp_fill(b, &c->x, c->value));
+    for (int k = 0; k < 2; ++k) VP_TRY(vp_backend_after(c->lane[k], b));
+    vp_gemm_desc d = vp_gemm_plain(0, 1, c->x.shape[0], c->w.shape[0], c->x.shape[1]);
+    VP_TRY(vp_gemm(c->lane[0], &d, &c->x, &c->w, NULL, &c->y0));
+    d.alpha = 2.0f;
+    VP_TRY(vp_gemm(c->lane[1], &d, &c->x, &c->w, NULL, &c->y1));
+    for (int k = 0; k < 2; ++k) VP_TRY(vp_backend_after(b, c->lane[k]));
+    VP_TRY(vp_reduce_all(b, VP_REDUCE_SUM, &c->y0, &c->sum0));
+    return vp_reduce_all(b, VP_REDUCE_SUM, &c->y1, &c->sum1);
+}
+
+/* Lanes eager and inside a captured graph against the same work on the backend alone, bit
+ * for bit; the graph's launches make no copy, allocation or synchronisation; a lane of the
+ * CPU is the CPU itself. */
+static void test_lanes(void) {
+    const int64_t m = 4096, k = 256, n = 512;
+    twin x, w, y0, y1, sum0, sum1;
+    twin_2d(&x, VP_F32, m, k), twin_2d(&w, VP_F32, n, k), twin_2d(&y0, VP_F32, m, n), twin_2d(&y1, VP_F32, m, n);
+    twin_1d(&sum0, VP_F32, 1), twin_1d(&sum1, VP_F32, 1);
+    twin_rand(&w, -0.5f, 0.5f);
+    lanes_ctx c = {{NULL, NULL}, x.d, w.d, y0.d, y1.d, sum0.d, sum1.d, 0.0f};
+    CHECK_OK(vp_backend_lane(g_gpu, &c.lane[0]));
+    CHECK_OK(vp_backend_lane(g_gpu, &c.lane[1]));
+    CHECK(c.lane[0] && c.lane[1] && c.lane[0] != g_gpu && c.lane[0] != c.lane[1], "two lanes of their own");
+    // the reference: the same body with the backend as both lanes
+    lanes_ctx r = c;
+    r.lane[0] = r.lane[1] = g_gpu;
+    float want[3][2], got[3][2];
+    for (int i = 0; i < 3; ++i) {
+        r.value = 0.25f * (float)(i + 1);
+        CHECK_OK(lanes_body(g_gpu, &r));
+        CHECK_OK(vp_download(g_gpu, &want[i][0], &sum0.d, sizeof(float)));
+        CHECK_OK(vp_download(g_gpu, &want[i][1], &sum1.d, sizeof(float)));
+    }
+    for (int i = 0; i < 3; ++i) {
+        c.value = 0.25f * (float)(i + 1);
+        CHECK_OK(lanes_body(g_gpu, &c));
+        CHECK_OK(vp_download(g_gpu, &got[i][0], &sum0.d, sizeof(float)));
+        CHECK_OK(vp_download(g_gpu, &got[i][1], &sum1.d, sizeof(float)));
+        CHECK(memcmp(got[i], want[i], sizeof got[i]) == 0, "eager lanes, fill %g: sums %.9g %.9g, alone %.9g %.9g",
+              (double)c.value, got[i][0], got[i][1], want[i][0], want[i][1]);
+    }
+    // captured: one graph of the body, launched with the last fill value
+    vp_graph* gr = NULL;
+    CHECK_OK(vp_graph_capture(g_gpu, lanes_body, &c, &gr));
+    CHECK_OK(vp_fill(g_gpu, &y0.d, 0.0f));
+    CHECK_OK(vp_fill(g_gpu, &y1.d, 0.0f));
+    CHECK_OK(vp_backend_sync(g_gpu));
+    vp_runtime_counters before, after;
+    vp_backend_counters(g_gpu, &before);
+    for (int i = 0; i < 5 && gr; ++i) CHECK_OK(vp_graph_launch(g_gpu, gr));
+    vp_backend_counters(g_gpu, &after);
+    CHECK(after.copies == before.copies && after.allocs == before.allocs && after.syncs == before.syncs,
+          "graph launches with lanes made copies / allocations / syncs");
+    float g2[2];
+    CHECK_OK(vp_download(g_gpu, &g2[0], &sum0.d, sizeof(float)));
+    CHECK_OK(vp_download(g_gpu, &g2[1], &sum1.d, sizeof(float)));
+    CHECK(memcmp(g2, want[2], sizeof g2) == 0, "captured lanes: sums %.9g %.9g, alone %.9g %.9g", g2[0], g2[1],
+          want[2][0], want[2][1]);
+    vp_graph_free(gr);
+    // a lane of the CPU is the CPU; ordering a backend after itself is a no-op
+    vp_backend* cl = NULL;
+    CHECK_OK(vp_backend_lane(g_cpu, &cl));
+    CHECK(cl == g_cpu, "a CPU lane is the CPU backend");
+    CHECK_OK(vp_backend_after(g_cpu, cl));
+    CHECK_STATUS(vp_backend_after(g_gpu, g_cpu), VP_ERR_INVALID_ARG, "cannot wait on");
+    vp_backend_lane_free(g_cpu, cl);
+    for (int i = 0; i < 2; ++i) vp_backend_lane_free(g_gpu, c.lane[i]);
+    twin_row("lanes", "eager and captured, against one stream", 0.0, 0.0, 1);
+    twin_free(&x), twin_free(&w), twin_free(&y0), twin_free(&y1), twin_free(&sum0), twin_free(&sum1);
+}
+
 int main(void) {
     gpu_setup("test_gpu_runtime");
+    RUN_TEST(test_lanes);
     RUN_TEST(test_graph_replay);
     RUN_TEST(test_mapped_scalar);
     RUN_TEST(test_determinism);

@@ -75,6 +75,19 @@ vp_status vp_cpu_graph_launch(vp_backend* b, vp_graph* g) { return g->body(b, g-
 
 void vp_cpu_graph_destroy(vp_graph* g) { (void)g; }
 
+/* ---- lanes: the CPU runs in one thread, in issue order, so a lane is the backend itself -- */
+
+vp_status vp_cpu_lane(vp_backend* b, vp_backend** out) {
+    *out = b;
+    return VP_OK;
+}
+
+vp_status vp_cpu_after(vp_backend* to, vp_backend* from) {
+    (void)to;
+    (void)from;
+    return VP_OK;
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 static const vp_backend_ops CPU_OPS = VP_BACKEND_OPS_TABLE(vp_cpu);

@@ -33,6 +33,8 @@ typedef struct vp_cuda {
     void* lt_workspace;         /* [VP_CUDA_LT_WORKSPACE_BYTES] bytes, device */
     float* scratch;             /* [VP_CUDA_SCRATCH_FLOATS] partial sums, device */
     vp_cuda_gemm_cache* gemm;   /* GEMM plan table (gemm.cu) */
+    cudaEvent_t done;           /* recorded by vp_backend_after when other work waits on this stream */
+    vp_backend* parent;         /* a lane's backend (its handle and plan table are the parent's); NULL */
 } vp_cuda;
 
 /* The CUDA state of a backend. */

@@ -1,6 +1,7 @@
 /* The CUDA backend: creation and release (device, stream, cuBLASLt handle, workspace
  * and scratch taken once), counted memory / copy / sync wrappers, graphs by stream
- * capture, and the function table that points at the op families. */
+ * capture, lanes (a stream, workspace and scratch of their own) ordered by events, and the
+ * function table that points at the op families. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +71,11 @@ void vp_cuda_destroy(vp_backend* b) {
     vp_cuda* c = vp_cuda_of(b);
     if (c) {
         if (c->stream) cudaStreamSynchronize(c->stream);
-        vp_cuda_gemm_cache_free(c->gemm);
-        if (c->lt) cublasLtDestroy(c->lt);
+        if (!c->parent) {
+            vp_cuda_gemm_cache_free(c->gemm);
+            if (c->lt) cublasLtDestroy(c->lt);
+        }
+        if (c->done) cudaEventDestroy(c->done);
         if (c->lt_workspace) cudaFree(c->lt_workspace);
         if (c->scratch) cudaFree(c->scratch);
         if (c->stream) cudaStreamDestroy(c->stream);
@@ -162,9 +166,59 @@ void vp_cuda_graph_destroy(vp_graph* g) {
     g->graph = NULL;
 }
 
+/* ---- lanes ------------------------------------------------------------------------------------------ */
+
+vp_status vp_cuda_after(vp_backend* to, vp_backend* from) {
+    if (to == from) return VP_OK;
+    vp_cuda *t = vp_cuda_of(to), *f = vp_cuda_of(from);
+    VP_CUDA_CHECK(cudaEventRecord(f->done, f->stream));
+    VP_CUDA_CHECK(cudaStreamWaitEvent(t->stream, f->done, 0));
+    return VP_OK;
+}
+
+static vp_status cuda_lane_setup(vp_backend* parent, vp_backend* b);
+
 /* ---- the table ------------------------------------------------------------------------------------ */
 
 static const vp_backend_ops CUDA_OPS = VP_BACKEND_OPS_TABLE(vp_cuda);
+
+vp_status vp_cuda_lane(vp_backend* parent, vp_backend** out) {
+    *out = NULL;
+    vp_backend* b = (vp_backend*)calloc(1, sizeof *b);
+    vp_cuda* c = (vp_cuda*)calloc(1, sizeof *c);
+    if (!b || !c) {
+        free(b);
+        free(c);
+        VP_FAIL(VP_ERR_OOM, "vp_backend_lane: out of host memory");
+    }
+    b->kind = VP_BACKEND_CUDA;
+    b->ops = &CUDA_OPS;
+    b->impl = c;
+    c->parent = parent;
+    vp_status s = cuda_lane_setup(parent, b);
+    if (s != VP_OK) {
+        vp_cuda_destroy(b);
+        return s;
+    }
+    *out = b;
+    return VP_OK;
+}
+
+/* A lane's own stream, event, workspace and scratch; the device, handle and plans of the parent. */
+static vp_status cuda_lane_setup(vp_backend* parent, vp_backend* b) {
+    vp_cuda *p = vp_cuda_of(parent), *c = vp_cuda_of(b);
+    c->device = p->device;
+    c->sm_count = p->sm_count;
+    c->lt = p->lt;
+    c->gemm = p->gemm;
+    snprintf(b->name, sizeof b->name, "%.100s (lane)", parent->name);
+    VP_CUDA_CHECK(cudaSetDevice(c->device));
+    VP_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    VP_CUDA_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
+    VP_TRY(vp_cuda_malloc(b, &c->lt_workspace, VP_CUDA_LT_WORKSPACE_BYTES, 1));
+    VP_TRY(vp_cuda_malloc(b, (void**)&c->scratch, VP_CUDA_SCRATCH_FLOATS * sizeof(float), 1));
+    return VP_OK;
+}
 
 /* Takes the device, stream, handle, workspace and scratch; `b` is freed by the caller on
  * failure (vp_cuda_destroy copes with a half-made state). */
@@ -189,8 +243,10 @@ static vp_status cuda_setup(vp_backend* b, int device) {
     c->sm_count = prop.multiProcessorCount;
     snprintf(b->name, sizeof b->name, "cuda:%d %.100s", device, prop.name);
 
-    /* one non-blocking stream; every op and copy of this backend goes through it */
+    /* one non-blocking stream; every op and copy of this backend goes through it (its lanes,
+     * vp_backend_lane, have their own) */
     VP_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    VP_CUDA_CHECK(cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming));
     VP_CUBLAS_CHECK(cublasLtCreate(&c->lt));
     VP_TRY(vp_cuda_malloc(b, &c->lt_workspace, VP_CUDA_LT_WORKSPACE_BYTES, 1));
     VP_TRY(vp_cuda_malloc(b, (void**)&c->scratch, VP_CUDA_SCRATCH_FLOATS * sizeof(float), 1));
