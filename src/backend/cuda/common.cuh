@@ -28,7 +28,7 @@ typedef struct vp_cuda_gemm_cache vp_cuda_gemm_cache;
 typedef struct vp_cuda {
     int device;                 /* CUDA device ordinal */
     int sm_count;               /* multiprocessors */
-    cudaStream_t stream;        /* the one non-default stream every op runs on */
+    cudaStream_t stream;        /* the non-default stream every op issued to this backend runs on */
     cublasLtHandle_t lt;        /* cuBLASLt handle */
     void* lt_workspace;         /* [VP_CUDA_LT_WORKSPACE_BYTES] bytes, device */
     float* scratch;             /* [VP_CUDA_SCRATCH_FLOATS] partial sums, device */
