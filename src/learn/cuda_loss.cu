@@ -224,6 +224,7 @@ __global__ void taus_kernel(uint64_t seed, uint64_t stream, const int32_t* __res
  * shared-memory tree. */
 #define STATS_THREADS 1024
 #define STATS_LANES 4
+static_assert(STATS_LANES == 4, "the accumulators are initialised and joined as four");
 __global__ void __launch_bounds__(STATS_THREADS)
     stats_kernel(loss_kdims k, const float* __restrict__ c51, const float* __restrict__ iqn,
                  const float* __restrict__ w, const float* __restrict__ q, const float* __restrict__ grad_norm,
