@@ -174,16 +174,22 @@ vp_status vp_cpu_iqn_l2_backward(vp_backend* be, int64_t B, int T, int M, int A,
         for (int j = 0; j < T; ++j) {
             const int64_t r = b * T + j;
             const float* dz = dzq + r * A;
-            for (int m = 0; m < M; ++m) {
-                const float x = iq1[r * M + m];
-                float g = 0.0f;
-                for (int a = 0; a < A; ++a) {
-                    g += dz[a] * w2[(int64_t)a * M + m];
-                    pw[(int64_t)a * M + m] += dz[a] * x;
+            const float* x = iq1 + r * M;
+            float* g = d_iq1 + r * M;
+            // every element's sums over a in order, m innermost (contiguous rows of w2 and p_w2)
+            for (int m = 0; m < M; ++m) g[m] = 0.0f;
+            for (int a = 0; a < A; ++a) {
+                const float d = dz[a];
+                const float* wa = w2 + (int64_t)a * M;
+                float* pa = pw + (int64_t)a * M;
+                for (int m = 0; m < M; ++m) {
+                    g[m] += d * wa[m];
+                    pa[m] += d * x[m];
                 }
-                g = x > 0.0f ? g : 0.0f;
-                d_iq1[r * M + m] = g;
-                pb[m] += g;
+            }
+            for (int m = 0; m < M; ++m) {
+                g[m] = x[m] > 0.0f ? g[m] : 0.0f;
+                pb[m] += g[m];
             }
         }
     }
