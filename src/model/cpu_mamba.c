@@ -20,14 +20,14 @@ vp_status vp_cpu_conv_forward(vp_backend* be, const vp_mamba_dims* d, const floa
     const int64_t L = H + 2 * N + d->heads, XB = H + N;
     for (int64_t b = 0; b < d->batch; ++b) {
         const float* in = xbcdt + b * K * L;
-        // x and B channels at every step
-        for (int ch = 0; ch < XB; ++ch)
-            for (int t = 0; t < K; ++t) {
-                float pre = conv_at(in + ch, L, w + (int64_t)ch * CW, bias[ch], t, CW);
-                int64_t o = (b * K + t) * XB + ch;
-                if (xb_pre) xb_pre[o] = pre;
-                xb[o] = pre * vp_cpu_sigmoid(pre);
-            }
+        // x and B channels at every step: a step's pre-activations over its contiguous
+        // channels, then SiLU over the row (vp_cpu_silu_rows: the scalar form's bits)
+        for (int t = 0; t < K; ++t) {
+            float* row = xb + (b * K + t) * XB;
+            for (int64_t ch = 0; ch < XB; ++ch) row[ch] = conv_at(in + ch, L, w + ch * CW, bias[ch], t, CW);
+            if (xb_pre) memcpy(xb_pre + (b * K + t) * XB, row, sizeof(float) * (size_t)XB);
+            vp_cpu_silu_rows(row, XB);
+        }
         // C channels at the last step only
         for (int n = 0; n < N; ++n) {
             int ch = (int)XB + n;
