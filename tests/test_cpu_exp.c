@@ -1,7 +1,8 @@
 /* The CPU's exp (src/backend/cpu/cpu_exp.h): within 1 ulp of exp over the normal range; the
  * edges (NaN, infinities, subnormal results, the overflow); and the row
- * forms (AVX-512 where the CPU has it) equal to the scalar form bit for bit, at every length
- * of a tail, in place and out of place, the SiLUs and the element-wise op's sigmoid included. */
+ * forms (AVX-512 and AVX2 where the CPU has them) equal to the scalar form bit for bit, at every
+ * length of a tail, in place and out of place, the SiLUs and the element-wise op's sigmoid
+ * included. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -79,7 +80,7 @@ static float* inputs(int64_t n) {
     return x;
 }
 
-static void test_rows_equal_scalar(void) {
+static void rows_equal_scalar(void) {
     const int64_t N = 4099;
     float* x = inputs(N);
     float* out = (float*)malloc(sizeof(float) * (size_t)N);
@@ -129,6 +130,14 @@ static void test_rows_equal_scalar(void) {
     vp_cpu_exp_rows(x, 0.5f, out, N);
     CHECK(memcmp(out, inplace, sizeof(float) * (size_t)N) == 0, "exp rows: the scalar and the wide forms differ");
     free(x), free(out), free(inplace);
+}
+
+/* The widest row forms, then the AVX2 ones (the same as the widest where the CPU has no AVX-512). */
+static void test_rows_equal_scalar(void) {
+    rows_equal_scalar();
+    vp_cpu_exp_force_avx2(1);
+    rows_equal_scalar();
+    vp_cpu_exp_force_avx2(0);
 }
 
 int main(void) {

@@ -2,8 +2,9 @@
  * range reduction x = n ln 2 + r (n = floor(x log2 e + 1/2), ln 2 in two parts so n C1 is
  * exact), a degree-5 polynomial in r (Cephes' expf coefficients), then the scaling by 2^n
  * through the exponent bits. No fused multiply-add and no library call: the scalar form
- * (vp_cpu_expf) and the 16-lane form (vp_cpu_exp_rows on AVX-512) give the same bits, on any
- * machine, with any libm. Within 1 ulp of exp over the normal range (tests/test_cpu_exp.c).
+ * (vp_cpu_expf) and the row forms (vp_cpu_exp_rows: 16 lanes on AVX-512, 8 on AVX2) give the
+ * same bits, on any machine, with any libm. Within 1 ulp of exp over the normal range
+ * (tests/test_cpu_exp.c).
  * Edges: NaN stays the same NaN; n = 128 scales in two steps, 2^127 then 2 (so exp overflows
  * where the float range ends, x about 88.72); n > 128 gives +inf; -150 <= n < -126 scales in two
  * steps, 2^(n + 100) then 2^-100, so a subnormal result is rounded once; n < -150 (x below
@@ -75,17 +76,22 @@ static inline float vp_cpu_sigmoid(float x) {
 }
 
 /* y[j] = vp_cpu_sigmoid(x[j]), times x[j] when silu (y may be x), 16 at a time where the CPU
- * has AVX-512: the same bits as the scalar form (a NaN gives a NaN, its sign either). */
+ * has AVX-512, 8 where it has AVX2: the same bits as the scalar form (a NaN gives a NaN, its
+ * sign either). */
 void vp_cpu_sigmoid_rows(const float* x, float* y, int64_t n, int silu);
 
 /* x[j] = x[j] * vp_cpu_sigmoid(x[j]) for j < n: SiLU in place, by vp_cpu_sigmoid_rows. */
 static inline void vp_cpu_silu_rows(float* x, int64_t n) { vp_cpu_sigmoid_rows(x, x, n, 1); }
 
 /* out[j] = vp_cpu_expf(x[j] - sub) for j < n (out may be x), 16 at a time where the CPU has
- * AVX-512: the same bits as the scalar form. */
+ * AVX-512, 8 where it has AVX2: the same bits as the scalar form. */
 void vp_cpu_exp_rows(const float* x, float sub, float* out, int64_t n);
 
 /* Tests only: 1 makes the row forms run the scalar form. */
 void vp_cpu_exp_force_scalar(int on);
+
+/* on 1: the row forms go no wider than AVX2 (8 lanes), so a test reaches them on a CPU with
+ * AVX-512 too; 0 (the default): the widest the CPU has. */
+void vp_cpu_exp_force_avx2(int on);
 
 #endif /* VULPES_CPU_EXP_H */
