@@ -94,8 +94,9 @@ void vp_model_inc_mix(const vp_model_inc* w, vp_model_acts* a, const vp_model_in
         }
         int p = 0;
 #ifdef VP_MAMBA_X86
-        if (vp_model_inc_isa() == VP_MODEL_INC_ISA_BEST)
-            p = scan_head_avx512(K, N, PD, H, h, xr, cc, dth, decay, D[h], y);
+        const int isa = vp_model_inc_isa();
+        if (isa == VP_MODEL_INC_ISA_BEST) p = scan_head_avx512(K, N, PD, H, h, xr, cc, dth, decay, D[h], y);
+        else if (isa == VP_MODEL_INC_ISA_AVX2) p = scan_head_avx2(K, N, PD, H, h, xr, cc, dth, decay, D[h], y);
 #endif
         for (; p < PD; ++p) {
             const int col = h * PD + p;
