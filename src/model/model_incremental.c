@@ -6,8 +6,8 @@
  * (vp_model_inc_heads). The arithmetic is
  * the batch forward's (model_forward.c), op for op, on one row or one sample: on the CPU a
  * GEMM row does not depend on the rows beside it, so the results equal vp_model_encode's and
- * vp_model_heads' bit for bit. The weights are laid out [in, out] once, in the panels the
- * one-row products read (vp_model_row_layout), so no call transposes a weight matrix. */
+ * vp_model_heads' bit for bit. The weights are laid out [in, out] once, the layout the CPU's
+ * row-exact kernel computes in, so no call transposes a weight matrix. */
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
@@ -88,12 +88,8 @@ vp_status vp_model_inc_init(vp_model_inc* w, const vp_model* m, const vp_tensor*
         if (!src[i].data) continue;
         const int64_t out = vp_tensor_rows(&src[i]), in = vp_tensor_cols(&src[i]);
         const float* s = (const float*)src[i].data;
-        if (dst[i] == &w->w_convt) {
-            for (int64_t o = 0; o < out; ++o)
-                for (int64_t k = 0; k < in; ++k) p[k * out + o] = s[o * in + k];
-        } else {
-            vp_model_row_layout(in, out, s, 1, in, p); /* [in, out] in the one-row products' panels */
-        }
+        for (int64_t o = 0; o < out; ++o)
+            for (int64_t k = 0; k < in; ++k) p[k * out + o] = s[o * in + k];
         *dst[i] = vp_tensor_2d(p, VP_F32, VP_MEM_HOST, in, out);
         p += in * out;
     }

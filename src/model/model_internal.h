@@ -456,9 +456,8 @@ vp_status vp_model_first_backward(vp_model* m, const vp_tensor* params, vp_model
 /* Weight matrices the one-sample forward multiplies by. */
 #define VP_MODEL_INC_WEIGHTS 11
 
-/* The weights of one-sample GEMMs laid out once (host memory; [in, out] in the panels of
- * vp_model_row_layout, the conv's by tap), read with the parameters they were made from (which
- * must stay unchanged). */
+/* The weights of one-sample GEMMs laid out [in, out] once (host memory), read with the
+ * parameters they were made from (which must stay unchanged). */
 typedef struct vp_model_inc {
     const vp_model* m;        /* the network */
     const vp_tensor* params;  /* [n_weights] its parameters (norms, biases, Mamba2 vectors read in place) */
@@ -484,15 +483,9 @@ void vp_model_inc_limit_isa(int isa);
 int vp_model_inc_isa(void);
 
 /* y [n] = epi(x [k] Wt [k, n] + beta y) for one row (host memory; bias [n], read unless epi is
- * VP_EPI_NONE; acc [n] scratch), Wt in vp_model_row_layout's panels: the bits of vp_gemm's
- * row-exact CPU kernel for that row (model_row_gemm.c). skip_zeros: the terms with x[p] == 0
- * are left out (their weight rows not read), the same bits when every weight of Wt is finite
- * (the caller's to know). */
-
-/* Lays out the matrix Wt [k, n] whose element (p, j) is src[p s_in + j s_out] into dst (k n
- * floats) as vp_model_row_gemm reads it: panels of 128 columns (the last one narrower), each
- * [k, width] row-major, one after another. */
-void vp_model_row_layout(int64_t k, int64_t n, const float* src, int64_t s_in, int64_t s_out, float* dst);
+ * VP_EPI_NONE; acc [n] scratch): the bits of vp_gemm's row-exact CPU kernel for that row
+ * (model_row_gemm.c). skip_zeros: the terms with x[p] == 0 are left out (their weight rows
+ * not read), the same bits when every weight of Wt is finite (the caller's to know). */
 void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, const float* bias, vp_epilogue epi,
                        float beta, float* y, float* acc, int skip_zeros);
 

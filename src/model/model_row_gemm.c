@@ -5,9 +5,7 @@
  * relu) in the kernel's order. So the bits are those of vp_gemm's for the same row; what
  * differs is the schedule: one row's accumulators across 128 columns stay in registers while
  * the weights stream through once, where the general kernel's tile of 4 rows would run its
- * edge path for a single row. Wt comes in panels of 128 columns (vp_model_row_layout), each
- * [k, 128] with its rows contiguous, so a block of columns reads one contiguous run of
- * weights, the order the hardware prefetchers follow best. */
+ * edge path for a single row. */
 #include <math.h>
 #include <string.h>
 
@@ -21,9 +19,6 @@
  * changes no arithmetic. */
 #define ROW_AHEAD 8
 #endif
-
-/* Output columns of a panel of the layout (vp_model_row_layout): the AVX-512 path's widest block. */
-#define ROW_PANEL 128
 
 /* The widest product the term list holds (k of every one-row product of the live forward is
  * far below: F, H, HH). Wider ones run every term through cols_portable_all. */
@@ -155,16 +150,6 @@ __attribute__((target("avx2,fma"))) static int64_t cols_avx2(const int32_t* ps, 
 }
 #endif
 
-/* Panel j0 / ROW_PANEL holds columns [j0, j0 + width) as [k, width] at dst + j0 k. */
-void vp_model_row_layout(int64_t k, int64_t n, const float* src, int64_t s_in, int64_t s_out, float* dst) {
-    for (int64_t j0 = 0; j0 < n; j0 += ROW_PANEL) {
-        const int64_t pw = n - j0 < ROW_PANEL ? n - j0 : ROW_PANEL;
-        float* P = dst + j0 * k;
-        for (int64_t p = 0; p < k; ++p)
-            for (int64_t j = 0; j < pw; ++j) P[p * pw + j] = src[p * s_in + (j0 + j) * s_out];
-    }
-}
-
 /* The widest instruction set the one-sample forward may use (vp_model_inc_limit_isa). */
 static int g_isa = VP_MODEL_INC_ISA_BEST;
 
@@ -188,12 +173,12 @@ void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, co
     int32_t ps[ROW_MAX_K];
     int64_t np = 0;
     if (k > ROW_MAX_K) {
-        for (int64_t j0 = 0; j0 < n; j0 += ROW_PANEL)
-            cols_portable_all(k, n - j0 < ROW_PANEL ? n - j0 : ROW_PANEL, x, Wt + j0 * k, acc + j0);
+        cols_portable_all(k, n, x, Wt, acc);
     } else {
         // without a branch: half of a ReLU output's entries are zero, in no pattern a
         // predictor learns. x[p] != 0 is its bits but the sign being nonzero (true for NaN,
         // false for -0, as the float comparison), an integer test the compiler keeps branchless
+        int64_t done = 0;
 #ifdef VP_ROW_X86
         const int isa = vp_model_inc_isa();
         if (skip_zeros && isa == VP_MODEL_INC_ISA_BEST) np = terms_avx512(x, k, ps);
@@ -208,18 +193,11 @@ void vp_model_row_gemm(int64_t k, int64_t n, const float* x, const float* Wt, co
                 np += (int64_t)(keep_all | (uint32_t)((bits << 1) != 0u));
             }
         }
-        // panel by panel: each is a matrix [k, width] of its own, its rows contiguous
-        for (int64_t j0 = 0; j0 < n; j0 += ROW_PANEL) {
-            const int64_t pw = n - j0 < ROW_PANEL ? n - j0 : ROW_PANEL;
-            const float* P = Wt + j0 * k;
-            float* a = acc + j0;
-            int64_t done = 0;
 #ifdef VP_ROW_X86
-            if (isa == VP_MODEL_INC_ISA_BEST) done = cols_avx512(ps, np, pw, x, P, a);
-            else if (isa == VP_MODEL_INC_ISA_AVX2) done = cols_avx2(ps, np, pw, x, P, a);
+        if (isa == VP_MODEL_INC_ISA_BEST) done = cols_avx512(ps, np, n, x, Wt, acc);
+        else if (isa == VP_MODEL_INC_ISA_AVX2) done = cols_avx2(ps, np, n, x, Wt, acc);
 #endif
-            if (done < pw) cols_portable(ps, np, pw, x, P, done, pw, a);
-        }
+        if (done < n) cols_portable(ps, np, n, x, Wt, done, n, acc);
     }
     // y = acc + beta y (y not read when beta is 0), then + bias and relu, as the kernel's epilogue;
     // the cases outside the loops so that each loop vectorises (the same expressions per element)
