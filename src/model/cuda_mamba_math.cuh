@@ -6,11 +6,11 @@
 
 #include <stdint.h>
 
-/* 1 / (1 + exp(-x)) without overflow. */
+/* 1 / (1 + exp(-x)) without overflow: 1 / (1 + e) for x >= 0, e / (1 + e) below, e = exp(-|x|).
+ * One exponential and one division whichever side a lane is on (no divergent branch). */
 __device__ __forceinline__ float sigm(float x) {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
+    const float e = expf(-fabsf(x));
+    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
 /* log(1 + exp(x)), linear above 20 (as the softplus op). */

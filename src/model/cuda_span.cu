@@ -3,10 +3,13 @@
  * rows; then a block per window that loads the window's rows from the tables by index into
  * shared memory and runs scan_forward's closed form (cuda_mamba.cu) with its arithmetic in its
  * order (cuda_mamba_math.cuh), so y has the bits of conv_forward then scan_forward over the
- * gathered rows; span_mix adds the gated RMSNorm in the same block. Kernels, then launchers. */
+ * gathered rows; span_mix adds the gated RMSNorm in the same block. At the default network's
+ * extents a warp runs each window instead (cuda_span_warp.cuh, the same arithmetic). Kernels, then
+ * launchers. */
 #include "backend/kit.h"
 #include "model/cuda_mamba_math.cuh"
 #include "model/cuda_mops.h"
+#include "model/cuda_span_warp.cuh"
 
 /* span_conv's blocks: SC_COLS column threads, each running up to SC_ROWS consecutive rows. */
 #define SC_COLS 128
@@ -286,8 +289,9 @@ static vp_status span_launch_check(const char* fn, const vp_mamba_dims* d, const
     return VP_OK;
 }
 
-/* Launches span_scan_kernel<GATE>: x staged in shared memory where the window's rows fit in
- * 48 KiB with the rest, read from the tables at its sum otherwise (the same arithmetic). */
+/* Launches span_scan_warp_kernel<GATE> where the extents are the default network's, else
+ * span_scan_kernel<GATE>: x staged in shared memory where the window's rows fit in 48 KiB with
+ * the rest, read from the tables at its sum otherwise (the same arithmetic). */
 template <int GATE>
 static vp_status span_launch(vp_backend* be, const vp_mamba_dims* d, const int32_t* last, const float* xbcdt,
                              const float* act, const float* w, const float* bias, const float* A_log, const float* D,
@@ -299,6 +303,14 @@ static vp_status span_launch(vp_backend* be, const vp_mamba_dims* d, const int32
     const int fixed = d->conv == 4 && d->window > 3;
     const unsigned g = (unsigned)d->batch;
     cudaStream_t st = vp_cuda_stream_of(be);
+    if (span_warp_fits(d)) {
+        // the default network's shape: a warp per window (cuda_span_warp.cuh), the same bits
+        const unsigned gw = (unsigned)((d->batch + SPAN_WARP_WINDOWS - 1) / SPAN_WARP_WINDOWS);
+        span_scan_warp_kernel<GATE, 8, 16, 4, 8><<<gw, SPAN_WARP_WINDOWS * 32, 0, st>>>(
+            *d, last, xbcdt, act, w, bias, A_log, D, z, norm_g, eps, out);
+        VP_CUDA_CHECK_LAUNCH(GATE ? "span_scan_warp_kernel<gate>" : "span_scan_warp_kernel");
+        return VP_OK;
+    }
 #define SPAN_LAUNCH(SX, CWT) \
     span_scan_kernel<GATE, SX, CWT><<<g, threads, SX ? staged : unstaged, st>>>(*d, last, xbcdt, act, w, bias, A_log, \
                                                                              D, z, norm_g, eps, out)
