@@ -5,10 +5,11 @@
  * here one warp runs them all: first the step weights (lanes over B, C and the step sizes), then
  * lane l's channels l, l + 32, ..., l + 32 (J - 1) one after another, each channel's x at every
  * step loaded, its sum and its gate product formed before the next. The phases meet at
- * __syncwarp only and a block carries SPAN_WARP_WINDOWS windows. Every value is the block form's expression in its order, its products and sums written
- * as the rounded operations the block form's loops compile to (a fully unrolled sum would leave
- * the compiler free to contract its first product elsewhere): the same bits, which test_gpu_span
- * checks against the gathered path. The gate's sum of squares is the block reduction's tree (a
+ * __syncwarp only and a block carries SPAN_WARP_WINDOWS windows. Every value is the block
+ * form's expression in its order, its products and sums written as the rounded operations the
+ * block form's loops compile to (a fully unrolled sum would leave the compiler free to contract
+ * its first product elsewhere): the same bits, which test_gpu_span checks against the gathered
+ * path. The gate's sum of squares is the block reduction's tree (a
  * butterfly per 32 channels, then one over the J partials). */
 #ifndef VULPES_MODEL_CUDA_SPAN_WARP_CUH
 #define VULPES_MODEL_CUDA_SPAN_WARP_CUH
