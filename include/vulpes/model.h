@@ -203,6 +203,13 @@ vp_tensor vp_model_log_probs(const vp_model_acts* a);
  * activations made for a backward. */
 void vp_model_acts_q_only(vp_model_acts* a);
 
+/* Marks Q-only activations (vp_model_acts_q_only, called first) whose Q may come from the
+ * output layers folded with the dueling mean (mops.h c51_fold_q): one pass from the hidden
+ * rows to Q where it serves (CUDA, TF32 products, the default head widths), without the
+ * advantage rows. Q is then the same function within TF32 rounding, not the same bits as the
+ * layer-by-layer heads. A no-op on NULL, on activations not marked Q-only, and elsewhere. */
+void vp_model_acts_fold_heads(vp_model_acts* a);
+
 /* held 1: the parameters have not changed since the last forward of a and do not change until
  * the next call with held 0, so a forward may reuse what an earlier forward with the same parameter buffer
  * derived from them (the CUDA heads' zero-padded copy of the output layers, made once instead

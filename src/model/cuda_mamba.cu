@@ -42,17 +42,13 @@ __global__ void conv_forward_kernel(vp_mamba_dims d, const float* __restrict__ x
             for (int t = 0; t < KT; ++t) x[t] = in[(int64_t)t * L];
 #pragma unroll
             for (int j = 0; j < CWT; ++j) wr[j] = wc[j];
+            float pre[KT > 0 ? KT : 1];
+            conv_taps<(CWT > 0 ? CWT : 1), (KT > 0 ? KT : 1)>(wr, x, bc, pre);
 #pragma unroll
             for (int t = 0; t < KT; ++t) {
-                float acc = bc;
-#pragma unroll
-                for (int j = 0; j < CWT; ++j) {
-                    const int s = t - (CWT - 1) + j;
-                    if (s >= 0) acc += wr[j] * x[s];
-                }
                 const int64_t o = (b * K + t) * XB + ch;
-                if (xb_pre) xb_pre[o] = acc;
-                xb[o] = acc * sigm(acc);
+                if (xb_pre) xb_pre[o] = pre[t];
+                xb[o] = pre[t] * sigm(pre[t]);
             }
         } else {
             for (int t = 0; t < K; ++t) {

@@ -26,4 +26,43 @@ __device__ __forceinline__ float conv_at(const float* in, int64_t L, const float
     return acc;
 }
 
+/* The causal conv of one channel at steps 0 .. T - 1, its width CW known when compiled:
+ * pre[t] = bias + sum_j w[j] x[t - (CW - 1) + j] over the taps at steps >= 0 (the ones before
+ * are the zero padding), in j order, each a fused multiply-add (what conv_at's loop compiles
+ * to: the same bits). */
+template <int CW, int T>
+__device__ __forceinline__ void conv_taps(const float (&w)[CW], const float* x, float bias, float* pre) {
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+        float acc = bias;
+#pragma unroll
+        for (int j = 0; j < CW; ++j) {
+            const int s = t - (CW - 1) + j;
+            if (s >= 0) acc = __fmaf_rn(w[j], x[s], acc);
+        }
+        pre[t] = acc;
+    }
+}
+
+/* The SiLU'd conv of a window's first P steps (P <= CW - 1) of channel ch, step s read from
+ * xbcdt row max(base + s, 0): the weights, bias and the P rows' inputs loaded once, then
+ * conv_taps (the taps before the window's first row skipped). v[0 .. CW - 2] (past P: unused). */
+template <int CW>
+__device__ __forceinline__ void silu_conv_first(const float* __restrict__ xbcdt, int64_t L, int base,
+                                                const float* __restrict__ w, const float* __restrict__ bias,
+                                                int64_t ch, int P, float* v) {
+    float wr[CW], xr[CW - 1];
+#pragma unroll
+    for (int j = 0; j < CW; ++j) wr[j] = w[ch * CW + j];
+    const float bc = bias[ch];
+#pragma unroll
+    for (int s = 0; s < CW - 1; ++s) {
+        const int r = base + s;
+        xr[s] = s < P ? xbcdt[(int64_t)(r > 0 ? r : 0) * L + ch] : 0.0f;
+    }
+    conv_taps<CW, CW - 1>(wr, xr, bc, v);
+#pragma unroll
+    for (int t = 0; t < CW - 1; ++t) v[t] = v[t] * sigm(v[t]);
+}
+
 #endif /* VULPES_MODEL_CUDA_MAMBA_MATH_CUH */

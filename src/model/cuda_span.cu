@@ -82,34 +82,6 @@ __device__ __forceinline__ float silu_conv_rows_at(const float* __restrict__ xbc
     return acc * sigm(acc);
 }
 
-/* silu_conv_rows_at of the window's first P steps (P <= CW - 1) of channel ch, the conv width
- * known when compiled: its weights, bias and the P rows' inputs loaded once, then each step's
- * taps in silu_conv_rows_at's order (the taps before the window's first row skipped). */
-template <int CW>
-__device__ __forceinline__ void silu_conv_first(const float* __restrict__ xbcdt, int64_t L, int base,
-                                                const float* __restrict__ w, const float* __restrict__ bias,
-                                                int64_t ch, int P, float* v) {
-    float wr[CW], xr[CW - 1];
-#pragma unroll
-    for (int j = 0; j < CW; ++j) wr[j] = w[ch * CW + j];
-    const float bc = bias[ch];
-#pragma unroll
-    for (int s = 0; s < CW - 1; ++s) {
-        const int r = base + s;
-        xr[s] = s < P ? xbcdt[(int64_t)(r > 0 ? r : 0) * L + ch] : 0.0f;
-    }
-#pragma unroll
-    for (int t = 0; t < CW - 1; ++t) {
-        float acc = bc;
-#pragma unroll
-        for (int j = 0; j < CW; ++j) {
-            const int s = t - (CW - 1) + j;
-            if (s >= 0) acc += wr[j] * xr[s];
-        }
-        v[t] = acc * sigm(acc);
-    }
-}
-
 /* Shared-memory bytes of span_scan_kernel: cb [K], dts [NH][K], w [NH][K], C [N], B [K][N], and
  * with `stage_x` the window's x rows [K][H]. */
 static inline size_t span_scan_shared(int K, int NH, int N, int H, int stage_x) {
@@ -126,7 +98,7 @@ static inline size_t span_scan_shared(int K, int NH, int N, int H, int stage_x) 
  * scan_forward's order. GATE 0: out = y; GATE 1: out = yn = RMSNorm(y * silu(z)) * norm_g (the
  * backend's SiLU, product and RMSNorm formulas; the sum of squares in the block's order).
  * CWT > 0: the conv width CW known when compiled, with K > CW - 1: each channel's first CW - 1
- * steps from its weights and inputs loaded once (silu_conv_first), the same sums; CWT = 0: any
+ * steps from its weights and inputs loaded once (silu_conv_first, cuda_mamba_math.cuh), the same sums; CWT = 0: any
  * width and window, silu_conv_rows_at per value. */
 template <int GATE, int STAGE_X, int CWT>
 __global__ void span_scan_kernel(vp_mamba_dims d, const int32_t* __restrict__ last, const float* __restrict__ xbcdt,

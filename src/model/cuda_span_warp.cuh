@@ -50,25 +50,8 @@ __global__ void __launch_bounds__(SPAN_WARP_WINDOWS * 32, SPAN_WARP_BLOCKS)
     float* wt = dts + 32;     // [NH][K]
     const int base = last[b] - K + 1;
 #define SPAN_WROW(t) ((int64_t)((base + (t)) > 0 ? (base + (t)) : 0))
-    // silu_conv_first's taps in its order: channel ch's first P steps, which see the padding
-    auto conv_first = [&](int64_t ch, float* v) {
-        float wr[CW], xs[P];
-#pragma unroll
-        for (int j = 0; j < CW; ++j) wr[j] = w[ch * CW + j];
-#pragma unroll
-        for (int s = 0; s < P; ++s) xs[s] = xbcdt[SPAN_WROW(s) * L + ch];
-        const float bc = bias[ch];
-#pragma unroll
-        for (int t = 0; t < P; ++t) {
-            float acc = bc;
-#pragma unroll
-            for (int j = 0; j < CW; ++j) {
-                const int s = t - (CW - 1) + j;
-                if (s >= 0) acc = __fmaf_rn(wr[j], xs[s], acc);
-            }
-            v[t] = acc * sigm(acc);
-        }
-    };
+    // a channel's first P steps, which see the padding: silu_conv_first (P = CW - 1 rows read)
+    auto conv_first = [&](int64_t ch, float* v) { silu_conv_first<CW>(xbcdt, L, base, w, bias, ch, P, v); };
     // first the step weights: B past the padding, C at the last step, the step sizes, B's padded
     // steps from its conv; B_t . C on lane t; the weight of step t of head h on lane h K + t
     for (int i = lane; i < (K - P) * N; i += 32) {

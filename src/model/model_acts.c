@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/heads_fold_math.h"
 #include "model/model_internal.h"
 
 #define VP_ACTS_ALIGN 256u
@@ -92,6 +93,11 @@ static vp_status layout(vp_model_acts* a, planner* pl) {
     take(pl, &a->v_pad, "v_pad", VP_F32, B * PADH, Zp);
     take(pl, &a->adv_pad, "adv_pad", VP_F32, B * PADH, AZp);
     take(pl, &a->head_w_pad, "head_w_pad", VP_F32, PADH, Zp * HH + Zp + AZp * HH + AZp);
+    const vp_branch_map br = vp_model_branch_map(c);
+    const int64_t FOLD = !a->for_backward && !c->cross_branch && !c->adaptive_atoms &&
+                         vp_backend_get_kind(a->model->backend) == VP_BACKEND_CUDA &&
+                         vp_c51_fold_q_fits((int)HH, (int)Z, &br);
+    take(pl, &a->head_fold, "head_fold", VP_F32, FOLD, vp_c51f_floats((int)Z, (int)HH, (int)A));
     take(pl, &a->phi, "phi", VP_F32, Q, H);
     if (a->for_backward) {
         take(pl, &a->cosf, "cosf", VP_F32, Q, c->iqn_cos);
@@ -241,10 +247,14 @@ void vp_model_acts_q_only(vp_model_acts* a) {
     if (a && !a->for_backward) a->q_only = 1;
 }
 
+void vp_model_acts_fold_heads(vp_model_acts* a) {
+    if (a && a->q_only) a->fold_heads = 1;
+}
+
 void vp_model_acts_hold_params(vp_model_acts* a, int held) {
     if (!a) return;
     a->params_held = held != 0;
-    if (!held) a->pad_of = NULL; // the next forward copies the padded output layers again
+    if (!held) a->pad_of = a->fold_of = NULL; // the next forward copies and folds the output layers again
 }
 
 void vp_model_acts_set_lane(vp_model_acts* a, vp_backend* lane) {

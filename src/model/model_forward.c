@@ -221,6 +221,29 @@ static vp_status hidden_pair(const vp_model* m, vp_model_acts* a, const vp_tenso
     return vp_gemm(m->backend, &d, h, &W, &bias, &C);
 }
 
+/* Whether a's forward takes Q from the folded output layers: marked so (vp_model_acts_fold_heads),
+ * laid out for them (CUDA, forward only, heads c51_fold_q serves) and TF32 products. */
+static int fold_serves(const vp_model* m, const vp_model_acts* a) {
+    return a->fold_heads && a->head_fold.data != NULL && m->precision == VP_PREC_TF32;
+}
+
+/* q from v1 and ah through the folded output layers, folded again unless held ones are these
+ * parameters' (vp_model_acts_hold_params). */
+static vp_status fold_q(const vp_model* m, const vp_tensor* params, vp_model_acts* a, int64_t batch) {
+    const vp_model_cfg* c = &m->cfg;
+    const vp_branch_map br = vp_model_branch_map(c);
+    const int HH = c->head_hidden;
+    float* fold = (float*)a->head_fold.data;
+    if (!(a->params_held && a->fold_of == params->data)) {
+        vp_tensor v2w = PV(C51_V2_W), v2b = PV(C51_V2_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
+        VP_TRY(a->mops->c51_fold(m->backend, HH, c->n_atoms, &br, (const float*)v2w.data, (const float*)v2b.data,
+                                 (const float*)a2w.data, (const float*)a2b.data, fold));
+        a->fold_of = params->data;
+    }
+    return a->mops->c51_fold_q(m->backend, batch, HH, c->n_atoms, &br, c->v_min, c->v_max, (const float*)a->v1.data,
+                               (const float*)a->ah.data, HH, fold, (float*)a->q.data);
+}
+
 /* Checks the model, parameters, activations and batch of a public call. */
 static vp_status check_call(const char* fn, const vp_model* m, const vp_tensor* params, const vp_model_acts* a,
                             int64_t batch) {
@@ -288,18 +311,23 @@ vp_status vp_model_heads(const vp_model* m, const vp_tensor* params, vp_model_ac
     vp_tensor v1w = PV(C51_V1_W), v1b = PV(C51_V1_B), v2w = PV(C51_V2_W), v2b = PV(C51_V2_B);
     vp_tensor a1w = PV(C51_A1_W), a1b = PV(C51_A1_B), a2w = PV(C51_A2_W), a2b = PV(C51_A2_B);
     VP_TRY(hidden_pair(m, a, &h, &v1w, &v1b, &a1w, &a1b, batch));
-    // the output layers: at padded widths (CUDA), or dense, the advantages by cross-branch messages
-    if (a->pad_heads) {
-        VP_TRY(vp_model_heads_out_padded(m, params, a, batch));
+    if (fold_serves(m, a)) {
+        // Q alone from the folded output layers (vp_model_acts_fold_heads)
+        VP_TRY(fold_q(m, params, a, batch));
     } else {
-        VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
-        if (c->cross_branch)
-            VP_TRY(vp_model_xb_forward(m, params, a, batch));
-        else
-            VP_TRY(vp_model_linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+        // the output layers: at padded widths (CUDA), or dense, the advantages by cross-branch messages
+        if (a->pad_heads) {
+            VP_TRY(vp_model_heads_out_padded(m, params, a, batch));
+        } else {
+            VP_TRY(vp_model_linear(m, &v1, &v2w, &v2b, VP_EPI_BIAS, 0.0f, &v));
+            if (c->cross_branch)
+                VP_TRY(vp_model_xb_forward(m, params, a, batch));
+            else
+                VP_TRY(vp_model_linear(m, &ah, &a2w, &a2b, VP_EPI_BIAS, 0.0f, &adv));
+        }
+        VP_TRY(vp_model_atoms_support(m, params, a));
+        VP_TRY(vp_model_combine_forward(m, a, batch));
     }
-    VP_TRY(vp_model_atoms_support(m, params, a));
-    VP_TRY(vp_model_combine_forward(m, a, batch));
     VP_TRY(vp_model_qd_forward(m, params, a, batch));
     a->state |= VP_ACTS_HEADS;
     // IQN beside it

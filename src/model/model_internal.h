@@ -171,6 +171,8 @@ struct vp_model_acts {
     int params_held;           /* 1: the parameters have not changed since pad_of's copy (vp_model_acts_hold_params) */
     vp_backend* lane;          /* where the IQN weight gradients of a backward run (vp_model_acts_set_lane); NULL */
     const void* pad_of;        /* the parameters head_w_pad was last copied from (NULL: none, or not to be trusted) */
+    int fold_heads;            /* 1: Q by the folded output layers where they serve (vp_model_acts_fold_heads) */
+    const void* fold_of;       /* the parameters head_fold was last folded from (NULL: none, or not to be trusted) */
     int64_t batch;             /* samples of the last forward */
     int n_taus;                /* IQN samples of the last forward (0: none) */
     int state;                 /* VP_ACTS_* bits */
@@ -210,6 +212,8 @@ struct vp_model_acts {
     vp_tensor adv_pad;         /* [B, AZp] the advantage stream likewise (padded heads; else empty) */
     vp_tensor head_w_pad;      /* the output layers at those widths: v2 W [Zp, HH], b [Zp], a2 W [AZp, HH],
                                 * b [AZp], each padded with zero rows (padded heads; else empty) */
+    vp_tensor head_fold;       /* the output layers folded for Q alone (heads_fold_math.h; CUDA forward-only
+                                * activations of heads c51_fold_q serves; else empty) */
     vp_tensor cosf;            /* [Q, NC] cos(pi i tau) */
     vp_tensor phi;             /* [Q, H] relu(phi projection) */
     vp_tensor mix;             /* [Q, H] h * phi */

@@ -161,6 +161,36 @@ VP_HD int64_t vp_pad4(int64_t n) { return (n + 3) / 4 * 4; }
 typedef vp_status vp_mops_c51_pad_fn(vp_backend* be, int Z, int AZ, int HH, const float* v2w, const float* v2b,
                                      const float* a2w, const float* a2b, float* out);
 
+/* The C51 output layers folded for Q alone (heads_fold_math.h has the layout): out
+ * [vp_c51f_floats(Z, HH, A)] gets tile 0 = v2w, v2b and tile 1 + a = a2w[a] - mean, a2b[a] -
+ * mean, the means over a's branch (the sum in action order, then one division: dueling_forward's
+ * mean), the weights rounded to TF32 (vp_tf32), the padding atoms zero. v2w [Z, HH], v2b [Z],
+ * a2w [A Z, HH], a2b [A Z]; HH a multiple of 8. The CPU and CUDA write the same bits. */
+typedef vp_status vp_mops_c51_fold_fn(vp_backend* be, int HH, int Z, const vp_branch_map* br, const float* v2w,
+                                      const float* v2b, const float* a2w, const float* a2b, float* out);
+
+/* Q from the folded layers, without the advantage rows: for sample b and action a the logits
+ * l[z] = (v1[b] . W0[z] + b0[z]) + (ah[b] . W_{1+a}[z] + b_{1+a}[z]) (products of TF32 operands:
+ * v1 and ah rounded by vp_tf32, the weights as folded; FP32 sums), then q[b, a] = sum_z s_z e_z /
+ * sum_z e_z, e_z = exp(l[z] - max l), s = linspace(v_min, v_max, Z): the dueling combine's
+ * expected value. v1, ah rows of ld floats (HH read); fold from c51_fold; q [B, A]. The CPU's
+ * is the reference (plain loops, any HH and Z); CUDA's one pass on tensor cores serves the
+ * shapes vp_c51_fold_q_fits accepts. Both sum in their own order: Q agrees within FP32
+ * rounding, and with the layer-by-layer heads within TF32 rounding. */
+typedef vp_status vp_mops_c51_fold_q_fn(vp_backend* be, int64_t B, int HH, int Z, const vp_branch_map* br,
+                                        float v_min, float v_max, const float* v1, const float* ah, int64_t ld,
+                                        const float* fold, float* q);
+
+/* Whether the CUDA c51_fold_q serves these heads: HH 128, 49 <= Z <= 56 (seven tiles of 8
+ * atoms), 1 to 8 branches of at most 6 actions (the value tile and a branch's in 200 KiB of
+ * shared memory). */
+static inline int vp_c51_fold_q_fits(int HH, int Z, const vp_branch_map* br) {
+    if (HH != 128 || Z < 49 || Z > 56 || br->n < 1 || br->n > 8) return 0;
+    for (int i = 0; i < br->n; ++i)
+        if (br->size[i] < 1 || br->size[i] > 6) return 0;
+    return 1;
+}
+
 /* The portfolio projection added to the encoding: h[b, :] = e[b, :] + (bias + W p[b, :]),
  * e, h [B, H] (h may alias e), p [B, P], W [H, P], bias [H]. The CPU copies e into h and
  * runs the FP32 GEMM with beta 1 (the model's linear layer: the same bits); CUDA runs one
@@ -228,7 +258,8 @@ typedef vp_status vp_mops_iqn_embed_fn(vp_backend* be, const vp_iqn_dims* d, con
     X(f, i, conv_backward) X(f, i, scan_forward) X(f, i, scan_backward) X(f, i, dueling_forward) \
     X(f, i, dueling_backward) X(f, i, c51_q) X(f, i, iqn_cos) X(f, i, iqn_mix_forward)            \
     X(f, i, iqn_mix_backward) X(f, i, iqn_l2_backward) X(f, i, iqn_embed) X(f, i, c51_head)        \
-    X(f, i, c51_pad) X(f, i, port_add) X(f, i, span_conv) X(f, i, span_scan) X(f, i, span_mix)
+    X(f, i, c51_pad) X(f, i, c51_fold) X(f, i, c51_fold_q) X(f, i, port_add) X(f, i, span_conv)         \
+    X(f, i, span_scan) X(f, i, span_mix)
 
 /* Declares prefix_<kernel> for every kernel ("VP_MOPS_DECLARE(vp_cpu)"). */
 #define VP_MOPS_DECLARE(prefix) VP_KERNEL_DECLARE(VP_MOPS_KERNELS, vp_mops, prefix)

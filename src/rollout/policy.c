@@ -111,6 +111,7 @@ static vp_status dqn_work_init(const vp_policy* p, int64_t batch, vp_policy_work
         return s;
     }
     vp_model_acts_q_only(w->acts); // scores read Q only
+    vp_model_acts_fold_heads(w->acts); // CUDA TF32 scores: Q in one pass from the hidden rows
     w->heads = *(const vp_model*)p->impl;
     if (p->fp32_scores) w->heads.precision = VP_PREC_FP32;
     w->batch = batch;
