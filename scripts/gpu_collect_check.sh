@@ -4,7 +4,11 @@
 # (metrics.jsonl identical line for line, timing lines aside), then the synthetic trend market
 # with an edge (examples/synth_trend.yaml) with S = 1 and S = 64 on three seeds each, each best
 # checkpoint backtested on its test span: S = 64 must still learn the edge (a test-span Sharpe
-# after costs above 0 in every seed; the table prints both S beside buy-and-hold).
+# after costs above 0 in every seed; the table prints both S beside buy-and-hold). The S = 64
+# runs see the same data with the same replay ratio as the S = 1 ones (docs/train.md, "Choosing
+# S"): 1/64 of the iterations, 64 x the learner steps an iteration, validation every 4
+# iterations; kept at the example's 2000 iterations and 2 steps, S = 64 would learn from 64 x
+# the transitions at 1/64 of the replay ratio, another experiment.
 #   usage: scripts/gpu_collect_check.sh BUILD_DIR WORK_DIR KEEP_DIR [ITERATIONS]
 set -euo pipefail
 build=$1 work=$2 keep=$3 iters=${4:-300}
@@ -19,7 +23,11 @@ cp "$work/s64_a/summary.json" "$keep/eurusd_gpu_s64_summary.json"
 for s in 1 64; do
   for seed in 1 2 3; do
     d=$work/trend_s${s}_seed$seed
-    "$v" train examples/synth_trend.yaml train.collect_steps=$s run.seed=$seed run.backend=cuda --out "$d" --force \
+    same=()
+    [ "$s" = 64 ] && same=(train.iterations=32 train.train_steps=125 train.eval_every=4 train.checkpoint_every=16
+      train.log_every=4)
+    "$v" train examples/synth_trend.yaml train.collect_steps=$s "${same[@]}" run.seed=$seed run.backend=cuda \
+      --out "$d" --force \
       > "$d.log" 2>&1 || { cat "$d.log"; exit 1; }
     "$v" backtest --checkpoint "$d/best.safetensors" --backend cuda --out "$d/bt" --force > "$d/bt.log" 2>&1 ||
       { cat "$d/bt.log"; exit 1; }
