@@ -6,21 +6,10 @@
 #include "model/cpu_mops.h"
 #include "model/heads_fold_math.h"
 
-/* Actions of a branch map, and whether it is well formed (1 .. 8 branches of >= 1 actions). */
-static int map_actions(const vp_branch_map* br) {
-    if (!br || br->n < 1 || br->n > 8) return 0;
-    int A = 0;
-    for (int i = 0; i < br->n; ++i) {
-        if (br->size[i] < 1) return 0;
-        A += br->size[i];
-    }
-    return A;
-}
-
 vp_status vp_cpu_c51_fold(vp_backend* be, int HH, int Z, const vp_branch_map* br, const float* v2w, const float* v2b,
                           const float* a2w, const float* a2b, float* out) {
     (void)be;
-    const int A = map_actions(br);
+    const int A = vp_branch_map_actions(br);
     VP_REQUIRE(A >= 1 && HH >= 8 && HH % 8 == 0 && Z >= 1 && v2w && v2b && a2w && a2b && out, VP_ERR_INVALID_ARG,
                "cpu c51_fold: bad arguments (HH %d: a multiple of 8; Z %d)", HH, Z);
     const int ZN = (int)vp_c51f_zn(Z);
@@ -67,7 +56,7 @@ static float tile_dot(const float* x, const float* w, int Z, int n, int HH) {
 vp_status vp_cpu_c51_fold_q(vp_backend* be, int64_t B, int HH, int Z, const vp_branch_map* br, float v_min,
                             float v_max, const float* v1, const float* ah, int64_t ld, const float* fold, float* q) {
     (void)be;
-    const int A = map_actions(br);
+    const int A = vp_branch_map_actions(br);
     VP_REQUIRE(A >= 1 && B >= 1 && HH >= 8 && HH % 8 == 0 && Z >= 2 && Z <= 4096 && ld >= HH && v1 && ah && fold && q,
                VP_ERR_INVALID_ARG, "cpu c51_fold_q: bad arguments (B %lld, HH %d, Z %d, ld %lld)", (long long)B, HH,
                Z, (long long)ld);

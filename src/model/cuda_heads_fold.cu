@@ -222,20 +222,9 @@ __global__ void __launch_bounds__(FQ_WARPS * 32, 1)
 
 /* ---- launchers ------------------------------------------------------------------------------ */
 
-/* Actions of a well-formed branch map (1 .. 8 branches of >= 1 actions); 0 otherwise. */
-static int map_actions(const vp_branch_map* br) {
-    if (!br || br->n < 1 || br->n > 8) return 0;
-    int A = 0;
-    for (int i = 0; i < br->n; ++i) {
-        if (br->size[i] < 1) return 0;
-        A += br->size[i];
-    }
-    return A;
-}
-
 extern "C" vp_status vp_cuda_c51_fold(vp_backend* be, int HH, int Z, const vp_branch_map* br, const float* v2w,
                                       const float* v2b, const float* a2w, const float* a2b, float* out) {
-    const int A = map_actions(br);
+    const int A = vp_branch_map_actions(br);
     VP_REQUIRE(A >= 1 && HH >= 8 && HH % 8 == 0 && Z >= 1 && v2w && v2b && a2w && a2b && out, VP_ERR_INVALID_ARG,
                "cuda c51_fold: bad arguments (HH %d: a multiple of 8; Z %d)", HH, Z);
     const int64_t n = vp_c51f_floats(Z, HH, A);
@@ -248,7 +237,7 @@ extern "C" vp_status vp_cuda_c51_fold(vp_backend* be, int HH, int Z, const vp_br
 extern "C" vp_status vp_cuda_c51_fold_q(vp_backend* be, int64_t B, int HH, int Z, const vp_branch_map* br,
                                         float v_min, float v_max, const float* v1, const float* ah, int64_t ld,
                                         const float* fold, float* q) {
-    const int A = map_actions(br);
+    const int A = vp_branch_map_actions(br);
     VP_REQUIRE(A >= 1 && B >= 1 && ld >= HH && v1 && ah && fold && q, VP_ERR_INVALID_ARG,
                "cuda c51_fold_q: bad arguments (B %lld, ld %lld)", (long long)B, (long long)ld);
     VP_REQUIRE(vp_c51_fold_q_fits(HH, Z, br), VP_ERR_UNSUPPORTED,

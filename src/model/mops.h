@@ -181,6 +181,17 @@ typedef vp_status vp_mops_c51_fold_q_fn(vp_backend* be, int64_t B, int HH, int Z
                                         float v_min, float v_max, const float* v1, const float* ah, int64_t ld,
                                         const float* fold, float* q);
 
+/* The actions of a branch map of 1 .. 8 branches of at least one action each; 0 for any other map. */
+static inline int vp_branch_map_actions(const vp_branch_map* br) {
+    if (!br || br->n < 1 || br->n > 8) return 0;
+    int A = 0;
+    for (int i = 0; i < br->n; ++i) {
+        if (br->size[i] < 1) return 0;
+        A += br->size[i];
+    }
+    return A;
+}
+
 /* Whether the CUDA c51_fold_q serves these heads: HH 128, 49 <= Z <= 56 (seven tiles of 8
  * atoms), 1 to 8 branches of at most 6 actions (the value tile and a branch's in 200 KiB of
  * shared memory). */
