@@ -212,8 +212,8 @@ void vp_model_acts_fold_heads(vp_model_acts* a);
 
 /* held 1: the parameters have not changed since the last forward of a and do not change until
  * the next call with held 0, so a forward may reuse what an earlier forward with the same parameter buffer
- * derived from them (the CUDA heads' zero-padded copy of the output layers, made once instead
- * of per forward: a collection's S head steps). held 0 (the default) makes every forward derive
+ * derived from them (the CUDA heads' zero-padded or folded copy of the output layers, made once
+ * instead of per forward: a collection's S head steps). held 0 (the default) makes every forward derive
  * it again. The outputs are the same bits either way. A no-op on NULL. */
 void vp_model_acts_hold_params(vp_model_acts* a, int held);
 

@@ -109,7 +109,7 @@ vp_status vp_policy_observe(const vp_policy* p, vp_policy_work* w, const vp_tens
 
 /* held 1: p's parameters have not changed since w's last score and do not change until the next
  * call with held 0 (a collection's S head steps), so w may keep what it derived from them (the
- * DQN network's padded output layers, vp_model_acts_hold_params); held 0 (the default) derives it
+ * DQN network's padded or folded output layers, vp_model_acts_hold_params); held 0 (the default) derives it
  * at every score. The scores are the same bits either way; a no-op for other policies. */
 vp_status vp_policy_hold_params(const vp_policy* p, vp_policy_work* w, int held);
 
