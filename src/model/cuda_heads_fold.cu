@@ -243,7 +243,8 @@ extern "C" vp_status vp_cuda_c51_fold_q(vp_backend* be, int64_t B, int HH, int Z
     VP_REQUIRE(vp_c51_fold_q_fits(HH, Z, br), VP_ERR_UNSUPPORTED,
                "cuda c51_fold_q: built for HH 128, 49 <= Z <= 56 and branches of at most 6 actions (HH %d, Z %d)",
                HH, Z);
-    VP_REQUIRE(((uintptr_t)fold % 16) == 0, VP_ERR_INVALID_ARG, "cuda c51_fold_q: the folded layers must be 16-byte aligned");
+    VP_REQUIRE(((uintptr_t)fold % 16) == 0, VP_ERR_INVALID_ARG,
+               "cuda c51_fold_q: the folded layers must be 16-byte aligned");
     // the shared-memory attribute and the SM count are a device's: set once per device
     static int sms_of[64];
     int dev = 0;
