@@ -50,8 +50,6 @@ __global__ void __launch_bounds__(SPAN_WARP_WINDOWS * 32, SPAN_WARP_BLOCKS)
     float* wt = dts + 32;     // [NH][K]
     const int base = last[b] - K + 1;
 #define SPAN_WROW(t) ((int64_t)((base + (t)) > 0 ? (base + (t)) : 0))
-    // a channel's first P steps, which see the padding: silu_conv_first (P = CW - 1 rows read)
-    auto conv_first = [&](int64_t ch, float* v) { silu_conv_first<CW>(xbcdt, L, base, w, bias, ch, P, v); };
     // first the step weights: B past the padding, C at the last step, the step sizes, B's padded
     // steps from its conv; B_t . C on lane t; the weight of step t of head h on lane h K + t
     for (int i = lane; i < (K - P) * N; i += 32) {
@@ -61,7 +59,7 @@ __global__ void __launch_bounds__(SPAN_WARP_WINDOWS * 32, SPAN_WARP_BLOCKS)
     if (lane < N) {
         cc[lane] = act[SPAN_WROW(K - 1) * L + XB + lane];
         float v[P];
-        conv_first(H + lane, v);
+        silu_conv_first<CW>(xbcdt, L, base, w, bias, H + lane, P, v); // B's padded steps
 #pragma unroll
         for (int t = 0; t < P; ++t) bs[t * N + lane] = v[t];
     }
@@ -95,7 +93,7 @@ __global__ void __launch_bounds__(SPAN_WARP_WINDOWS * 32, SPAN_WARP_BLOCKS)
 #pragma unroll
         for (int t = P; t < K; ++t) x[t] = act[SPAN_WROW(t) * L + c];
         const float zv = GATE ? z[b * H + c] : 0.0f;
-        conv_first(c, x);
+        silu_conv_first<CW>(xbcdt, L, base, w, bias, c, P, x); // x's first P steps, which see the padding
         float acc = __fmul_rn(D[h], x[K - 1]);
 #pragma unroll
         for (int t = 0; t < K; ++t) acc = __fmaf_rn(wt[h * K + t], x[t], acc);
